@@ -1,0 +1,126 @@
+package io.blobfs.hadoop;
+
+import io.blobfs.namespace.NamespaceOptions;
+import io.blobfs.store.StoreOptions;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import org.apache.hadoop.conf.Configuration;
+
+/**
+ * Every configuration key of BlobFS, in one place. File-system keys are read as
+ * {@code fs.blob.store.STORE.SUFFIX} first and {@code fs.blob.SUFFIX} second, so one
+ * store can differ from the default (as S3A's per-bucket keys do). Backend keys live
+ * only under the store profile and are checked against what the backend understands.
+ */
+public final class BlobFsConfiguration {
+  private BlobFsConfiguration() {}
+
+  public static final String SCHEME = "blob";
+  public static final String PREFIX = "fs.blob.";
+  public static final String STORE_PREFIX = "fs.blob.store.";
+
+  /** Store profile key: backend type ({@code memory}, {@code rados}, {@code tyr}). */
+  public static final String TYPE = "type";
+  /** Store type of a profile that names none. */
+  public static final String DEFAULT_STORE_TYPE = "fs.blob.default.store.type";
+  public static final String DEFAULT_STORE_TYPE_DEFAULT = "memory";
+  /** Store of a {@code blob:///path} URI with no authority. */
+  public static final String DEFAULT_STORE = "fs.blob.default.store";
+  public static final String DEFAULT_STORE_DEFAULT = "default";
+
+  // File-system keys (suffixes after fs.blob. or fs.blob.store.STORE.)
+  public static final String STRIPE_SIZE = "stripe.size";
+  public static final long STRIPE_SIZE_DEFAULT = NamespaceOptions.DEFAULT_STRIPE_SIZE;
+  public static final String WRITE_BUFFER_SIZE = "write.buffer.size";
+  public static final long WRITE_BUFFER_SIZE_DEFAULT = 8L << 20;
+  public static final String WRITE_MAX_INFLIGHT = "write.max-inflight";
+  public static final long WRITE_MAX_INFLIGHT_DEFAULT = 64L << 20;
+  public static final String INLINE_THRESHOLD = "inline.threshold";
+  public static final long INLINE_THRESHOLD_DEFAULT = 64L << 10;
+  /** {@code none}: mkdirs is dropped (the paper); {@code keep}: markers, HDFS-like. */
+  public static final String DIRECTORY_MARKERS = "directory.markers";
+  public static final String DIRECTORY_MARKERS_DEFAULT = "none";
+  public static final String LIST_PAGE_SIZE = "list.page.size";
+  public static final long LIST_PAGE_SIZE_DEFAULT = 1000;
+  /** Bytes fetched per store read when reading sequentially. */
+  public static final String READ_BUFFER_SIZE = "read.buffer.size";
+  public static final long READ_BUFFER_SIZE_DEFAULT = 4L << 20;
+  /** Bytes fetched at least per store read in random mode. */
+  public static final String READ_RANDOM_MIN = "read.random.min";
+  public static final long READ_RANDOM_MIN_DEFAULT = 64L << 10;
+  /** Default read policy of streams: adaptive, sequential, random, whole-file, vector. */
+  public static final String READ_POLICY = "read.policy";
+  public static final String READ_POLICY_DEFAULT = "adaptive";
+  /** Octal permission reported for every file and directory; there are no permissions. */
+  public static final String PERMISSION = "permission";
+  public static final String PERMISSION_DEFAULT = "777";
+
+  /** The file-system suffixes, which a store profile may override. */
+  public static final Set<String> FS_SUFFIXES = Set.of(STRIPE_SIZE, WRITE_BUFFER_SIZE,
+      WRITE_MAX_INFLIGHT, INLINE_THRESHOLD, DIRECTORY_MARKERS, LIST_PAGE_SIZE,
+      READ_BUFFER_SIZE, READ_RANDOM_MIN, READ_POLICY, PERMISSION);
+
+  /** Settings of one file-system instance, all validated. */
+  public record Settings(String storeName, String storeType, StoreOptions storeOptions,
+      NamespaceOptions namespace, int readBufferSize, int readRandomMin, ReadPolicy readPolicy,
+      short permission) {}
+
+  public static Settings parse(String storeName, Configuration conf) {
+    String storePrefix = STORE_PREFIX + storeName + ".";
+    Map<String, String> profile = new HashMap<>(conf.getPropsWithPrefix(storePrefix));
+    String type = profile.remove(TYPE);
+    if (type == null || type.isBlank()) {
+      type = conf.getTrimmed(DEFAULT_STORE_TYPE, DEFAULT_STORE_TYPE_DEFAULT);
+    }
+    type = type.trim().toLowerCase(Locale.ROOT);
+    Map<String, String> fsValues = new HashMap<>();
+    for (String suffix : FS_SUFFIXES) {
+      String v = profile.remove(suffix);
+      if (v != null) {
+        fsValues.put(suffix, v);
+      } else if (conf.get(PREFIX + suffix) != null) {
+        fsValues.put(suffix, conf.get(PREFIX + suffix));
+      }
+    }
+    StoreOptions fs = new StoreOptions(PREFIX, fsValues);
+    StoreOptions backend = new StoreOptions(storePrefix, profile);
+
+    long stripe = fs.getBytes(STRIPE_SIZE, STRIPE_SIZE_DEFAULT, 4096, 1L << 40);
+    long writeBuffer = fs.getBytes(WRITE_BUFFER_SIZE, WRITE_BUFFER_SIZE_DEFAULT, 4096, 1L << 30);
+    long inflight = fs.getBytes(WRITE_MAX_INFLIGHT, WRITE_MAX_INFLIGHT_DEFAULT, 0, 1L << 40);
+    long inline = fs.getBytes(INLINE_THRESHOLD, INLINE_THRESHOLD_DEFAULT, 0, 16L << 20);
+    String markers = fs.getString(DIRECTORY_MARKERS, DIRECTORY_MARKERS_DEFAULT)
+        .toLowerCase(Locale.ROOT);
+    if (!List.of("none", "keep").contains(markers)) {
+      throw new IllegalArgumentException("bad value '" + markers + "' for " + PREFIX
+          + DIRECTORY_MARKERS + ": expected none or keep");
+    }
+    int page = (int) fs.getLong(LIST_PAGE_SIZE, LIST_PAGE_SIZE_DEFAULT, 1, 100_000);
+    int readBuffer = (int) fs.getBytes(READ_BUFFER_SIZE, READ_BUFFER_SIZE_DEFAULT, 1,
+        1L << 30);
+    int randomMin = (int) fs.getBytes(READ_RANDOM_MIN, READ_RANDOM_MIN_DEFAULT, 1, 1L << 30);
+    ReadPolicy policy = ReadPolicy.parse(fs.getString(READ_POLICY, READ_POLICY_DEFAULT))
+        .orElseThrow(() -> new IllegalArgumentException("bad value '"
+            + fs.getString(READ_POLICY, "") + "' for " + PREFIX + READ_POLICY
+            + ": expected one of " + ReadPolicy.NAMES));
+    String permText = fs.getString(PERMISSION, PERMISSION_DEFAULT);
+    short permission;
+    try {
+      permission = Short.parseShort(permText, 8);
+      if (permission < 0 || permission > 0777) {
+        throw new NumberFormatException();
+      }
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("bad value '" + permText + "' for " + PREFIX
+          + PERMISSION + ": expected octal 000-777");
+    }
+    long buffer = Math.min(writeBuffer, stripe);
+    NamespaceOptions ns = new NamespaceOptions(stripe, (int) buffer, Math.max(inflight, buffer),
+        (int) inline, markers.equals("keep"), page);
+    return new Settings(storeName, type, backend, ns, readBuffer, randomMin, policy,
+        permission);
+  }
+}

@@ -1,0 +1,279 @@
+package io.blobfs.hadoop;
+
+import static org.apache.hadoop.fs.statistics.StreamStatisticNames.*;
+
+import io.blobfs.namespace.FileReader;
+import io.blobfs.store.Futures;
+import java.io.EOFException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.IntFunction;
+import org.apache.hadoop.fs.CanUnbuffer;
+import org.apache.hadoop.fs.FSExceptionMessages;
+import org.apache.hadoop.fs.FSInputStream;
+import org.apache.hadoop.fs.FileRange;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.StreamCapabilities;
+import org.apache.hadoop.fs.VectoredReadUtils;
+import org.apache.hadoop.fs.statistics.IOStatistics;
+import org.apache.hadoop.fs.statistics.IOStatisticsSource;
+import org.apache.hadoop.fs.statistics.impl.IOStatisticsStore;
+
+/**
+ * Hadoop input stream over a {@link FileReader}: a seek position and one read buffer.
+ * Reads at least the caller's buffer go straight into it; smaller ones are served from
+ * a buffer sized by the read policy. Positioned and vectored reads bypass the buffer and
+ * may run concurrently with each other.
+ */
+final class BlobInputStream extends FSInputStream
+    implements CanUnbuffer, StreamCapabilities, IOStatisticsSource {
+  private final FileReader reader;
+  private final long length;
+  private final String path;
+  private final int sequentialBuffer;
+  private final int randomMin;
+  private final IOStatisticsStore stats = BlobStatistics.forInputStream();
+  private final IOStatisticsStore fsStats;
+  private final FileSystem.Statistics hadoopStats;
+  private ReadPolicy policy;
+  private long pos;
+  private byte[] buffer;
+  private long bufferStart;
+  private int bufferLength;
+  private volatile boolean closed;
+
+  BlobInputStream(FileReader reader, ReadPolicy policy, int sequentialBuffer, int randomMin,
+      IOStatisticsStore fsStats, FileSystem.Statistics hadoopStats) {
+    this.reader = reader;
+    this.length = reader.length();
+    this.path = reader.info().path().toString();
+    this.policy = policy;
+    this.sequentialBuffer = sequentialBuffer;
+    this.randomMin = randomMin;
+    this.fsStats = fsStats;
+    this.hadoopStats = hadoopStats;
+    stats.incrementCounter(STREAM_READ_OPENED);
+  }
+
+  @Override
+  public synchronized int read() throws IOException {
+    byte[] one = new byte[1];
+    int n = read(one, 0, 1);
+    return n <= 0 ? -1 : one[0] & 0xff;
+  }
+
+  @Override
+  public synchronized int read(byte[] b, int off, int len) throws IOException {
+    checkOpen();
+    java.util.Objects.checkFromIndexSize(off, len, b.length);
+    if (len == 0) {
+      return 0;
+    }
+    if (pos >= length) {
+      return -1;
+    }
+    stats.incrementCounter(STREAM_READ_OPERATIONS);
+    int n;
+    if (buffered(pos)) {
+      n = Math.min(len, (int) (bufferStart + bufferLength - pos));
+      System.arraycopy(buffer, (int) (pos - bufferStart), b, off, n);
+    } else if (len >= fetchSize(len)) {
+      n = fetch(pos, ByteBuffer.wrap(b, off, len));
+    } else {
+      fill(pos, fetchSize(len));
+      n = Math.min(len, bufferLength);
+      System.arraycopy(buffer, 0, b, off, n);
+    }
+    pos += n;
+    if (n < len) {
+      stats.incrementCounter(STREAM_READ_OPERATIONS_INCOMPLETE);
+    }
+    count(n);
+    return n;
+  }
+
+  private boolean buffered(long at) {
+    return buffer != null && at >= bufferStart && at < bufferStart + bufferLength;
+  }
+
+  /** Bytes to fetch per store read for a caller asking {@code wanted}. */
+  private int fetchSize(int wanted) {
+    return policy == ReadPolicy.RANDOM ? Math.max(wanted, randomMin) : sequentialBuffer;
+  }
+
+  private void fill(long at, int size) throws IOException {
+    int want = (int) Math.min(size, length - at);
+    if (buffer == null || buffer.length < want) {
+      buffer = new byte[Math.max(want, Math.min(size, sequentialBuffer))];
+    }
+    bufferStart = at;
+    bufferLength = 0;
+    bufferLength = fetch(at, ByteBuffer.wrap(buffer, 0, want));
+  }
+
+  private int fetch(long at, ByteBuffer dst) throws IOException {
+    try {
+      int n = Futures.await(reader.read(at, dst));
+      if (n > 0) {
+        stats.incrementCounter(STREAM_READ_TOTAL_BYTES, n);
+      }
+      return n;
+    } catch (IOException e) {
+      stats.incrementCounter(STREAM_READ_EXCEPTIONS);
+      throw e;
+    }
+  }
+
+  private void count(int n) {
+    if (n > 0) {
+      stats.incrementCounter(STREAM_READ_BYTES, n);
+      if (hadoopStats != null) {
+        hadoopStats.incrementBytesRead(n);
+      }
+    }
+  }
+
+  @Override
+  public synchronized void seek(long target) throws IOException {
+    checkOpen();
+    if (target < 0) {
+      throw new EOFException(FSExceptionMessages.NEGATIVE_SEEK + " " + target + " in " + path);
+    }
+    if (target > length) {
+      throw new EOFException(FSExceptionMessages.CANNOT_SEEK_PAST_EOF + " " + target
+          + " > " + length + " in " + path);
+    }
+    if (target == pos) {
+      return;
+    }
+    stats.incrementCounter(STREAM_READ_SEEK_OPERATIONS);
+    boolean backward = target < pos;
+    stats.incrementCounter(backward
+        ? STREAM_READ_SEEK_BACKWARD_OPERATIONS : STREAM_READ_SEEK_FORWARD_OPERATIONS);
+    if (policy == ReadPolicy.ADAPTIVE && !buffered(target)
+        && (backward || target > pos + sequentialBuffer)) {
+      policy = ReadPolicy.RANDOM;
+      stats.incrementCounter(STREAM_READ_SEEK_POLICY_CHANGED);
+    }
+    pos = target;
+  }
+
+  @Override
+  public synchronized long getPos() throws IOException {
+    return pos;
+  }
+
+  @Override
+  public boolean seekToNewSource(long targetPos) {
+    return false;
+  }
+
+  @Override
+  public synchronized int available() throws IOException {
+    checkOpen();
+    return (int) Math.min(Integer.MAX_VALUE, length - pos);
+  }
+
+  @Override
+  public int read(long position, byte[] b, int off, int len) throws IOException {
+    checkOpen();
+    validatePositionedReadArgs(position, b, off, len);
+    if (len == 0) {
+      return 0;
+    }
+    if (position >= length) {
+      return -1;
+    }
+    int n = fetch(position, ByteBuffer.wrap(b, off, len));
+    count(n);
+    return n;
+  }
+
+  @Override
+  public void readFully(long position, byte[] b, int off, int len) throws IOException {
+    checkOpen();
+    validatePositionedReadArgs(position, b, off, len);
+    if (position + len > length) {
+      throw new EOFException(FSExceptionMessages.EOF_IN_READ_FULLY + " " + path + " at "
+          + position + " + " + len + " > " + length);
+    }
+    stats.incrementCounter(STREAM_READ_FULLY_OPERATIONS);
+    if (len > 0) {
+      count(fetch(position, ByteBuffer.wrap(b, off, len)));
+    }
+  }
+
+  @Override
+  public void readVectored(List<? extends FileRange> ranges, IntFunction<ByteBuffer> allocate)
+      throws IOException {
+    checkOpen();
+    List<? extends FileRange> sorted =
+        VectoredReadUtils.validateAndSortRanges(ranges, Optional.of(length));
+    stats.incrementCounter(STREAM_READ_VECTORED_OPERATIONS);
+    stats.incrementCounter(STREAM_READ_VECTORED_INCOMING_RANGES, sorted.size());
+    for (FileRange range : sorted) {
+      ByteBuffer buf = allocate.apply(range.getLength());
+      CompletableFuture<ByteBuffer> result = reader.read(range.getOffset(), buf)
+          .thenApply(n -> {
+            if (n < range.getLength()) {
+              throw new java.util.concurrent.CompletionException(new EOFException(
+                  "range " + range + " runs past the end of " + path));
+            }
+            count(n);
+            buf.flip();
+            return buf;
+          });
+      range.setData(result);
+    }
+  }
+
+  @Override
+  public synchronized void unbuffer() {
+    buffer = null;
+    bufferLength = 0;
+    stats.incrementCounter(STREAM_READ_UNBUFFERED);
+  }
+
+  @Override
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    buffer = null;
+    stats.incrementCounter(STREAM_READ_CLOSED);
+    fsStats.aggregate(stats);
+  }
+
+  private void checkOpen() throws IOException {
+    if (closed) {
+      throw new IOException(FSExceptionMessages.STREAM_IS_CLOSED + ": " + path);
+    }
+  }
+
+  @Override
+  public boolean hasCapability(String capability) {
+    switch (capability.toLowerCase(java.util.Locale.ROOT)) {
+      case StreamCapabilities.UNBUFFER:
+      case StreamCapabilities.IOSTATISTICS:
+      case StreamCapabilities.VECTOREDIO:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  @Override
+  public IOStatistics getIOStatistics() {
+    return stats;
+  }
+
+  @Override
+  public String toString() {
+    return "BlobInputStream{" + path + ", pos=" + pos + ", length=" + length + ", policy="
+        + policy + ", " + stats + "}";
+  }
+}

@@ -1,0 +1,139 @@
+package io.blobfs.hadoop;
+
+import static org.apache.hadoop.fs.statistics.StreamStatisticNames.*;
+
+import io.blobfs.namespace.FileWriter;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.hadoop.fs.Abortable;
+import org.apache.hadoop.fs.CommonPathCapabilities;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.StreamCapabilities;
+import org.apache.hadoop.fs.Syncable;
+import org.apache.hadoop.fs.statistics.IOStatistics;
+import org.apache.hadoop.fs.statistics.IOStatisticsSource;
+import org.apache.hadoop.fs.statistics.impl.IOStatisticsStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Hadoop output stream over a {@link FileWriter}. Nothing is visible before
+ * {@link #close()}; hflush/hsync cannot make it so and are accepted as no-ops with a
+ * warning (as S3A does by default), so that tools which call them, such as Spark's
+ * event log, keep working.
+ */
+final class BlobOutputStream extends OutputStream
+    implements Syncable, StreamCapabilities, IOStatisticsSource, Abortable {
+  private static final Logger LOG = LoggerFactory.getLogger(BlobOutputStream.class);
+  private static final AtomicBoolean WARNED_SYNC = new AtomicBoolean();
+
+  private final FileWriter writer;
+  private final IOStatisticsStore stats = BlobStatistics.forOutputStream();
+  private final IOStatisticsStore fsStats;
+  private final FileSystem.Statistics hadoopStats;
+  private final byte[] one = new byte[1];
+  private boolean closed;
+
+  BlobOutputStream(FileWriter writer, IOStatisticsStore fsStats,
+      FileSystem.Statistics hadoopStats) {
+    this.writer = writer;
+    this.fsStats = fsStats;
+    this.hadoopStats = hadoopStats;
+  }
+
+  @Override
+  public synchronized void write(int b) throws IOException {
+    one[0] = (byte) b;
+    write(one, 0, 1);
+  }
+
+  @Override
+  public synchronized void write(byte[] b, int off, int len) throws IOException {
+    try {
+      writer.write(b, off, len);
+    } catch (IOException e) {
+      stats.incrementCounter(STREAM_WRITE_EXCEPTIONS);
+      throw e;
+    }
+    stats.incrementCounter(STREAM_WRITE_BYTES, len);
+    if (hadoopStats != null) {
+      hadoopStats.incrementBytesWritten(len);
+    }
+  }
+
+  /** Data becomes visible at close only; a flush has nothing to publish. */
+  @Override
+  public void flush() {
+  }
+
+  @Override
+  public void hflush() {
+    warnSync();
+  }
+
+  @Override
+  public void hsync() {
+    warnSync();
+  }
+
+  private static void warnSync() {
+    if (WARNED_SYNC.compareAndSet(false, true)) {
+      LOG.warn("hflush/hsync on a blob:// stream does nothing: files become visible only "
+          + "when closed");
+    }
+  }
+
+  @Override
+  public synchronized void close() throws IOException {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    try {
+      writer.close();
+      stats.incrementCounter(STREAM_WRITE_BLOCK_UPLOADS);
+    } catch (IOException | RuntimeException e) {
+      stats.incrementCounter(STREAM_WRITE_EXCEPTIONS);
+      throw e;
+    } finally {
+      fsStats.aggregate(stats);
+    }
+  }
+
+  @Override
+  public synchronized AbortableResult abort() {
+    boolean wasClosed = closed;
+    closed = true;
+    writer.abort();
+    return new AbortableResult() {
+      @Override
+      public boolean alreadyClosed() {
+        return wasClosed;
+      }
+
+      @Override
+      public IOException anyCleanupException() {
+        return null;
+      }
+    };
+  }
+
+  @Override
+  public boolean hasCapability(String capability) {
+    return switch (capability.toLowerCase(java.util.Locale.ROOT)) {
+      case StreamCapabilities.IOSTATISTICS, CommonPathCapabilities.ABORTABLE_STREAM -> true;
+      default -> false;
+    };
+  }
+
+  @Override
+  public IOStatistics getIOStatistics() {
+    return stats;
+  }
+
+  @Override
+  public String toString() {
+    return "BlobOutputStream{" + writer.path() + ", written=" + writer.position() + "}";
+  }
+}

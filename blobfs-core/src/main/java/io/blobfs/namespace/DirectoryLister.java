@@ -1,0 +1,95 @@
+package io.blobfs.namespace;
+
+import io.blobfs.store.ScanPage;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.NoSuchElementException;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * A directory listing emulated by a filtered scan, one page at a time: the names under
+ * the directory's prefix grouped by their next path component (immediate mode) or every
+ * file at any depth (recursive mode, one flat scan as the paper does). Record headers of
+ * a page are read together so a store can overlap them.
+ */
+final class DirectoryLister implements EntryIterator<FileInfo> {
+  private final BlobNamespace ns;
+  private final FsPath dir;
+  private final String prefix;
+  private final boolean recursive;
+  private final Set<String> seenDirs = new HashSet<>();
+  private final ArrayDeque<FileInfo> ready = new ArrayDeque<>();
+  private String cursor;
+  private boolean scanDone;
+  private boolean sawAnything;
+
+  DirectoryLister(BlobNamespace ns, FsPath dir, boolean recursive) throws IOException {
+    this.ns = ns;
+    this.dir = dir;
+    this.prefix = ns.layout().dirPrefix(dir);
+    this.recursive = recursive;
+    fill();
+    if (!sawAnything && !dir.isRoot()) {
+      // Nothing under the prefix: the path is a file (listed as itself) or absent.
+      Optional<FileRecord> file = ns.readRecord(ns.layout().recordKey(dir), false);
+      if (file.isEmpty()) {
+        throw new FileNotFoundException("No such file or directory: " + dir);
+      }
+      ready.add(FileInfo.file(dir, file.get()));
+    }
+  }
+
+  @Override
+  public boolean hasNext() throws IOException {
+    fill();
+    return !ready.isEmpty();
+  }
+
+  @Override
+  public FileInfo next() throws IOException {
+    if (!hasNext()) {
+      throw new NoSuchElementException("listing of " + dir + " is exhausted");
+    }
+    return ready.poll();
+  }
+
+  private void fill() throws IOException {
+    while (ready.isEmpty() && !scanDone) {
+      ScanPage page = ns.calls().scan(prefix, cursor, ns.options().scanPageSize());
+      cursor = page.nextCursor();
+      scanDone = page.isLast();
+      List<String> fileKeys = new ArrayList<>();
+      for (String key : page.keys()) {
+        sawAnything = true;
+        String rest = key.substring(prefix.length());
+        if (rest.isEmpty()) {
+          continue; // the directory's own marker
+        }
+        int slash = rest.indexOf('/');
+        if (recursive) {
+          if (!KeyLayout.isMarker(key)) {
+            fileKeys.add(key);
+          }
+        } else if (slash < 0) {
+          fileKeys.add(key);
+        } else {
+          String child = rest.substring(0, slash);
+          if (seenDirs.add(child)) {
+            ready.add(FileInfo.directory(dir.child(child), 0));
+          }
+        }
+      }
+      List<Optional<FileRecord>> headers = ns.readHeaders(fileKeys);
+      for (int i = 0; i < fileKeys.size(); i++) {
+        if (headers.get(i).isPresent()) {
+          ready.add(FileInfo.file(ns.layout().pathOf(fileKeys.get(i)), headers.get(i).get()));
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,137 @@
+package io.blobfs.namespace;
+
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * The small blob stored under a name: what a file is and where its bytes live. Small
+ * files carry their bytes inline, so they cost one blob, as in the paper's direct
+ * mapping. Every file has a fresh id per write: it names the data blobs and serves as
+ * the file's etag, which a rename keeps. Directory markers are records too, with {@link Kind#DIRECTORY}.
+ *
+ * <p>Layout: magic "BFS1", kind, length, mtime, stripe size, file id, inline length
+ * (-1 if none), inline bytes. The header is at most {@link #MAX_HEADER} bytes, so a stat
+ * reads a fixed prefix and never the inline data; a record decoded from its header alone
+ * has {@code inline == null} even when {@link #isInline()}.
+ */
+public record FileRecord(Kind kind, long length, long modificationTime, long stripeSize,
+    String fileId, boolean isInline, byte[] inline) {
+
+  public enum Kind { FILE, DIRECTORY }
+
+  static final int MAGIC = 0x42465331; // "BFS1"
+  /** Header bytes after the file id. */
+  static final int FIXED_HEADER = 4 + 1 + 8 + 8 + 8 + 2 + 4;
+  /** Enough for every header field; the file id is at most 64 ASCII chars. */
+  public static final int MAX_HEADER = 128;
+
+  public static FileRecord directory(long mtime) {
+    return new FileRecord(Kind.DIRECTORY, 0, mtime, 0, "", false, null);
+  }
+
+  public static FileRecord inline(String fileId, byte[] bytes, long mtime, long stripeSize) {
+    checkId(fileId);
+    return new FileRecord(Kind.FILE, bytes.length, mtime, stripeSize, fileId, true, bytes);
+  }
+
+  public static FileRecord striped(String fileId, long length, long mtime, long stripeSize) {
+    checkId(fileId);
+    return new FileRecord(Kind.FILE, length, mtime, stripeSize, fileId, false, null);
+  }
+
+  private static void checkId(String fileId) {
+    if (fileId.isEmpty() || fileId.length() > 64) {
+      throw new IllegalArgumentException("file id must be 1-64 chars: " + fileId);
+    }
+  }
+
+  /** Bytes of the encoded header: where inline data starts. */
+  int headerSize() {
+    return FIXED_HEADER + fileId.length();
+  }
+
+  /** The inline bytes were decoded (not just the header). */
+  public boolean hasInlineBytes() {
+    return inline != null;
+  }
+
+  /** Number of data stripes (0 for inline files and markers). */
+  public long stripeCount() {
+    if (isInline() || kind == Kind.DIRECTORY || length == 0) {
+      return 0;
+    }
+    return (length + stripeSize - 1) / stripeSize;
+  }
+
+  public ByteBuffer encode() {
+    try {
+      ByteArrayOutputStream bytes =
+          new ByteArrayOutputStream(MAX_HEADER + (inline == null ? 0 : inline.length));
+      DataOutputStream out = new DataOutputStream(bytes);
+      out.writeInt(MAGIC);
+      out.writeByte(kind.ordinal());
+      out.writeLong(length);
+      out.writeLong(modificationTime);
+      out.writeLong(stripeSize);
+      out.writeUTF(fileId);
+      if (isInline() && inline == null) {
+        throw new IllegalStateException("inline record without its bytes");
+      }
+      out.writeInt(isInline() ? inline.length : -1);
+      if (isInline()) {
+        out.write(inline);
+      }
+      out.flush();
+      return ByteBuffer.wrap(bytes.toByteArray());
+    } catch (IOException e) {
+      throw new IllegalStateException(e); // in-memory stream
+    }
+  }
+
+  /**
+   * Decodes a record, or just its header when {@code withInline} is false (the inline
+   * bytes may then be absent from {@code data}).
+   */
+  public static FileRecord decode(String key, byte[] data, int length, boolean withInline)
+      throws CorruptRecordException {
+    try {
+      DataInputStream in = new DataInputStream(new java.io.ByteArrayInputStream(data, 0, length));
+      if (in.readInt() != MAGIC) {
+        throw new CorruptRecordException(key, "bad magic");
+      }
+      int kindOrdinal = in.readByte();
+      if (kindOrdinal < 0 || kindOrdinal >= Kind.values().length) {
+        throw new CorruptRecordException(key, "unknown kind " + kindOrdinal);
+      }
+      Kind kind = Kind.values()[kindOrdinal];
+      long len = in.readLong();
+      long mtime = in.readLong();
+      long stripe = in.readLong();
+      String id = in.readUTF();
+      int inlineLen = in.readInt();
+      boolean inlined = inlineLen >= 0;
+      if (len < 0 || stripe <= 0 && kind == Kind.FILE
+          || kind == Kind.FILE && id.isEmpty()
+          || (inlined ? inlineLen != len : inlineLen != -1)) {
+        throw new CorruptRecordException(key, "inconsistent header");
+      }
+      byte[] inl = null;
+      if (inlined && withInline) {
+        inl = new byte[inlineLen];
+        in.readFully(inl);
+      }
+      return new FileRecord(kind, len, mtime, stripe, id, inlined, inl);
+    } catch (EOFException e) {
+      throw new CorruptRecordException(key, "truncated");
+    } catch (CorruptRecordException e) {
+      throw e;
+    } catch (IOException e) {
+      throw new CorruptRecordException(key, e.toString());
+    }
+  }
+}

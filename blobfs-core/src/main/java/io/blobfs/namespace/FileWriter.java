@@ -1,0 +1,186 @@
+package io.blobfs.namespace;
+
+import io.blobfs.store.Futures;
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.Arrays;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * Writes one new file: bytes are gathered into buffers and sent to the stripe blobs of a
+ * fresh file id while the caller goes on writing; {@link #close()} waits for them and
+ * then publishes the record, so the file appears whole or not at all. Small files never
+ * touch a data blob: their bytes go into the record.
+ *
+ * <p>Memory is bounded by one buffer plus {@link NamespaceOptions#maxWriteBytesInFlight()},
+ * whatever the file size. Not thread-safe (like any OutputStream).
+ */
+public final class FileWriter implements Closeable {
+  private static final int INITIAL_BUFFER = 64 << 10;
+
+  private final BlobNamespace ns;
+  private final FsPath path;
+  private final boolean overwrite;
+  private final String fileId;
+  private final NamespaceOptions options;
+  private final long maxOp;
+  private final ArrayDeque<InFlight> inFlight = new ArrayDeque<>();
+  private long inFlightBytes;
+  private ByteBuffer buffer;
+  /** Bytes handed to the store so far; the buffer holds the bytes after them. */
+  private long sent;
+  private boolean closed;
+  private IOException failure;
+
+  private record InFlight(CompletableFuture<Void> done, int bytes) {}
+
+  FileWriter(BlobNamespace ns, FsPath path, boolean overwrite, String fileId) {
+    this.ns = ns;
+    this.path = path;
+    this.overwrite = overwrite;
+    this.fileId = fileId;
+    this.options = ns.options();
+    this.maxOp = ns.calls().store().limits().maxOpBytes();
+  }
+
+  public FsPath path() {
+    return path;
+  }
+
+  /** Bytes written so far. */
+  public long position() {
+    return sent + (buffer == null ? 0 : buffer.position());
+  }
+
+  public void write(byte[] b, int off, int len) throws IOException {
+    checkOpen();
+    Objects.checkFromIndexSize(off, len, b.length);
+    while (len > 0) {
+      if (buffer == null) {
+        buffer = ByteBuffer.allocate((int) Math.min(INITIAL_BUFFER, chunkLimit()));
+      } else if (!buffer.hasRemaining()) {
+        grow();
+      }
+      int n = Math.min(len, buffer.remaining());
+      buffer.put(b, off, n);
+      off += n;
+      len -= n;
+      if (buffer.position() == chunkLimit()) {
+        send();
+      }
+    }
+  }
+
+  /** Largest chunk that fits the write buffer, the current stripe and one store op. */
+  private long chunkLimit() {
+    long leftInStripe = options.stripeSize() - sent % options.stripeSize();
+    return Math.min(Math.min(options.writeBufferSize(), leftInStripe), maxOp);
+  }
+
+  private void grow() {
+    int size = (int) Math.min((long) buffer.capacity() * 2, chunkLimit());
+    buffer = ByteBuffer.wrap(Arrays.copyOf(buffer.array(), size)).position(buffer.position());
+  }
+
+  private void send() throws IOException {
+    buffer.flip();
+    int bytes = buffer.remaining();
+    long stripe = sent / options.stripeSize();
+    long offset = sent % options.stripeSize();
+    CompletableFuture<Void> done =
+        ns.calls().write(ns.layout().dataKey(fileId, stripe), offset, buffer);
+    inFlight.add(new InFlight(done, bytes));
+    inFlightBytes += bytes;
+    sent += bytes;
+    buffer = null;
+    while (!inFlight.isEmpty()
+        && (inFlightBytes > options.maxWriteBytesInFlight() || inFlight.peek().done().isDone())) {
+      awaitOldest();
+    }
+  }
+
+  private void awaitOldest() throws IOException {
+    InFlight oldest = inFlight.poll();
+    inFlightBytes -= oldest.bytes();
+    try {
+      Futures.await(oldest.done());
+    } catch (IOException e) {
+      failure = e;
+      throw new IOException("write of " + path + " failed; the file will not be created", e);
+    }
+  }
+
+  /**
+   * Sends what is buffered, waits for every write, then publishes the file. On failure
+   * nothing becomes visible and the data blobs written so far are removed.
+   */
+  @Override
+  public void close() throws IOException {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    try {
+      if (failure != null) {
+        throw new IOException("earlier write of " + path + " failed", failure);
+      }
+      long length = position();
+      long now = System.currentTimeMillis();
+      FileRecord record;
+      if (sent == 0 && length <= options.inlineThreshold()) {
+        byte[] bytes = buffer == null ? new byte[0] : Arrays.copyOf(buffer.array(), (int) length);
+        record = FileRecord.inline(fileId, bytes, now, options.stripeSize());
+      } else {
+        if (buffer != null && buffer.position() > 0) {
+          send();
+        }
+        while (!inFlight.isEmpty()) {
+          awaitOldest();
+        }
+        record = FileRecord.striped(fileId, length, now, options.stripeSize());
+      }
+      buffer = null;
+      ns.commitFile(path, record, overwrite);
+    } catch (IOException | RuntimeException e) {
+      discardData();
+      throw e;
+    }
+  }
+
+  /** Gives up: nothing becomes visible and written data is removed. */
+  public void abort() {
+    if (!closed) {
+      closed = true;
+      discardData();
+    }
+  }
+
+  public boolean isClosed() {
+    return closed;
+  }
+
+  private void discardData() {
+    buffer = null;
+    for (InFlight f : inFlight) {
+      f.done().exceptionally(t -> null).join();
+    }
+    inFlight.clear();
+    long stripes = (sent + options.stripeSize() - 1) / options.stripeSize();
+    for (long s = 0; s < stripes; s++) {
+      try {
+        ns.calls().delete(ns.layout().dataKey(fileId, s));
+      } catch (IOException | RuntimeException e) {
+        // Best effort: an orphan left here is what the sweeper is for.
+      }
+    }
+  }
+
+  private void checkOpen() throws IOException {
+    if (closed) {
+      throw new IOException("stream for " + path + " is closed");
+    }
+  }
+}

@@ -1,0 +1,66 @@
+package io.blobfs.namespace;
+
+import io.blobfs.store.StoreLimits;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * How a namespace lies in the flat key space.
+ *
+ * <ul>
+ *   <li>{@code n/a/b}: the record of file {@code /a/b} (length, file id, maybe the bytes).
+ *   <li>{@code n/a/}: the marker of directory {@code /a}, written only when markers are
+ *       kept; otherwise a directory is implicit in the names under it.
+ *   <li>{@code d/FILEID/N}: stripe N of a file's data. Names never appear here, so a
+ *       rename rewrites records and leaves data where it is.
+ * </ul>
+ *
+ * Listing a directory is a scan of {@code n/a/}; data keys never match a name scan.
+ */
+public final class KeyLayout {
+  static final String NAMES = "n";
+  static final String DATA = "d/";
+
+  private final StoreLimits limits;
+
+  public KeyLayout(StoreLimits limits) {
+    this.limits = limits;
+  }
+
+  /** Key of the record of a file at {@code path}. */
+  public String recordKey(FsPath path) {
+    return checked(path, NAMES + path);
+  }
+
+  /** Key of the marker of directory {@code path}; also the prefix of all names under it. */
+  public String dirPrefix(FsPath path) {
+    return path.isRoot() ? NAMES + "/" : checked(path, NAMES + path + "/");
+  }
+
+  /** Path named by a record or marker key; markers yield their directory. */
+  public FsPath pathOf(String nameKey) {
+    String p = nameKey.substring(NAMES.length());
+    return FsPath.parse(p);
+  }
+
+  public static boolean isMarker(String nameKey) {
+    return nameKey.endsWith("/");
+  }
+
+  public String dataKey(String fileId, long stripe) {
+    return DATA + fileId + "/" + stripe;
+  }
+
+  /** Fails before any store call if a path's keys would exceed the store's key limit. */
+  public void checkPath(FsPath path) {
+    dirPrefix(path);
+  }
+
+  private String checked(FsPath path, String key) {
+    int bytes = key.getBytes(StandardCharsets.UTF_8).length;
+    if (bytes > limits.maxKeyBytes()) {
+      throw new IllegalPathException(path.toString().substring(0, Math.min(80, path.toString().length())) + "...",
+          "its key is " + bytes + " bytes, over the store's limit of " + limits.maxKeyBytes());
+    }
+    return key;
+  }
+}

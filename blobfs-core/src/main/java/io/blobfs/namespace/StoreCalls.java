@@ -1,0 +1,88 @@
+package io.blobfs.namespace;
+
+import io.blobfs.store.BlobInfo;
+import io.blobfs.store.BlobMutation;
+import io.blobfs.store.BlobStore;
+import io.blobfs.store.PlacementAware;
+import io.blobfs.store.PutMode;
+import io.blobfs.store.ScanPage;
+import io.blobfs.store.TransactionalBlobStore;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The namespace's one door to the store: every call is counted here, by type, so the
+ * adapter can report the paper's storage-call distribution without touching each site.
+ */
+final class StoreCalls {
+  private final BlobStore store;
+  private final StoreCallCounters counters;
+
+  StoreCalls(BlobStore store, StoreCallCounters counters) {
+    this.store = store;
+    this.counters = counters;
+  }
+
+  BlobStore store() {
+    return store;
+  }
+
+  boolean transactional() {
+    return store instanceof TransactionalBlobStore;
+  }
+
+  BlobInfo stat(String key) throws IOException {
+    counters.increment(StoreCallCounters.STAT, 1);
+    return store.stat(key);
+  }
+
+  CompletableFuture<Integer> read(String key, long offset, ByteBuffer dst) {
+    counters.increment(StoreCallCounters.READ, 1);
+    return store.read(key, offset, dst).thenApply(n -> {
+      if (n > 0) {
+        counters.increment(StoreCallCounters.BYTES_READ, n);
+      }
+      return n;
+    });
+  }
+
+  CompletableFuture<Void> write(String key, long offset, ByteBuffer src) {
+    counters.increment(StoreCallCounters.WRITE, 1);
+    counters.increment(StoreCallCounters.BYTES_WRITTEN, src.remaining());
+    return store.write(key, offset, src);
+  }
+
+  void put(String key, ByteBuffer content, PutMode mode) throws IOException {
+    counters.increment(StoreCallCounters.PUT, 1);
+    counters.increment(StoreCallCounters.BYTES_WRITTEN, content.remaining());
+    store.put(key, content, mode);
+  }
+
+  boolean delete(String key) throws IOException {
+    counters.increment(StoreCallCounters.DELETE, 1);
+    return store.delete(key);
+  }
+
+  ScanPage scan(String prefix, String cursor, int limit) throws IOException {
+    counters.increment(StoreCallCounters.SCAN, 1);
+    return store.scan(prefix, cursor, limit);
+  }
+
+  void commit(List<BlobMutation> mutations) throws IOException {
+    counters.increment(StoreCallCounters.COMMIT, 1);
+    ((TransactionalBlobStore) store).commit(mutations);
+  }
+
+  List<String> hostsOf(String key) throws IOException {
+    if (store instanceof PlacementAware p) {
+      counters.increment(StoreCallCounters.LOCATE, 1);
+      List<String> hosts = p.hostsOf(key);
+      if (!hosts.isEmpty()) {
+        return hosts;
+      }
+    }
+    return List.of("localhost");
+  }
+}

@@ -1,0 +1,244 @@
+package io.blobfs.store.memory;
+
+import io.blobfs.store.BlobAlreadyExistsException;
+import io.blobfs.store.BlobInfo;
+import io.blobfs.store.BlobMutation;
+import io.blobfs.store.BlobNotFoundException;
+import io.blobfs.store.PlacementAware;
+import io.blobfs.store.PutMode;
+import io.blobfs.store.ScanPage;
+import io.blobfs.store.StoreLimits;
+import io.blobfs.store.TransactionConflictException;
+import io.blobfs.store.TransactionalBlobStore;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentNavigableMap;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.locks.ReadWriteLock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+/**
+ * A thread-safe store held in this JVM's heap: the embedded default behind
+ * {@code blob://} and the fake that the namespace and adapter tests run on.
+ *
+ * <p>Single-blob calls share a lock that a transaction takes exclusively, so a
+ * transaction's mutations become visible together. Whole-blob puts swap in a new blob,
+ * so a reader sees the old or the new bytes, never a mix.
+ */
+public final class InMemoryBlobStore implements TransactionalBlobStore, PlacementAware {
+  private final String name;
+  private final StoreLimits limits;
+  private final ConcurrentSkipListMap<String, Blob> blobs = new ConcurrentSkipListMap<>();
+  private final ReadWriteLock txLock = new ReentrantReadWriteLock();
+
+  public InMemoryBlobStore(String name, StoreLimits limits) {
+    this.name = name;
+    this.limits = limits;
+  }
+
+  public String name() {
+    return name;
+  }
+
+  @Override
+  public StoreLimits limits() {
+    return limits;
+  }
+
+  @Override
+  public BlobInfo stat(String key) {
+    Blob b = blobs.get(key);
+    if (b == null) {
+      return BlobInfo.missing(key);
+    }
+    synchronized (b) {
+      return BlobInfo.of(key, b.bytes.size());
+    }
+  }
+
+  @Override
+  public CompletableFuture<Integer> read(String key, long offset, ByteBuffer dst) {
+    if (offset < 0) {
+      return CompletableFuture.failedFuture(new IllegalArgumentException("negative offset"));
+    }
+    Blob b = blobs.get(key);
+    if (b == null) {
+      return CompletableFuture.failedFuture(new BlobNotFoundException(key));
+    }
+    synchronized (b) {
+      return CompletableFuture.completedFuture(b.bytes.read(offset, dst));
+    }
+  }
+
+  @Override
+  public CompletableFuture<Void> write(String key, long offset, ByteBuffer src) {
+    if (offset < 0) {
+      return CompletableFuture.failedFuture(new IllegalArgumentException("negative offset"));
+    }
+    if (offset + src.remaining() > limits.maxObjectBytes()) {
+      return CompletableFuture.failedFuture(new IOException(
+          "write past the largest object size " + limits.maxObjectBytes() + ": " + key));
+    }
+    txLock.readLock().lock();
+    try {
+      Blob b = blobs.computeIfAbsent(key, k -> new Blob());
+      synchronized (b) {
+        b.bytes.write(offset, src.duplicate());
+      }
+      return CompletableFuture.completedFuture(null);
+    } finally {
+      txLock.readLock().unlock();
+    }
+  }
+
+  @Override
+  public void put(String key, ByteBuffer content, PutMode mode) throws IOException {
+    checkSize(key, content.remaining());
+    Blob fresh = Blob.of(content);
+    txLock.readLock().lock();
+    try {
+      if (mode == PutMode.CREATE) {
+        if (blobs.putIfAbsent(key, fresh) != null) {
+          throw new BlobAlreadyExistsException(key);
+        }
+      } else {
+        blobs.put(key, fresh);
+      }
+    } finally {
+      txLock.readLock().unlock();
+    }
+  }
+
+  @Override
+  public void truncate(String key, long size) throws IOException {
+    if (size < 0) {
+      throw new IllegalArgumentException("negative size " + size);
+    }
+    checkSize(key, size);
+    Blob b = blobs.get(key);
+    if (b == null) {
+      throw new BlobNotFoundException(key);
+    }
+    synchronized (b) {
+      b.bytes.truncate(size);
+    }
+  }
+
+  @Override
+  public boolean delete(String key) {
+    txLock.readLock().lock();
+    try {
+      return blobs.remove(key) != null;
+    } finally {
+      txLock.readLock().unlock();
+    }
+  }
+
+  @Override
+  public ScanPage scan(String prefix, String cursor, int limit) {
+    if (limit <= 0) {
+      throw new IllegalArgumentException("scan limit must be positive: " + limit);
+    }
+    ConcurrentNavigableMap<String, Blob> view = cursor == null
+        ? blobs.tailMap(prefix, true)
+        : blobs.tailMap(cursor, false);
+    List<String> keys = new ArrayList<>(Math.min(limit, 1024));
+    for (String k : view.keySet()) {
+      if (!k.startsWith(prefix)) {
+        break;
+      }
+      if (keys.size() == limit) {
+        return new ScanPage(keys, keys.get(keys.size() - 1));
+      }
+      keys.add(k);
+    }
+    return new ScanPage(keys, null);
+  }
+
+  @Override
+  public void commit(List<BlobMutation> mutations) throws IOException {
+    Set<String> seen = new HashSet<>();
+    for (BlobMutation m : mutations) {
+      if (!seen.add(m.key())) {
+        throw new IllegalArgumentException("a transaction names a key twice: " + m.key());
+      }
+      if (m instanceof BlobMutation.Put p) {
+        checkSize(p.key(), p.content().remaining());
+      }
+    }
+    txLock.writeLock().lock();
+    try {
+      for (BlobMutation m : mutations) {
+        boolean exists = blobs.containsKey(m.key());
+        if (m instanceof BlobMutation.Put p && p.mode() == PutMode.CREATE && exists) {
+          throw new TransactionConflictException("key exists: " + m.key());
+        }
+        if (m instanceof BlobMutation.Delete d && d.mustExist() && !exists) {
+          throw new TransactionConflictException("key is gone: " + m.key());
+        }
+      }
+      for (BlobMutation m : mutations) {
+        if (m instanceof BlobMutation.Put p) {
+          blobs.put(p.key(), Blob.of(p.content()));
+        } else {
+          blobs.remove(m.key());
+        }
+      }
+    } finally {
+      txLock.writeLock().unlock();
+    }
+  }
+
+  @Override
+  public List<String> hostsOf(String key) {
+    return List.of("localhost");
+  }
+
+  /** Bytes held, for tests and the benchmark's memory report. */
+  public long totalBytes() {
+    long total = 0;
+    for (Map.Entry<String, Blob> e : blobs.entrySet()) {
+      synchronized (e.getValue()) {
+        total += e.getValue().bytes.size();
+      }
+    }
+    return total;
+  }
+
+  public int blobCount() {
+    return blobs.size();
+  }
+
+  /** Drops every blob. */
+  public void clear() {
+    blobs.clear();
+  }
+
+  @Override
+  public void close() {
+    // The store outlives file system instances: several may share it in one JVM.
+  }
+
+  private void checkSize(String key, long size) throws IOException {
+    if (size > limits.maxObjectBytes()) {
+      throw new IOException("blob " + key + " of " + size
+          + " bytes is over the largest object size " + limits.maxObjectBytes());
+    }
+  }
+
+  private static final class Blob {
+    final ChunkedBytes bytes = new ChunkedBytes();
+
+    static Blob of(ByteBuffer content) {
+      Blob b = new Blob();
+      b.bytes.write(0, content.duplicate());
+      return b;
+    }
+  }
+}

@@ -1,0 +1,46 @@
+package io.blobfs.contract;
+
+import java.io.IOException;
+import java.net.URI;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.contract.AbstractFSContract;
+
+/**
+ * Binds Hadoop's contract suites to {@code blob://contract/} on the in-memory store.
+ * The options and the store settings come from {@code contract/blob.xml}, which states
+ * every way BlobFS differs from HDFS.
+ */
+public class BlobContract extends AbstractFSContract {
+  public static final String XML = "contract/blob.xml";
+  public static final URI STORE = URI.create("blob://contract/");
+
+  private FileSystem fs;
+
+  public BlobContract(Configuration conf) {
+    super(conf);
+    addConfResource(XML);
+  }
+
+  @Override
+  public void init() throws IOException {
+    super.init();
+    fs = FileSystem.get(STORE, getConf());
+  }
+
+  @Override
+  public FileSystem getTestFileSystem() {
+    return fs;
+  }
+
+  @Override
+  public String getScheme() {
+    return "blob";
+  }
+
+  @Override
+  public Path getTestPath() {
+    return new Path(STORE.toString(), "/test");
+  }
+}
