@@ -16,17 +16,24 @@ public class BlobContract extends AbstractFSContract {
   public static final String XML = "contract/blob.xml";
   public static final URI STORE = URI.create("blob://contract/");
 
+  private final URI store;
   private FileSystem fs;
 
   public BlobContract(Configuration conf) {
+    this(conf, XML, STORE);
+  }
+
+  /** Each binding needs its own store name: FileSystem.get caches by URI, not settings. */
+  protected BlobContract(Configuration conf, String xml, URI store) {
     super(conf);
-    addConfResource(XML);
+    addConfResource(xml);
+    this.store = store;
   }
 
   @Override
   public void init() throws IOException {
     super.init();
-    fs = FileSystem.get(STORE, getConf());
+    fs = FileSystem.get(store, getConf());
   }
 
   @Override
@@ -41,6 +48,6 @@ public class BlobContract extends AbstractFSContract {
 
   @Override
   public Path getTestPath() {
-    return new Path(STORE.toString(), "/test");
+    return new Path(store.toString(), "/test");
   }
 }

@@ -1,0 +1,19 @@
+package io.blobfs.contract.paper;
+
+import io.blobfs.contract.BlobContract;
+import java.net.URI;
+import org.apache.hadoop.conf.Configuration;
+
+/**
+ * The contract binding in the paper's default mode: no directory markers. Suites that
+ * create and probe empty directories (mkdir, delete, rename, getFileStatus, rootdir,
+ * contentSummary) assume HDFS directories and are bound only in markers=keep mode.
+ */
+public class PaperModeContract extends BlobContract {
+  public static final String XML = "contract/blob-paper.xml";
+  public static final URI STORE = URI.create("blob://paper/");
+
+  public PaperModeContract(Configuration conf) {
+    super(conf, XML, STORE);
+  }
+}
