@@ -77,7 +77,12 @@ public class BlobFileSystem extends FileSystem implements IOStatisticsSource {
     }
     uri = URI.create(BlobFsConfiguration.SCHEME + "://" + storeName);
     settings = BlobFsConfiguration.parse(storeName, conf);
-    BlobStoreProvider provider = BlobStores.provider(settings.storeType());
+    BlobStoreProvider provider;
+    try {
+      provider = BlobStores.provider(settings.storeType());
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(settings.storeTypeKey() + ": " + e.getMessage(), e);
+    }
     Set<String> unknown = new TreeSet<>(settings.storeOptions().asMap().keySet());
     unknown.removeAll(provider.optionKeys());
     if (!unknown.isEmpty()) {
@@ -186,7 +191,8 @@ public class BlobFileSystem extends FileSystem implements IOStatisticsSource {
   public FSDataOutputStream create(Path path, FsPermission permission, boolean overwrite,
       int bufferSize, short replication, long blockSize, Progressable progress)
       throws IOException {
-    return call(OP_CREATE, path, () -> outputStream(namespace.create(toFsPath(path), overwrite)));
+    return call(OP_CREATE, path,
+        () -> outputStream(namespace.create(toFsPath(path), overwrite), path));
   }
 
   /**
@@ -211,12 +217,13 @@ public class BlobFileSystem extends FileSystem implements IOStatisticsSource {
         }
       }
       boolean overwrite = flags.contains(org.apache.hadoop.fs.CreateFlag.OVERWRITE);
-      return outputStream(namespace.create(fsPath, overwrite));
+      return outputStream(namespace.create(fsPath, overwrite), path);
     });
   }
 
-  private FSDataOutputStream outputStream(io.blobfs.namespace.FileWriter writer) {
-    return new FSDataOutputStream(new BlobOutputStream(writer, stats, statistics), null);
+  private FSDataOutputStream outputStream(io.blobfs.namespace.FileWriter writer, Path path) {
+    return new FSDataOutputStream(
+        new BlobOutputStream(writer, makeQualified(path), stats, statistics), null);
   }
 
   @Override

@@ -64,7 +64,8 @@ public final class BlobFsConfiguration {
       READ_BUFFER_SIZE, READ_RANDOM_MIN, READ_POLICY, PERMISSION);
 
   /** Settings of one file-system instance, all validated. */
-  public record Settings(String storeName, String storeType, StoreOptions storeOptions,
+  public record Settings(String storeName, String storeType, String storeTypeKey,
+      StoreOptions storeOptions,
       NamespaceOptions namespace, int readBufferSize, int readRandomMin, ReadPolicy readPolicy,
       short permission) {}
 
@@ -72,40 +73,39 @@ public final class BlobFsConfiguration {
     String storePrefix = STORE_PREFIX + storeName + ".";
     Map<String, String> profile = new HashMap<>(conf.getPropsWithPrefix(storePrefix));
     String type = profile.remove(TYPE);
+    String typeKey = storePrefix + TYPE;
     if (type == null || type.isBlank()) {
       type = conf.getTrimmed(DEFAULT_STORE_TYPE, DEFAULT_STORE_TYPE_DEFAULT);
+      typeKey = DEFAULT_STORE_TYPE;
     }
     type = type.trim().toLowerCase(Locale.ROOT);
     Map<String, String> fsValues = new HashMap<>();
+    Map<String, String> fromKey = new HashMap<>();
     for (String suffix : FS_SUFFIXES) {
       String v = profile.remove(suffix);
       if (v != null) {
         fsValues.put(suffix, v);
+        fromKey.put(suffix, storePrefix + suffix);
       } else if (conf.get(PREFIX + suffix) != null) {
         fsValues.put(suffix, conf.get(PREFIX + suffix));
       }
     }
-    StoreOptions fs = new StoreOptions(PREFIX, fsValues);
+    StoreOptions fs = new StoreOptions(fsValues, k -> fromKey.getOrDefault(k, PREFIX + k));
     StoreOptions backend = new StoreOptions(storePrefix, profile);
 
     long stripe = fs.getBytes(STRIPE_SIZE, STRIPE_SIZE_DEFAULT, 4096, 1L << 40);
     long writeBuffer = fs.getBytes(WRITE_BUFFER_SIZE, WRITE_BUFFER_SIZE_DEFAULT, 4096, 1L << 30);
     long inflight = fs.getBytes(WRITE_MAX_INFLIGHT, WRITE_MAX_INFLIGHT_DEFAULT, 0, 1L << 40);
     long inline = fs.getBytes(INLINE_THRESHOLD, INLINE_THRESHOLD_DEFAULT, 0, 16L << 20);
-    String markers = fs.getString(DIRECTORY_MARKERS, DIRECTORY_MARKERS_DEFAULT)
-        .toLowerCase(Locale.ROOT);
-    if (!List.of("none", "keep").contains(markers)) {
-      throw new IllegalArgumentException("bad value '" + markers + "' for " + PREFIX
-          + DIRECTORY_MARKERS + ": expected none or keep");
-    }
+    String markers = fs.getChoice(DIRECTORY_MARKERS, DIRECTORY_MARKERS_DEFAULT,
+        List.of("none", "keep"));
     int page = (int) fs.getLong(LIST_PAGE_SIZE, LIST_PAGE_SIZE_DEFAULT, 1, 100_000);
     int readBuffer = (int) fs.getBytes(READ_BUFFER_SIZE, READ_BUFFER_SIZE_DEFAULT, 1,
         1L << 30);
     int randomMin = (int) fs.getBytes(READ_RANDOM_MIN, READ_RANDOM_MIN_DEFAULT, 1, 1L << 30);
     ReadPolicy policy = ReadPolicy.parse(fs.getString(READ_POLICY, READ_POLICY_DEFAULT))
-        .orElseThrow(() -> new IllegalArgumentException("bad value '"
-            + fs.getString(READ_POLICY, "") + "' for " + PREFIX + READ_POLICY
-            + ": expected one of " + ReadPolicy.NAMES));
+        .orElseThrow(() -> fs.bad(READ_POLICY, fs.getString(READ_POLICY, ""),
+            "one of " + ReadPolicy.NAMES));
     String permText = fs.getString(PERMISSION, PERMISSION_DEFAULT);
     short permission;
     try {
@@ -114,13 +114,12 @@ public final class BlobFsConfiguration {
         throw new NumberFormatException();
       }
     } catch (NumberFormatException e) {
-      throw new IllegalArgumentException("bad value '" + permText + "' for " + PREFIX
-          + PERMISSION + ": expected octal 000-777");
+      throw fs.bad(PERMISSION, permText, "octal 000-777");
     }
     long buffer = Math.min(writeBuffer, stripe);
     NamespaceOptions ns = new NamespaceOptions(stripe, (int) buffer, Math.max(inflight, buffer),
         (int) inline, markers.equals("keep"), page);
-    return new Settings(storeName, type, backend, ns, readBuffer, randomMin, policy,
+    return new Settings(storeName, type, typeKey, backend, ns, readBuffer, randomMin, policy,
         permission);
   }
 }

@@ -24,12 +24,18 @@ import org.apache.hadoop.fs.statistics.impl.IOStatisticsStore;
 
 /**
  * Hadoop input stream over a {@link FileReader}: a seek position and one read buffer.
- * Reads at least the caller's buffer go straight into it; smaller ones are served from
- * a buffer sized by the read policy. Positioned and vectored reads bypass the buffer and
+ * Large reads go straight into the caller's array; smaller ones are served from a
+ * buffer sized by the read policy. Positioned and vectored reads bypass the buffer and
  * may run concurrently with each other.
  */
 final class BlobInputStream extends FSInputStream
     implements CanUnbuffer, StreamCapabilities, IOStatisticsSource {
+  /**
+   * A request at least this large goes straight into the caller's array: it amortises a
+   * store call by itself, and a copy through the buffer would cost more than it saves.
+   */
+  static final int DIRECT_READ_MIN = 1 << 20;
+
   private final FileReader reader;
   private final long length;
   private final String path;
@@ -80,7 +86,7 @@ final class BlobInputStream extends FSInputStream
     if (buffered(pos)) {
       n = Math.min(len, (int) (bufferStart + bufferLength - pos));
       System.arraycopy(buffer, (int) (pos - bufferStart), b, off, n);
-    } else if (len >= fetchSize(len)) {
+    } else if (len >= Math.min(fetchSize(len), DIRECT_READ_MIN)) {
       n = fetch(pos, ByteBuffer.wrap(b, off, len));
     } else {
       fill(pos, fetchSize(len));

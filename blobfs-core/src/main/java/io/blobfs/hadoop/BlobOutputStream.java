@@ -29,15 +29,17 @@ final class BlobOutputStream extends OutputStream
   private static final AtomicBoolean WARNED_SYNC = new AtomicBoolean();
 
   private final FileWriter writer;
+  private final org.apache.hadoop.fs.Path path;
   private final IOStatisticsStore stats = BlobStatistics.forOutputStream();
   private final IOStatisticsStore fsStats;
   private final FileSystem.Statistics hadoopStats;
   private final byte[] one = new byte[1];
   private boolean closed;
 
-  BlobOutputStream(FileWriter writer, IOStatisticsStore fsStats,
+  BlobOutputStream(FileWriter writer, org.apache.hadoop.fs.Path path, IOStatisticsStore fsStats,
       FileSystem.Statistics hadoopStats) {
     this.writer = writer;
+    this.path = path;
     this.fsStats = fsStats;
     this.hadoopStats = hadoopStats;
   }
@@ -54,7 +56,7 @@ final class BlobOutputStream extends OutputStream
       writer.write(b, off, len);
     } catch (IOException e) {
       stats.incrementCounter(STREAM_WRITE_EXCEPTIONS);
-      throw e;
+      throw ErrorTranslation.translate(e, path);
     }
     stats.incrementCounter(STREAM_WRITE_BYTES, len);
     if (hadoopStats != null) {
@@ -93,7 +95,10 @@ final class BlobOutputStream extends OutputStream
     try {
       writer.close();
       stats.incrementCounter(STREAM_WRITE_BLOCK_UPLOADS);
-    } catch (IOException | RuntimeException e) {
+    } catch (IOException e) {
+      stats.incrementCounter(STREAM_WRITE_EXCEPTIONS);
+      throw ErrorTranslation.translate(e, path);
+    } catch (RuntimeException e) {
       stats.incrementCounter(STREAM_WRITE_EXCEPTIONS);
       throw e;
     } finally {
@@ -134,6 +139,6 @@ final class BlobOutputStream extends OutputStream
 
   @Override
   public String toString() {
-    return "BlobOutputStream{" + writer.path() + ", written=" + writer.position() + "}";
+    return "BlobOutputStream{" + path + ", written=" + writer.position() + "}";
   }
 }

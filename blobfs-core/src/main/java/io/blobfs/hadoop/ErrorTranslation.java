@@ -28,7 +28,9 @@ final class ErrorTranslation {
   }
 
   static InvalidPathException translate(IllegalPathException e, Path path) {
-    InvalidPathException ipe = new InvalidPathException(path.toString(), e.getMessage());
+    // The raw path may hold control characters: never echo them into logs or terminals.
+    String shown = path.toString().replaceAll("\\p{Cntrl}", "?");
+    InvalidPathException ipe = new InvalidPathException(shown, e.getMessage());
     ipe.initCause(e);
     return ipe;
   }

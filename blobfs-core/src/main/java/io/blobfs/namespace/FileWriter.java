@@ -1,5 +1,6 @@
 package io.blobfs.namespace;
 
+import io.blobfs.store.CopiesOnWrite;
 import io.blobfs.store.Futures;
 import java.io.Closeable;
 import java.io.IOException;
@@ -20,6 +21,12 @@ import java.util.concurrent.CompletableFuture;
  */
 public final class FileWriter implements Closeable {
   private static final int INITIAL_BUFFER = 64 << 10;
+  /**
+   * On a {@link CopiesOnWrite} store, an application write at least this large with
+   * nothing buffered goes straight to the store: it is a store call of its own size, and
+   * copying it through a buffer first would only cost.
+   */
+  static final int DIRECT_WRITE_MIN = 1 << 20;
 
   private final BlobNamespace ns;
   private final FsPath path;
@@ -27,6 +34,7 @@ public final class FileWriter implements Closeable {
   private final String fileId;
   private final NamespaceOptions options;
   private final long maxOp;
+  private final boolean storeCopies;
   private final ArrayDeque<InFlight> inFlight = new ArrayDeque<>();
   private long inFlightBytes;
   private ByteBuffer buffer;
@@ -35,7 +43,10 @@ public final class FileWriter implements Closeable {
   private boolean closed;
   private IOException failure;
 
-  private record InFlight(CompletableFuture<Void> done, int bytes) {}
+  /** A buffer whose write completed, kept for the next chunk: no allocation per chunk. */
+  private ByteBuffer spare;
+
+  private record InFlight(CompletableFuture<Void> done, int bytes, ByteBuffer buffer) {}
 
   FileWriter(BlobNamespace ns, FsPath path, boolean overwrite, String fileId) {
     this.ns = ns;
@@ -44,6 +55,7 @@ public final class FileWriter implements Closeable {
     this.fileId = fileId;
     this.options = ns.options();
     this.maxOp = ns.calls().store().limits().maxOpBytes();
+    this.storeCopies = ns.calls().store() instanceof CopiesOnWrite;
   }
 
   public FsPath path() {
@@ -58,17 +70,27 @@ public final class FileWriter implements Closeable {
   public void write(byte[] b, int off, int len) throws IOException {
     checkOpen();
     Objects.checkFromIndexSize(off, len, b.length);
-    while (len > 0) {
-      if (buffer == null) {
-        buffer = ByteBuffer.allocate((int) Math.min(INITIAL_BUFFER, chunkLimit()));
-      } else if (!buffer.hasRemaining()) {
-        grow();
+    if (storeCopies && len >= DIRECT_WRITE_MIN && (buffer == null || buffer.position() == 0)) {
+      while (len > 0) {
+        int n = (int) Math.min(len, chunkLimit());
+        send(ByteBuffer.wrap(b, off, n), false);
+        off += n;
+        len -= n;
       }
-      int n = Math.min(len, buffer.remaining());
+      return;
+    }
+    while (len > 0) {
+      long limit = chunkLimit();
+      if (buffer == null) {
+        buffer = newBuffer(limit);
+      } else if (!buffer.hasRemaining()) {
+        grow(limit);
+      }
+      int n = (int) Math.min(len, Math.min(buffer.remaining(), limit - buffer.position()));
       buffer.put(b, off, n);
       off += n;
       len -= n;
-      if (buffer.position() == chunkLimit()) {
+      if (buffer.position() == limit) {
         send();
       }
     }
@@ -80,22 +102,41 @@ public final class FileWriter implements Closeable {
     return Math.min(Math.min(options.writeBufferSize(), leftInStripe), maxOp);
   }
 
-  private void grow() {
-    int size = (int) Math.min((long) buffer.capacity() * 2, chunkLimit());
+  /**
+   * The first buffer of a file starts small and grows, so that small files cost little;
+   * once a chunk has been sent the file is large and buffers are full-size and recycled.
+   */
+  private ByteBuffer newBuffer(long limit) {
+    if (spare != null) {
+      ByteBuffer b = spare.clear();
+      spare = null;
+      return b;
+    }
+    return ByteBuffer.allocate((int) (sent == 0 ? Math.min(INITIAL_BUFFER, limit)
+        : options.writeBufferSize()));
+  }
+
+  private void grow(long limit) {
+    int size = (int) Math.min((long) buffer.capacity() * 2, limit);
     buffer = ByteBuffer.wrap(Arrays.copyOf(buffer.array(), size)).position(buffer.position());
   }
 
   private void send() throws IOException {
     buffer.flip();
-    int bytes = buffer.remaining();
+    send(buffer, true);
+    buffer = null;
+  }
+
+  /** Sends the next bytes of the file; {@code ours}: the buffer may be recycled after. */
+  private void send(ByteBuffer chunk, boolean ours) throws IOException {
+    int bytes = chunk.remaining();
     long stripe = sent / options.stripeSize();
     long offset = sent % options.stripeSize();
     CompletableFuture<Void> done =
-        ns.calls().write(ns.layout().dataKey(fileId, stripe), offset, buffer);
-    inFlight.add(new InFlight(done, bytes));
+        ns.calls().write(ns.layout().dataKey(fileId, stripe), offset, chunk);
+    inFlight.add(new InFlight(done, bytes, ours ? chunk : null));
     inFlightBytes += bytes;
     sent += bytes;
-    buffer = null;
     while (!inFlight.isEmpty()
         && (inFlightBytes > options.maxWriteBytesInFlight() || inFlight.peek().done().isDone())) {
       awaitOldest();
@@ -107,6 +148,9 @@ public final class FileWriter implements Closeable {
     inFlightBytes -= oldest.bytes();
     try {
       Futures.await(oldest.done());
+      if (oldest.buffer() != null && oldest.buffer().capacity() == options.writeBufferSize()) {
+        spare = oldest.buffer();
+      }
     } catch (IOException e) {
       failure = e;
       throw new IOException("write of " + path + " failed; the file will not be created", e);
@@ -143,6 +187,7 @@ public final class FileWriter implements Closeable {
         record = FileRecord.striped(fileId, length, now, options.stripeSize());
       }
       buffer = null;
+      spare = null;
       ns.commitFile(path, record, overwrite);
     } catch (IOException | RuntimeException e) {
       discardData();
@@ -164,6 +209,7 @@ public final class FileWriter implements Closeable {
 
   private void discardData() {
     buffer = null;
+    spare = null;
     for (InFlight f : inFlight) {
       f.done().exceptionally(t -> null).join();
     }

@@ -5,17 +5,23 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.function.UnaryOperator;
 
 /**
  * The settings of one store profile ({@code fs.blob.store.NAME.*} with the prefix cut
  * off), with typed getters that reject malformed values naming the full key.
  */
 public final class StoreOptions {
-  private final String keyPrefix;
+  private final UnaryOperator<String> fullKeyOf;
   private final Map<String, String> values;
 
   public StoreOptions(String keyPrefix, Map<String, String> values) {
-    this.keyPrefix = keyPrefix;
+    this(values, key -> keyPrefix + key);
+  }
+
+  /** Options whose keys came from several places: {@code fullKeyOf} names each in errors. */
+  public StoreOptions(Map<String, String> values, UnaryOperator<String> fullKeyOf) {
+    this.fullKeyOf = fullKeyOf;
     this.values = new TreeMap<>(values);
   }
 
@@ -94,7 +100,16 @@ public final class StoreOptions {
   }
 
   public String fullKey(String key) {
-    return keyPrefix + key;
+    return fullKeyOf.apply(key);
+  }
+
+  /** One of a fixed set of words, compared without case. */
+  public String getChoice(String key, String dflt, java.util.List<String> allowed) {
+    String v = getString(key, dflt).toLowerCase(Locale.ROOT);
+    if (!allowed.contains(v)) {
+      throw bad(key, v, "one of " + allowed);
+    }
+    return v;
   }
 
   private long checkRange(String key, long value, long min, long max) {
@@ -104,7 +119,8 @@ public final class StoreOptions {
     return value;
   }
 
-  private IllegalArgumentException bad(String key, String value, String expected) {
+  /** The error for a malformed value, naming the full key it was read from. */
+  public IllegalArgumentException bad(String key, String value, String expected) {
     return new IllegalArgumentException(
         "bad value '" + value + "' for " + fullKey(key) + ": expected " + expected);
   }

@@ -4,6 +4,7 @@ import io.blobfs.store.BlobAlreadyExistsException;
 import io.blobfs.store.BlobInfo;
 import io.blobfs.store.BlobMutation;
 import io.blobfs.store.BlobNotFoundException;
+import io.blobfs.store.CopiesOnWrite;
 import io.blobfs.store.PlacementAware;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.ScanPage;
@@ -31,7 +32,8 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * transaction's mutations become visible together. Whole-blob puts swap in a new blob,
  * so a reader sees the old or the new bytes, never a mix.
  */
-public final class InMemoryBlobStore implements TransactionalBlobStore, PlacementAware {
+public final class InMemoryBlobStore
+    implements TransactionalBlobStore, PlacementAware, CopiesOnWrite {
   private final String name;
   private final StoreLimits limits;
   private final ConcurrentSkipListMap<String, Blob> blobs = new ConcurrentSkipListMap<>();
