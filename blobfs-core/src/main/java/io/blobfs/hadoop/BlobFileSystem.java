@@ -152,7 +152,7 @@ public class BlobFileSystem extends FileSystem implements IOStatisticsSource {
   @Override
   public FSDataInputStream open(Path path, int bufferSize) throws IOException {
     return call(OP_OPEN, path, () -> inputStream(namespace.open(toFsPath(path)),
-        settings.readPolicy()));
+        settings.readPolicy(), settings.readBufferSize()));
   }
 
   @Override
@@ -163,15 +163,18 @@ public class BlobFileSystem extends FileSystem implements IOStatisticsSource {
     ReadPolicy policy = ReadPolicy.parse(parameters.getOptions()
             .get(OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY, ""))
         .orElse(settings.readPolicy());
+    int bufferSize = (int) Math.max(1, parameters.getOptions().getLongBytes(
+        OpenFileOptions.FS_OPTION_OPENFILE_BUFFER_SIZE, settings.readBufferSize()));
     FileStatus status = parameters.getStatus();
     CompletableFuture<FSDataInputStream> result = new CompletableFuture<>();
     try {
       FSDataInputStream in = call(OP_OPENFILE, path, () -> {
         FsPath fsPath = toFsPath(path);
         if (status instanceof BlobFileStatus blob && blob.info().path().equals(fsPath)) {
-          return inputStream(namespace.open(blob.info()), policy); // no metadata read
+          // The record came with the status: no metadata read.
+          return inputStream(namespace.open(blob.info()), policy, bufferSize);
         }
-        return inputStream(namespace.open(fsPath), policy);
+        return inputStream(namespace.open(fsPath), policy, bufferSize);
       });
       result.complete(in);
     } catch (IOException | RuntimeException e) {
@@ -180,9 +183,9 @@ public class BlobFileSystem extends FileSystem implements IOStatisticsSource {
     return result;
   }
 
-  private FSDataInputStream inputStream(FileReader reader, ReadPolicy policy) {
-    return new FSDataInputStream(new BlobInputStream(reader, policy,
-        settings.readBufferSize(), settings.readRandomMin(), stats, statistics));
+  private FSDataInputStream inputStream(FileReader reader, ReadPolicy policy, int bufferSize) {
+    return new FSDataInputStream(new BlobInputStream(reader, policy, bufferSize,
+        settings.readRandomMin(), stats, statistics));
   }
 
   // ---------------------------------------------------------------- writing
