@@ -35,6 +35,7 @@ public final class BlobNamespace {
   private final StoreCalls calls;
   private final KeyLayout layout;
   private final NamespaceOptions options;
+  private final PendingDirectories pending = new PendingDirectories();
 
   public BlobNamespace(BlobStore store, NamespaceOptions options, StoreCallCounters counters) {
     StoreLimits limits = store.limits();
@@ -73,7 +74,8 @@ public final class BlobNamespace {
     if (record.isPresent()) {
       return Optional.of(FileInfo.file(path, record.get()));
     }
-    return isDirectory(path) ? Optional.of(FileInfo.directory(path, 0)) : Optional.empty();
+    return pending.covers(path) || isDirectory(path)
+        ? Optional.of(FileInfo.directory(path, 0)) : Optional.empty();
   }
 
   public FileInfo getFileInfo(FsPath path) throws IOException {
@@ -159,12 +161,18 @@ public final class BlobNamespace {
   // ---------------------------------------------------------------- directories
 
   /**
-   * Dropped by default, as in the paper: directories exist through the names under them.
-   * With markers kept, writes a marker after checking no ancestor is a file.
+   * Dropped by default, as in the paper: no store call, and directories exist through
+   * the names under them; this instance alone remembers the empty directories it made
+   * ({@link PendingDirectories}). With markers kept, writes a marker after checking no
+   * ancestor is a file.
    */
   public boolean mkdirs(FsPath path) throws IOException {
     layout.checkPath(path);
-    if (!options.keepDirectoryMarkers() || path.isRoot()) {
+    if (path.isRoot()) {
+      return true;
+    }
+    if (!options.keepDirectoryMarkers()) {
+      pending.add(path);
       return true;
     }
     for (FsPath p = path; !p.isRoot(); p = p.parent()) {
@@ -212,8 +220,12 @@ public final class BlobNamespace {
       calls.delete(layout.recordKey(path));
       deleteData(info.get().record());
     } else {
+      if (!recursive && !pending.childNames(path).isEmpty()) {
+        throw new DirectoryNotEmptyException(path.toString());
+      }
       deleteDirectory(path, recursive);
     }
+    pending.removeAtOrUnder(path);
     keepVisible(path.parent());
     return true;
   }
@@ -297,6 +309,7 @@ public final class BlobNamespace {
       renameFile(src, target);
     } else {
       renameDirectory(src, target);
+      pending.rename(src, target);
     }
     keepVisible(src.parent());
     return true;
@@ -394,6 +407,10 @@ public final class BlobNamespace {
 
   KeyLayout layout() {
     return layout;
+  }
+
+  PendingDirectories pending() {
+    return pending;
   }
 
   /** Publishes a finished file: the single metadata operation of a create. */

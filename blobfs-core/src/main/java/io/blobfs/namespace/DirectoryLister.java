@@ -27,6 +27,7 @@ final class DirectoryLister implements EntryIterator<FileInfo> {
   private String cursor;
   private boolean scanDone;
   private boolean sawAnything;
+  private boolean pendingAdded;
 
   DirectoryLister(BlobNamespace ns, FsPath dir, boolean recursive) throws IOException {
     this.ns = ns;
@@ -35,12 +36,15 @@ final class DirectoryLister implements EntryIterator<FileInfo> {
     this.recursive = recursive;
     fill();
     if (!sawAnything && !dir.isRoot()) {
-      // Nothing under the prefix: the path is a file (listed as itself) or absent.
+      // Nothing under the prefix: the path is a file (listed as itself), a directory
+      // only this instance made, or absent.
       Optional<FileRecord> file = ns.readRecord(ns.layout().recordKey(dir), false);
-      if (file.isEmpty()) {
+      if (file.isPresent()) {
+        ready.add(FileInfo.file(dir, file.get()));
+        pendingAdded = true; // a file has no remembered children to add
+      } else if (!ns.pending().covers(dir)) {
         throw new FileNotFoundException("No such file or directory: " + dir);
       }
-      ready.add(FileInfo.file(dir, file.get()));
     }
   }
 
@@ -59,6 +63,17 @@ final class DirectoryLister implements EntryIterator<FileInfo> {
   }
 
   private void fill() throws IOException {
+    if (ready.isEmpty() && scanDone && !pendingAdded) {
+      // Empty directories made by this instance, not in the store (paper mode).
+      pendingAdded = true;
+      if (!recursive) {
+        for (String child : ns.pending().childNames(dir)) {
+          if (seenDirs.add(child)) {
+            ready.add(FileInfo.directory(dir.child(child), 0));
+          }
+        }
+      }
+    }
     while (ready.isEmpty() && !scanDone) {
       ScanPage page = ns.calls().scan(prefix, cursor, ns.options().scanPageSize());
       cursor = page.nextCursor();

@@ -208,15 +208,38 @@ class BlobNamespaceTest {
   @Test
   void paperModeDropsMkdirAndDirectoriesAreImplicit() throws IOException {
     BlobNamespace ns = namespace(false);
+    BlobNamespace otherProcess = namespace(false);
     counts.clear();
     assertTrue(ns.mkdirs(p("/x/y/z")));
     assertEquals(0, totalCalls(), "mkdirs costs no store call");
-    assertTrue(ns.probe(p("/x")).isEmpty());
+    assertEquals(Set.of(), keys(""));
+    assertTrue(otherProcess.probe(p("/x")).isEmpty(), "nothing in the store");
     write(ns, "/x/y/file", random(10, 1));
-    assertTrue(ns.getFileInfo(p("/x")).isDirectory());
-    assertTrue(ns.getFileInfo(p("/x/y")).isDirectory());
-    assertTrue(ns.delete(p("/x/y/file"), false));
-    assertTrue(ns.probe(p("/x")).isEmpty(), "the last name gone, the directory is gone");
+    assertTrue(otherProcess.getFileInfo(p("/x")).isDirectory());
+    assertTrue(otherProcess.getFileInfo(p("/x/y")).isDirectory());
+    assertTrue(otherProcess.delete(p("/x/y/file"), false));
+    assertTrue(otherProcess.probe(p("/x")).isEmpty(), "the last name gone, the directory is gone");
+    assertEquals(Set.of(), keys(""));
+  }
+
+  @Test
+  void paperModeEmptyDirectoriesAreVisibleToTheInstanceThatMadeThem() throws IOException {
+    BlobNamespace ns = namespace(false);
+    assertTrue(ns.mkdirs(p("/job/_temporary/0/task1")));
+    assertTrue(ns.mkdirs(p("/job/_temporary/0/task2")));
+    write(ns, "/job/_temporary/0/task2/part-0", random(5, 1));
+    counts.clear();
+    assertTrue(ns.getFileInfo(p("/job/_temporary/0/task1")).isDirectory());
+    assertEquals(List.of(), ns.list(p("/job/_temporary/0/task1")), "empty, not missing");
+    assertEquals(List.of("task1", "task2"), ns.list(p("/job/_temporary/0")).stream()
+        .map(f -> f.path().name()).toList());
+    assertThrows(DirectoryNotEmptyException.class, () -> ns.delete(p("/job/_temporary/0"), false));
+    assertTrue(ns.rename(p("/job/_temporary/0/task1"), p("/job/_temporary/0/task1-done")));
+    assertTrue(ns.getFileInfo(p("/job/_temporary/0/task1-done")).isDirectory());
+    assertTrue(ns.probe(p("/job/_temporary/0/task1")).isEmpty());
+    assertTrue(ns.delete(p("/job/_temporary"), true));
+    assertTrue(ns.probe(p("/job/_temporary/0/task1-done")).isEmpty());
+    assertTrue(ns.probe(p("/job")).isEmpty());
     assertEquals(Set.of(), keys(""));
   }
 
