@@ -39,17 +39,22 @@ import org.openjdk.jmh.infra.Blackhole;
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
 @Warmup(iterations = 3)
 @Measurement(iterations = 10)
-@Fork(value = 1, jvmArgsAppend = {"-Xmx6g", "-Xms6g"})
+@Fork(value = 1, jvmArgsAppend = {"-Xmx6g", "-Xms6g", "-XX:+AlwaysPreTouch",
+    "-XX:G1HeapRegionSize=32m"})
 public class SequentialThroughputBenchmark {
   static final String STORE = "jmh";
-  static final int IO_SIZE = 1 << 20;
   static final long STRIPE = 64L << 20;
 
   @Param("1g")
   public String size;
 
+  /** Application I/O size: 1 MiB (large, sent straight through) and 64 KiB (buffered). */
+  @Param({"1m", "64k"})
+  public String ioSize;
+
   private long bytes;
-  private final byte[] chunk = new byte[IO_SIZE];
+  private int io;
+  private byte[] chunk;
   private FileSystem fs;
   private InMemoryBlobStore store;
   private Path readFile;
@@ -59,6 +64,8 @@ public class SequentialThroughputBenchmark {
   @Setup(Level.Trial)
   public void setUp() throws IOException {
     bytes = StoreOptions.parseBytes("size", size);
+    io = (int) StoreOptions.parseBytes("ioSize", ioSize);
+    chunk = new byte[io];
     new Random(1).nextBytes(chunk);
     Configuration conf = new Configuration();
     conf.set("fs.blob.impl", "io.blobfs.hadoop.BlobFileSystem");
@@ -94,8 +101,8 @@ public class SequentialThroughputBenchmark {
 
   private void writeThroughFs(Path path) throws IOException {
     try (FSDataOutputStream out = fs.create(path, true)) {
-      for (long done = 0; done < bytes; done += IO_SIZE) {
-        out.write(chunk, 0, (int) Math.min(IO_SIZE, bytes - done));
+      for (long done = 0; done < bytes; done += io) {
+        out.write(chunk, 0, (int) Math.min(io, bytes - done));
       }
     }
   }
@@ -107,8 +114,8 @@ public class SequentialThroughputBenchmark {
 
   @Benchmark
   public void writeSpi() throws IOException {
-    for (long done = 0; done < bytes; done += IO_SIZE) {
-      int n = (int) Math.min(IO_SIZE, bytes - done);
+    for (long done = 0; done < bytes; done += io) {
+      int n = (int) Math.min(io, bytes - done);
       Futures.await(store.write("spi/" + done / STRIPE, done % STRIPE,
           ByteBuffer.wrap(chunk, 0, n)));
     }
@@ -116,7 +123,7 @@ public class SequentialThroughputBenchmark {
 
   @Benchmark
   public void readBlobFs(Blackhole bh) throws IOException {
-    byte[] buf = new byte[IO_SIZE];
+    byte[] buf = new byte[io];
     long total = 0;
     try (FSDataInputStream in = fs.open(readFile)) {
       int n;
@@ -130,10 +137,10 @@ public class SequentialThroughputBenchmark {
 
   @Benchmark
   public void readSpi(Blackhole bh) throws IOException {
-    ByteBuffer buf = ByteBuffer.allocate(IO_SIZE);
+    ByteBuffer buf = ByteBuffer.allocate(io);
     long total = 0;
-    for (long done = 0; done < bytes; done += IO_SIZE) {
-      buf.clear().limit((int) Math.min(IO_SIZE, bytes - done));
+    for (long done = 0; done < bytes; done += io) {
+      buf.clear().limit((int) Math.min(io, bytes - done));
       total += Futures.await(store.read("d/" + readFileId + "/" + done / STRIPE,
           done % STRIPE, buf));
     }

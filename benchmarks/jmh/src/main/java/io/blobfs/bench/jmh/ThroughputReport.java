@@ -38,54 +38,67 @@ public final class ThroughputReport {
         .param("size", size)
         .build();
     Collection<RunResult> results = new Runner(opts).run();
-    Map<String, double[]> msPerOp = new LinkedHashMap<>();
+    double mib = bytes / (double) (1 << 20);
+    // ioSize -> benchmark -> {ms per op, error, MiB/s}
+    Map<String, Map<String, double[]>> byIo = new LinkedHashMap<>();
     for (RunResult r : results) {
       String name = r.getParams().getBenchmark();
       name = name.substring(name.lastIndexOf('.') + 1);
-      double score = r.getPrimaryResult().getScore();
-      double error = r.getPrimaryResult().getScoreError();
-      msPerOp.put(name, new double[] {score, error});
+      double ms = r.getPrimaryResult().getScore();
+      byIo.computeIfAbsent(r.getParams().getParam("ioSize"), k -> new LinkedHashMap<>())
+          .put(name, new double[] {ms, r.getPrimaryResult().getScoreError(), mib / (ms / 1000)});
     }
-    double mib = bytes / (double) (1 << 20);
-    Map<String, Double> mibps = new LinkedHashMap<>();
-    for (String name : List.of("writeBlobFs", "writeSpi", "readBlobFs", "readSpi")) {
-      double[] ms = msPerOp.get(name);
-      mibps.put(name, ms == null ? Double.NaN : mib / (ms[0] / 1000.0));
-    }
-    double writeRatio = mibps.get("writeBlobFs") / mibps.get("writeSpi");
-    double readRatio = mibps.get("readBlobFs") / mibps.get("readSpi");
 
     StringBuilder md = new StringBuilder();
     md.append("# Sequential throughput: blob:// against the store SPI (in-memory store)\n\n");
-    md.append(String.format(Locale.ROOT, "Run %s, %s per operation, 1 MiB application I/O, "
-        + "64 MiB stripes, JMH single-shot, 3 warm-up + 10 measured runs, heap collected between runs, one JVM (-Xmx6g).%n%n",
-        LocalDate.now(), size));
-    md.append("| benchmark | ms per op (± 99.9% CI) | MiB/s |\n|---|---:|---:|\n");
-    for (var e : msPerOp.entrySet()) {
-      md.append(String.format(Locale.ROOT, "| %s | %.0f ± %.0f | %.0f |%n", e.getKey(),
-          e.getValue()[0], e.getValue()[1], mibps.get(e.getKey())));
+    md.append(String.format(Locale.ROOT, "Run %s: %s per operation, 64 MiB stripes, JMH "
+        + "single-shot, 3 warm-up + 10 measured runs, heap collected between runs, one JVM "
+        + "(-Xms6g -Xmx6g, heap pre-touched, 32 MiB G1 regions so that the store's 1 MiB "
+        + "chunks are ordinary objects). The SPI side writes and reads the same stripes "
+        + "with the same application I/O size.%n%n", LocalDate.now(), size));
+    md.append("| app I/O | benchmark | ms per op (± 99.9% CI) | MiB/s |\n|---|---|---:|---:|\n");
+    for (var io : byIo.entrySet()) {
+      for (var e : io.getValue().entrySet()) {
+        md.append(String.format(Locale.ROOT, "| %s | %s | %.0f ± %.0f | %.0f |%n", io.getKey(),
+            e.getKey(), e.getValue()[0], e.getValue()[1], e.getValue()[2]));
+      }
     }
-    md.append(String.format(Locale.ROOT, "%n| ratio blob:// / SPI | value | target | verdict |%n"
-        + "|---|---:|---:|---|%n| write | %.2f | 0.90 | %s |%n| read | %.2f | 0.90 | %s |%n",
-        writeRatio, verdict(writeRatio), readRatio, verdict(readRatio)));
+    md.append("\n| app I/O | ratio blob:// / SPI | value | target | verdict |\n"
+        + "|---|---|---:|---:|---|\n");
+    CategoryChart chart = new CategoryChartBuilder().width(760).height(440)
+        .title("Sequential throughput, " + size + ", in-memory store")
+        .xAxisTitle("direction, application I/O size").yAxisTitle("MiB/s").build();
+    List<String> categories = new java.util.ArrayList<>();
+    List<Double> viaFs = new java.util.ArrayList<>();
+    List<Double> viaSpi = new java.util.ArrayList<>();
+    for (var io : byIo.entrySet()) {
+      for (String dir : List.of("write", "read")) {
+        double fs = io.getValue().get(dir + "BlobFs")[2];
+        double spi = io.getValue().get(dir + "Spi")[2];
+        double ratio = fs / spi;
+        md.append(String.format(Locale.ROOT, "| %s | %s | %.2f | 0.90 | %s |%n", io.getKey(),
+            dir, ratio, ratio >= 0.9 ? "met" : "MISSED"));
+        categories.add(dir + " " + io.getKey());
+        viaFs.add(fs);
+        viaSpi.add(spi);
+      }
+    }
+    md.append("\nWrites of 1 MiB or more go straight to the store (it copies on submission, "
+        + "`CopiesOnWrite`); smaller writes are gathered into 8 MiB buffers first. On the "
+        + "in-memory store that gathering is pure cost, one extra memory copy, which is what "
+        + "the 64 KiB write ratio shows; on a networked store it is what saves round trips. "
+        + "Reads of 1 MiB or more go straight into the caller's array; smaller ones through a "
+        + "4 MiB buffer, which on this store costs no more than the SPI's 64 KiB calls.\n");
+    chart.addSeries("blob:// (BlobFileSystem)", categories, viaFs);
+    chart.addSeries("store SPI directly", categories, viaSpi);
     System.out.println();
     System.out.println(md);
 
     Files.createDirectories(reportDir);
     Files.writeString(reportDir.resolve("core-throughput.md"), md.toString());
-    CategoryChart chart = new CategoryChartBuilder().width(720).height(420)
-        .title("Sequential throughput, " + size + ", in-memory store")
-        .xAxisTitle("direction").yAxisTitle("MiB/s").build();
-    chart.addSeries("blob:// (BlobFileSystem)", List.of("write", "read"),
-        List.of(mibps.get("writeBlobFs"), mibps.get("readBlobFs")));
-    chart.addSeries("store SPI directly", List.of("write", "read"),
-        List.of(mibps.get("writeSpi"), mibps.get("readSpi")));
     BitmapEncoder.saveBitmap(chart, reportDir.resolve("core-throughput").toString(),
         BitmapEncoder.BitmapFormat.PNG);
     System.out.println("report: " + reportDir.resolve("core-throughput.md"));
   }
 
-  private static String verdict(double ratio) {
-    return ratio >= 0.9 ? "met" : "MISSED";
-  }
 }
