@@ -76,13 +76,14 @@ public class BlobFileSystem extends FileSystem implements IOStatisticsSource {
           + ": expected letters, digits, '.', '_' or '-' (no user, no port)");
     }
     uri = URI.create(BlobFsConfiguration.SCHEME + "://" + storeName);
-    settings = BlobFsConfiguration.parse(storeName, conf);
+    String[] type = BlobFsConfiguration.storeType(storeName, conf);
     BlobStoreProvider provider;
     try {
-      provider = BlobStores.provider(settings.storeType());
+      provider = BlobStores.provider(type[0]);
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException(settings.storeTypeKey() + ": " + e.getMessage(), e);
+      throw new IllegalArgumentException(type[1] + ": " + e.getMessage(), e);
     }
+    settings = BlobFsConfiguration.parse(storeName, conf, provider.fileSystemDefaults());
     Set<String> unknown = new TreeSet<>(settings.storeOptions().asMap().keySet());
     unknown.removeAll(provider.optionKeys());
     if (!unknown.isEmpty()) {
@@ -185,7 +186,7 @@ public class BlobFileSystem extends FileSystem implements IOStatisticsSource {
 
   private FSDataInputStream inputStream(FileReader reader, ReadPolicy policy, int bufferSize) {
     return new FSDataInputStream(new BlobInputStream(reader, policy, bufferSize,
-        settings.readRandomMin(), stats, statistics));
+        settings.readAhead(), settings.readRandomMin(), stats, statistics));
   }
 
   // ---------------------------------------------------------------- writing

@@ -48,6 +48,12 @@ public final class BlobFsConfiguration {
   /** Bytes fetched per store read when reading sequentially. */
   public static final String READ_BUFFER_SIZE = "read.buffer.size";
   public static final long READ_BUFFER_SIZE_DEFAULT = 4L << 20;
+  /**
+   * Bytes a sequential reader keeps fetching ahead of its position, in read-buffer-sized
+   * chunks that the store serves in parallel; 0 turns read-ahead off.
+   */
+  public static final String READ_AHEAD = "read.ahead";
+  public static final long READ_AHEAD_DEFAULT = 32L << 20;
   /** Bytes fetched at least per store read in random mode. */
   public static final String READ_RANDOM_MIN = "read.random.min";
   public static final long READ_RANDOM_MIN_DEFAULT = 64L << 10;
@@ -61,24 +67,36 @@ public final class BlobFsConfiguration {
   /** The file-system suffixes, which a store profile may override. */
   public static final Set<String> FS_SUFFIXES = Set.of(STRIPE_SIZE, WRITE_BUFFER_SIZE,
       WRITE_MAX_INFLIGHT, INLINE_THRESHOLD, DIRECTORY_MARKERS, LIST_PAGE_SIZE,
-      READ_BUFFER_SIZE, READ_RANDOM_MIN, READ_POLICY, PERMISSION);
+      READ_BUFFER_SIZE, READ_AHEAD, READ_RANDOM_MIN, READ_POLICY, PERMISSION);
 
   /** Settings of one file-system instance, all validated. */
   public record Settings(String storeName, String storeType, String storeTypeKey,
-      StoreOptions storeOptions,
-      NamespaceOptions namespace, int readBufferSize, int readRandomMin, ReadPolicy readPolicy,
-      short permission) {}
+      StoreOptions storeOptions, NamespaceOptions namespace, int readBufferSize,
+      long readAhead, int readRandomMin, ReadPolicy readPolicy, short permission) {}
 
-  public static Settings parse(String storeName, Configuration conf) {
+  /** The store type a profile names (or the default type), and the key it came from. */
+  public static String[] storeType(String storeName, Configuration conf) {
+    String typeKey = STORE_PREFIX + storeName + "." + TYPE;
+    String type = conf.getTrimmed(typeKey);
+    if (type == null || type.isBlank()) {
+      typeKey = DEFAULT_STORE_TYPE;
+      type = conf.getTrimmed(DEFAULT_STORE_TYPE, DEFAULT_STORE_TYPE_DEFAULT);
+    }
+    return new String[] {type.toLowerCase(Locale.ROOT), typeKey};
+  }
+
+  /**
+   * Parses a store's settings: for each file-system key the store profile's value wins,
+   * then the global {@code fs.blob.} value, then the backend's suggested default.
+   */
+  public static Settings parse(String storeName, Configuration conf,
+      Map<String, String> backendDefaults) {
     String storePrefix = STORE_PREFIX + storeName + ".";
     Map<String, String> profile = new HashMap<>(conf.getPropsWithPrefix(storePrefix));
-    String type = profile.remove(TYPE);
-    String typeKey = storePrefix + TYPE;
-    if (type == null || type.isBlank()) {
-      type = conf.getTrimmed(DEFAULT_STORE_TYPE, DEFAULT_STORE_TYPE_DEFAULT);
-      typeKey = DEFAULT_STORE_TYPE;
-    }
-    type = type.trim().toLowerCase(Locale.ROOT);
+    profile.remove(TYPE);
+    String[] typeAndKey = storeType(storeName, conf);
+    String type = typeAndKey[0];
+    String typeKey = typeAndKey[1];
     Map<String, String> fsValues = new HashMap<>();
     Map<String, String> fromKey = new HashMap<>();
     for (String suffix : FS_SUFFIXES) {
@@ -88,6 +106,9 @@ public final class BlobFsConfiguration {
         fromKey.put(suffix, storePrefix + suffix);
       } else if (conf.get(PREFIX + suffix) != null) {
         fsValues.put(suffix, conf.get(PREFIX + suffix));
+      } else if (backendDefaults.containsKey(suffix)) {
+        fsValues.put(suffix, backendDefaults.get(suffix));
+        fromKey.put(suffix, "the " + type + " backend's default for " + PREFIX + suffix);
       }
     }
     StoreOptions fs = new StoreOptions(fsValues, k -> fromKey.getOrDefault(k, PREFIX + k));
@@ -102,6 +123,7 @@ public final class BlobFsConfiguration {
     int page = (int) fs.getLong(LIST_PAGE_SIZE, LIST_PAGE_SIZE_DEFAULT, 1, 100_000);
     int readBuffer = (int) fs.getBytes(READ_BUFFER_SIZE, READ_BUFFER_SIZE_DEFAULT, 1,
         1L << 30);
+    long readAhead = fs.getBytes(READ_AHEAD, READ_AHEAD_DEFAULT, 0, 1L << 34);
     int randomMin = (int) fs.getBytes(READ_RANDOM_MIN, READ_RANDOM_MIN_DEFAULT, 1, 1L << 30);
     ReadPolicy policy = ReadPolicy.parse(fs.getString(READ_POLICY, READ_POLICY_DEFAULT))
         .orElseThrow(() -> fs.bad(READ_POLICY, fs.getString(READ_POLICY, ""),
@@ -119,7 +141,7 @@ public final class BlobFsConfiguration {
     long buffer = Math.min(writeBuffer, stripe);
     NamespaceOptions ns = new NamespaceOptions(stripe, (int) buffer, Math.max(inflight, buffer),
         (int) inline, markers.equals("keep"), page);
-    return new Settings(storeName, type, typeKey, backend, ns, readBuffer, randomMin, policy,
-        permission);
+    return new Settings(storeName, type, typeKey, backend, ns, readBuffer, readAhead, randomMin,
+        policy, permission);
   }
 }

@@ -3,6 +3,7 @@ package io.blobfs.hadoop;
 import static org.apache.hadoop.fs.statistics.StreamStatisticNames.*;
 
 import io.blobfs.namespace.FileReader;
+import io.blobfs.namespace.ReadAhead;
 import io.blobfs.store.Futures;
 import java.io.EOFException;
 import java.io.IOException;
@@ -40,20 +41,25 @@ final class BlobInputStream extends FSInputStream
   private final long length;
   private final String path;
   private final int sequentialBuffer;
+  private final long readAheadBytes;
   private final int randomMin;
   private final IOStatisticsStore stats = BlobStatistics.forInputStream();
   private final IOStatisticsStore fsStats;
   private final FileSystem.Statistics hadoopStats;
   private ReadPolicy policy;
   private long pos;
+  private ReadAhead readAhead;
+  private long readAheadCounted;
   private byte[] buffer;
   private long bufferStart;
   private int bufferLength;
   private volatile boolean closed;
 
-  BlobInputStream(FileReader reader, ReadPolicy policy, int sequentialBuffer, int randomMin,
-      IOStatisticsStore fsStats, FileSystem.Statistics hadoopStats) {
+  BlobInputStream(FileReader reader, ReadPolicy policy, int sequentialBuffer,
+      long readAheadBytes, int randomMin, IOStatisticsStore fsStats,
+      FileSystem.Statistics hadoopStats) {
     this.reader = reader;
+    this.readAheadBytes = readAheadBytes;
     this.length = reader.length();
     this.path = reader.info().path().toString();
     this.policy = policy;
@@ -83,7 +89,9 @@ final class BlobInputStream extends FSInputStream
     }
     stats.incrementCounter(STREAM_READ_OPERATIONS);
     int n;
-    if (buffered(pos)) {
+    if (policy != ReadPolicy.RANDOM && readAheadBytes >= sequentialBuffer) {
+      n = readAhead(b, off, len);
+    } else if (buffered(pos)) {
       n = Math.min(len, (int) (bufferStart + bufferLength - pos));
       System.arraycopy(buffer, (int) (pos - bufferStart), b, off, n);
     } else if (len >= Math.min(fetchSize(len), DIRECT_READ_MIN)) {
@@ -98,6 +106,26 @@ final class BlobInputStream extends FSInputStream
       stats.incrementCounter(STREAM_READ_OPERATIONS_INCOMPLETE);
     }
     count(n);
+    return n;
+  }
+
+  /** Sequential reads on a store with latency: served from chunks fetched in parallel. */
+  private int readAhead(byte[] b, int off, int len) throws IOException {
+    if (readAhead == null) {
+      readAhead = new ReadAhead(reader, sequentialBuffer, readAheadBytes);
+    }
+    java.nio.ByteBuffer view;
+    try {
+      view = readAhead.at(pos);
+    } catch (IOException e) {
+      stats.incrementCounter(STREAM_READ_EXCEPTIONS);
+      throw e;
+    }
+    long fetched = readAhead.bytesRequested();
+    stats.incrementCounter(STREAM_READ_TOTAL_BYTES, fetched - readAheadCounted);
+    readAheadCounted = fetched;
+    int n = Math.min(len, view.remaining());
+    view.get(b, off, n);
     return n;
   }
 
@@ -160,9 +188,10 @@ final class BlobInputStream extends FSInputStream
     stats.incrementCounter(backward
         ? STREAM_READ_SEEK_BACKWARD_OPERATIONS : STREAM_READ_SEEK_FORWARD_OPERATIONS);
     if (policy == ReadPolicy.ADAPTIVE && !buffered(target)
-        && (backward || target > pos + sequentialBuffer)) {
+        && (backward || target > pos + Math.max(sequentialBuffer, readAheadBytes))) {
       policy = ReadPolicy.RANDOM;
       stats.incrementCounter(STREAM_READ_SEEK_POLICY_CHANGED);
+      dropReadAhead();
     }
     pos = target;
   }
@@ -236,8 +265,16 @@ final class BlobInputStream extends FSInputStream
     }
   }
 
+  private void dropReadAhead() {
+    if (readAhead != null) {
+      readAhead.clear();
+      readAhead = null;
+    }
+  }
+
   @Override
   public synchronized void unbuffer() {
+    dropReadAhead();
     buffer = null;
     bufferLength = 0;
     stats.incrementCounter(STREAM_READ_UNBUFFERED);
@@ -249,6 +286,7 @@ final class BlobInputStream extends FSInputStream
       return;
     }
     closed = true;
+    dropReadAhead();
     buffer = null;
     stats.incrementCounter(STREAM_READ_CLOSED);
     fsStats.aggregate(stats);

@@ -16,6 +16,15 @@ public interface BlobStoreProvider {
   /** The profile keys this type understands; any other key is a configuration error. */
   Set<String> optionKeys();
 
+  /**
+   * File-system settings that suit this store better than the built-in defaults (for
+   * example no read-ahead on a store in local memory), by key suffix as under
+   * {@code fs.blob.}; the user's settings still win.
+   */
+  default java.util.Map<String, String> fileSystemDefaults() {
+    return java.util.Map.of();
+  }
+
   /** Opens (or joins) the store a profile describes. The caller closes it. */
   BlobStore open(String storeName, StoreOptions options) throws IOException;
 }

@@ -32,6 +32,12 @@ public final class InMemoryBlobStoreProvider implements BlobStoreProvider {
     return Set.of(MAX_KEY_BYTES, MAX_OBJECT_BYTES);
   }
 
+  /** Reads complete at once from memory: fetching ahead would only add a copy. */
+  @Override
+  public java.util.Map<String, String> fileSystemDefaults() {
+    return java.util.Map.of("read.ahead", "0");
+  }
+
   @Override
   public BlobStore open(String storeName, StoreOptions options) {
     int maxKey = (int) options.getLong(MAX_KEY_BYTES, 1024, 16, 65536);
