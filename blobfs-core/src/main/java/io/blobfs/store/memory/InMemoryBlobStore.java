@@ -60,7 +60,7 @@ public final class InMemoryBlobStore
       return BlobInfo.missing(key);
     }
     synchronized (b) {
-      return BlobInfo.of(key, b.bytes.size());
+      return BlobInfo.of(key, b.bytes.size(), b.modified);
     }
   }
 
@@ -92,6 +92,7 @@ public final class InMemoryBlobStore
       Blob b = blobs.computeIfAbsent(key, k -> new Blob());
       synchronized (b) {
         b.bytes.write(offset, src.duplicate());
+        b.modified = System.currentTimeMillis();
       }
       return CompletableFuture.completedFuture(null);
     } finally {
@@ -129,6 +130,7 @@ public final class InMemoryBlobStore
     }
     synchronized (b) {
       b.bytes.truncate(size);
+      b.modified = System.currentTimeMillis();
     }
   }
 
@@ -236,6 +238,7 @@ public final class InMemoryBlobStore
 
   private static final class Blob {
     final ChunkedBytes bytes = new ChunkedBytes();
+    long modified = System.currentTimeMillis();
 
     static Blob of(ByteBuffer content) {
       Blob b = new Blob();
