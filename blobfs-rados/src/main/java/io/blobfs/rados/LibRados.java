@@ -1,0 +1,69 @@
+package io.blobfs.rados;
+
+import com.sun.jna.Callback;
+import com.sun.jna.Library;
+import com.sun.jna.Native;
+import com.sun.jna.NativeLong;
+import com.sun.jna.Pointer;
+import com.sun.jna.ptr.LongByReference;
+import com.sun.jna.ptr.PointerByReference;
+
+/**
+ * The librados calls rados-java 0.6.0 lacks or gets wrong, declared by us: asynchronous
+ * reads and writes whose return codes can be read back, write ops with exclusive create,
+ * and listing that yields raw bytes. Object names are passed as NUL-terminated UTF-8
+ * bytes, never as Java strings, so that non-ASCII names do not depend on the platform
+ * encoding JNA would otherwise use.
+ */
+interface LibRados extends Library {
+  LibRados INSTANCE = Native.load("rados", LibRados.class);
+
+  int LIBRADOS_CREATE_EXCLUSIVE = 1;
+  /** rados_ioctx_set_namespace() value that lists every namespace. */
+  String ALL_NSPACES = "\001";
+
+  /** {@code rados_callback_t}: called by librados on one of its own threads. */
+  interface CompletionCallback extends Callback {
+    void invoke(Pointer completion, Pointer arg);
+  }
+
+  int rados_aio_create_completion2(Pointer arg, CompletionCallback complete,
+      PointerByReference completion);
+
+  int rados_aio_get_return_value(Pointer completion);
+
+  void rados_aio_release(Pointer completion);
+
+  int rados_aio_read(Pointer io, byte[] oid, Pointer completion, Pointer buf, NativeLong len,
+      long off);
+
+  int rados_aio_write(Pointer io, byte[] oid, Pointer completion, Pointer buf, NativeLong len,
+      long off);
+
+  int rados_stat(Pointer io, byte[] oid, LongByReference size, LongByReference mtime);
+
+  int rados_remove(Pointer io, byte[] oid);
+
+  int rados_trunc(Pointer io, byte[] oid, long size);
+
+  int rados_write_full(Pointer io, byte[] oid, Pointer buf, NativeLong len);
+
+  Pointer rados_create_write_op();
+
+  void rados_release_write_op(Pointer op);
+
+  void rados_write_op_create(Pointer op, int exclusive, String category);
+
+  void rados_write_op_write_full(Pointer op, Pointer buf, NativeLong len);
+
+  int rados_write_op_operate(Pointer op, Pointer io, byte[] oid, Pointer mtime, int flags);
+
+  void rados_ioctx_set_namespace(Pointer io, String nspace);
+
+  int rados_nobjects_list_open(Pointer io, PointerByReference ctx);
+
+  int rados_nobjects_list_next(Pointer ctx, PointerByReference entry, PointerByReference key,
+      PointerByReference nspace);
+
+  void rados_nobjects_list_close(Pointer ctx);
+}

@@ -1,0 +1,429 @@
+package io.blobfs.rados;
+
+import com.sun.jna.CallbackThreadInitializer;
+import com.sun.jna.Memory;
+import com.sun.jna.Native;
+import com.sun.jna.NativeLong;
+import com.sun.jna.Pointer;
+import com.sun.jna.ptr.LongByReference;
+import com.sun.jna.ptr.PointerByReference;
+import io.blobfs.store.BlobInfo;
+import io.blobfs.store.CopiesOnWrite;
+import io.blobfs.store.PutMode;
+import io.blobfs.store.ScanPage;
+import io.blobfs.store.StoreLimits;
+import io.blobfs.store.StoreUnavailableException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A blob store on one Ceph RADOS pool. Each key's first path segment becomes the RADOS
+ * namespace of its object ({@code n/a/b} is object {@code a/b} in namespace {@code n}),
+ * so a scan of names never walks the data stripes. Reads and writes are librados AIO
+ * whose completions arrive on librados threads and are handed to a small executor.
+ * Every call is bounded by the configured operation timeout.
+ */
+public final class RadosBlobStore implements CopiesOnWrite {
+  private static final LibRados LIB = LibRados.INSTANCE;
+  private static final Map<Long, Pending> PENDING = new ConcurrentHashMap<>();
+  private static final AtomicLong NEXT_ID = new AtomicLong(1);
+  private static final LibRados.CompletionCallback ON_COMPLETE = RadosBlobStore::completed;
+
+  static {
+    // Keep librados callback threads attached to the JVM instead of attaching per call.
+    Native.setCallbackThreadInitializer(ON_COMPLETE,
+        new CallbackThreadInitializer(true, false, "librados-completion"));
+  }
+
+  private final RadosCluster cluster;
+  private final String pool;
+  private final String baseNamespace;
+  private final StoreLimits limits;
+  private final Duration opTimeout;
+  private final ExecutorService completions;
+  private final Map<String, Listing> listings = new ConcurrentHashMap<>();
+  private volatile boolean closed;
+
+  RadosBlobStore(RadosCluster cluster, String pool, String baseNamespace, StoreLimits limits,
+      Duration opTimeout) {
+    this.cluster = cluster;
+    this.pool = pool;
+    this.baseNamespace = baseNamespace;
+    this.limits = limits;
+    this.opTimeout = opTimeout;
+    this.completions = Executors.newFixedThreadPool(2, r -> {
+      Thread t = new Thread(r, "blobfs-rados-" + pool);
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
+  @Override
+  public StoreLimits limits() {
+    return limits;
+  }
+
+  // ------------------------------------------------------------------ key mapping
+
+  /** Where a key lives: RADOS namespace and object name (UTF-8, NUL-terminated). */
+  private record Location(String namespace, String object) {
+    byte[] oid() {
+      byte[] b = object.getBytes(StandardCharsets.UTF_8);
+      byte[] z = new byte[b.length + 1];
+      System.arraycopy(b, 0, z, 0, b.length);
+      return z;
+    }
+  }
+
+  private Location locate(String key) {
+    int slash = key.indexOf('/');
+    if (slash <= 0) {
+      return new Location(baseNamespace, key);
+    }
+    return new Location(namespaceOf(key.substring(0, slash)), key.substring(slash + 1));
+  }
+
+  private String namespaceOf(String segment) {
+    return baseNamespace.isEmpty() ? segment : baseNamespace + "." + segment;
+  }
+
+  private Pointer io(Location loc) throws IOException {
+    checkOpen();
+    return cluster.context(pool, loc.namespace());
+  }
+
+  // ------------------------------------------------------------------ single-object calls
+
+  @Override
+  public BlobInfo stat(String key) throws IOException {
+    Location loc = locate(key);
+    LongByReference size = new LongByReference();
+    LongByReference mtime = new LongByReference();
+    int rc = LIB.rados_stat(io(loc), loc.oid(), size, mtime);
+    if (rc == -RadosErrors.ENOENT) {
+      return BlobInfo.missing(key);
+    }
+    check("stat", key, rc);
+    return BlobInfo.of(key, size.getValue(), mtime.getValue() * 1000L);
+  }
+
+  @Override
+  public CompletableFuture<Integer> read(String key, long offset, ByteBuffer dst) {
+    if (offset < 0) {
+      return CompletableFuture.failedFuture(new IllegalArgumentException("negative offset"));
+    }
+    int len = (int) Math.min(dst.remaining(), limits.maxOpBytes());
+    if (len == 0) {
+      return CompletableFuture.completedFuture(0);
+    }
+    Location loc = locate(key);
+    Memory buf = new Memory(len);
+    return submit("read", key, buf, (io, completion) -> LIB.rados_aio_read(io, loc.oid(),
+        completion, buf, new NativeLong(len), offset), loc, rc -> {
+          if (rc == 0) {
+            return -1; // at or past the end of the object
+          }
+          dst.put(buf.getByteBuffer(0, rc));
+          return rc;
+        });
+  }
+
+  @Override
+  public CompletableFuture<Void> write(String key, long offset, ByteBuffer src) {
+    if (offset < 0) {
+      return CompletableFuture.failedFuture(new IllegalArgumentException("negative offset"));
+    }
+    int len = src.remaining();
+    if (len > limits.maxOpBytes() || offset + len > limits.maxObjectBytes()) {
+      return CompletableFuture.failedFuture(new IOException("write of " + len + " bytes at "
+          + offset + " to " + key + " exceeds the pool's limits " + limits));
+    }
+    Location loc = locate(key);
+    Memory buf = new Memory(Math.max(1, len));
+    buf.getByteBuffer(0, len).put(src.duplicate()); // copied now: CopiesOnWrite
+    return submit("write", key, buf, (io, completion) -> LIB.rados_aio_write(io, loc.oid(),
+        completion, buf, new NativeLong(len), offset), loc, rc -> null);
+  }
+
+  @Override
+  public void put(String key, ByteBuffer content, PutMode mode) throws IOException {
+    int len = content.remaining();
+    if (len > limits.maxOpBytes()) {
+      throw new IOException("put of " + len + " bytes to " + key + " exceeds one op ("
+          + limits.maxOpBytes() + ")");
+    }
+    Location loc = locate(key);
+    Memory buf = new Memory(Math.max(1, len));
+    buf.getByteBuffer(0, len).put(content.duplicate());
+    Pointer op = LIB.rados_create_write_op();
+    try {
+      if (mode == PutMode.CREATE) {
+        LIB.rados_write_op_create(op, LibRados.LIBRADOS_CREATE_EXCLUSIVE, null);
+      }
+      // write_full replaces the object's content in one step: readers see old or new.
+      LIB.rados_write_op_write_full(op, buf, new NativeLong(len));
+      check("put", key, LIB.rados_write_op_operate(op, io(loc), loc.oid(), null, 0));
+    } finally {
+      LIB.rados_release_write_op(op);
+    }
+  }
+
+  @Override
+  public void truncate(String key, long size) throws IOException {
+    if (size < 0 || size > limits.maxObjectBytes()) {
+      throw new IllegalArgumentException("bad size " + size + " for " + key);
+    }
+    Location loc = locate(key);
+    check("truncate", key, LIB.rados_trunc(io(loc), loc.oid(), size));
+  }
+
+  @Override
+  public boolean delete(String key) throws IOException {
+    Location loc = locate(key);
+    int rc = LIB.rados_remove(io(loc), loc.oid());
+    if (rc == -RadosErrors.ENOENT) {
+      return false;
+    }
+    check("delete", key, rc);
+    return true;
+  }
+
+  // ------------------------------------------------------------------ scan
+
+  /**
+   * A filtered scan of the pool, as in the paper: RADOS lists objects in hash order and
+   * cannot filter by prefix, so names are filtered here. Keys with a '/' scan only their
+   * namespace. The cursor names a listing held open here (closed when done or idle).
+   */
+  @Override
+  public ScanPage scan(String prefix, String cursor, int limit) throws IOException {
+    if (limit <= 0) {
+      throw new IllegalArgumentException("scan limit must be positive: " + limit);
+    }
+    checkOpen();
+    expireIdleListings();
+    Listing listing;
+    String token = cursor;
+    if (cursor == null) {
+      int slash = prefix.indexOf('/');
+      String ns;
+      String keyPrefix;
+      if (slash > 0) {
+        ns = namespaceOf(prefix.substring(0, slash));
+        keyPrefix = prefix.substring(0, slash + 1);
+      } else {
+        ns = LibRados.ALL_NSPACES;
+        keyPrefix = null;
+      }
+      PointerByReference ctx = new PointerByReference();
+      check("scan", prefix, LIB.rados_nobjects_list_open(cluster.context(pool, ns), ctx));
+      listing = new Listing(ctx.getValue(), prefix, keyPrefix);
+      token = UUID.randomUUID().toString();
+      listings.put(token, listing);
+    } else {
+      listing = listings.get(cursor);
+      if (listing == null) {
+        throw new IOException("scan cursor " + cursor + " expired or unknown");
+      }
+    }
+    synchronized (listing) {
+      List<String> keys = new ArrayList<>(Math.min(limit, 1024));
+      PointerByReference entry = new PointerByReference();
+      PointerByReference nspace = new PointerByReference();
+      while (keys.size() < limit) {
+        int rc = LIB.rados_nobjects_list_next(listing.ctx, entry, null, nspace);
+        if (rc == -RadosErrors.ENOENT) {
+          closeListing(token);
+          return new ScanPage(keys, null);
+        }
+        if (rc < 0) {
+          closeListing(token);
+          check("scan", prefix, rc);
+        }
+        String object = entry.getValue().getString(0, "UTF-8");
+        String key = listing.keyPrefix != null ? listing.keyPrefix + object
+            : keyOf(nspace.getValue() == null ? "" : nspace.getValue().getString(0, "UTF-8"),
+                object);
+        if (key != null && key.startsWith(listing.prefix)) {
+          keys.add(key);
+        }
+      }
+      listing.lastUsed = System.nanoTime();
+      return new ScanPage(keys, token);
+    }
+  }
+
+  /** The key of an object found by a listing of every namespace; null if not ours. */
+  private String keyOf(String ns, String object) {
+    if (ns.equals(baseNamespace)) {
+      return object;
+    }
+    String mine = baseNamespace.isEmpty() ? "" : baseNamespace + ".";
+    if (!ns.startsWith(mine)) {
+      return null;
+    }
+    return ns.substring(mine.length()) + "/" + object;
+  }
+
+  private static final class Listing {
+    final Pointer ctx;
+    final String prefix;
+    /** The namespace's key segment ("n/"), or null when listing every namespace. */
+    final String keyPrefix;
+    volatile long lastUsed = System.nanoTime();
+
+    Listing(Pointer ctx, String prefix, String keyPrefix) {
+      this.ctx = ctx;
+      this.prefix = prefix;
+      this.keyPrefix = keyPrefix;
+    }
+  }
+
+  private void closeListing(String token) {
+    Listing l = listings.remove(token);
+    if (l != null) {
+      synchronized (l) {
+        LIB.rados_nobjects_list_close(l.ctx);
+      }
+    }
+  }
+
+  private void expireIdleListings() {
+    long idle = TimeUnit.MINUTES.toNanos(10);
+    long now = System.nanoTime();
+    for (Map.Entry<String, Listing> e : listings.entrySet()) {
+      if (now - e.getValue().lastUsed > idle) {
+        closeListing(e.getKey());
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ AIO plumbing
+
+  private interface Submit {
+    int call(Pointer io, Pointer completion);
+  }
+
+  private interface OnSuccess<T> {
+    T apply(int rc) throws IOException;
+  }
+
+  /** An operation in flight; holds its native buffer until librados is done with it. */
+  private static final class Pending {
+    final Memory buffer;
+    final Executor executor;
+    final java.util.function.IntConsumer onDone;
+
+    Pending(Memory buffer, Executor executor, java.util.function.IntConsumer onDone) {
+      this.buffer = buffer;
+      this.executor = executor;
+      this.onDone = onDone;
+    }
+  }
+
+  private <T> CompletableFuture<T> submit(String op, String key, Memory buffer, Submit submit,
+      Location loc, OnSuccess<T> onSuccess) {
+    CompletableFuture<T> result = new CompletableFuture<>();
+    Pointer io;
+    try {
+      io = io(loc);
+    } catch (IOException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    long id = NEXT_ID.getAndIncrement();
+    PENDING.put(id, new Pending(buffer, completions, rc -> {
+      if (rc < 0) {
+        result.completeExceptionally(RadosErrors.toException(op, key, rc));
+        return;
+      }
+      try {
+        result.complete(onSuccess.apply(rc));
+      } catch (IOException | RuntimeException e) {
+        result.completeExceptionally(e);
+      }
+    }));
+    PointerByReference completion = new PointerByReference();
+    int rc = LIB.rados_aio_create_completion2(new Pointer(id), ON_COMPLETE, completion);
+    if (rc < 0) {
+      PENDING.remove(id);
+      return CompletableFuture.failedFuture(RadosErrors.toException(op, key, rc));
+    }
+    rc = submit.call(io, completion.getValue());
+    if (rc < 0) {
+      PENDING.remove(id);
+      LIB.rados_aio_release(completion.getValue());
+      return CompletableFuture.failedFuture(RadosErrors.toException(op, key, rc));
+    }
+    // librados times out by itself (rados_osd_op_timeout); this is the backstop should a
+    // completion never come. The buffer stays referenced until librados calls back.
+    return result.orTimeout(opTimeout.toMillis() + 10_000, TimeUnit.MILLISECONDS)
+        .exceptionallyCompose(t -> {
+          Throwable cause = t instanceof java.util.concurrent.CompletionException
+              && t.getCause() != null ? t.getCause() : t;
+          if (cause instanceof TimeoutException) {
+            return CompletableFuture.failedFuture(new StoreUnavailableException(
+                op + " " + key + ": no completion from librados within "
+                    + (opTimeout.toSeconds() + 10) + " s", cause));
+          }
+          return CompletableFuture.failedFuture(cause);
+        });
+  }
+
+  /** Runs on a librados thread: collect the code, free the completion, hand off. */
+  private static void completed(Pointer completion, Pointer arg) {
+    int rc = LIB.rados_aio_get_return_value(completion);
+    LIB.rados_aio_release(completion);
+    Pending p = PENDING.remove(Pointer.nativeValue(arg));
+    if (p != null) {
+      try {
+        p.executor.execute(() -> p.onDone.accept(rc));
+      } catch (java.util.concurrent.RejectedExecutionException closing) {
+        p.onDone.accept(rc); // the store is closing: finish here
+      }
+    }
+  }
+
+  private static void check(String op, String key, int rc) throws IOException {
+    if (rc < 0) {
+      throw RadosErrors.toException(op, key, rc);
+    }
+  }
+
+  private void checkOpen() throws IOException {
+    if (closed) {
+      throw new IOException("RADOS store on pool " + pool + " is closed");
+    }
+  }
+
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    for (String token : List.copyOf(listings.keySet())) {
+      closeListing(token);
+    }
+    completions.shutdown();
+    cluster.release();
+  }
+
+  @Override
+  public String toString() {
+    return "RadosBlobStore{pool=" + pool + ", namespace=" + baseNamespace + "}";
+  }
+}

@@ -1,0 +1,83 @@
+package io.blobfs.rados;
+
+import io.blobfs.store.BlobStore;
+import io.blobfs.store.BlobStoreProvider;
+import io.blobfs.store.StoreLimits;
+import io.blobfs.store.StoreOptions;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.Set;
+
+/**
+ * Type {@code rados}: a store on one pool of a Ceph cluster.
+ *
+ * <pre>
+ * fs.blob.store.NAME.type            rados
+ * fs.blob.store.NAME.pool            (required)
+ * fs.blob.store.NAME.conf            /etc/ceph/ceph.conf
+ * fs.blob.store.NAME.mon-host        (optional; overrides the conf's mon_host)
+ * fs.blob.store.NAME.client-id       admin
+ * fs.blob.store.NAME.keyring         (optional; else the conf's keyring setting)
+ * fs.blob.store.NAME.namespace       (optional RADOS namespace prefix)
+ * fs.blob.store.NAME.op-timeout      30s   rados_osd_op_timeout and rados_mon_op_timeout
+ * fs.blob.store.NAME.connect-timeout 30s   client_mount_timeout
+ * fs.blob.store.NAME.max-object-bytes 128m  osd_max_object_size; stripes are never larger
+ * fs.blob.store.NAME.max-op-bytes    64m   at most osd_max_write_size (90 MB)
+ * fs.blob.store.NAME.max-key-bytes   1024
+ * </pre>
+ */
+public final class RadosBlobStoreProvider implements BlobStoreProvider {
+  public static final String TYPE = "rados";
+  public static final String POOL = "pool";
+  public static final String CONF = "conf";
+  public static final String MON_HOST = "mon-host";
+  public static final String CLIENT_ID = "client-id";
+  public static final String KEYRING = "keyring";
+  public static final String NAMESPACE = "namespace";
+  public static final String OP_TIMEOUT = "op-timeout";
+  public static final String CONNECT_TIMEOUT = "connect-timeout";
+  public static final String MAX_OBJECT_BYTES = "max-object-bytes";
+  public static final String MAX_OP_BYTES = "max-op-bytes";
+  public static final String MAX_KEY_BYTES = "max-key-bytes";
+
+  @Override
+  public String type() {
+    return TYPE;
+  }
+
+  @Override
+  public Set<String> optionKeys() {
+    return Set.of(POOL, CONF, MON_HOST, CLIENT_ID, KEYRING, NAMESPACE, OP_TIMEOUT,
+        CONNECT_TIMEOUT, MAX_OBJECT_BYTES, MAX_OP_BYTES, MAX_KEY_BYTES);
+  }
+
+  @Override
+  public BlobStore open(String storeName, StoreOptions options) throws IOException {
+    String pool = options.get(POOL).orElseThrow(() -> new IllegalArgumentException(
+        options.fullKey(POOL) + " is required for a rados store"));
+    String namespace = options.getString(NAMESPACE, "");
+    if (namespace.contains("/") || namespace.contains("\001")) {
+      throw options.bad(NAMESPACE, namespace, "a name without '/'");
+    }
+    Duration opTimeout = options.getDuration(OP_TIMEOUT, Duration.ofSeconds(30));
+    Duration connectTimeout = options.getDuration(CONNECT_TIMEOUT, Duration.ofSeconds(30));
+    long maxObject = options.getBytes(MAX_OBJECT_BYTES, 128L << 20, 4096, 1L << 40);
+    long maxOp = options.getBytes(MAX_OP_BYTES, 64L << 20, 4096, 90_000_000L);
+    int maxKey = (int) options.getLong(MAX_KEY_BYTES, 1024, 16, 2048);
+    RadosCluster.Identity id = new RadosCluster.Identity(
+        options.getString(CONF, "/etc/ceph/ceph.conf"),
+        options.getString(CLIENT_ID, "admin"),
+        options.getString(KEYRING, ""),
+        options.getString(MON_HOST, ""),
+        opTimeout);
+    RadosCluster cluster = RadosCluster.acquire(id, connectTimeout);
+    try {
+      cluster.context(pool, namespace); // fails now, clearly, for a missing pool
+    } catch (IOException | RuntimeException e) {
+      cluster.release();
+      throw e;
+    }
+    return new RadosBlobStore(cluster, pool, namespace,
+        new StoreLimits(maxKey, maxObject, Math.min(maxOp, maxObject)), opTimeout);
+  }
+}

@@ -1,0 +1,161 @@
+package io.blobfs.rados;
+
+import com.ceph.rados.IoCTX;
+import com.ceph.rados.Rados;
+import com.ceph.rados.exceptions.RadosException;
+import com.sun.jna.Pointer;
+import io.blobfs.store.StoreUnavailableException;
+import java.io.File;
+import java.io.IOException;
+import java.nio.file.AccessDeniedException;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * One connected librados handle per cluster identity per process, shared by every store
+ * that names it and closed with the last one. I/O contexts are made once per (pool,
+ * namespace) and never changed afterwards: librados is thread-safe, but the namespace and
+ * locator setters of one context are not.
+ */
+final class RadosCluster {
+  /** Who connects where: two stores with equal identities share one handle. */
+  record Identity(String confPath, String clientId, String keyring, String monHost,
+      Duration opTimeout) {}
+
+  private static final Map<Identity, RadosCluster> OPEN = new HashMap<>();
+
+  private final Identity identity;
+  private final Rados rados;
+  private final Map<String, IoCTX> contexts = new ConcurrentHashMap<>();
+  private int users;
+
+  private RadosCluster(Identity identity, Rados rados) {
+    this.identity = identity;
+    this.rados = rados;
+  }
+
+  static RadosCluster acquire(Identity id, Duration connectTimeout) throws IOException {
+    synchronized (OPEN) {
+      RadosCluster c = OPEN.get(id);
+      if (c == null) {
+        c = new RadosCluster(id, connect(id, connectTimeout));
+        OPEN.put(id, c);
+      }
+      c.users++;
+      return c;
+    }
+  }
+
+  void release() {
+    synchronized (OPEN) {
+      if (--users > 0) {
+        return;
+      }
+      OPEN.remove(identity);
+    }
+    for (IoCTX io : contexts.values()) {
+      rados.ioCtxDestroy(io);
+    }
+    contexts.clear();
+    rados.shutDown();
+  }
+
+  /** The context of a pool with its namespace fixed; made on first use. */
+  Pointer context(String pool, String namespace) throws IOException {
+    String key = pool + "\0" + namespace;
+    IoCTX io = contexts.get(key);
+    if (io == null) {
+      synchronized (contexts) {
+        io = contexts.get(key);
+        if (io == null) {
+          try {
+            io = rados.ioCtxCreate(pool);
+          } catch (RadosException e) {
+            throw RadosErrors.toException("open pool", pool, e.getReturnValue());
+          }
+          LibRados.INSTANCE.rados_ioctx_set_namespace(io.getPointer(), namespace);
+          contexts.put(key, io);
+        }
+      }
+    }
+    return io.getPointer();
+  }
+
+  private static Rados connect(Identity id, Duration timeout) throws IOException {
+    Rados rados = new Rados(id.clientId());
+    String seconds = Long.toString(Math.max(1, id.opTimeout().toSeconds()));
+    try {
+      if (!id.confPath().isEmpty()) {
+        File conf = new File(id.confPath());
+        if (!conf.canRead()) {
+          throw new IOException("cannot read ceph.conf " + id.confPath());
+        }
+        rados.confReadFile(conf);
+      }
+      if (!id.keyring().isEmpty()) {
+        if (!new File(id.keyring()).canRead()) {
+          throw new AccessDeniedException(id.keyring(), null, "cannot read keyring");
+        }
+        rados.confSet("keyring", id.keyring());
+      }
+      if (!id.monHost().isEmpty()) {
+        rados.confSet("mon_host", id.monHost());
+      }
+      // Every operation fails with ETIMEDOUT instead of waiting forever for a lost OSD,
+      // a lost monitor or a full pool.
+      rados.confSet("rados_osd_op_timeout", seconds);
+      rados.confSet("rados_mon_op_timeout", seconds);
+      rados.confSet("client_mount_timeout", Long.toString(Math.max(1, timeout.toSeconds())));
+    } catch (RadosException e) {
+      rados.shutDown();
+      throw new IOException("configuring librados for " + id + ": " + e.getMessage(), e);
+    }
+    // rados_connect honours client_mount_timeout, but a wrong address can still stall in
+    // the messenger: bound it here too.
+    ExecutorService connector = Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "blobfs-rados-connect");
+      t.setDaemon(true);
+      return t;
+    });
+    try {
+      Future<?> done = connector.submit(() -> {
+        rados.connect();
+        return null;
+      });
+      done.get(timeout.toMillis() + 2000, TimeUnit.MILLISECONDS);
+      return rados;
+    } catch (TimeoutException e) {
+      throw new StoreUnavailableException("no answer from the Ceph monitors of " + id.confPath()
+          + id.monHost() + " within " + timeout.toSeconds() + " s", e);
+    } catch (java.util.concurrent.ExecutionException e) {
+      Throwable cause = e.getCause();
+      rados.shutDown();
+      if (cause instanceof RadosException re) {
+        int rc = re.getReturnValue();
+        if (rc == -RadosErrors.EPERM || rc == -RadosErrors.EACCES) {
+          throw new AccessDeniedException(id.clientId(), null,
+              "the cluster refused client." + id.clientId() + " (cephx key or caps): "
+                  + re.getMessage());
+        }
+        if (rc == -RadosErrors.ETIMEDOUT) {
+          throw new StoreUnavailableException("no answer from the Ceph monitors of "
+              + id.confPath() + id.monHost() + " within " + timeout.toSeconds() + " s", re);
+        }
+      }
+      throw new IOException("cannot connect to Ceph as client." + id.clientId() + ": " + cause,
+          cause);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new java.io.InterruptedIOException("interrupted connecting to Ceph");
+    } finally {
+      connector.shutdownNow();
+    }
+  }
+}

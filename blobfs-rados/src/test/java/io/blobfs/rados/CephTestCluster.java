@@ -1,0 +1,121 @@
+package io.blobfs.rados;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.conf.Configuration;
+
+/**
+ * The real Ceph cluster the RADOS tests run on: started (or found running) once per JVM
+ * by the project's own {@code scripts/ceph/cluster.sh}, which installs Ceph if needed.
+ * A cluster that cannot be started fails the tests: these tests exist to prove the
+ * backend against a real cluster, so silently skipping them would prove nothing.
+ */
+public final class CephTestCluster {
+  /** What {@code cluster.sh env} exports. */
+  public record Env(String conf, String adminKeyring, String clientKeyring, String pool,
+      String otherPool, String monHost, String dir, boolean cephx) {}
+
+  private static final Map<String, Env> STARTED = new HashMap<>();
+
+  private CephTestCluster() {}
+
+  /** The single-OSD cluster with cephx. */
+  public static Env single() throws IOException {
+    return start("single", "cephx");
+  }
+
+  public static synchronized Env start(String layout, String auth) throws IOException {
+    String id = layout + "-" + auth;
+    Env env = STARTED.get(id);
+    if (env == null) {
+      Map<String, String> vars = run("start", "--layout", layout, "--auth", auth);
+      env = new Env(vars.get("CEPH_CONF"), vars.getOrDefault("CEPH_KEYRING", ""),
+          vars.getOrDefault("BLOBFS_CEPH_CLIENT_KEYRING", ""), vars.get("BLOBFS_CEPH_POOL"),
+          vars.get("BLOBFS_CEPH_OTHER_POOL"), vars.get("BLOBFS_CEPH_MON"),
+          vars.get("BLOBFS_CEPH_DIR"), auth.equals("cephx"));
+      STARTED.put(id, env);
+    }
+    return env;
+  }
+
+  /** Runs cluster.sh with arguments and returns the exports it prints. */
+  public static Map<String, String> run(String... args) throws IOException {
+    Path script = repoRoot().resolve("scripts/ceph/cluster.sh");
+    String[] cmd = new String[args.length + 2];
+    cmd[0] = "bash";
+    cmd[1] = script.toString();
+    System.arraycopy(args, 0, cmd, 2, args.length);
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    File log = File.createTempFile("cluster-sh", ".log");
+    pb.redirectOutput(log);
+    Process p = pb.start();
+    try {
+      if (!p.waitFor(8, TimeUnit.MINUTES)) {
+        p.destroyForcibly();
+        throw new IOException("cluster.sh " + String.join(" ", args) + " did not finish in 8 min");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new java.io.InterruptedIOException();
+    }
+    String out = Files.readString(log.toPath(), StandardCharsets.UTF_8);
+    log.delete();
+    if (p.exitValue() != 0) {
+      throw new IOException("cluster.sh " + String.join(" ", args) + " failed (exit "
+          + p.exitValue() + "):\n" + out);
+    }
+    Map<String, String> vars = new HashMap<>();
+    for (String line : out.split("\n")) {
+      String l = line.trim();
+      if (l.startsWith("export ")) {
+        l = l.substring(7);
+      }
+      int eq = l.indexOf('=');
+      if (eq > 0 && l.substring(0, eq).matches("[A-Z_]+")) {
+        String v = l.substring(eq + 1);
+        if (v.length() >= 2 && (v.startsWith("\"") || v.startsWith("'"))) {
+          v = v.substring(1, v.length() - 1);
+        }
+        vars.put(l.substring(0, eq), v);
+      }
+    }
+    return vars;
+  }
+
+  /**
+   * A Hadoop configuration for {@code blob://STORE/} on this cluster's pool as
+   * client.blobfs, in a RADOS namespace of its own so that test runs do not meet.
+   */
+  public static Configuration hadoopConf(Env env, String store, String namespace) {
+    Configuration conf = new Configuration();
+    conf.set("fs.blob.impl", "io.blobfs.hadoop.BlobFileSystem");
+    String p = "fs.blob.store." + store + ".";
+    conf.set(p + "type", "rados");
+    conf.set(p + "pool", env.pool());
+    conf.set(p + "conf", env.conf());
+    conf.set(p + "namespace", namespace);
+    if (env.cephx()) {
+      conf.set(p + "client-id", "blobfs");
+      conf.set(p + "keyring", env.clientKeyring());
+    }
+    conf.set(p + "op-timeout", "20s");
+    conf.set(p + "connect-timeout", "20s");
+    return conf;
+  }
+
+  static Path repoRoot() {
+    Path dir = Path.of("").toAbsolutePath();
+    for (Path d = dir; d != null; d = d.getParent()) {
+      if (Files.exists(d.resolve("scripts/ceph/cluster.sh"))) {
+        return d;
+      }
+    }
+    throw new IllegalStateException("scripts/ceph/cluster.sh not found above " + dir);
+  }
+}
