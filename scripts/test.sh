@@ -4,4 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-tools.sh
+# The RADOS tests start a real Ceph cluster with scripts/ceph/cluster.sh.
+scripts/ceph/ensure-ceph.sh
 exec mvn -B -ntp verify "$@"

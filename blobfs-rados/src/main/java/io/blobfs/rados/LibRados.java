@@ -19,6 +19,11 @@ interface LibRados extends Library {
   LibRados INSTANCE = Native.load("rados", LibRados.class);
 
   int LIBRADOS_CREATE_EXCLUSIVE = 1;
+  /**
+   * Send the op even when the pool or cluster is full: a write then fails at once with
+   * ENOSPC/EDQUOT instead of waiting for space, and a delete (which frees space) runs.
+   */
+  int LIBRADOS_OPERATION_FULL_TRY = 64;
   /** rados_ioctx_set_namespace() value that lists every namespace. */
   String ALL_NSPACES = "\001";
 
@@ -37,12 +42,7 @@ interface LibRados extends Library {
   int rados_aio_read(Pointer io, byte[] oid, Pointer completion, Pointer buf, NativeLong len,
       long off);
 
-  int rados_aio_write(Pointer io, byte[] oid, Pointer completion, Pointer buf, NativeLong len,
-      long off);
-
   int rados_stat(Pointer io, byte[] oid, LongByReference size, LongByReference mtime);
-
-  int rados_remove(Pointer io, byte[] oid);
 
   int rados_trunc(Pointer io, byte[] oid, long size);
 
@@ -55,6 +55,13 @@ interface LibRados extends Library {
   void rados_write_op_create(Pointer op, int exclusive, String category);
 
   void rados_write_op_write_full(Pointer op, Pointer buf, NativeLong len);
+
+  void rados_write_op_write(Pointer op, Pointer buf, NativeLong len, long offset);
+
+  void rados_write_op_remove(Pointer op);
+
+  int rados_aio_write_op_operate(Pointer op, Pointer io, Pointer completion, byte[] oid,
+      Pointer mtime, int flags);
 
   int rados_write_op_operate(Pointer op, Pointer io, byte[] oid, Pointer mtime, int flags);
 

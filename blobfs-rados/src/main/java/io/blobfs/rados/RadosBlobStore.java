@@ -155,8 +155,13 @@ public final class RadosBlobStore implements CopiesOnWrite {
     Location loc = locate(key);
     Memory buf = new Memory(Math.max(1, len));
     buf.getByteBuffer(0, len).put(src.duplicate()); // copied now: CopiesOnWrite
-    return submit("write", key, buf, (io, completion) -> LIB.rados_aio_write(io, loc.oid(),
-        completion, buf, new NativeLong(len), offset), loc, rc -> null);
+    Pointer op = LIB.rados_create_write_op();
+    LIB.rados_write_op_write(op, buf, new NativeLong(len), offset);
+    CompletableFuture<Void> done = submit("write", key, buf, (io, completion) ->
+        LIB.rados_aio_write_op_operate(op, io, completion, loc.oid(), null,
+            LibRados.LIBRADOS_OPERATION_FULL_TRY), loc, rc -> null);
+    // The op may be freed once librados has completed it (or refused to start it).
+    return done.whenComplete((v, t) -> LIB.rados_release_write_op(op));
   }
 
   @Override
@@ -176,7 +181,8 @@ public final class RadosBlobStore implements CopiesOnWrite {
       }
       // write_full replaces the object's content in one step: readers see old or new.
       LIB.rados_write_op_write_full(op, buf, new NativeLong(len));
-      check("put", key, LIB.rados_write_op_operate(op, io(loc), loc.oid(), null, 0));
+      check("put", key, LIB.rados_write_op_operate(op, io(loc), loc.oid(), null,
+          LibRados.LIBRADOS_OPERATION_FULL_TRY));
     } finally {
       LIB.rados_release_write_op(op);
     }
@@ -194,12 +200,20 @@ public final class RadosBlobStore implements CopiesOnWrite {
   @Override
   public boolean delete(String key) throws IOException {
     Location loc = locate(key);
-    int rc = LIB.rados_remove(io(loc), loc.oid());
-    if (rc == -RadosErrors.ENOENT) {
-      return false;
+    Pointer op = LIB.rados_create_write_op();
+    try {
+      LIB.rados_write_op_remove(op);
+      // FULL_TRY: a delete frees space, so it must work on a full pool too.
+      int rc = LIB.rados_write_op_operate(op, io(loc), loc.oid(), null,
+          LibRados.LIBRADOS_OPERATION_FULL_TRY);
+      if (rc == -RadosErrors.ENOENT) {
+        return false;
+      }
+      check("delete", key, rc);
+      return true;
+    } finally {
+      LIB.rados_release_write_op(op);
     }
-    check("delete", key, rc);
-    return true;
   }
 
   // ------------------------------------------------------------------ scan

@@ -109,6 +109,28 @@ public final class CephTestCluster {
     return conf;
   }
 
+  /** Runs the ceph CLI as client.admin on this cluster, bounded in time; returns stdout. */
+  public static String ceph(Env env, String... args) throws IOException {
+    java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of("timeout", "60",
+        "ceph", "-c", env.conf(), "--connect-timeout", "20"));
+    if (env.cephx()) {
+      cmd.addAll(java.util.List.of("--keyring", env.adminKeyring()));
+    }
+    cmd.addAll(java.util.List.of(args));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    try {
+      p.waitFor();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new java.io.InterruptedIOException();
+    }
+    if (p.exitValue() != 0) {
+      throw new IOException(String.join(" ", cmd) + " failed: " + out);
+    }
+    return out;
+  }
+
   static Path repoRoot() {
     Path dir = Path.of("").toAbsolutePath();
     for (Path d = dir; d != null; d = d.getParent()) {

@@ -1,0 +1,231 @@
+package io.blobfs.bench.rados;
+
+import io.blobfs.store.StoreOptions;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryPoolMXBean;
+import java.lang.management.MemoryType;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.knowm.xchart.BitmapEncoder;
+import org.knowm.xchart.CategoryChart;
+import org.knowm.xchart.CategoryChartBuilder;
+
+/**
+ * One {@code FSDataOutputStream} writing SIZE bytes sequentially (1 MiB application
+ * writes) and one {@code FSDataInputStream} reading them back, through blob:// on RADOS,
+ * against {@code rados bench} with the same object size and the same bytes in flight,
+ * in one run, for stripes of 4, 16 and 64 MiB. Also the peak Java heap of each stream,
+ * to show memory stays bounded whatever the file size.
+ *
+ * <p>Needs the environment of {@code scripts/ceph/cluster.sh} (run it through
+ * {@code scripts/bench-rados.sh}). Usage: {@code RadosThroughputReport SIZE REPORT_DIR
+ * RADOS_BENCH_SCRIPT}.
+ */
+public final class RadosThroughputReport {
+  private static final int APP_IO = 1 << 20;
+  private static final long IN_FLIGHT = 64L << 20;
+  private static final int RADOS_BENCH_SECONDS = 10;
+
+  private record Row(String stripe, double fsWrite, double benchWrite, double fsRead,
+      double benchRead, long writeHeapMiB, long readHeapMiB, int concurrency) {}
+
+  private RadosThroughputReport() {}
+
+  public static void main(String[] args) throws Exception {
+    long size = StoreOptions.parseBytes("size", args.length > 0 ? args[0] : "2g");
+    Path reportDir = Path.of(args.length > 1 ? args[1] : "benchmarks/reports");
+    String radosBench = args.length > 2 ? args[2] : "scripts/ceph/rados-bench.sh";
+    String conf = required("CEPH_CONF");
+    String keyring = required("BLOBFS_CEPH_CLIENT_KEYRING");
+    String pool = required("BLOBFS_CEPH_POOL");
+
+    List<Row> rows = new ArrayList<>();
+    for (String stripe : List.of("4m", "16m", "64m")) {
+      long s = StoreOptions.parseBytes("stripe", stripe);
+      int chunk = (int) Math.min(8L << 20, s);
+      Configuration c = new Configuration();
+      c.set("fs.blob.impl", "io.blobfs.hadoop.BlobFileSystem");
+      String p = "fs.blob.store.bench.";
+      c.set(p + "type", "rados");
+      c.set(p + "pool", pool);
+      c.set(p + "conf", conf);
+      c.set(p + "client-id", "blobfs");
+      c.set(p + "keyring", keyring);
+      c.set(p + "namespace", "bench-" + ProcessHandle.current().pid());
+      c.set(p + "stripe.size", stripe);
+      c.set(p + "write.buffer.size", Integer.toString(chunk));
+      c.set(p + "write.max-inflight", Long.toString(IN_FLIGHT));
+      c.set(p + "read.buffer.size", Integer.toString(chunk));
+      c.set(p + "read.ahead", Long.toString(IN_FLIGHT));
+      org.apache.hadoop.fs.Path file = new org.apache.hadoop.fs.Path("/bench/file-" + stripe);
+      double fsWrite;
+      double fsRead;
+      long writeHeap;
+      long readHeap;
+      try (FileSystem fs = FileSystem.newInstance(URI.create("blob://bench/"), c)) {
+        byte[] buf = new byte[APP_IO];
+        new Random(1).nextBytes(buf);
+        resetPeaks();
+        long t0 = System.nanoTime();
+        try (FSDataOutputStream out = fs.create(file, true)) {
+          for (long done = 0; done < size; done += APP_IO) {
+            out.write(buf, 0, (int) Math.min(APP_IO, size - done));
+          }
+        }
+        fsWrite = mibPerSec(size, System.nanoTime() - t0);
+        writeHeap = peakHeapMiB();
+        resetPeaks();
+        t0 = System.nanoTime();
+        long total = 0;
+        try (FSDataInputStream in = fs.open(file)) {
+          int n;
+          while ((n = in.read(buf, 0, buf.length)) > 0) {
+            total += n;
+          }
+        }
+        fsRead = mibPerSec(size, System.nanoTime() - t0);
+        readHeap = peakHeapMiB();
+        if (total != size) {
+          throw new IllegalStateException("read back " + total + " of " + size + " bytes");
+        }
+        fs.delete(new org.apache.hadoop.fs.Path("/bench"), true);
+      }
+      int concurrency = (int) Math.max(1, IN_FLIGHT / s);
+      double benchWrite = radosBench(radosBench, "write", s, concurrency, pool, true);
+      double benchRead = radosBench(radosBench, "seq", s, concurrency, pool, false);
+      radosBenchCleanup(radosBench, pool);
+      rows.add(new Row(stripe, fsWrite, benchWrite, fsRead, benchRead, writeHeap, readHeap,
+          concurrency));
+      System.out.printf(Locale.ROOT, "stripe %s: blob:// write %.0f MiB/s read %.0f MiB/s; "
+          + "rados bench write %.0f seq %.0f MiB/s%n", stripe, fsWrite, fsRead, benchWrite,
+          benchRead);
+    }
+    report(rows, size, reportDir);
+  }
+
+  private static String required(String name) {
+    String v = System.getenv(name);
+    if (v == null || v.isBlank()) {
+      throw new IllegalStateException(name + " is not set: run scripts/bench-rados.sh");
+    }
+    return v;
+  }
+
+  private static double mibPerSec(long bytes, long nanos) {
+    return bytes / (double) (1 << 20) / (nanos / 1e9);
+  }
+
+  private static void resetPeaks() {
+    System.gc();
+    for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
+      pool.resetPeakUsage();
+    }
+  }
+
+  /** Peak heap in use since the last reset, summed over the heap pools. */
+  private static long peakHeapMiB() {
+    long peak = 0;
+    for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
+      if (pool.getType() == MemoryType.HEAP) {
+        peak += pool.getPeakUsage().getUsed();
+      }
+    }
+    return peak >> 20;
+  }
+
+  private static double radosBench(String script, String mode, long objectSize, int threads,
+      String pool, boolean keep) throws IOException, InterruptedException {
+    List<String> cmd = new ArrayList<>(List.of("bash", script));
+    if (keep) {
+      cmd.add("--no-cleanup");
+    }
+    cmd.addAll(List.of(Integer.toString(RADOS_BENCH_SECONDS), Long.toString(objectSize),
+        Integer.toString(threads), mode, pool));
+    String out = run(cmd);
+    for (String line : out.split("\n")) {
+      if (line.startsWith("RESULT ")) {
+        Map<String, String> kv = new LinkedHashMap<>();
+        for (String part : line.substring(7).trim().split("\\s+")) {
+          int eq = part.indexOf('=');
+          kv.put(part.substring(0, eq), part.substring(eq + 1));
+        }
+        return Double.parseDouble(kv.get("mb_per_sec"));
+      }
+    }
+    throw new IOException("no RESULT line from rados bench:\n" + out);
+  }
+
+  private static void radosBenchCleanup(String script, String pool)
+      throws IOException, InterruptedException {
+    run(List.of("bash", script, "cleanup", pool));
+  }
+
+  private static String run(List<String> cmd) throws IOException, InterruptedException {
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    byte[] out = p.getInputStream().readAllBytes();
+    if (!p.waitFor(5, TimeUnit.MINUTES) || p.exitValue() != 0) {
+      p.destroyForcibly();
+      throw new IOException(String.join(" ", cmd) + " failed:\n"
+          + new String(out, StandardCharsets.UTF_8));
+    }
+    return new String(out, StandardCharsets.UTF_8);
+  }
+
+  private static void report(List<Row> rows, long size, Path dir) throws IOException {
+    StringBuilder md = new StringBuilder();
+    md.append("# RADOS throughput: one blob:// stream against rados bench\n\n");
+    md.append(String.format(Locale.ROOT, "Run %s on the project's single-OSD cluster "
+        + "(bluestore on a sparse file, 2 cores shared with the OSD): %d MiB written by one "
+        + "FSDataOutputStream in 1 MiB writes and read back by one FSDataInputStream, with "
+        + "64 MiB in flight; rados bench for %d s with objects of the stripe size and "
+        + "64 MiB in flight (concurrency = 64 MiB / object size), write then seq, one run "
+        + "side by side.%n%n", LocalDate.now(), size >> 20, RADOS_BENCH_SECONDS));
+    md.append("| stripe | blob:// write | rados bench write | ratio | blob:// read | "
+        + "rados bench seq | ratio | peak heap write / read |\n"
+        + "|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (Row r : rows) {
+      md.append(String.format(Locale.ROOT, "| %s (x%d) | %.0f MiB/s | %.0f MiB/s | %.2f %s | "
+              + "%.0f MiB/s | %.0f MiB/s | %.2f %s | %d / %d MiB |%n", r.stripe(),
+          r.concurrency(), r.fsWrite(), r.benchWrite(), r.fsWrite() / r.benchWrite(),
+          verdict(r.fsWrite() / r.benchWrite()), r.fsRead(), r.benchRead(),
+          r.fsRead() / r.benchRead(), verdict(r.fsRead() / r.benchRead()), r.writeHeapMiB(),
+          r.readHeapMiB()));
+    }
+    md.append("\nTarget: ratio at least 0.85 for write and read. The heap column is the peak "
+        + "Java heap in use while one stream ran (it includes the benchmark's own buffers); "
+        + "a stream holds at most one buffer plus 64 MiB in flight, whatever the file size.\n");
+    System.out.println();
+    System.out.println(md);
+    Files.createDirectories(dir);
+    Files.writeString(dir.resolve("rados-throughput.md"), md.toString());
+    CategoryChart chart = new CategoryChartBuilder().width(760).height(440)
+        .title("One stream on RADOS against rados bench, " + (size >> 20) + " MiB")
+        .xAxisTitle("stripe (object) size").yAxisTitle("MiB/s").build();
+    List<String> cats = rows.stream().map(Row::stripe).toList();
+    chart.addSeries("blob:// write", cats, rows.stream().map(Row::fsWrite).toList());
+    chart.addSeries("rados bench write", cats, rows.stream().map(Row::benchWrite).toList());
+    chart.addSeries("blob:// read", cats, rows.stream().map(Row::fsRead).toList());
+    chart.addSeries("rados bench seq", cats, rows.stream().map(Row::benchRead).toList());
+    BitmapEncoder.saveBitmap(chart, dir.resolve("rados-throughput").toString(),
+        BitmapEncoder.BitmapFormat.PNG);
+  }
+
+  private static String verdict(double ratio) {
+    return ratio >= 0.85 ? "met" : "MISSED";
+  }
+}

@@ -1,0 +1,607 @@
+#!/usr/bin/env bash
+# Starts and manages small, self-contained Ceph (Pacific) clusters for BlobFS tests,
+# without systemd or Docker. Each (layout, auth) pair is its own cluster in its own
+# directory with its own monitor port, so several can run side by side.
+#
+# Usage:
+#   scripts/ceph/cluster.sh start  [--layout single|multi] [--auth cephx|none]
+#   scripts/ceph/cluster.sh stop   [--layout ...] [--auth ...]
+#   scripts/ceph/cluster.sh status [--layout ...] [--auth ...]
+#   scripts/ceph/cluster.sh env    [--layout ...] [--auth ...]
+#   scripts/ceph/cluster.sh purge  [--layout ...] [--auth ...]
+#   scripts/ceph/cluster.sh osd-stop|osd-start --id N [--layout ...] [--auth ...]
+#   eval "$(scripts/ceph/cluster.sh start --layout single --auth cephx)"
+#
+# Defaults: --layout single --auth cephx.
+#   single: 1 mon + 1 mgr + 1 bluestore OSD (CRUSH host bucket host-a, chooseleaf type 0)
+#   multi:  1 mon + 1 mgr + 3 bluestore OSDs in CRUSH host buckets host-a, host-b,
+#           host-c (chooseleaf type 1: one replica per host)
+# Cluster directory: ${BLOBFS_CEPH_ROOT:-/tmp/blobfs-ceph}/<layout>-<auth>/
+# Monitor: 127.0.0.1, msgr v1, port ${BLOBFS_CEPH_PORT_BASE:-40100} + offset
+#   (single-cephx +0, single-none +10, multi-cephx +20, multi-none +30).
+# Pools: blobfs (pg_num 32) and blobfs-other (pg_num 8), size 1, application rados.
+# cephx: client.admin (full), client.blobfs (pool blobfs only), client.blobfs-all
+#   (both pools), each with its own keyring file in the cluster directory.
+# stdout of start/env is only the shell exports (start also writes <dir>/env.sh):
+#   CEPH_CONF, CEPH_KEYRING (admin; empty with auth none),
+#   BLOBFS_CEPH_CLIENT_KEYRING (client.blobfs), BLOBFS_CEPH_ALL_CLIENT_KEYRING
+#   (client.blobfs-all), BLOBFS_CEPH_POOL, BLOBFS_CEPH_OTHER_POOL, BLOBFS_CEPH_MON,
+#   BLOBFS_CEPH_DIR, BLOBFS_CEPH_AUTH, BLOBFS_CEPH_LAYOUT. Progress goes to stderr.
+# start: no-op when running and answering; restarts dead daemons on existing data;
+#   otherwise creates the cluster. Waits (bounded) until all OSDs are up and in,
+#   every PG is active+clean and health is OK (or only harmless warnings); on
+#   failure it prints logs and stops the daemons it started.
+# stop: stops the daemons (OSDs, then mgr, then mon); purge: stop + delete the dir.
+# status: `ceph -s`, exit 1 when not running.
+# Disk: each OSD's block file is sparse but only grows (freed space is not punched
+#   back); purge reclaims it.
+#
+# Environment: BLOBFS_CEPH_ROOT, BLOBFS_CEPH_PORT_BASE (40100),
+#   BLOBFS_CEPH_START_TIMEOUT (s, 180), BLOBFS_CEPH_BLOCK_SIZE (20G),
+#   BLOBFS_CEPH_CLI_TIMEOUT (s, 20), BLOBFS_CEPH_KEEP_ON_FAIL=1 (leave daemons of a
+#   failed start running), BLOBFS_CEPH_ALLOWED_WARNINGS (health codes to accept).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# The daemons started here must not inherit a client's settings: librados and the
+# daemons honour CEPH_KEYRING / CEPH_CONF / CEPH_ARGS from the environment, and with
+# the admin keyring from env.sh exported, ceph-mgr/ceph-osd fail cephx
+# ("failed to fetch mon config"; the monitor logs "failed to decode
+# CephXAuthenticate: End of buffer").
+unset CEPH_KEYRING CEPH_CONF CEPH_ARGS
+
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2; }
+T_START=$(date +%s%N)
+log() { local ms=$(( ($(date +%s%N) - T_START) / 1000000 )); printf '[ceph-cluster %s +%d.%01ds] %s\n' "$LAYOUT-$AUTH" $((ms / 1000)) $((ms % 1000 / 100)) "$*" >&2; }
+die() { echo "[ceph-cluster ${LAYOUT:-?}-${AUTH:-?}] ERROR: $*" >&2; exit 1; }
+
+CMD=${1:-}
+[ -n "$CMD" ] || usage
+shift
+LAYOUT=single
+AUTH=cephx
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --layout) LAYOUT=${2:?--layout needs a value}; shift 2 ;;
+    --layout=*) LAYOUT=${1#*=}; shift ;;
+    --auth) AUTH=${2:?--auth needs a value}; shift 2 ;;
+    --auth=*) AUTH=${1#*=}; shift ;;
+    --id) OSD_ID=${2:?--id needs a value}; shift 2 ;;
+    -h|--help) usage ;;
+    *) echo "unknown argument: $1" >&2; usage ;;
+  esac
+done
+case "$LAYOUT" in single) NOSD=1; LOFF=0 ;; multi) NOSD=3; LOFF=20 ;; *) die "--layout must be single or multi" ;; esac
+case "$AUTH" in cephx) AOFF=0 ;; none) AOFF=10 ;; *) die "--auth must be cephx or none" ;; esac
+
+ROOT=${BLOBFS_CEPH_ROOT:-/tmp/blobfs-ceph}
+mkdir -p "$ROOT"
+ROOT=$(cd "$ROOT" && pwd)
+DIR=$ROOT/$LAYOUT-$AUTH
+PORT=$(( ${BLOBFS_CEPH_PORT_BASE:-40100} + LOFF + AOFF ))
+MON_ADDR=127.0.0.1:$PORT
+CONF=$DIR/ceph.conf
+ADMIN_KEYRING=$DIR/ceph.client.admin.keyring
+CLIENT_KEYRING=$DIR/ceph.client.blobfs.keyring
+ALL_KEYRING=$DIR/ceph.client.blobfs-all.keyring
+POOL=blobfs
+OTHER_POOL=blobfs-other
+HOSTS=(host-a host-b host-c)
+START_TIMEOUT=${BLOBFS_CEPH_START_TIMEOUT:-180}
+CLI_TIMEOUT=${BLOBFS_CEPH_CLI_TIMEOUT:-20}
+BLOCK_SIZE=${BLOBFS_CEPH_BLOCK_SIZE:-20G}
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+# Health checks that do not make a test cluster unusable.
+ALLOWED_WARNINGS=${BLOBFS_CEPH_ALLOWED_WARNINGS:-POOL_NO_REDUNDANCY AUTH_INSECURE_GLOBAL_ID_RECLAIM_ALLOWED AUTH_INSECURE_GLOBAL_ID_RECLAIM MON_DISK_LOW RECENT_CRASH RECENT_MGR_MODULE_CRASH TOO_FEW_PGS POOL_TOO_FEW_PGS}
+
+AUTH_ARGS=()
+[ "$AUTH" = cephx ] && AUTH_ARGS=(--name client.admin --keyring "$ADMIN_KEYRING")
+
+# Every CLI call names the conf and keyring and is bounded in time.
+c() { timeout $(( CLI_TIMEOUT + 5 )) ceph -c "$CONF" "${AUTH_ARGS[@]}" --connect-timeout "$CLI_TIMEOUT" "$@"; }
+# creation step: quiet on success, shows the command and its output on failure
+# (retried: under heavy load, e.g. several clusters created at once, the monitor
+# can take longer than the CLI timeout; every creation command is idempotent)
+cm() {
+  local out attempt
+  for attempt in 1 2 3; do
+    out=$(c "$@" 2>&1) && return 0
+    log "ceph $* failed (attempt $attempt): $(echo "$out" | grep -v '^$' | tail -1)"
+    sleep 2
+  done
+  echo "$out" >&2
+  die "ceph $* failed"
+}
+# quiet variant, for polling
+cq() { c "$@" 2>/dev/null; }
+
+daemons() {
+  echo mon.a
+  echo mgr.x
+  local i
+  for ((i = 0; i < NOSD; i++)); do echo "osd.$i"; done
+}
+
+# pid of a running daemon of THIS cluster (checked against its command line), or fail
+daemon_pid() {
+  local pf=$DIR/run/$1.pid pid
+  [ -f "$pf" ] || return 1
+  pid=$(cat "$pf" 2>/dev/null) || return 1
+  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$CONF" || return 1
+  echo "$pid"
+}
+
+# a pid counts as alive unless gone or a zombie (PID 1 here may not reap orphans)
+alive() {
+  local st
+  st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
+all_running() {
+  local d
+  for d in $(daemons); do daemon_pid "$d" >/dev/null || return 1; done
+}
+
+any_running() {
+  local d
+  for d in $(daemons); do daemon_pid "$d" >/dev/null && return 0; done
+  return 1
+}
+
+env_text() {
+  local keyring="" client=""
+  local all=""
+  if [ "$AUTH" = cephx ]; then keyring=$ADMIN_KEYRING; client=$CLIENT_KEYRING; all=$ALL_KEYRING; fi
+  cat <<EOF
+export CEPH_CONF='$CONF'
+export CEPH_KEYRING='$keyring'
+export BLOBFS_CEPH_CLIENT_KEYRING='$client'
+export BLOBFS_CEPH_ALL_CLIENT_KEYRING='$all'
+export BLOBFS_CEPH_AUTH='$AUTH'
+export BLOBFS_CEPH_LAYOUT='$LAYOUT'
+export BLOBFS_CEPH_POOL='$POOL'
+export BLOBFS_CEPH_OTHER_POOL='$OTHER_POOL'
+export BLOBFS_CEPH_MON='$MON_ADDR'
+export BLOBFS_CEPH_DIR='$DIR'
+EOF
+}
+
+write_conf() {
+  local fsid=$1 authmode=cephx chooseleaf=0 i
+  [ "$AUTH" = none ] && authmode=none
+  [ "$LAYOUT" = multi ] && chooseleaf=1
+  cat >"$CONF" <<EOF
+# Generated by scripts/ceph/cluster.sh for the BlobFS test cluster $LAYOUT-$AUTH.
+[global]
+fsid = $fsid
+mon initial members = a
+mon host = [v1:$MON_ADDR]
+ms bind msgr2 = false
+ms bind ipv6 = false
+auth cluster required = $authmode
+auth service required = $authmode
+auth client required = $authmode
+auth allow insecure global id reclaim = false
+run dir = $DIR/run
+crash dir = $DIR/crash
+exit on mon conf = false
+# pools: one replica, no autoscaler, no redundancy warnings
+osd pool default size = 1
+osd pool default min size = 1
+osd pool default pg autoscale mode = off
+mon allow pool size one = true
+mon allow pool delete = true
+mon warn on pool no redundancy = false
+mon pg warn min per osd = 0
+mon data avail warn = 2
+mon data avail crit = 1
+osd crush chooseleaf type = $chooseleaf
+osd crush update on start = false
+# map changes commit faster (default 1 s per proposal)
+paxos propose interval = 0.1
+# fast failure detection for tests
+osd heartbeat interval = 2
+osd heartbeat grace = 10
+mon osd min down reporters = 1
+mon osd reporter subtree level = osd
+mon osd down out interval = 60
+mon osd report timeout = 60
+osd mon report interval = 2
+osd beacon report interval = 30
+mgr stats period = 1
+mon mgr beacon grace = 15
+mgr tick period = 1
+
+[mon]
+mon data = $DIR/mon/\$name
+keyring = $DIR/mon/\$name/keyring
+log file = $DIR/log/\$name.log
+admin socket = $DIR/run/\$name.asok
+pid file = $DIR/run/\$name.pid
+mon cluster log file = $DIR/log/\$cluster.\$channel.log
+mgr initial modules = iostat
+
+[mgr]
+# Do not even load modules the tests never use (less memory). Always-on modules
+# (balancer, crash, devicehealth, orchestrator, pg_autoscaler, progress,
+# rbd_support, status, telemetry, volumes) cannot be listed here: the mgr then
+# reports MGR_MODULE_ERROR. The balancer and devicehealth are switched off through
+# the config database at creation instead.
+mgr disabled modules = alerts,cephadm,dashboard,diskprediction_local,influx,insights,k8sevents,localpool,mirroring,nfs,osd_perf_query,osd_support,prometheus,restful,rook,selftest,snap_schedule,stats,telegraf,test_orchestrator,zabbix
+mgr data = $DIR/mgr/\$name
+keyring = $DIR/mgr/\$name/keyring
+log file = $DIR/log/\$name.log
+admin socket = $DIR/run/\$name.asok
+pid file = $DIR/run/\$name.pid
+public addr = 127.0.0.1
+
+[osd]
+osd data = $DIR/osd/\$name
+keyring = $DIR/osd/\$name/keyring
+log file = $DIR/log/\$name.log
+admin socket = $DIR/run/\$name.asok
+pid file = $DIR/run/\$name.pid
+public addr = 127.0.0.1
+cluster addr = 127.0.0.1
+osd objectstore = bluestore
+# With auth none, an OSD starting in parallel with others sometimes sends its
+# 'osd crush set-device-class' before it knows the cluster fsid; the monitor
+# answers 'wrong fsid' (EPERM) and the OSD exits. Placement is set explicitly
+# by cluster.sh anyway.
+osd class update on start = false
+# the block device is a sparse file OUTSIDE the OSD data dir
+bluestore block path = $DIR/block/\$name.block
+bluestore block create = true
+bluestore block size = $BLOCK_SIZE
+bluestore block db create = false
+bluestore block wal create = false
+# small memory footprint
+osd memory target = 939524096
+bluestore cache autotune = false
+bluestore cache size = 134217728
+
+[client]
+EOF
+  if [ "$AUTH" = cephx ]; then
+    echo "keyring = $ADMIN_KEYRING" >>"$CONF"
+  fi
+  for ((i = 0; i < NOSD; i++)); do
+    printf '\n[osd.%d]\ncrush location = root=default host=%s\n' "$i" "${HOSTS[$i]}" >>"$CONF"
+  done
+}
+
+start_daemon() {
+  local d=$1 type id
+  type=${d%%.*}
+  id=${d#*.}
+  if daemon_pid "$d" >/dev/null; then return 0; fi
+  local attempt
+  for attempt in 1 2 3; do
+    rm -f "$DIR/run/$d.pid"
+    # 9>&-: the daemon must not inherit the lock file descriptor. The command
+    # returns once the daemon has initialised (or failed to).
+    if "ceph-$type" -c "$CONF" -i "$id" 9>&- >"$DIR/log/start-$d.log" 2>&1; then
+      return 0
+    fi
+    log "ceph-$type -i $id failed to start (attempt $attempt): $(grep -v '^$' "$DIR/log/start-$d.log" | tail -1)"
+    sleep 1
+  done
+  cat "$DIR/log/start-$d.log" >&2
+  die "ceph-$type -i $id failed to start; see $DIR/log/$d.log"
+}
+
+# starts every OSD that is not running, in parallel (each takes ~2 s to init)
+start_osds() {
+  local i pids=() ids=()
+  for ((i = 0; i < NOSD; i++)); do
+    daemon_pid "osd.$i" >/dev/null && continue
+    start_daemon "osd.$i" &
+    pids+=($!)
+    ids+=("$i")
+  done
+  [ ${#ids[@]} -gt 0 ] && log "starting osd.{${ids[*]}}"
+  for ((i = 0; i < ${#pids[@]}; i++)); do
+    wait "${pids[$i]}" || die "osd.${ids[$i]} did not start"
+  done
+}
+
+show_logs() {
+  local f
+  echo "---- ceph -s ----" >&2
+  cq -s >&2 || echo "(ceph -s failed)" >&2
+  cq health detail >&2 || true
+  for f in "$DIR"/log/mon.*.log "$DIR"/log/mgr.*.log "$DIR"/log/osd.*.log "$DIR"/log/start-*.log; do
+    [ -s "$f" ] || continue
+    echo "---- tail $f ----" >&2
+    tail -n 15 "$f" >&2
+  done
+}
+
+# One status probe; prints a one-line reason when not ready, nothing when ready.
+ready_reason() {
+  local st pools i ost
+  # the osdmap may still list an OSD as up from before a restart: ask each daemon
+  for ((i = 0; i < NOSD; i++)); do
+    ost=$(timeout 10 ceph --admin-daemon "$DIR/run/osd.$i.asok" status 2>/dev/null |
+      sed -n 's/.*"state": *"\([a-z_]*\)".*/\1/p')
+    [ "$ost" = active ] || { echo "osd.$i state: ${ost:-no answer on admin socket}"; return 0; }
+  done
+  st=$(cq status -f json) || { echo "ceph status does not answer"; return 0; }
+  pools=$(cq osd pool ls detail -f json) || { echo "pool list does not answer"; return 0; }
+  "$PY" - "$NOSD" "$ALLOWED_WARNINGS" "$POOL $OTHER_POOL" "$st" "$pools" <<'PYEOF'
+import json, sys
+nosd = int(sys.argv[1]); allowed = set(sys.argv[2].split()); want = sys.argv[3].split()
+st = json.loads(sys.argv[4]); pools = json.loads(sys.argv[5])
+om = st.get("osdmap", {}); om = om.get("osdmap", om)
+if om.get("num_osds") != nosd or om.get("num_up_osds") != nosd or om.get("num_in_osds") != nosd:
+    print("osds: %s/%s up, %s in, want %d" % (om.get("num_up_osds"), om.get("num_osds"), om.get("num_in_osds"), nosd)); sys.exit()
+if not st.get("mgrmap", {}).get("available", False):
+    print("mgr not available"); sys.exit()
+names = [p["pool_name"] for p in pools]
+missing = [p for p in want if p not in names]
+if missing:
+    print("pools missing: %s" % missing); sys.exit()
+expected = sum(p.get("pg_num", 0) for p in pools)
+pm = st.get("pgmap", {})
+if pm.get("num_pgs") != expected:
+    print("pgmap knows %s pgs, pools have %d" % (pm.get("num_pgs"), expected)); sys.exit()
+clean = sum(s["count"] for s in pm.get("pgs_by_state", []) if s["state_name"] == "active+clean")
+if clean != expected:
+    print("pgs: %d/%d active+clean (%s)" % (clean, expected, ", ".join("%d %s" % (s["count"], s["state_name"]) for s in pm.get("pgs_by_state", [])))); sys.exit()
+h = st.get("health", {})
+if h.get("status") != "HEALTH_OK":
+    bad = [k for k in h.get("checks", {}) if k not in allowed]
+    if bad:
+        print("%s: %s" % (h.get("status"), ", ".join("%s (%s)" % (k, h["checks"][k].get("summary", {}).get("message", "")) for k in bad))); sys.exit()
+PYEOF
+}
+
+wait_until() {
+  # wait_until DEADLINE_EPOCH WHAT CMD...  (CMD succeeds when done)
+  local deadline=$1 what=$2
+  shift 2
+  while ! "$@"; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      log "timed out waiting for $what"
+      show_logs
+      die "cluster not usable within ${START_TIMEOUT}s (waiting for $what)"
+    fi
+    sleep 1
+  done
+}
+
+mon_answers() { cq mon stat >/dev/null; }
+
+wait_ready() {
+  local deadline=$1 reason last=""
+  while :; do
+    reason=$(ready_reason) || reason="status probe failed"
+    [ -z "$reason" ] && return 0
+    if [ "$reason" != "$last" ]; then log "waiting: $reason"; last=$reason; fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      show_logs
+      die "cluster not usable within ${START_TIMEOUT}s: $reason"
+    fi
+    sleep 1
+  done
+}
+
+create_cluster() {
+  local deadline=$1 fsid i uuid id
+  rm -rf "$DIR"
+  mkdir -p "$DIR"/{run,log,crash,mon/mon.a,mgr/mgr.x,block}
+  fsid=$(cat /proc/sys/kernel/random/uuid)
+  write_conf "$fsid"
+
+  log "creating monitor (port $PORT)"
+  ceph-authtool --create-keyring "$DIR/mon.keyring.init" --gen-key -n mon. --cap mon 'allow *' >/dev/null
+  if [ "$AUTH" = cephx ]; then
+    ceph-authtool --create-keyring "$ADMIN_KEYRING" --gen-key -n client.admin \
+      --cap mon 'allow *' --cap osd 'allow *' --cap mgr 'allow *' --cap mds 'allow *' >/dev/null
+    ceph-authtool "$DIR/mon.keyring.init" --import-keyring "$ADMIN_KEYRING" >/dev/null
+    chmod 600 "$ADMIN_KEYRING"
+  fi
+  monmaptool --create --fsid "$fsid" --addv a "[v1:$MON_ADDR]" "$DIR/monmap" >/dev/null
+  ceph-mon -c "$CONF" --mkfs -i a --monmap "$DIR/monmap" --keyring "$DIR/mon.keyring.init" \
+    >"$DIR/log/mkfs-mon.log" 2>&1 || { cat "$DIR/log/mkfs-mon.log" >&2; die "ceph-mon --mkfs failed"; }
+  rm -f "$DIR/mon.keyring.init" "$DIR/monmap"
+  start_daemon mon.a
+  wait_until "$deadline" "monitor quorum" mon_answers
+
+  log "creating manager"
+  # no upmap balancer (placements must stay plain CRUSH, which tests compute
+  # themselves) and no device_health_metrics pool
+  cm config set mgr mgr/balancer/active false --force
+  cm config set mgr mgr/devicehealth/enable_monitoring false --force
+  if [ "$AUTH" = cephx ]; then
+    cm auth get-or-create mgr.x mon 'allow profile mgr' osd 'allow *' mds 'allow *' \
+      -o "$DIR/mgr/mgr.x/keyring"
+  fi
+  start_daemon mgr.x
+
+  # OSD ids and keys first, then all bluestore mkfs runs in parallel (no monitor
+  # needed), then CRUSH placement and daemons
+  local uuids=() pids=()
+  for ((i = 0; i < NOSD; i++)); do
+    uuid=$(cat /proc/sys/kernel/random/uuid)
+    uuids+=("$uuid")
+    id=$(c osd new "$uuid") || id=$(c osd new "$uuid") || die "ceph osd new failed"
+    [ "$id" = "$i" ] || die "expected osd id $i, got '$id'"
+    mkdir -p "$DIR/osd/osd.$i"
+    if [ "$AUTH" = cephx ]; then
+      cm auth get-or-create "osd.$i" osd 'allow *' mon 'allow profile osd' mgr 'allow profile osd' \
+        -o "$DIR/osd/osd.$i/keyring"
+    fi
+  done
+  log "mkfs of $NOSD bluestore OSD(s)"
+  for ((i = 0; i < NOSD; i++)); do
+    ceph-osd -c "$CONF" -i "$i" --mkfs --no-mon-config --osd-uuid "${uuids[$i]}" \
+      >"$DIR/log/mkfs-osd.$i.log" 2>&1 9>&- &
+    pids+=($!)
+  done
+  for ((i = 0; i < NOSD; i++)); do
+    wait "${pids[$i]}" || { cat "$DIR/log/mkfs-osd.$i.log" >&2; die "ceph-osd --mkfs failed for osd.$i"; }
+  done
+  for ((i = 0; i < NOSD; i++)); do
+    log "osd.$i goes to CRUSH host bucket ${HOSTS[$i]}"
+    # creates the host bucket under root=default when missing
+    cm osd crush add "osd.$i" 1.0 root=default "host=${HOSTS[$i]}"
+  done
+  start_osds
+
+  log "creating pools and clients"
+  cm osd pool create "$POOL" 32 32 replicated --autoscale-mode=off
+  cm osd pool create "$OTHER_POOL" 8 8 replicated --autoscale-mode=off
+  for p in "$POOL" "$OTHER_POOL"; do
+    cm osd pool set "$p" size 1 --yes-i-really-mean-it
+    cm osd pool application enable "$p" rados
+  done
+  if [ "$AUTH" = cephx ]; then
+    cm auth get-or-create client.blobfs mon 'allow r' osd "allow rwx pool=$POOL" \
+      -o "$CLIENT_KEYRING"
+    cm auth get-or-create client.blobfs-all mon 'allow r' \
+      osd "allow rwx pool=$POOL, allow rwx pool=$OTHER_POOL" -o "$ALL_KEYRING"
+    chmod 600 "$CLIENT_KEYRING" "$ALL_KEYRING"
+  fi
+  touch "$DIR/.created"
+}
+
+do_start() {
+  local t0 deadline d
+  t0=$(date +%s%N)
+  deadline=$(( $(date +%s) + START_TIMEOUT ))
+  for b in ceph-mon ceph-osd ceph-mgr ceph rados monmaptool ceph-authtool; do
+    if ! command -v "$b" >/dev/null 2>&1; then
+      log "$b missing: running ensure-ceph.sh"
+      "$HERE/ensure-ceph.sh"
+      break
+    fi
+  done
+  if [ -f "$DIR/.created" ] && all_running && cq health >/dev/null; then
+    log "already running"
+    env_text
+    return 0
+  fi
+  # a failed start leaves no half-started daemons behind (data and logs stay)
+  [ -n "${BLOBFS_CEPH_KEEP_ON_FAIL:-}" ] ||
+    trap 'rc=$?; if [ $rc -ne 0 ]; then log "start failed: stopping its daemons"; do_stop; fi' EXIT
+  if [ -f "$DIR/.created" ]; then
+    log "restarting daemons on existing data in $DIR"
+    # regenerate ceph.conf (same fsid) so option changes in this script apply
+    local fsid
+    fsid=$(sed -n 's/^fsid = //p' "$CONF")
+    [ -n "$fsid" ] || die "no fsid in $CONF"
+    any_running || write_conf "$fsid"
+    start_daemon mon.a
+    wait_until "$deadline" "monitor quorum" mon_answers
+    start_daemon mgr.x
+    start_osds
+  else
+    any_running && do_stop
+    log "creating a new cluster in $DIR"
+    create_cluster "$deadline"
+  fi
+  wait_ready "$deadline"
+  trap - EXIT
+  env_text >"$DIR/env.sh"
+  local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  log "ready in $((ms / 1000)).$(printf '%03d' $((ms % 1000)))s"
+  env_text
+}
+
+# TERM a group of daemons and wait for them to exit (KILL after a grace period)
+stop_group() {
+  local grace=$1 d pid n p any
+  shift
+  local pids=()
+  for d in "$@"; do
+    if pid=$(daemon_pid "$d"); then
+      kill -TERM "$pid" 2>/dev/null || true
+      pids+=("$pid:$d")
+    fi
+  done
+  [ ${#pids[@]} -eq 0 ] && return 0
+  for ((n = 0; n < grace * 10; n++)); do
+    any=0
+    for p in "${pids[@]}"; do alive "${p%%:*}" && any=1; done
+    [ $any -eq 0 ] && break
+    sleep 0.1
+  done
+  for p in "${pids[@]}"; do
+    if alive "${p%%:*}"; then
+      log "${p#*:} did not exit after SIGTERM; sending SIGKILL"
+      kill -KILL "${p%%:*}" 2>/dev/null || true
+    fi
+  done
+  for ((n = 0; n < 50; n++)); do
+    any=0
+    for p in "${pids[@]}"; do alive "${p%%:*}" && any=1; done
+    [ $any -eq 0 ] && break
+    sleep 0.1
+  done
+  STOPPED=$((STOPPED + ${#pids[@]}))
+}
+
+do_stop() {
+  local d
+  STOPPED=0
+  # OSDs first while the monitor still runs (a stopping OSD waits up to
+  # osd_mon_shutdown_timeout for the monitor to acknowledge it), then mgr, then mon
+  # shellcheck disable=SC2046
+  stop_group 30 $(daemons | grep '^osd\.')
+  stop_group 30 mgr.x
+  stop_group 30 mon.a
+  for d in $(daemons); do rm -f "$DIR/run/$d.pid"; done
+  if [ "$STOPPED" -eq 0 ]; then log "not running"; else log "stopped ($STOPPED daemons)"; fi
+}
+
+with_lock() {
+  exec 9>"$ROOT/.$LAYOUT-$AUTH.lock"
+  if command -v flock >/dev/null 2>&1; then
+    flock -w "$START_TIMEOUT" 9 || die "another cluster.sh holds $ROOT/.$LAYOUT-$AUTH.lock"
+  fi
+  "$@"
+}
+
+case "$CMD" in
+  start) with_lock do_start ;;
+  stop) with_lock do_stop ;;
+  osd-stop)
+    # Fault tests: stop one OSD (SIGTERM, then SIGKILL) and leave the rest running.
+    [ -n "${OSD_ID:-}" ] || die "osd-stop needs --id N"
+    STOPPED=0
+    with_lock stop_group 30 "osd.$OSD_ID"
+    rm -f "$DIR/run/osd.$OSD_ID.pid"
+    log "osd.$OSD_ID stopped"
+    ;;
+  osd-start)
+    # Restarts whatever daemon is down (here: the stopped OSD) and waits until usable.
+    with_lock do_start >/dev/null
+    log "osd.${OSD_ID:-?} running again"
+    ;;
+  purge)
+    with_lock do_stop
+    rm -rf "$DIR"
+    rm -f "$ROOT/.$LAYOUT-$AUTH.lock"
+    log "purged $DIR"
+    ;;
+  status)
+    if ! [ -f "$DIR/.created" ]; then log "no cluster in $DIR"; exit 1; fi
+    if ! all_running; then
+      for d in $(daemons); do
+        if pid=$(daemon_pid "$d"); then log "$d running (pid $pid)"; else log "$d NOT running"; fi
+      done
+      c -s 2>/dev/null || true
+      exit 1
+    fi
+    c -s
+    ;;
+  env)
+    [ -f "$DIR/.created" ] || die "no cluster in $DIR (run: $0 start --layout $LAYOUT --auth $AUTH)"
+    env_text
+    ;;
+  *) usage ;;
+esac
