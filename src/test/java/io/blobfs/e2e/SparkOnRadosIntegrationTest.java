@@ -8,6 +8,7 @@ import io.blobfs.bench.workloads.Committer;
 import io.blobfs.bench.workloads.Grep;
 import io.blobfs.bench.workloads.Sort;
 import io.blobfs.bench.workloads.TextDataGenerator;
+import io.blobfs.rados.CephClusterExtension;
 import io.blobfs.rados.CephTestCluster;
 import java.io.IOException;
 import java.util.Map;
@@ -18,6 +19,7 @@ import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -27,6 +29,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * line by line with results computed here without Spark. BlobFS comes from the bundle,
  * as on a user's cluster.
  */
+@ExtendWith(CephClusterExtension.class)
 class SparkOnRadosIntegrationTest {
   private static final TextDataGenerator.Spec SPEC = new TextDataGenerator.Spec(3L << 20, 4, 11);
   private static final String PATTERN = "ceph";
@@ -37,8 +40,7 @@ class SparkOnRadosIntegrationTest {
   private static JavaSparkContext sc;
 
   @BeforeAll
-  static void start() throws IOException {
-    CephTestCluster.Env env = CephTestCluster.single();
+  static void start(CephTestCluster.Env env) {
     spark = SparkSession.builder()
         .master("local[2]")
         .appName("blobfs-e2e-rados")

@@ -21,12 +21,6 @@ import java.util.concurrent.CompletableFuture;
  */
 public final class FileWriter implements Closeable {
   private static final int INITIAL_BUFFER = 64 << 10;
-  /**
-   * On a {@link CopiesOnWrite} store, an application write at least this large with
-   * nothing buffered goes straight to the store: it is a store call of its own size, and
-   * copying it through a buffer first would only cost.
-   */
-  static final int DIRECT_WRITE_MIN = 1 << 20;
 
   private final BlobNamespace ns;
   private final FsPath path;
@@ -43,8 +37,8 @@ public final class FileWriter implements Closeable {
   private boolean closed;
   private IOException failure;
 
-  /** A buffer whose write completed, kept for the next chunk: no allocation per chunk. */
-  private ByteBuffer spare;
+  /** Buffers whose writes completed, kept for the next chunks: no allocation per chunk. */
+  private final ArrayDeque<ByteBuffer> spares = new ArrayDeque<>();
 
   private record InFlight(CompletableFuture<Void> done, int bytes, ByteBuffer buffer) {}
 
@@ -70,7 +64,9 @@ public final class FileWriter implements Closeable {
   public void write(byte[] b, int off, int len) throws IOException {
     checkOpen();
     Objects.checkFromIndexSize(off, len, b.length);
-    if (storeCopies && len >= DIRECT_WRITE_MIN && (buffer == null || buffer.position() == 0)) {
+    // On a CopiesOnWrite store an application write at least as large as a write buffer,
+    // with nothing buffered, is a store call of its own: copying it first would only cost.
+    if (storeCopies && len >= chunkLimit() && (buffer == null || buffer.position() == 0)) {
       while (len > 0) {
         int n = (int) Math.min(len, chunkLimit());
         send(ByteBuffer.wrap(b, off, n), false);
@@ -107,13 +103,14 @@ public final class FileWriter implements Closeable {
    * once a chunk has been sent the file is large and buffers are full-size and recycled.
    */
   private ByteBuffer newBuffer(long limit) {
-    if (spare != null) {
-      ByteBuffer b = spare.clear();
-      spare = null;
-      return b;
+    ByteBuffer recycled = spares.poll();
+    if (recycled != null) {
+      return recycled.clear();
     }
-    return ByteBuffer.allocate((int) (sent == 0 ? Math.min(INITIAL_BUFFER, limit)
-        : options.writeBufferSize()));
+    // Full-size buffers are direct: a store that talks to native code (librados) can use
+    // them in place; they are recycled, so their allocation cost is paid once per stream.
+    return sent == 0 ? ByteBuffer.allocate((int) Math.min(INITIAL_BUFFER, limit))
+        : ByteBuffer.allocateDirect(options.writeBufferSize());
   }
 
   private void grow(long limit) {
@@ -148,8 +145,9 @@ public final class FileWriter implements Closeable {
     inFlightBytes -= oldest.bytes();
     try {
       Futures.await(oldest.done());
-      if (oldest.buffer() != null && oldest.buffer().capacity() == options.writeBufferSize()) {
-        spare = oldest.buffer();
+      if (oldest.buffer() != null && oldest.buffer().capacity() == options.writeBufferSize()
+          && spares.size() <= options.maxWriteBytesInFlight() / options.writeBufferSize()) {
+        spares.add(oldest.buffer());
       }
     } catch (IOException e) {
       failure = e;
@@ -187,7 +185,7 @@ public final class FileWriter implements Closeable {
         record = FileRecord.striped(fileId, length, now, options.stripeSize());
       }
       buffer = null;
-      spare = null;
+      spares.clear();
       ns.commitFile(path, record, overwrite);
     } catch (IOException | RuntimeException e) {
       discardData();
@@ -209,7 +207,7 @@ public final class FileWriter implements Closeable {
 
   private void discardData() {
     buffer = null;
-    spare = null;
+    spares.clear();
     for (InFlight f : inFlight) {
       f.done().exceptionally(t -> null).join();
     }

@@ -21,6 +21,8 @@ public final class ReadAhead {
   private final int chunkSize;
   private final long maxBytes;
   private final ArrayDeque<Chunk> chunks = new ArrayDeque<>();
+  /** Buffers of consumed chunks, reused: direct buffers are costly to allocate. */
+  private final ArrayDeque<ByteBuffer> free = new ArrayDeque<>();
   private long next;
   private long requested;
 
@@ -43,7 +45,10 @@ public final class ReadAhead {
       return null;
     }
     while (!chunks.isEmpty() && chunks.peek().start() + chunks.peek().length() <= pos) {
-      chunks.poll();
+      Chunk done = chunks.poll();
+      if (done.done().isDone() && done.buffer().capacity() == chunkSize) {
+        free.add(done.buffer());
+      }
     }
     if (chunks.isEmpty() || chunks.peek().start() > pos) {
       clear();
@@ -70,7 +75,9 @@ public final class ReadAhead {
     long length = reader.length();
     while (next < length && (chunks.isEmpty() || inFlight + chunkSize <= maxBytes)) {
       int n = (int) Math.min(chunkSize, length - next);
-      ByteBuffer buf = ByteBuffer.allocate(n);
+      // Direct: a store in native code (librados) reads into it without a copy of its own.
+      ByteBuffer buf = free.isEmpty() ? ByteBuffer.allocateDirect(chunkSize) : free.poll();
+      buf.clear().limit(n);
       chunks.add(new Chunk(next, n, buf, reader.read(next, buf)));
       next += n;
       inFlight += n;

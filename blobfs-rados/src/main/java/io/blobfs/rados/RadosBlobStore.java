@@ -131,6 +131,19 @@ public final class RadosBlobStore implements CopiesOnWrite {
       return CompletableFuture.completedFuture(0);
     }
     Location loc = locate(key);
+    if (dst.isDirect()) {
+      // librados reads straight into the caller's native buffer: no copy of ours.
+      int start = dst.position();
+      Pointer into = Native.getDirectBufferPointer(dst).share(start);
+      return submit("read", key, dst, (io, completion) -> LIB.rados_aio_read(io, loc.oid(),
+          completion, into, new NativeLong(len), offset), loc, rc -> {
+            if (rc == 0) {
+              return -1; // at or past the end of the object
+            }
+            dst.position(start + rc);
+            return rc;
+          });
+    }
     Memory buf = new Memory(len);
     return submit("read", key, buf, (io, completion) -> LIB.rados_aio_read(io, loc.oid(),
         completion, buf, new NativeLong(len), offset), loc, rc -> {
@@ -153,11 +166,21 @@ public final class RadosBlobStore implements CopiesOnWrite {
           + offset + " to " + key + " exceeds the pool's limits " + limits));
     }
     Location loc = locate(key);
-    Memory buf = new Memory(Math.max(1, len));
-    buf.getByteBuffer(0, len).put(src.duplicate()); // copied now: CopiesOnWrite
+    Object keep;
+    Pointer from;
+    if (src.isDirect()) {
+      // Used in place until the write completes (librados copies it into its own buffer).
+      from = Native.getDirectBufferPointer(src).share(src.position());
+      keep = src;
+    } else {
+      Memory buf = new Memory(Math.max(1, len));
+      buf.getByteBuffer(0, len).put(src.duplicate()); // copied now: CopiesOnWrite
+      from = buf;
+      keep = buf;
+    }
     Pointer op = LIB.rados_create_write_op();
-    LIB.rados_write_op_write(op, buf, new NativeLong(len), offset);
-    CompletableFuture<Void> done = submit("write", key, buf, (io, completion) ->
+    LIB.rados_write_op_write(op, from, new NativeLong(len), offset);
+    CompletableFuture<Void> done = submit("write", key, keep, (io, completion) ->
         LIB.rados_aio_write_op_operate(op, io, completion, loc.oid(), null,
             LibRados.LIBRADOS_OPERATION_FULL_TRY), loc, rc -> null);
     // The op may be freed once librados has completed it (or refused to start it).
@@ -338,18 +361,19 @@ public final class RadosBlobStore implements CopiesOnWrite {
 
   /** An operation in flight; holds its native buffer until librados is done with it. */
   private static final class Pending {
-    final Memory buffer;
+    /** The native memory librados reads from or writes into: kept alive until done. */
+    final Object buffer;
     final Executor executor;
     final java.util.function.IntConsumer onDone;
 
-    Pending(Memory buffer, Executor executor, java.util.function.IntConsumer onDone) {
+    Pending(Object buffer, Executor executor, java.util.function.IntConsumer onDone) {
       this.buffer = buffer;
       this.executor = executor;
       this.onDone = onDone;
     }
   }
 
-  private <T> CompletableFuture<T> submit(String op, String key, Memory buffer, Submit submit,
+  private <T> CompletableFuture<T> submit(String op, String key, Object buffer, Submit submit,
       Location loc, OnSuccess<T> onSuccess) {
     CompletableFuture<T> result = new CompletableFuture<>();
     Pointer io;

@@ -27,16 +27,18 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The RADOS store SPI against the real single-OSD cluster, as client.blobfs. */
+@ExtendWith(CephClusterExtension.class)
 class RadosBlobStoreIntegrationTest {
   private static CephTestCluster.Env env;
   private BlobStore store;
   private String namespace;
 
   @BeforeAll
-  static void cluster() throws IOException {
-    env = CephTestCluster.single();
+  static void cluster(CephTestCluster.Env cluster) {
+    env = cluster;
   }
 
   private static Map<String, String> options(String pool, String namespace) {

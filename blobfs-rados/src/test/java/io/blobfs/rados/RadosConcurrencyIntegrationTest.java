@@ -23,12 +23,14 @@ import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * 8 threads x 200 files of mixed create, read, rename and delete through blob:// on the
  * real cluster, every file's checksum checked on every read and at the end: zero
  * corruption, nothing lost, nothing left over.
  */
+@ExtendWith(CephClusterExtension.class)
 class RadosConcurrencyIntegrationTest {
   private static final int THREADS = 8;
   private static final int FILES = 200;
@@ -40,8 +42,8 @@ class RadosConcurrencyIntegrationTest {
   }
 
   @Test
-  void mixedOperationsFromEightThreadsLoseAndCorruptNothing() throws Exception {
-    CephTestCluster.Env env = CephTestCluster.single();
+  void mixedOperationsFromEightThreadsLoseAndCorruptNothing(CephTestCluster.Env env)
+      throws Exception {
     String store = "rados-conc";
     Configuration conf = CephTestCluster.hadoopConf(env, store, "conc-" + System.nanoTime());
     conf.set("fs.blob.store." + store + ".stripe.size", "64k");

@@ -23,6 +23,7 @@ import org.apache.hadoop.fs.Path;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Failures on a real cluster: an OSD stopped under a writer and under a reader, a full
@@ -31,14 +32,16 @@ import org.junit.jupiter.api.Test;
  * partial file visible. Runs on the auth-off cluster (its own daemons), so stopping its
  * OSD disturbs no other test.
  */
+@ExtendWith(CephClusterExtension.class)
+@CephClusterExtension.Cluster(layout = "single", auth = "none")
 class RadosFaultsIntegrationTest {
   private static final String STORE = "rados-faults";
   private static final int OP_TIMEOUT_S = 5;
   private static CephTestCluster.Env env;
 
   @BeforeAll
-  static void cluster() throws IOException {
-    env = CephTestCluster.start("single", "none");
+  static void cluster(CephTestCluster.Env cluster) {
+    env = cluster;
   }
 
   @AfterAll
