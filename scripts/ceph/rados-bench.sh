@@ -60,7 +60,8 @@ fi
 
 if [ "${ARGS[0]}" = cleanup ]; then
   POOL=${ARGS[1]:-$BLOBFS_CEPH_POOL}
-  timeout 600 "${RADOS[@]}" -p "$POOL" cleanup
+  # --prefix: every object any rados bench left here, not only the last run's
+  timeout 1200 "${RADOS[@]}" -p "$POOL" cleanup --prefix benchmark_data
   exit $?
 fi
 

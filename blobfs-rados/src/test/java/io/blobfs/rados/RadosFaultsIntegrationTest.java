@@ -140,27 +140,41 @@ class RadosFaultsIntegrationTest {
     String pool = "blobfs-quota";
     CephTestCluster.ceph(env, "osd", "pool", "create", pool, "8");
     CephTestCluster.ceph(env, "osd", "pool", "application", "enable", pool, "rados");
-    CephTestCluster.ceph(env, "osd", "pool", "set-quota", pool, "max_bytes",
-        Long.toString(8L << 20));
     Configuration c = conf("q-" + System.nanoTime());
     c.set("fs.blob.store." + STORE + ".pool", pool);
     try (FileSystem fs = fs(c)) {
-      Path p = new Path("/faults/too-big");
       byte[] mib = new byte[1 << 20];
+      // Fill past a small quota: the monitor flags the pool full only once the usage
+      // statistics reach it, so wait for the flag before the write under test.
+      CephTestCluster.ceph(env, "osd", "pool", "set-quota", pool, "max_bytes",
+          Long.toString(4L << 20));
+      try (FSDataOutputStream out = fs.create(new Path("/faults/filler"), true)) {
+        for (int i = 0; i < 16; i++) {
+          out.write(mib);
+        }
+      } catch (IOException alreadyFull) {
+        // flagged while filling: fine
+      }
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+      while (!CephTestCluster.ceph(env, "osd", "pool", "ls", "detail").lines()
+          .anyMatch(l -> l.contains("'" + pool + "'") && l.contains("full_quota"))) {
+        assertTrue(System.nanoTime() < deadline, "the pool was never flagged full");
+        Thread.sleep(500);
+      }
+      Path p = new Path("/faults/too-big");
       long start = System.nanoTime();
       IOException e = assertThrows(IOException.class, () -> {
-        // Past the quota the monitor flags the pool full; writes then wait for space until
-        // the op timeout.
         try (FSDataOutputStream out = fs.create(p, true)) {
-          for (int i = 0; i < 2048; i++) {
+          for (int i = 0; i < 64; i++) {
             out.write(mib);
           }
         }
       });
       long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start);
-      assertTrue(seconds <= 120, "failed after " + seconds + " s: " + e);
+      assertTrue(seconds <= 3L * OP_TIMEOUT_S + 20, "failed after " + seconds + " s: " + e);
       CephTestCluster.ceph(env, "osd", "pool", "set-quota", pool, "max_bytes", "0");
       assertFalse(fs.exists(p), "no partial file visible");
+      fs.delete(new Path("/faults"), true);
     } finally {
       CephTestCluster.ceph(env, "osd", "pool", "set-quota", pool, "max_bytes", "0");
     }
