@@ -37,8 +37,8 @@ import org.openjdk.jmh.infra.Blackhole;
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.SingleShotTime)
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
-@Warmup(iterations = 3)
-@Measurement(iterations = 10)
+@Warmup(iterations = 5)
+@Measurement(iterations = 20)
 @Fork(value = 1, jvmArgsAppend = {"-Xmx6g", "-Xms6g", "-XX:+AlwaysPreTouch",
     "-XX:G1HeapRegionSize=32m"})
 public class SequentialThroughputBenchmark {
