@@ -84,7 +84,7 @@ public final class ThroughputReport {
       }
     }
     md.append("\nWrites at least one write buffer long (1 MiB on this store) go straight to the store (it copies on submission, "
-        + "`CopiesOnWrite`); smaller writes are gathered into 8 MiB buffers first. On the "
+        + "`CopiesOnWrite`); smaller writes are gathered into write buffers first. On the "
         + "in-memory store that gathering is pure cost, one extra memory copy, which is what "
         + "the 64 KiB write ratio shows; on a networked store it is what saves round trips. "
         + "Reads of 1 MiB or more go straight into the caller's array; smaller ones through a "
