@@ -33,7 +33,12 @@ public class BlobContract extends AbstractFSContract {
   @Override
   public void init() throws IOException {
     super.init();
+    configure(getConf());
     fs = FileSystem.get(store, getConf());
+  }
+
+  /** Adds what a binding learns only at run time (a cluster's address, keys) to the conf. */
+  protected void configure(Configuration conf) throws IOException {
   }
 
   @Override

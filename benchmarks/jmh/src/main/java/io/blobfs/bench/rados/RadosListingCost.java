@@ -1,8 +1,6 @@
 package io.blobfs.bench.rados;
 
-import java.io.IOException;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDate;
@@ -10,7 +8,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 
@@ -29,8 +26,9 @@ public final class RadosListingCost {
 
   public static void main(String[] args) throws Exception {
     Path reportDir = Path.of(args.length > 0 ? args[0] : "benchmarks/reports");
-    String radosBench = args.length > 1 ? args[1] : "scripts/ceph/rados-bench.sh";
     String pool = System.getenv("BLOBFS_CEPH_POOL");
+    RadosBench radosBench =
+        new RadosBench(args.length > 1 ? args[1] : "scripts/ceph/rados-bench.sh", pool);
     Configuration c = new Configuration();
     c.set("fs.blob.impl", "io.blobfs.hadoop.BlobFileSystem");
     String p = "fs.blob.store.listing.";
@@ -49,7 +47,8 @@ public final class RadosListingCost {
       long added = 0;
       for (int step : new int[] {0, 8, 16, 32}) {
         if (step > 0) {
-          added += fill(radosBench, pool, step);
+          // 4 KiB objects, kept: the pool grows by what rados bench wrote.
+          added += Long.parseLong(radosBench.run("write", step, 4096, 16, true).get("ops"));
         }
         long[] micros = new long[7];
         for (int r = 0; r < micros.length; r++) {
@@ -67,7 +66,7 @@ public final class RadosListingCost {
       }
       fs.delete(dir, true);
     } finally {
-      run(List.of("bash", radosBench, "cleanup", pool));
+      radosBench.cleanup();
     }
     StringBuilder md = new StringBuilder("# Listing cost against the pool's object count (RADOS)\n\n");
     md.append(String.format(Locale.ROOT, "Run %s on the single-OSD cluster: `listStatus` of a "
@@ -85,32 +84,5 @@ public final class RadosListingCost {
     System.out.println(md);
     Files.createDirectories(reportDir);
     Files.writeString(reportDir.resolve("rados-listing.md"), md.toString());
-  }
-
-  /** Adds 4 KiB objects for {@code seconds} with rados bench; returns how many. */
-  private static long fill(String script, String pool, int seconds) throws Exception {
-    String out = run(List.of("bash", script, "--no-cleanup", Integer.toString(seconds), "4K",
-        "16", "write", pool));
-    for (String line : out.split("\n")) {
-      if (line.startsWith("RESULT ")) {
-        for (String part : line.split("\\s+")) {
-          if (part.startsWith("ops=")) {
-            return Long.parseLong(part.substring(4));
-          }
-        }
-      }
-    }
-    throw new IOException("no RESULT from rados bench:\n" + out);
-  }
-
-  private static String run(List<String> cmd) throws IOException, InterruptedException {
-    Process proc = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-    byte[] out = proc.getInputStream().readAllBytes();
-    if (!proc.waitFor(5, TimeUnit.MINUTES) || proc.exitValue() != 0) {
-      proc.destroyForcibly();
-      throw new IOException(String.join(" ", cmd) + " failed:\n"
-          + new String(out, StandardCharsets.UTF_8));
-    }
-    return new String(out, StandardCharsets.UTF_8);
   }
 }

@@ -6,17 +6,13 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryPoolMXBean;
 import java.lang.management.MemoryType;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDate;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
@@ -84,10 +80,11 @@ public final class RadosThroughputReport {
   public static void main(String[] args) throws Exception {
     long size = StoreOptions.parseBytes("size", args.length > 0 ? args[0] : "2g");
     Path reportDir = Path.of(args.length > 1 ? args[1] : "benchmarks/reports");
-    String radosBench = args.length > 2 ? args[2] : "scripts/ceph/rados-bench.sh";
+    String script = args.length > 2 ? args[2] : "scripts/ceph/rados-bench.sh";
     String conf = required("CEPH_CONF");
     String keyring = required("BLOBFS_CEPH_CLIENT_KEYRING");
     String pool = required("BLOBFS_CEPH_POOL");
+    RadosBench radosBench = new RadosBench(script, pool);
 
     List<Row> rows = new ArrayList<>();
     // The first run pays for JIT compilation and for bluestore growing its sparse block
@@ -154,13 +151,15 @@ public final class RadosThroughputReport {
       int concurrency = (int) Math.max(1, IN_FLIGHT / s);
       if (warmUp) {
         warmUp = false;
-        radosBench(radosBench, "write", s, concurrency, pool, false);
+        radosBench.run("write", RADOS_BENCH_SECONDS, s, concurrency, false);
         System.out.println("warm-up done");
         continue;
       }
-      double benchWrite = radosBench(radosBench, "write", s, concurrency, pool, true);
-      double benchRead = radosBench(radosBench, "seq", s, concurrency, pool, false);
-      radosBenchCleanup(radosBench, pool);
+      double benchWrite = Double.parseDouble(
+          radosBench.run("write", RADOS_BENCH_SECONDS, s, concurrency, true).get("mb_per_sec"));
+      double benchRead = Double.parseDouble(
+          radosBench.run("seq", RADOS_BENCH_SECONDS, s, concurrency, false).get("mb_per_sec"));
+      radosBench.cleanup();
       rows.add(new Row(stripe, fsWrite, benchWrite, fsRead, benchRead, writeHeap, readHeap,
           writeDirect, readDirect, concurrency));
       System.out.printf(Locale.ROOT, "stripe %s: blob:// write %.0f MiB/s read %.0f MiB/s; "
@@ -198,44 +197,6 @@ public final class RadosThroughputReport {
       }
     }
     return peak >> 20;
-  }
-
-  private static double radosBench(String script, String mode, long objectSize, int threads,
-      String pool, boolean keep) throws IOException, InterruptedException {
-    List<String> cmd = new ArrayList<>(List.of("bash", script));
-    if (keep) {
-      cmd.add("--no-cleanup");
-    }
-    cmd.addAll(List.of(Integer.toString(RADOS_BENCH_SECONDS), Long.toString(objectSize),
-        Integer.toString(threads), mode, pool));
-    String out = run(cmd);
-    for (String line : out.split("\n")) {
-      if (line.startsWith("RESULT ")) {
-        Map<String, String> kv = new LinkedHashMap<>();
-        for (String part : line.substring(7).trim().split("\\s+")) {
-          int eq = part.indexOf('=');
-          kv.put(part.substring(0, eq), part.substring(eq + 1));
-        }
-        return Double.parseDouble(kv.get("mb_per_sec"));
-      }
-    }
-    throw new IOException("no RESULT line from rados bench:\n" + out);
-  }
-
-  private static void radosBenchCleanup(String script, String pool)
-      throws IOException, InterruptedException {
-    run(List.of("bash", script, "cleanup", pool));
-  }
-
-  private static String run(List<String> cmd) throws IOException, InterruptedException {
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-    byte[] out = p.getInputStream().readAllBytes();
-    if (!p.waitFor(5, TimeUnit.MINUTES) || p.exitValue() != 0) {
-      p.destroyForcibly();
-      throw new IOException(String.join(" ", cmd) + " failed:\n"
-          + new String(out, StandardCharsets.UTF_8));
-    }
-    return new String(out, StandardCharsets.UTF_8);
   }
 
   private static void report(List<Row> rows, long size, Path dir) throws IOException {
