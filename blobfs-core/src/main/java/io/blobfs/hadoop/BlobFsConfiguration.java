@@ -60,6 +60,11 @@ public final class BlobFsConfiguration {
   /** Default read policy of streams: adaptive, sequential, random, whole-file, vector. */
   public static final String READ_POLICY = "read.policy";
   public static final String READ_POLICY_DEFAULT = "adaptive";
+  /**
+   * create() skips its probes: on RADOS, whose scans walk the pool, the probe for "is the
+   * path a directory" costs a scan; an exclusive create still fails, at close.
+   */
+  public static final String CREATE_PERFORMANCE = "create.performance";
   /** Octal permission reported for every file and directory; there are no permissions. */
   public static final String PERMISSION = "permission";
   public static final String PERMISSION_DEFAULT = "777";
@@ -67,7 +72,8 @@ public final class BlobFsConfiguration {
   /** The file-system suffixes, which a store profile may override. */
   public static final Set<String> FS_SUFFIXES = Set.of(STRIPE_SIZE, WRITE_BUFFER_SIZE,
       WRITE_MAX_INFLIGHT, INLINE_THRESHOLD, DIRECTORY_MARKERS, LIST_PAGE_SIZE,
-      READ_BUFFER_SIZE, READ_AHEAD, READ_RANDOM_MIN, READ_POLICY, PERMISSION);
+      READ_BUFFER_SIZE, READ_AHEAD, READ_RANDOM_MIN, READ_POLICY, PERMISSION,
+      CREATE_PERFORMANCE);
 
   /** Settings of one file-system instance, all validated. */
   public record Settings(String storeName, String storeType, String storeTypeKey,
@@ -140,7 +146,7 @@ public final class BlobFsConfiguration {
     }
     long buffer = Math.min(writeBuffer, stripe);
     NamespaceOptions ns = new NamespaceOptions(stripe, (int) buffer, Math.max(inflight, buffer),
-        (int) inline, markers.equals("keep"), page);
+        (int) inline, markers.equals("keep"), page, fs.getBoolean(CREATE_PERFORMANCE, false));
     return new Settings(storeName, type, typeKey, backend, ns, readBuffer, readAhead, randomMin,
         policy, permission);
   }

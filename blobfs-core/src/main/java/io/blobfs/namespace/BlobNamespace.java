@@ -113,14 +113,18 @@ public final class BlobNamespace {
 
   /**
    * Starts a new file; it becomes visible at {@link FileWriter#close()}. Fails at once if
-   * {@code path} is a directory, or a file and {@code overwrite} is false. Parents are
-   * neither created nor checked (the paper's rule).
+   * {@code path} is a directory, or a file and {@code overwrite} is false (unless
+   * {@link NamespaceOptions#createPerformance()}: then an existing file fails the close).
+   * Parents are neither created nor checked (the paper's rule).
    */
   public FileWriter create(FsPath path, boolean overwrite) throws IOException {
     if (path.isRoot()) {
       throw new FileAlreadyExistsException("/", null, "the root is a directory");
     }
     layout.checkPath(path);
+    if (options.createPerformance()) {
+      return new FileWriter(this, path, overwrite, newFileId());
+    }
     Optional<FileInfo> existing = probe(path);
     if (existing.isPresent()) {
       if (existing.get().isDirectory()) {

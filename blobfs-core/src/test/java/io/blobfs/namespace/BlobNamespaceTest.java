@@ -118,6 +118,22 @@ class BlobNamespaceTest {
   }
 
   @Test
+  void createPerformanceSkipsTheProbesButKeepsExclusiveCreate() throws IOException {
+    BlobNamespace fast = new BlobNamespace(store,
+        new NamespaceOptions(STRIPE, 16 << 10, 64 << 10, 1024, false, 100, true), counters);
+    write(fast, "/f", random(10, 1));
+    counts.clear();
+    FileWriter w = fast.create(p("/f"), false);
+    assertEquals(0, totalCalls(), "no probe at create");
+    w.write(random(5, 2), 0, 5);
+    java.nio.file.FileAlreadyExistsException e =
+        assertThrows(java.nio.file.FileAlreadyExistsException.class, w::close);
+    assertTrue(e.getMessage().contains("/f"));
+    assertArrayEquals(random(10, 1), read(fast, "/f"), "the existing file is untouched");
+    assertEquals(Set.of("n/f"), keys(""), "and the loser's data is gone");
+  }
+
+  @Test
   void fileIsInvisibleUntilClose() throws IOException {
     BlobNamespace ns = namespace(false);
     FileWriter w = ns.create(p("/dir/f"), false);
