@@ -195,16 +195,7 @@ class SparkWorkloadsIntegrationTest {
     // work path to a FileOutputCommitter; with any other PathOutputCommitter it writes
     // straight into the destination. spark-hadoop-cloud's PathOutputCommitProtocol is what
     // makes the manifest committer actually commit, so it is set as a user must set it.
-    String store = newStore("e2e-sql-" + committer.id() + "-" + markers, markers);
-    Path base = new Path("blob://" + store + "/job");
-    FileSystem fs = base.getFileSystem(sc.hadoopConfiguration());
-    if (committer == Committer.MANIFEST) {
-      spark.conf().set(COMMIT_PROTOCOL_KEY, PATH_OUTPUT_COMMIT_PROTOCOL);
-    }
-    try {
-      assertMarkerMode(fs, base, markers);
-      Path input = new Path(base, "input");
-      TextDataGenerator.generate(fs, input, SPEC);
+    withDataFrameInput("e2e-sql-", committer, markers, (fs, base, input) -> {
       Path grepOut = new Path(base, "out/grep");
       Path sortOut = new Path(base, "out/sort");
       String factoryKey = Committer.FACTORY_SCHEME_KEY_PREFIX + "blob";
@@ -223,11 +214,7 @@ class SparkWorkloadsIntegrationTest {
       assertCommitted(fs, sortOut, committer);
       assertThat(spark.read().textFile(sortOut.toString()).count())
           .as("Spark reads back what it wrote").isEqualTo(TextDataGenerator.allLines(SPEC).size());
-    } finally {
-      spark.conf().unset(COMMIT_PROTOCOL_KEY);
-      fs.close();
-      InMemoryBlobStoreProvider.drop(store);
-    }
+    });
   }
 
   @ParameterizedTest(name = "committer={0}, markers={1}")
@@ -236,16 +223,7 @@ class SparkWorkloadsIntegrationTest {
       throws IOException {
     // Spark SQL creates no file for a task without rows, so such a task's attempt directory
     // exists only if mkdirs made it; the committer must still commit the task and the job.
-    String store = newStore("e2e-sql-empty-" + committer.id() + "-" + markers, markers);
-    Path base = new Path("blob://" + store + "/job");
-    FileSystem fs = base.getFileSystem(sc.hadoopConfiguration());
-    if (committer == Committer.MANIFEST) {
-      spark.conf().set(COMMIT_PROTOCOL_KEY, PATH_OUTPUT_COMMIT_PROTOCOL);
-    }
-    try {
-      assertMarkerMode(fs, base, markers);
-      Path input = new Path(base, "input");
-      TextDataGenerator.generate(fs, input, SPEC);
+    withDataFrameInput("e2e-sql-empty-", committer, markers, (fs, base, input) -> {
       Path out = new Path(base, "out/rare");
       Dataset<String> lines = spark.read().textFile(input.toString());
       String rare = rarePattern();
@@ -261,6 +239,30 @@ class SparkWorkloadsIntegrationTest {
       assertSameLines("DataFrame rare-grep output", expected,
           E2eSupport.sorted(E2eSupport.readParts(fs, out)));
       assertCommitted(fs, out, committer);
+    });
+  }
+
+  private interface DataFrameJob {
+    void run(FileSystem fs, Path base, Path input) throws IOException;
+  }
+
+  /**
+   * A fresh store in the given marker mode with the generated input under {@code /job},
+   * the commit protocol a user of that committer must set, and everything undone after.
+   */
+  private static void withDataFrameInput(String prefix, Committer committer, String markers,
+      DataFrameJob job) throws IOException {
+    String store = newStore(prefix + committer.id() + "-" + markers, markers);
+    Path base = new Path("blob://" + store + "/job");
+    FileSystem fs = base.getFileSystem(sc.hadoopConfiguration());
+    if (committer == Committer.MANIFEST) {
+      spark.conf().set(COMMIT_PROTOCOL_KEY, PATH_OUTPUT_COMMIT_PROTOCOL);
+    }
+    try {
+      assertMarkerMode(fs, base, markers);
+      Path input = new Path(base, "input");
+      TextDataGenerator.generate(fs, input, SPEC);
+      job.run(fs, base, input);
     } finally {
       spark.conf().unset(COMMIT_PROTOCOL_KEY);
       fs.close();
