@@ -1,0 +1,45 @@
+package io.blobfs.tyr.api;
+
+/**
+ * Why a Týr call failed; carried on the wire as its {@link #wire} number, so numbers are
+ * never reused or renumbered.
+ */
+public enum ErrorCode {
+  /** The blob does not exist. */
+  NOT_FOUND(1, false),
+  /** Exclusive create of a blob that exists. */
+  EXISTS(2, false),
+  /** A transaction read a version that changed, or met a precondition that broke. */
+  CONFLICT(3, true),
+  /** Compare-and-set found another value; the transaction was not applied. */
+  CAS_FAILED(4, false),
+  /** Malformed or out-of-range request: the caller's bug, retrying won't help. */
+  BAD_REQUEST(5, false),
+  /** A frame, key or blob over the server's limits. */
+  TOO_LARGE(6, false),
+  /** No or wrong shared secret. */
+  UNAUTHENTICATED(7, false),
+  /** The server could not be reached or did not answer in time. */
+  UNAVAILABLE(8, true),
+  /** The server is shutting down or its log failed; nothing of the request was applied. */
+  SERVER_ERROR(9, true),
+  /** The peer speaks another protocol version. */
+  UNSUPPORTED_VERSION(10, false);
+
+  public final int wire;
+  public final boolean retryable;
+
+  ErrorCode(int wire, boolean retryable) {
+    this.wire = wire;
+    this.retryable = retryable;
+  }
+
+  public static ErrorCode ofWire(int wire) {
+    for (ErrorCode c : values()) {
+      if (c.wire == wire) {
+        return c;
+      }
+    }
+    return SERVER_ERROR;
+  }
+}

@@ -1,0 +1,579 @@
+package io.blobfs.tyr.engine;
+
+import io.blobfs.tyr.api.BlobStat;
+import io.blobfs.tyr.api.CommitResult;
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.ReadCheck;
+import io.blobfs.tyr.api.ScanResult;
+import io.blobfs.tyr.api.TxOp;
+import io.blobfs.tyr.api.TxRequest;
+import io.blobfs.tyr.api.TyrException;
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One Týr node's storage: blobs in fixed-size chunks, multi-version concurrency control,
+ * multi-blob transactions, and the write-ahead log that holds the data.
+ *
+ * <p><b>Versions.</b> Every commit gets the next commit number and makes new immutable
+ * {@link BlobState}s for the blobs it changes. Readers take the state published at the
+ * moment they start and read it whole, never blocking writers or seeing a torn mix; old
+ * states are reclaimed by the garbage collector once no reader holds them.
+ *
+ * <p><b>Transactions.</b> Optimistic: the client executes against committed versions,
+ * then sends its read set (blob, version) and ops. Commits are validated and logged one at
+ * a time under {@link #commitLock}, which is the serialization point (this node's chain of
+ * one), so the history is sequentially consistent. A changed read version aborts with
+ * {@link ErrorCode#CONFLICT}, retryable; atomic adds are not validated, so counters never
+ * conflict.
+ *
+ * <p><b>Durability.</b> With {@link SyncPolicy#ALWAYS} a commit is published to readers and
+ * acknowledged only after the log is forced; concurrent commits share one force (group
+ * commit). Until then its states are "staged", seen by the validation of later commits
+ * but by no reader.
+ */
+public final class TyrEngine implements Closeable {
+  private static final Logger LOG = LoggerFactory.getLogger(TyrEngine.class);
+
+  private final EngineConfig config;
+  private final WriteAheadLog log;
+  /** What readers see: the latest durable state of each existing blob. */
+  private final ConcurrentSkipListMap<String, BlobState> visible = new ConcurrentSkipListMap<>();
+  /** Logged but not yet durable changes; a deleted blob is a {@link BlobState#deleted} mark. */
+  private final ConcurrentHashMap<String, BlobState> staged = new ConcurrentHashMap<>();
+  private final ReentrantLock commitLock = new ReentrantLock();
+  private final ArrayDeque<Pending> pending = new ArrayDeque<>();
+  private final Thread syncer;
+  private volatile boolean closed;
+  private volatile IOException failure;
+
+  private record Pending(long version, Map<String, BlobState> changes,
+      CompletableFuture<CommitResult> future, CommitResult result) {}
+
+  private TyrEngine(EngineConfig config) throws IOException {
+    this.config = config;
+    this.log = WriteAheadLog.open(config.directory(), config.segmentBytes(), this::replay);
+    if (config.syncPolicy() == SyncPolicy.NONE) {
+      syncer = null;
+    } else {
+      syncer = new Thread(this::syncLoop, "tyr-log-sync-" + config.directory().getFileName());
+      syncer.setDaemon(true);
+      syncer.start();
+    }
+    LOG.info("Týr engine open at {}: {} blobs, last commit {}", config.directory(),
+        visible.size(), log.lastVersion());
+  }
+
+  /** Opens (creating if needed) the store in {@code config.directory()}, replaying its log. */
+  public static TyrEngine open(EngineConfig config) throws IOException {
+    return new TyrEngine(config);
+  }
+
+  public EngineConfig config() {
+    return config;
+  }
+
+  private void replay(long version, long timestamp, long segment, long recordStart,
+      List<LogOp> ops) {
+    for (LogOp op : ops) {
+      BlobState next = apply(visible.get(op.key()), op, segment, recordStart, version,
+          timestamp);
+      if (next == null) {
+        visible.remove(op.key());
+      } else {
+        visible.put(op.key(), next);
+      }
+    }
+  }
+
+  /** The one place a logged op changes a blob: used by commits and by recovery alike. */
+  private BlobState apply(BlobState current, LogOp op, long segment, long recordStart,
+      long version, long now) {
+    BlobState base = current == null
+        ? BlobState.fresh(op.key(), version, now, config.chunkBytes()) : current;
+    return switch (op.type()) {
+      case LogOp.RESET -> BlobState.fresh(op.key(), version, now, config.chunkBytes());
+      case LogOp.WRITE -> base.withWrite(op.a(), Math.toIntExact(op.b()), segment,
+          recordStart + op.dataPos(), version, now);
+      case LogOp.SET_SIZE -> base.withSize(op.a(), version, now);
+      case LogOp.DELETE -> null;
+      default -> throw new IllegalStateException("log op " + op.type());
+    };
+  }
+
+  // ------------------------------------------------------------------ reads
+
+  /** The newest visible version's metadata ({@link BlobStat#missing} if absent). */
+  public BlobStat stat(String key) {
+    BlobState s = visible.get(key);
+    return s == null ? BlobStat.missing(key) : s.stat();
+  }
+
+  /**
+   * Fills {@code dst} from {@code offset} with one committed version of the blob, up to
+   * its end; returns that version's metadata.
+   */
+  public BlobStat read(String key, long offset, ByteBuffer dst) throws IOException {
+    checkOpen();
+    BlobState s = visible.get(key);
+    if (s == null) {
+      throw new TyrException(ErrorCode.NOT_FOUND, "no blob " + key);
+    }
+    if (offset < 0) {
+      throw new TyrException(ErrorCode.BAD_REQUEST, "negative offset " + offset);
+    }
+    readState(s, offset, dst);
+    return s.stat();
+  }
+
+  BlobState stateForTest(String key) {
+    return visible.get(key);
+  }
+
+  void readStateForTest(BlobState s, long offset, ByteBuffer dst) throws IOException {
+    readState(s, offset, dst);
+  }
+
+  private void readState(BlobState s, long offset, ByteBuffer dst) throws IOException {
+    long end = Math.min(s.size, offset + dst.remaining());
+    int chunkBytes = s.chunkBytes();
+    for (long at = offset; at < end; ) {
+      int index = s.chunkIndex(at);
+      int from = (int) (at - (long) index * chunkBytes);
+      int to = (int) Math.min(chunkBytes, from + (end - at));
+      int cursor = from;
+      for (Extent e : s.chunk(index).covering(from, to)) {
+        zeros(dst, e.start() - cursor);
+        ByteBuffer part = dst.slice(dst.position(), e.length());
+        log.read(e.segment(), e.position(), part);
+        dst.position(dst.position() + e.length());
+        cursor = e.end();
+      }
+      zeros(dst, to - cursor);
+      at += to - from;
+    }
+  }
+
+  private static void zeros(ByteBuffer dst, int n) {
+    for (int i = 0; i < n; i++) {
+      dst.put((byte) 0);
+    }
+  }
+
+  /**
+   * One page of the visible keys starting with {@code prefix}, in order, after
+   * {@code cursor} (null: from the first).
+   */
+  public ScanResult scan(String prefix, String cursor, int limit) {
+    if (limit < 1) {
+      throw new IllegalArgumentException("limit must be positive: " + limit);
+    }
+    var tail = cursor == null || cursor.compareTo(prefix) < 0
+        ? visible.tailMap(prefix, true) : visible.tailMap(cursor, false);
+    List<String> keys = new ArrayList<>(Math.min(limit, 1024));
+    for (String key : tail.keySet()) {
+      if (!key.startsWith(prefix)) {
+        return new ScanResult(keys, null);
+      }
+      if (keys.size() == limit) {
+        return new ScanResult(keys, keys.get(keys.size() - 1));
+      }
+      keys.add(key);
+    }
+    return new ScanResult(keys, null);
+  }
+
+  /** The newest commit number in the log. */
+  public long lastCommit() {
+    return log.lastVersion();
+  }
+
+  public int blobCount() {
+    return visible.size();
+  }
+
+  public long diskBytes() throws IOException {
+    return log.diskBytes();
+  }
+
+  // ------------------------------------------------------------------ commits
+
+  /**
+   * Validates and applies a transaction. Completes with its commit number once it is
+   * durable (per the sync policy) and visible, or exceptionally with a
+   * {@link TyrException}, in which case nothing of it was applied.
+   */
+  public CompletableFuture<CommitResult> commit(TxRequest tx) {
+    try {
+      checkShape(tx);
+    } catch (TyrException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    CompletableFuture<CommitResult> done = new CompletableFuture<>();
+    commitLock.lock();
+    try {
+      checkOpen();
+      for (ReadCheck read : tx.reads()) {
+        BlobState s = latest(read.key());
+        long now = s == null ? 0 : s.version;
+        if (now != read.version()) {
+          throw new TyrException(ErrorCode.CONFLICT, "blob " + read.key() + " was read at "
+              + "version " + read.version() + " and is now at " + now + "; retry");
+        }
+      }
+      long version = log.lastVersion() + 1;
+      long now = System.currentTimeMillis();
+      Planner plan = new Planner(version, now, tx.ops().size());
+      log.begin(version, now);
+      try {
+        for (int i = 0; i < tx.ops().size(); i++) {
+          plan.values[i] = plan.apply(tx.ops().get(i));
+        }
+        if (plan.ops.isEmpty()) {
+          log.abort(); // nothing changes: no record, no commit number
+          done.complete(new CommitResult(log.lastVersion(), plan.values));
+          return done;
+        }
+        log.finish(plan.ops);
+      } catch (TyrException e) {
+        log.abort();
+        throw e;
+      } catch (IOException | RuntimeException e) {
+        fail(e);
+        log.abort();
+        throw new TyrException(ErrorCode.SERVER_ERROR, "log write failed: " + e, e);
+      }
+      CommitResult result = new CommitResult(version, plan.values);
+      if (config.syncPolicy() == SyncPolicy.ALWAYS) {
+        Map<String, BlobState> marks = new java.util.HashMap<>();
+        for (Map.Entry<String, BlobState> e : plan.work.entrySet()) {
+          BlobState mark = e.getValue() == null
+              ? BlobState.deleted(e.getKey(), version) : e.getValue();
+          staged.put(e.getKey(), mark);
+          marks.put(e.getKey(), mark);
+        }
+        synchronized (pending) {
+          pending.add(new Pending(version, marks, done, result));
+          pending.notifyAll();
+        }
+      } else {
+        publish(plan.work);
+        done.complete(result);
+      }
+    } catch (TyrException e) {
+      done.completeExceptionally(e);
+    } catch (IOException e) {
+      done.completeExceptionally(new TyrException(ErrorCode.SERVER_ERROR, e.toString(), e));
+    } finally {
+      commitLock.unlock();
+    }
+    return done;
+  }
+
+  /** The newest state a commit must see: staged (not yet durable) over visible. */
+  private BlobState latest(String key) {
+    BlobState s = staged.get(key);
+    if (s == null) {
+      return visible.get(key);
+    }
+    return s.isDeleted() ? null : s;
+  }
+
+  /** Makes changes visible; a staged entry is dropped only if no later commit replaced it. */
+  private void publish(Map<String, BlobState> changes) {
+    for (Map.Entry<String, BlobState> e : changes.entrySet()) {
+      BlobState s = e.getValue();
+      if (s == null || s.isDeleted()) {
+        visible.remove(e.getKey());
+      } else {
+        visible.put(e.getKey(), s);
+      }
+      if (s != null) {
+        staged.remove(e.getKey(), s);
+      }
+    }
+  }
+
+  private void checkShape(TxRequest tx) throws TyrException {
+    if (tx.ops().isEmpty() && tx.reads().isEmpty()) {
+      throw new TyrException(ErrorCode.BAD_REQUEST, "empty transaction");
+    }
+    for (ReadCheck r : tx.reads()) {
+      checkKey(r.key());
+    }
+    for (TxOp op : tx.ops()) {
+      checkKey(op.key());
+    }
+  }
+
+  private void checkKey(String key) throws TyrException {
+    if (key.isEmpty()) {
+      throw new TyrException(ErrorCode.BAD_REQUEST, "empty key");
+    }
+    int bytes = key.getBytes(StandardCharsets.UTF_8).length;
+    if (bytes > config.maxKeyBytes()) {
+      throw new TyrException(ErrorCode.TOO_LARGE, "key of " + bytes + " bytes is over the "
+          + config.maxKeyBytes() + "-byte limit: " + key.substring(0, 40) + "...");
+    }
+  }
+
+  private void checkOpen() throws TyrException {
+    if (failure != null) {
+      throw new TyrException(ErrorCode.SERVER_ERROR,
+          "the log failed and this node refuses writes until restarted: " + failure, failure);
+    }
+    if (closed) {
+      throw new TyrException(ErrorCode.SERVER_ERROR, "the store is closed");
+    }
+  }
+
+  private void fail(Throwable e) {
+    if (failure == null) {
+      failure = e instanceof IOException io ? io : new IOException(e);
+      LOG.error("Týr log failed; refusing writes until restart", e);
+    }
+  }
+
+  /** Turns the logical ops of one transaction into logged physical ops and new states. */
+  private final class Planner {
+    final long version;
+    final long now;
+    final List<LogOp> ops = new ArrayList<>();
+    final Map<String, BlobState> work = new java.util.LinkedHashMap<>();
+    final long[] values;
+
+    Planner(long version, long now, int opCount) {
+      this.version = version;
+      this.now = now;
+      this.values = new long[opCount];
+    }
+
+    BlobState current(String key) {
+      return work.containsKey(key) ? work.get(key) : latest(key);
+    }
+
+    long apply(TxOp op) throws IOException {
+      String key = op.key();
+      BlobState s = current(key);
+      if (op instanceof TxOp.Create c) {
+        if (s != null) {
+          throw new TyrException(ErrorCode.EXISTS, "blob exists: " + key);
+        }
+        emit(LogOp.reset(key), null);
+      } else if (op instanceof TxOp.Put p) {
+        if (p.exclusive() && s != null) {
+          throw new TyrException(ErrorCode.EXISTS, "blob exists: " + key);
+        }
+        checkSize(key, p.data().remaining());
+        emit(LogOp.reset(key), null);
+        write(key, 0, p.data());
+      } else if (op instanceof TxOp.Write w) {
+        checkSize(key, w.offset() + w.data().remaining());
+        if (s == null) {
+          emit(LogOp.reset(key), null);
+        }
+        write(key, w.offset(), w.data());
+      } else if (op instanceof TxOp.Append a) {
+        long at = s == null ? 0 : s.size;
+        checkSize(key, at + a.data().remaining());
+        if (s == null) {
+          emit(LogOp.reset(key), null);
+        }
+        write(key, at, a.data());
+        return at;
+      } else if (op instanceof TxOp.Truncate t) {
+        if (s == null) {
+          throw new TyrException(ErrorCode.NOT_FOUND, "no blob " + key);
+        }
+        checkSize(key, t.size());
+        emit(LogOp.setSize(key, t.size()), null);
+      } else if (op instanceof TxOp.Delete d) {
+        if (s == null) {
+          if (d.mustExist()) {
+            throw new TyrException(ErrorCode.NOT_FOUND, "no blob " + key);
+          }
+          return 0;
+        }
+        emit(LogOp.delete(key), null);
+        return 1;
+      } else if (op instanceof TxOp.Add a) {
+        long value = readLong(s, key, a.offset()) + a.delta();
+        write(key, a.offset(), ByteBuffer.allocate(8).putLong(0, value));
+        return value;
+      } else if (op instanceof TxOp.Cas c) {
+        long value = readLong(s, key, c.offset());
+        if (value != c.expect()) {
+          throw new io.blobfs.tyr.api.CasFailedException(key, c.offset(), c.expect(), value);
+        }
+        write(key, c.offset(), ByteBuffer.allocate(8).putLong(0, c.update()));
+      }
+      return 0;
+    }
+
+    private long readLong(BlobState s, String key, long offset) throws IOException {
+      if (s == null) {
+        throw new TyrException(ErrorCode.NOT_FOUND, "no blob " + key);
+      }
+      if (offset + 8 > s.size) {
+        throw new TyrException(ErrorCode.BAD_REQUEST, "no 64-bit integer at offset " + offset
+            + " of blob " + key + " (" + s.size + " bytes)");
+      }
+      ByteBuffer b = ByteBuffer.allocate(8);
+      readState(s, offset, b);
+      return b.getLong(0);
+    }
+
+    private void checkSize(String key, long size) throws TyrException {
+      if (size > config.maxBlobBytes()) {
+        throw new TyrException(ErrorCode.TOO_LARGE, "blob " + key + " would reach " + size
+            + " bytes, over the " + config.maxBlobBytes() + "-byte limit");
+      }
+    }
+
+    private void write(String key, long offset, ByteBuffer data) throws IOException {
+      if (!data.hasRemaining()) {
+        return;
+      }
+      int length = data.remaining();
+      emit(LogOp.write(key, offset, length, 0), data);
+      defragment(key, offset, length);
+    }
+
+    /** A chunk split into too many extents by small writes is rewritten as one. */
+    private void defragment(String key, long offset, int length) throws IOException {
+      BlobState s = work.get(key);
+      int chunkBytes = s.chunkBytes();
+      for (int i = s.chunkIndex(offset); i <= s.chunkIndex(offset + length - 1); i++) {
+        if (s.chunk(i).extentCount() > config.maxExtentsPerChunk()) {
+          long start = (long) i * chunkBytes;
+          ByteBuffer whole = ByteBuffer.allocate((int) Math.min(chunkBytes, s.size - start));
+          readState(s, start, whole);
+          whole.flip();
+          emit(LogOp.write(key, start, whole.remaining(), 0), whole);
+          s = work.get(key);
+        }
+      }
+    }
+
+    private void emit(LogOp op, ByteBuffer data) throws IOException {
+      LogOp logged = op;
+      if (data != null) {
+        long at = log.appendData(data);
+        logged = LogOp.write(op.key(), op.a(), op.b(), at - log.recordStart());
+      }
+      ops.add(logged);
+      work.put(op.key(), TyrEngine.this.apply(current(op.key()), logged, log.segment(),
+          log.recordStart(), version, now));
+    }
+  }
+
+  // ------------------------------------------------------------------ durability
+
+  private void syncLoop() {
+    while (true) {
+      try {
+        if (config.syncPolicy() == SyncPolicy.INTERVAL) {
+          synchronized (pending) {
+            if (closed) {
+              return;
+            }
+            pending.wait(config.syncInterval().toMillis());
+          }
+          log.force();
+          continue;
+        }
+        synchronized (pending) {
+          while (pending.isEmpty()) {
+            if (closed) {
+              return;
+            }
+            pending.wait(100);
+          }
+        }
+        long durable = log.force();
+        while (true) {
+          Pending p;
+          synchronized (pending) {
+            p = pending.peek();
+            if (p == null || p.version() > durable) {
+              break;
+            }
+            pending.poll();
+          }
+          publish(p.changes());
+          p.future().complete(p.result());
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      } catch (IOException | RuntimeException e) {
+        fail(e);
+        failPending(e);
+        if (closed) {
+          return;
+        }
+      }
+    }
+  }
+
+  private void failPending(Throwable cause) {
+    synchronized (pending) {
+      for (Pending p : pending) {
+        p.future().completeExceptionally(new TyrException(ErrorCode.SERVER_ERROR,
+            "the log could not be forced to disk; the commit's fate is unknown until the "
+                + "node restarts: " + cause, cause));
+      }
+      pending.clear();
+    }
+  }
+
+  @Override
+  public void close() throws IOException {
+    commitLock.lock();
+    try {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    } finally {
+      commitLock.unlock();
+    }
+    if (syncer != null) {
+      synchronized (pending) {
+        pending.notifyAll();
+      }
+      // Never interrupted: an interrupt during force() would close the log's channel.
+      try {
+        syncer.join(10_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    try {
+      long durable = log.force();
+      synchronized (pending) {
+        for (Pending p; (p = pending.poll()) != null; ) {
+          if (p.version() <= durable) {
+            publish(p.changes());
+            p.future().complete(p.result());
+          }
+        }
+      }
+    } finally {
+      failPending(new IOException("closed"));
+      log.close();
+    }
+  }
+}

@@ -1,0 +1,356 @@
+package io.blobfs.tyr.engine;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.stream.Stream;
+import java.util.zip.CRC32C;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The log that is also the data store: each committed transaction is one record holding
+ * its bytes and its ops, and blob extents point into the records. Segments are
+ * append-only files {@code <id>.tyrlog}; a record never spans two.
+ *
+ * <pre>
+ * record  = header(44) data... opTable
+ * header  = magic u32 | opCount u32 | bodyLength u64 | version u64 | timestamp u64
+ *           | opTableOffset u32 | bodyCrc u32 | headerCrc u32       (big-endian, CRC32C)
+ * </pre>
+ *
+ * The header is written last, over a placeholder, so a record torn by a crash has a bad
+ * header or a bad body CRC and is cut off at recovery: a transaction is in the log whole
+ * or not at all. Appends are made by one thread at a time (the engine's commit lock);
+ * reads of written positions may run concurrently.
+ */
+final class WriteAheadLog implements Closeable {
+  private static final Logger LOG = LoggerFactory.getLogger(WriteAheadLog.class);
+  static final int MAGIC = 0x54595231; // "TYR1"
+  static final int HEADER_BYTES = 44;
+  private static final String SUFFIX = ".tyrlog";
+
+  /** Receives each intact record at recovery, in commit order. */
+  interface Replay {
+    void record(long version, long timestamp, long segment, long recordStart, List<LogOp> ops)
+        throws IOException;
+  }
+
+  private final Path dir;
+  private final long segmentBytes;
+  private final Map<Long, FileChannel> channels = new ConcurrentHashMap<>();
+  private final Object syncMonitor = new Object();
+  private FileChannel current;
+  private long currentId;
+  private long pos;
+  private long lastVersion;
+  private volatile long appendedVersion;
+
+  private long recordStart = -1;
+  private long recordVersion;
+  private long recordTimestamp;
+  private CRC32C bodyCrc;
+
+  private WriteAheadLog(Path dir, long segmentBytes) {
+    this.dir = dir;
+    this.segmentBytes = segmentBytes;
+  }
+
+  /** Opens the log in {@code dir}, replaying every intact record into {@code replay}. */
+  static WriteAheadLog open(Path dir, long segmentBytes, Replay replay) throws IOException {
+    Files.createDirectories(dir);
+    WriteAheadLog log = new WriteAheadLog(dir, segmentBytes);
+    try {
+      log.recover(replay);
+    } catch (IOException | RuntimeException e) {
+      log.close();
+      throw e;
+    }
+    return log;
+  }
+
+  private void recover(Replay replay) throws IOException {
+    List<Long> ids = new ArrayList<>();
+    try (Stream<Path> files = Files.list(dir)) {
+      files.map(p -> p.getFileName().toString()).filter(n -> n.endsWith(SUFFIX))
+          .forEach(n -> ids.add(Long.parseLong(n.substring(0, n.length() - SUFFIX.length()))));
+    }
+    ids.sort(null);
+    for (int i = 0; i < ids.size(); i++) {
+      long id = ids.get(i);
+      FileChannel ch = openChannel(id);
+      long end = replaySegment(id, ch, replay);
+      if (end < ch.size()) {
+        if (i < ids.size() - 1) {
+          throw new IOException("Týr log is corrupt: segment " + segmentPath(id)
+              + " has a bad record at byte " + end + " and later segments follow it");
+        }
+        LOG.warn("discarding {} bytes of an unfinished record at the end of {}",
+            ch.size() - end, segmentPath(id));
+        ch.truncate(end);
+        ch.force(true);
+      }
+      current = ch;
+      currentId = id;
+      pos = end;
+    }
+    if (current == null) {
+      startSegment(1);
+    }
+    appendedVersion = lastVersion;
+  }
+
+  /** Replays the intact records of one segment; returns where the intact part ends. */
+  private long replaySegment(long id, FileChannel ch, Replay replay) throws IOException {
+    long size = ch.size();
+    long at = 0;
+    ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
+    ByteBuffer scratch = ByteBuffer.allocateDirect(1 << 20);
+    while (at + HEADER_BYTES <= size) {
+      header.clear();
+      readFully(ch, at, header);
+      header.flip();
+      if (header.getInt(0) != MAGIC) {
+        return at;
+      }
+      CRC32C hc = new CRC32C();
+      hc.update(header.array(), 0, HEADER_BYTES - 4);
+      if ((int) hc.getValue() != header.getInt(HEADER_BYTES - 4)) {
+        return at;
+      }
+      int opCount = header.getInt(4);
+      long bodyLength = header.getLong(8);
+      long version = header.getLong(16);
+      long timestamp = header.getLong(24);
+      int opTableOffset = header.getInt(32);
+      int bodyCrcValue = header.getInt(36);
+      long bodyStart = at + HEADER_BYTES;
+      if (bodyLength < 0 || bodyStart + bodyLength > size || opTableOffset < 0
+          || opTableOffset > bodyLength) {
+        return at;
+      }
+      CRC32C bc = new CRC32C();
+      for (long p = bodyStart; p < bodyStart + bodyLength; ) {
+        scratch.clear().limit((int) Math.min(scratch.capacity(), bodyStart + bodyLength - p));
+        readFully(ch, p, scratch);
+        scratch.flip();
+        p += scratch.remaining();
+        bc.update(scratch);
+      }
+      if ((int) bc.getValue() != bodyCrcValue) {
+        return at;
+      }
+      if (lastVersion != 0 && version != lastVersion + 1) {
+        throw new IOException("Týr log is corrupt: record at byte " + at + " of "
+            + segmentPath(id) + " has commit " + version + " after commit " + lastVersion);
+      }
+      ByteBuffer table = ByteBuffer.allocate((int) (bodyLength - opTableOffset));
+      readFully(ch, bodyStart + opTableOffset, table);
+      table.flip();
+      List<LogOp> ops = new ArrayList<>(opCount);
+      for (int i = 0; i < opCount; i++) {
+        ops.add(LogOp.decode(table));
+      }
+      replay.record(version, timestamp, id, at, ops);
+      lastVersion = version;
+      at = bodyStart + bodyLength;
+    }
+    return at;
+  }
+
+  long lastVersion() {
+    return lastVersion;
+  }
+
+  // ------------------------------------------------------------------ appending
+
+  /** Starts the record of commit {@code version}; the caller holds the commit lock. */
+  void begin(long version, long timestamp) throws IOException {
+    if (recordStart >= 0) {
+      throw new IllegalStateException("a record is already open");
+    }
+    if (pos >= segmentBytes) {
+      roll();
+    }
+    recordStart = pos;
+    recordVersion = version;
+    recordTimestamp = timestamp;
+    bodyCrc = new CRC32C();
+    pos += HEADER_BYTES;
+  }
+
+  long segment() {
+    return currentId;
+  }
+
+  long recordStart() {
+    return recordStart;
+  }
+
+  /** Appends bytes to the open record; returns their file position in {@link #segment}. */
+  long appendData(ByteBuffer src) throws IOException {
+    long at = pos;
+    ByteBuffer b = src.duplicate();
+    bodyCrc.update(b.duplicate());
+    while (b.hasRemaining()) {
+      pos += current.write(b, pos);
+    }
+    return at;
+  }
+
+  /** Seals the open record with its op table; it is replayable once the bytes are on disk. */
+  void finish(List<LogOp> ops) throws IOException {
+    int tableBytes = 0;
+    for (LogOp op : ops) {
+      tableBytes += op.encodedSize();
+    }
+    ByteBuffer table = ByteBuffer.allocate(tableBytes);
+    for (LogOp op : ops) {
+      op.encode(table);
+    }
+    table.flip();
+    long opTableOffset = pos - recordStart - HEADER_BYTES;
+    appendData(table);
+    ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
+    header.putInt(MAGIC).putInt(ops.size()).putLong(pos - recordStart - HEADER_BYTES)
+        .putLong(recordVersion).putLong(recordTimestamp).putInt((int) opTableOffset)
+        .putInt((int) bodyCrc.getValue());
+    CRC32C hc = new CRC32C();
+    hc.update(header.array(), 0, HEADER_BYTES - 4);
+    header.putInt((int) hc.getValue());
+    header.flip();
+    long at = recordStart;
+    while (header.hasRemaining()) {
+      at += current.write(header, at);
+    }
+    synchronized (syncMonitor) {
+      appendedVersion = recordVersion;
+    }
+    lastVersion = recordVersion;
+    recordStart = -1;
+  }
+
+  /** Drops the open record: nothing of it will be replayed. */
+  void abort() throws IOException {
+    if (recordStart < 0) {
+      return;
+    }
+    pos = recordStart;
+    recordStart = -1;
+    current.truncate(pos);
+  }
+
+  // ------------------------------------------------------------------ durability
+
+  /** Forces what is appended to disk; returns the last commit now durable. */
+  long force() throws IOException {
+    FileChannel ch;
+    long version;
+    synchronized (syncMonitor) {
+      version = appendedVersion;
+      ch = current;
+    }
+    ch.force(false);
+    return version;
+  }
+
+  long appendedVersion() {
+    return appendedVersion;
+  }
+
+  private void roll() throws IOException {
+    current.force(true);
+    startSegment(currentId + 1);
+  }
+
+  private void startSegment(long id) throws IOException {
+    FileChannel ch = openChannel(id);
+    forceDirectory();
+    synchronized (syncMonitor) {
+      current = ch;
+      currentId = id;
+    }
+    pos = 0;
+  }
+
+  /** A new file's name is durable only once its directory is synced. */
+  private void forceDirectory() throws IOException {
+    try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
+      d.force(true);
+    } catch (IOException e) {
+      LOG.debug("cannot sync directory {}: {}", dir, e.toString());
+    }
+  }
+
+  private FileChannel openChannel(long id) throws IOException {
+    FileChannel ch = FileChannel.open(segmentPath(id), StandardOpenOption.CREATE,
+        StandardOpenOption.READ, StandardOpenOption.WRITE);
+    channels.put(id, ch);
+    return ch;
+  }
+
+  private Path segmentPath(long id) {
+    return dir.resolve(String.format("%020d%s", id, SUFFIX));
+  }
+
+  // ------------------------------------------------------------------ reading
+
+  /** Fills {@code dst} from a segment; safe concurrently with appends. */
+  void read(long segment, long position, ByteBuffer dst) throws IOException {
+    FileChannel ch = channels.get(segment);
+    if (ch == null) {
+      throw new IOException("Týr log segment " + segment + " is gone");
+    }
+    readFully(ch, position, dst);
+  }
+
+  private static void readFully(FileChannel ch, long position, ByteBuffer dst)
+      throws IOException {
+    long at = position;
+    while (dst.hasRemaining()) {
+      int n = ch.read(dst, at);
+      if (n < 0) {
+        throw new java.io.EOFException("log ended at " + at);
+      }
+      at += n;
+    }
+  }
+
+  /** Bytes in all segments. */
+  long diskBytes() throws IOException {
+    long total = 0;
+    for (FileChannel ch : channels.values()) {
+      total += ch.size();
+    }
+    return total;
+  }
+
+  @Override
+  public void close() throws IOException {
+    IOException first = null;
+    for (FileChannel ch : channels.values()) {
+      try {
+        if (ch.isOpen()) {
+          if (ch == current) {
+            ch.force(true);
+          }
+          ch.close();
+        }
+      } catch (IOException e) {
+        first = first == null ? e : first;
+      }
+    }
+    channels.clear();
+    if (first != null) {
+      throw first;
+    }
+  }
+}

@@ -1,0 +1,252 @@
+package io.blobfs.tyr.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.blobfs.tyr.api.BlobStat;
+import io.blobfs.tyr.api.CasFailedException;
+import io.blobfs.tyr.api.CommitResult;
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.ReadCheck;
+import io.blobfs.tyr.api.ScanResult;
+import io.blobfs.tyr.api.TxOp;
+import io.blobfs.tyr.api.TxRequest;
+import io.blobfs.tyr.api.TyrException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.CompletionException;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+class TyrEngineTest {
+  @TempDir
+  Path dir;
+
+  private EngineConfig small(SyncPolicy policy) {
+    // 4 KiB chunks and 64 KiB segments so that tests cross chunk and segment boundaries.
+    return new EngineConfig(dir, 4096, 64 << 10, policy, java.time.Duration.ofMillis(20),
+        256, 1L << 30, 8);
+  }
+
+  static CommitResult commit(TyrEngine e, TxOp... ops) throws IOException {
+    return await(e, TxRequest.of(ops));
+  }
+
+  static CommitResult await(TyrEngine e, TxRequest tx) throws IOException {
+    try {
+      return e.commit(tx).join();
+    } catch (CompletionException c) {
+      throw (IOException) c.getCause();
+    }
+  }
+
+  static byte[] read(TyrEngine e, String key) throws IOException {
+    ByteBuffer b = ByteBuffer.allocate((int) e.stat(key).size());
+    e.read(key, 0, b);
+    return b.array();
+  }
+
+  static ByteBuffer bytes(byte[] b) {
+    return ByteBuffer.wrap(b);
+  }
+
+  @ParameterizedTest
+  @EnumSource(SyncPolicy.class)
+  void randomWritesAgreeWithAModelAcrossRestarts(SyncPolicy policy) throws IOException {
+    Random rnd = new Random(42);
+    Map<String, byte[]> model = new HashMap<>();
+    for (int round = 0; round < 3; round++) {
+      try (TyrEngine e = TyrEngine.open(small(policy))) {
+        for (String key : model.keySet()) {
+          assertArrayEquals(model.get(key), read(e, key), key + " after restart " + round);
+        }
+        for (int i = 0; i < 300; i++) {
+          String key = "blob-" + rnd.nextInt(4);
+          byte[] cur = model.get(key);
+          int kind = rnd.nextInt(10);
+          if (kind < 6) {
+            int off = rnd.nextInt(20_000);
+            byte[] data = new byte[1 + rnd.nextInt(kind == 0 ? 9000 : 300)];
+            rnd.nextBytes(data);
+            commit(e, new TxOp.Write(key, off, bytes(data)));
+            byte[] next = Arrays.copyOf(cur == null ? new byte[0] : cur,
+                Math.max(cur == null ? 0 : cur.length, off + data.length));
+            System.arraycopy(data, 0, next, off, data.length);
+            model.put(key, next);
+          } else if (kind < 7 && cur != null) {
+            int size = rnd.nextInt(cur.length + 5000);
+            commit(e, new TxOp.Truncate(key, size));
+            model.put(key, Arrays.copyOf(cur, size));
+          } else if (kind < 8) {
+            byte[] data = new byte[rnd.nextInt(3000)];
+            rnd.nextBytes(data);
+            commit(e, new TxOp.Append(key, bytes(data)));
+            byte[] base = cur == null ? new byte[0] : cur;
+            byte[] next = Arrays.copyOf(base, base.length + data.length);
+            System.arraycopy(data, 0, next, base.length, data.length);
+            model.put(key, next);
+          } else if (kind < 9) {
+            commit(e, new TxOp.Delete(key, false));
+            model.remove(key);
+          } else {
+            byte[] data = new byte[rnd.nextInt(5000)];
+            rnd.nextBytes(data);
+            commit(e, new TxOp.Put(key, bytes(data), false));
+            model.put(key, data);
+          }
+          byte[] expect = model.get(key);
+          if (expect == null) {
+            assertThat(e.stat(key).exists()).isFalse();
+          } else {
+            assertArrayEquals(expect, read(e, key), key + " at step " + i);
+          }
+        }
+      }
+    }
+    try (Stream<Path> segs = Files.list(dir)) {
+      assertThat(segs.count()).as("64 KiB segments rolled").isGreaterThan(3);
+    }
+  }
+
+  @Test
+  void transactionsValidateTheirReadSetAndApplyAllOrNothing() throws IOException {
+    try (TyrEngine e = TyrEngine.open(small(SyncPolicy.ALWAYS))) {
+      commit(e, new TxOp.Put("a", bytes(new byte[] {1}), true),
+          new TxOp.Put("b", bytes(new byte[] {2}), true));
+      long va = e.stat("a").version();
+      commit(e, new TxOp.Write("a", 0, bytes(new byte[] {9})));
+      TxRequest stale = new TxRequest(List.of(new ReadCheck("a", va)),
+          List.of(new TxOp.Put("c", bytes(new byte[] {3}), false)));
+      assertThatThrownBy(() -> await(e, stale)).isInstanceOf(TyrException.class)
+          .matches(t -> ((TyrException) t).code() == ErrorCode.CONFLICT)
+          .matches(t -> ((TyrException) t).isRetryable());
+      assertThat(e.stat("c").exists()).isFalse();
+      // The second op fails (b exists): the first must not be applied either.
+      assertThatThrownBy(() -> commit(e, new TxOp.Delete("a", true),
+          new TxOp.Create("b"))).matches(t -> ((TyrException) t).code() == ErrorCode.EXISTS);
+      assertArrayEquals(new byte[] {9}, read(e, "a"));
+      // Absent blobs are read at version 0.
+      await(e, new TxRequest(List.of(new ReadCheck("nothing", 0)),
+          List.of(new TxOp.Create("nothing"))));
+      assertThat(e.stat("nothing").exists()).isTrue();
+    }
+  }
+
+  @Test
+  void atomicAddAndCompareAndSet() throws IOException {
+    try (TyrEngine e = TyrEngine.open(small(SyncPolicy.NONE))) {
+      commit(e, new TxOp.Put("n", ByteBuffer.allocate(16), true));
+      assertEquals(5, commit(e, new TxOp.Add("n", 8, 5)).values()[0]);
+      assertEquals(2, commit(e, new TxOp.Add("n", 8, -3)).values()[0]);
+      commit(e, new TxOp.Cas("n", 0, 0, 77));
+      assertThatThrownBy(() -> commit(e, new TxOp.Cas("n", 0, 0, 78)))
+          .isInstanceOf(CasFailedException.class)
+          .matches(t -> ((CasFailedException) t).actual() == 77);
+      ByteBuffer b = ByteBuffer.allocate(16);
+      e.read("n", 0, b);
+      assertEquals(77, b.getLong(0));
+      assertEquals(2, b.getLong(8));
+      assertThatThrownBy(() -> commit(e, new TxOp.Add("n", 12, 1)))
+          .matches(t -> ((TyrException) t).code() == ErrorCode.BAD_REQUEST);
+    }
+  }
+
+  @Test
+  void scanIsFilteredOrderedAndPaged() throws IOException {
+    try (TyrEngine e = TyrEngine.open(small(SyncPolicy.NONE))) {
+      List<String> expected = new ArrayList<>();
+      for (int i = 0; i < 25; i++) {
+        commit(e, new TxOp.Create("p/" + (char) ('a' + i)));
+        expected.add("p/" + (char) ('a' + i));
+      }
+      commit(e, new TxOp.Create("p"), new TxOp.Create("q/a"), new TxOp.Create("o/z"));
+      List<String> got = new ArrayList<>();
+      String cursor = null;
+      int pages = 0;
+      do {
+        ScanResult page = e.scan("p/", cursor, 10);
+        got.addAll(page.keys());
+        cursor = page.nextCursor();
+        pages++;
+      } while (cursor != null);
+      assertEquals(expected, got);
+      assertEquals(3, pages);
+    }
+  }
+
+  @Test
+  void aTornRecordAtTheEndIsDiscardedAndEverythingBeforeItKept() throws IOException {
+    try (TyrEngine e = TyrEngine.open(small(SyncPolicy.ALWAYS))) {
+      commit(e, new TxOp.Put("kept", bytes("whole".getBytes()), true));
+    }
+    Path seg;
+    try (Stream<Path> s = Files.list(dir)) {
+      seg = s.max(Path::compareTo).orElseThrow();
+    }
+    long intact = Files.size(seg);
+    // A record whose header was never written over its placeholder, then half a header.
+    try (FileChannel ch = FileChannel.open(seg, StandardOpenOption.WRITE,
+        StandardOpenOption.APPEND)) {
+      ch.write(ByteBuffer.wrap(new byte[] {0x54, 0x59, 0x52, 0x31, 0, 0, 0, 1, 9, 9}));
+    }
+    try (TyrEngine e = TyrEngine.open(small(SyncPolicy.ALWAYS))) {
+      assertArrayEquals("whole".getBytes(), read(e, "kept"));
+      assertEquals(intact, Files.size(seg));
+      commit(e, new TxOp.Put("after", bytes(new byte[] {1}), true));
+    }
+    try (TyrEngine e = TyrEngine.open(small(SyncPolicy.ALWAYS))) {
+      assertThat(e.stat("after").exists()).isTrue();
+    }
+  }
+
+  @Test
+  void aReaderHoldsOneVersionWhileWritersCommit() throws IOException {
+    try (TyrEngine e = TyrEngine.open(small(SyncPolicy.NONE))) {
+      byte[] ones = new byte[20_000];
+      Arrays.fill(ones, (byte) 1);
+      commit(e, new TxOp.Put("v", bytes(ones), true));
+      BlobState held = e.stateForTest("v");
+      byte[] twos = new byte[20_000];
+      Arrays.fill(twos, (byte) 2);
+      commit(e, new TxOp.Write("v", 0, bytes(twos)));
+      commit(e, new TxOp.Truncate("v", 10));
+      ByteBuffer old = ByteBuffer.allocate(20_000);
+      e.readStateForTest(held, 0, old);
+      assertArrayEquals(ones, old.array());
+      assertEquals(10, e.stat("v").size());
+    }
+  }
+
+  @Test
+  void badInputIsRefusedWithTypedErrors() throws IOException {
+    try (TyrEngine e = TyrEngine.open(small(SyncPolicy.NONE))) {
+      assertThatThrownBy(() -> commit(e, new TxOp.Create("k".repeat(300))))
+          .matches(t -> ((TyrException) t).code() == ErrorCode.TOO_LARGE);
+      assertThatThrownBy(() -> commit(e, new TxOp.Truncate("missing", 3)))
+          .matches(t -> ((TyrException) t).code() == ErrorCode.NOT_FOUND);
+      assertThatThrownBy(() -> e.read("missing", 0, ByteBuffer.allocate(1)))
+          .matches(t -> ((TyrException) t).code() == ErrorCode.NOT_FOUND);
+      assertThatThrownBy(() -> commit(e, new TxOp.Write("big", (1L << 30) - 1,
+          bytes(new byte[2])))).matches(t -> ((TyrException) t).code() == ErrorCode.TOO_LARGE);
+      assertThat(e.stat("big").exists()).isFalse();
+      BlobStat none = e.stat("missing");
+      assertThat(none.exists()).isFalse();
+      assertEquals(0, e.lastCommit());
+    }
+  }
+}
