@@ -11,6 +11,12 @@ public final class CasFailedException extends TyrException {
     this.actual = actual;
   }
 
+  /** As decoded from an error reply: the server's message and the value it found. */
+  public CasFailedException(String message, long actual) {
+    super(ErrorCode.CAS_FAILED, message);
+    this.actual = actual;
+  }
+
   public long actual() {
     return actual;
   }

@@ -122,19 +122,47 @@ public final class TyrEngine implements Closeable {
   }
 
   /**
-   * Fills {@code dst} from {@code offset} with one committed version of the blob, up to
-   * its end; returns that version's metadata.
+   * One committed version of a blob, to read from however many writers commit meanwhile.
+   * Holding it pins nothing on disk beyond what the engine keeps anyway (segments are never
+   * deleted while the engine is open).
    */
-  public BlobStat read(String key, long offset, ByteBuffer dst) throws IOException {
+  public final class Snapshot {
+    private final BlobState state;
+
+    private Snapshot(BlobState state) {
+      this.state = state;
+    }
+
+    public BlobStat stat() {
+      return state.stat();
+    }
+
+    /** Fills {@code dst} from {@code offset}, up to this version's end. */
+    public void read(long offset, ByteBuffer dst) throws IOException {
+      if (offset < 0) {
+        throw new TyrException(ErrorCode.BAD_REQUEST, "negative offset " + offset);
+      }
+      readState(state, offset, dst);
+    }
+  }
+
+  /** The newest visible version of a blob; NOT_FOUND if it does not exist. */
+  public Snapshot snapshot(String key) throws TyrException {
     checkOpen();
     BlobState s = visible.get(key);
     if (s == null) {
       throw new TyrException(ErrorCode.NOT_FOUND, "no blob " + key);
     }
-    if (offset < 0) {
-      throw new TyrException(ErrorCode.BAD_REQUEST, "negative offset " + offset);
-    }
-    readState(s, offset, dst);
+    return new Snapshot(s);
+  }
+
+  /**
+   * Fills {@code dst} from {@code offset} with one committed version of the blob, up to
+   * its end; returns that version's metadata.
+   */
+  public BlobStat read(String key, long offset, ByteBuffer dst) throws IOException {
+    Snapshot s = snapshot(key);
+    s.read(offset, dst);
     return s.stat();
   }
 

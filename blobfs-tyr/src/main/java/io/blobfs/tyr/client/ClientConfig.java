@@ -1,0 +1,56 @@
+package io.blobfs.tyr.client;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * Where a client connects and how long it waits.
+ *
+ * @param connectTimeout bound on connecting and the handshake
+ * @param requestTimeout bound on each request once sent; a server that does not answer in
+ *     time fails the call with {@code UNAVAILABLE}, never hangs it
+ * @param connections connections kept to the server, used in turn (one connection already
+ *     carries many requests at once; more spread the work over the server's I/O threads)
+ * @param maxFrameBytes the server's frame limit: larger requests fail before being sent
+ */
+public record ClientConfig(String host, int port, byte[] secret, Duration connectTimeout,
+    Duration requestTimeout, int connections, int maxFrameBytes) {
+
+  public ClientConfig {
+    Objects.requireNonNull(host, "host");
+    Objects.requireNonNull(connectTimeout, "connectTimeout");
+    Objects.requireNonNull(requestTimeout, "requestTimeout");
+    if (port < 1 || port > 65535 || connections < 1 || maxFrameBytes < 4096) {
+      throw new IllegalArgumentException("bad client settings: port " + port
+          + ", connections " + connections + ", max frame " + maxFrameBytes);
+    }
+  }
+
+  public static ClientConfig of(String host, int port) {
+    return new ClientConfig(host, port, null, Duration.ofSeconds(10), Duration.ofSeconds(60),
+        2, 80 << 20);
+  }
+
+  public ClientConfig withSecret(byte[] s) {
+    return new ClientConfig(host, port, s, connectTimeout, requestTimeout, connections,
+        maxFrameBytes);
+  }
+
+  public ClientConfig withTimeouts(Duration connect, Duration request) {
+    return new ClientConfig(host, port, secret, connect, request, connections, maxFrameBytes);
+  }
+
+  public ClientConfig withConnections(int n) {
+    return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, n,
+        maxFrameBytes);
+  }
+
+  public ClientConfig withMaxFrameBytes(int n) {
+    return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, connections,
+        n);
+  }
+
+  public String address() {
+    return host + ":" + port;
+  }
+}

@@ -1,0 +1,161 @@
+package io.blobfs.tyr.client;
+
+import io.blobfs.tyr.api.CasFailedException;
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.TyrException;
+import io.blobfs.tyr.protocol.Frame;
+import io.blobfs.tyr.protocol.Messages;
+import io.blobfs.tyr.protocol.Opcode;
+import io.blobfs.tyr.protocol.Request;
+import io.blobfs.tyr.server.Authenticator;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One client connection: the handshake, and the requests in flight on it, matched to
+ * their answers by request id. Every request has a timer; when the connection drops,
+ * every request on it fails at once with {@link ErrorCode#UNAVAILABLE}.
+ */
+final class Connection extends ChannelInboundHandlerAdapter {
+  private final ClientConfig config;
+  private final AtomicLong ids = new AtomicLong();
+  private final Map<Long, Call> calls = new ConcurrentHashMap<>();
+  /** Completes once the server has accepted the HELLO. */
+  final CompletableFuture<Connection> ready = new CompletableFuture<>();
+  private volatile Channel channel;
+
+  private record Call(CompletableFuture<Frame> future, ScheduledFuture<?> timer) {}
+
+  Connection(ClientConfig config) {
+    this.config = config;
+  }
+
+  boolean isUsable() {
+    Channel ch = channel;
+    return ready.isDone() && !ready.isCompletedExceptionally() && ch != null && ch.isActive();
+  }
+
+  /** Sends a request whose payload is already encoded; the call owns {@code payload}. */
+  CompletableFuture<Frame> send(int opcode, ByteBuf payload) {
+    long id = ids.incrementAndGet();
+    CompletableFuture<Frame> future = new CompletableFuture<>();
+    Channel ch = channel;
+    long timeoutMs = config.requestTimeout().toMillis();
+    ScheduledFuture<?> timer = ch.eventLoop().schedule(() -> fail(id,
+        new TyrException(ErrorCode.UNAVAILABLE, "Týr server " + config.address()
+            + " did not answer within " + timeoutMs + " ms")), timeoutMs, TimeUnit.MILLISECONDS);
+    calls.put(id, new Call(future, timer));
+    ch.writeAndFlush(new Frame(opcode, id, payload)).addListener(w -> {
+      if (!w.isSuccess()) {
+        fail(id, new TyrException(ErrorCode.UNAVAILABLE, "cannot send to Týr server "
+            + config.address() + ": " + w.cause(), w.cause()));
+      }
+    });
+    return future;
+  }
+
+  private void fail(long id, Throwable error) {
+    Call call = calls.remove(id);
+    if (call != null) {
+      call.timer().cancel(false);
+      call.future().completeExceptionally(error);
+    }
+  }
+
+  @Override
+  public void channelActive(ChannelHandlerContext ctx) {
+    channel = ctx.channel();
+    ctx.fireChannelActive();
+  }
+
+  @Override
+  public void channelRead(ChannelHandlerContext ctx, Object msg) {
+    Frame frame = (Frame) msg;
+    if (frame.opcode() == Opcode.CHALLENGE) {
+      try {
+        handshake(ctx, Messages.decodeChallenge(frame.payload()));
+      } finally {
+        frame.release();
+      }
+      return;
+    }
+    Call call = calls.remove(frame.requestId());
+    if (call == null) {
+      frame.release(); // answered after its timeout
+      if (frame.opcode() == Opcode.ERROR && !ready.isDone()) {
+        ready.completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
+            "Týr server refused the connection"));
+      }
+      return;
+    }
+    call.timer().cancel(false);
+    if (frame.opcode() == Opcode.ERROR) {
+      Messages.ErrorReply e;
+      try {
+        e = Messages.decodeError(frame.payload());
+      } finally {
+        frame.release();
+      }
+      call.future().completeExceptionally(e.code() == ErrorCode.CAS_FAILED
+          ? new CasFailedException(e.message(), e.detail())
+          : new TyrException(e.code(), "Týr server " + config.address() + ": "
+              + e.message()));
+    } else {
+      call.future().complete(frame);
+    }
+  }
+
+  private void handshake(ChannelHandlerContext ctx, Messages.Challenge challenge) {
+    byte[] proof = new byte[0];
+    if (challenge.authRequired()) {
+      if (config.secret() == null) {
+        ready.completeExceptionally(new TyrException(ErrorCode.UNAUTHENTICATED,
+            "Týr server " + config.address() + " requires a shared secret and none is set"));
+        ctx.close();
+        return;
+      }
+      proof = Authenticator.prove(config.secret(), challenge.nonce());
+    }
+    Request hello = new Request.Hello(proof);
+    send(Opcode.HELLO, Messages.encode(hello, ctx.alloc())).whenComplete((f, err) -> {
+      if (err != null) {
+        ready.completeExceptionally(err);
+        ctx.close();
+      } else {
+        f.release();
+        ready.complete(this);
+      }
+    });
+  }
+
+  @Override
+  public void channelInactive(ChannelHandlerContext ctx) {
+    TyrException closed = new TyrException(ErrorCode.UNAVAILABLE,
+        "connection to Týr server " + config.address() + " closed");
+    ready.completeExceptionally(closed);
+    for (Long id : calls.keySet()) {
+      fail(id, closed);
+    }
+    ctx.fireChannelInactive();
+  }
+
+  @Override
+  public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+    ctx.close();
+  }
+
+  void close() {
+    Channel ch = channel;
+    if (ch != null) {
+      ch.close();
+    }
+  }
+}

@@ -1,0 +1,309 @@
+package io.blobfs.tyr.client;
+
+import io.blobfs.tyr.api.BlobStat;
+import io.blobfs.tyr.api.CasFailedException;
+import io.blobfs.tyr.api.CommitResult;
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.ReadResult;
+import io.blobfs.tyr.api.ScanResult;
+import io.blobfs.tyr.api.TxOp;
+import io.blobfs.tyr.api.TxRequest;
+import io.blobfs.tyr.api.TyrException;
+import io.blobfs.tyr.protocol.Frame;
+import io.blobfs.tyr.protocol.FrameDecoder;
+import io.blobfs.tyr.protocol.FrameEncoder;
+import io.blobfs.tyr.protocol.Messages;
+import io.blobfs.tyr.protocol.Request;
+import io.netty.bootstrap.Bootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.nio.NioEventLoopGroup;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import java.io.Closeable;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+
+/**
+ * The Týr client: asynchronous calls over a few multiplexed connections, each bounded by
+ * the request timeout. A dropped connection is replaced on the next call.
+ *
+ * <p>Every call's request is encoded (its data copied) before the method returns, so the
+ * caller may reuse its buffers at once.
+ */
+public final class TyrClient implements Closeable {
+  private final ClientConfig config;
+  private final EventLoopGroup group;
+  private final ByteBufAllocator alloc = PooledByteBufAllocator.DEFAULT;
+  private final Connection[] slots;
+  private final AtomicInteger next = new AtomicInteger();
+  private volatile boolean closed;
+
+  public TyrClient(ClientConfig config) {
+    this.config = config;
+    this.group = new NioEventLoopGroup(Math.min(config.connections(), 4),
+        new DefaultThreadFactory("tyr-client", true));
+    this.slots = new Connection[config.connections()];
+  }
+
+  public ClientConfig config() {
+    return config;
+  }
+
+  // ------------------------------------------------------------------ calls
+
+  public CompletableFuture<BlobStat> stat(String key) {
+    return call(new Request.Stat(key), f -> Messages.decodeStat(key, f.payload()));
+  }
+
+  /** Reads up to {@code length} bytes of one committed version. */
+  public CompletableFuture<ReadResult> read(String key, long offset, int length) {
+    return call(new Request.Read(key, offset, length), f -> {
+      ByteBuf p = f.payload();
+      long version = p.readLong();
+      long size = p.readLong();
+      ByteBuffer data = ByteBuffer.allocate(p.readableBytes());
+      p.readBytes(data);
+      return new ReadResult(version, size, data.flip());
+    });
+  }
+
+  /**
+   * Reads into {@code dst} from {@code offset}, advancing its position by the bytes read
+   * (fewer than it has room for only at the blob's end); completes with the version read.
+   */
+  public CompletableFuture<BlobStat> read(String key, long offset, ByteBuffer dst) {
+    return call(new Request.Read(key, offset, dst.remaining()), f -> {
+      ByteBuf p = f.payload();
+      long version = p.readLong();
+      long size = p.readLong();
+      int n = p.readableBytes();
+      p.readBytes(dst.slice(dst.position(), n));
+      dst.position(dst.position() + n);
+      return new BlobStat(key, true, size, version, 0);
+    });
+  }
+
+  public CompletableFuture<CommitResult> commit(TxRequest tx) {
+    return call(new Request.Commit(tx), f -> Messages.decodeCommit(f.payload()));
+  }
+
+  public CompletableFuture<ScanResult> scan(String prefix, String cursor, int limit) {
+    return call(new Request.Scan(prefix, cursor, limit), f -> Messages.decodeScan(f.payload()));
+  }
+
+  public CompletableFuture<Void> ping() {
+    return call(new Request.Ping(), f -> null);
+  }
+
+  public CompletableFuture<CommitResult> write(String key, long offset, ByteBuffer data) {
+    return commit(TxRequest.of(new TxOp.Write(key, offset, data)));
+  }
+
+  /** Completes with the offset the data landed at. */
+  public CompletableFuture<Long> append(String key, ByteBuffer data) {
+    return commit(TxRequest.of(new TxOp.Append(key, data))).thenApply(r -> r.values()[0]);
+  }
+
+  public CompletableFuture<Boolean> delete(String key) {
+    return commit(TxRequest.of(new TxOp.Delete(key, false)))
+        .thenApply(r -> r.values()[0] == 1);
+  }
+
+  public CompletableFuture<Long> add(String key, long offset, long delta) {
+    return commit(TxRequest.of(new TxOp.Add(key, offset, delta)))
+        .thenApply(r -> r.values()[0]);
+  }
+
+  /** Completes with false, not an error, when the value was not {@code expect}. */
+  public CompletableFuture<Boolean> compareAndSet(String key, long offset, long expect,
+      long update) {
+    return commit(TxRequest.of(new TxOp.Cas(key, offset, expect, update)))
+        .handle((r, err) -> {
+          Throwable e = unwrap(err);
+          if (e == null) {
+            return true;
+          }
+          if (e instanceof CasFailedException) {
+            return false;
+          }
+          throw new CompletionException(e);
+        });
+  }
+
+  /** A transaction executed against committed versions, validated at commit. */
+  public TyrTransaction begin() {
+    return new TyrTransaction(this);
+  }
+
+  /**
+   * Runs {@code body} in a fresh transaction and commits it, again while the commit
+   * conflicts (up to {@code attempts} times, with a short randomised back-off).
+   */
+  public <T> T inTransaction(int attempts, TransactionBody<T> body) throws IOException {
+    for (int attempt = 1; ; attempt++) {
+      TyrTransaction tx = begin();
+      try {
+        T result = body.run(tx);
+        tx.commit();
+        return result;
+      } catch (TyrException e) {
+        if (e.code() != ErrorCode.CONFLICT || attempt >= attempts) {
+          throw e;
+        }
+        try {
+          Thread.sleep(java.util.concurrent.ThreadLocalRandom.current().nextInt(1 << attempt
+              > 64 ? 64 : 1 << attempt));
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          throw new InterruptedIOException("interrupted between transaction attempts");
+        }
+      }
+    }
+  }
+
+  /** The work of one transaction attempt. */
+  @FunctionalInterface
+  public interface TransactionBody<T> {
+    T run(TyrTransaction tx) throws IOException;
+  }
+
+  /** Waits for a call and unwraps its typed error. */
+  public static <T> T await(CompletableFuture<T> f) throws IOException {
+    try {
+      return f.get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new InterruptedIOException("interrupted waiting for Týr");
+    } catch (ExecutionException e) {
+      Throwable c = unwrap(e.getCause());
+      if (c instanceof IOException io) {
+        throw io;
+      }
+      throw new IOException(c);
+    }
+  }
+
+  static Throwable unwrap(Throwable e) {
+    while (e instanceof CompletionException && e.getCause() != null) {
+      e = e.getCause();
+    }
+    return e;
+  }
+
+  // ------------------------------------------------------------------ plumbing
+
+  private <T> CompletableFuture<T> call(Request request, Decoder<T> decoder) {
+    if (closed) {
+      return CompletableFuture.failedFuture(new TyrException(ErrorCode.UNAVAILABLE,
+          "the Týr client is closed"));
+    }
+    ByteBuf payload;
+    try {
+      payload = Messages.encode(request, alloc);
+    } catch (IllegalArgumentException e) {
+      return CompletableFuture.failedFuture(new TyrException(ErrorCode.BAD_REQUEST,
+          e.getMessage()));
+    }
+    if (payload.readableBytes() > config.maxFrameBytes() - Frame.HEADER_BYTES) {
+      int n = payload.readableBytes();
+      payload.release();
+      return CompletableFuture.failedFuture(new TyrException(ErrorCode.TOO_LARGE, "request of "
+          + n + " bytes is over the " + config.maxFrameBytes() + "-byte frame limit"));
+    }
+    int opcode = Messages.opcodeOf(request);
+    return connection().handle((conn, err) -> {
+      if (err != null) {
+        payload.release();
+        throw new CompletionException(unwrap(err));
+      }
+      return conn.send(opcode, payload);
+    }).thenCompose(Function.identity()).thenApply(frame -> {
+      try {
+        return decoder.decode(frame);
+      } catch (Exception e) {
+        throw new CompletionException(new TyrException(ErrorCode.SERVER_ERROR,
+            "malformed answer from " + config.address() + ": " + e, e));
+      } finally {
+        frame.release();
+      }
+    });
+  }
+
+  @FunctionalInterface
+  private interface Decoder<T> {
+    T decode(Frame frame) throws Exception;
+  }
+
+  private CompletableFuture<Connection> connection() {
+    int slot = Math.floorMod(next.getAndIncrement(), slots.length);
+    synchronized (slots) {
+      Connection c = slots[slot];
+      if (c != null && (c.isUsable() || !c.ready.isDone())) {
+        return c.ready;
+      }
+      c = connect();
+      slots[slot] = c;
+      return c.ready;
+    }
+  }
+
+  private Connection connect() {
+    Connection conn = new Connection(config);
+    long timeoutMs = config.connectTimeout().toMillis();
+    ChannelFuture cf = new Bootstrap().group(group).channel(NioSocketChannel.class)
+        .option(ChannelOption.TCP_NODELAY, true)
+        .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(timeoutMs, 600_000))
+        .handler(new ChannelInitializer<SocketChannel>() {
+          @Override
+          protected void initChannel(SocketChannel ch) {
+            ch.pipeline().addLast(new FrameDecoder(config.maxFrameBytes()),
+                FrameEncoder.INSTANCE, conn);
+          }
+        })
+        .connect(config.host(), config.port());
+    cf.addListener(f -> {
+      if (!f.isSuccess()) {
+        conn.ready.completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
+            "cannot connect to Týr server " + config.address() + ": " + f.cause(),
+            f.cause()));
+      }
+    });
+    // The handshake is bounded too: a server that accepts but never answers is lost.
+    group.schedule(() -> {
+      if (conn.ready.completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
+          "Týr server " + config.address() + " did not complete the handshake within "
+              + timeoutMs + " ms"))) {
+        conn.close();
+        cf.channel().close();
+      }
+    }, timeoutMs, TimeUnit.MILLISECONDS);
+    return conn;
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    synchronized (slots) {
+      for (Connection c : slots) {
+        if (c != null) {
+          c.close();
+        }
+      }
+    }
+    group.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+  }
+}

@@ -1,0 +1,314 @@
+package io.blobfs.tyr.protocol;
+
+import io.blobfs.tyr.api.BlobStat;
+import io.blobfs.tyr.api.CommitResult;
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.ReadCheck;
+import io.blobfs.tyr.api.ScanResult;
+import io.blobfs.tyr.api.TxOp;
+import io.blobfs.tyr.api.TxRequest;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Payload codec: requests and responses to and from bytes (big-endian; a string is a u16
+ * byte count and UTF-8). Knows nothing of channels or of what the server does with them.
+ * Decoding never trusts a count: every length is checked against what is there.
+ */
+public final class Messages {
+  private static final int OP_CREATE = 1;
+  private static final int OP_PUT = 2;
+  private static final int OP_WRITE = 3;
+  private static final int OP_APPEND = 4;
+  private static final int OP_TRUNCATE = 5;
+  private static final int OP_DELETE = 6;
+  private static final int OP_ADD = 7;
+  private static final int OP_CAS = 8;
+  private static final int MAX_MESSAGE_CHARS = 2000;
+
+  private Messages() {}
+
+  // ------------------------------------------------------------------ requests
+
+  public static int opcodeOf(Request r) {
+    if (r instanceof Request.Hello) {
+      return Opcode.HELLO;
+    } else if (r instanceof Request.Stat) {
+      return Opcode.STAT;
+    } else if (r instanceof Request.Read) {
+      return Opcode.READ;
+    } else if (r instanceof Request.Commit) {
+      return Opcode.COMMIT;
+    } else if (r instanceof Request.Scan) {
+      return Opcode.SCAN;
+    }
+    return Opcode.PING;
+  }
+
+  /** The payload of a request; commit data is copied, so callers may reuse their buffers. */
+  public static ByteBuf encode(Request r, ByteBufAllocator alloc) {
+    if (r instanceof Request.Hello h) {
+      return alloc.buffer(2 + h.proof().length).writeShort(h.proof().length)
+          .writeBytes(h.proof());
+    } else if (r instanceof Request.Stat s) {
+      return writeString(alloc.buffer(), s.key());
+    } else if (r instanceof Request.Read rd) {
+      return writeString(alloc.buffer(), rd.key()).writeLong(rd.offset())
+          .writeInt(rd.length());
+    } else if (r instanceof Request.Commit c) {
+      return encodeTx(c.tx(), alloc);
+    } else if (r instanceof Request.Scan s) {
+      ByteBuf b = writeString(alloc.buffer(), s.prefix());
+      b.writeBoolean(s.cursor() != null);
+      if (s.cursor() != null) {
+        writeString(b, s.cursor());
+      }
+      return b.writeInt(s.limit());
+    }
+    return alloc.buffer(0);
+  }
+
+  public static Request decodeRequest(int opcode, ByteBuf in) throws MalformedFrameException {
+    try {
+      Request r = switch (opcode) {
+        case Opcode.HELLO -> new Request.Hello(readBytes(in, in.readUnsignedShort()));
+        case Opcode.STAT -> new Request.Stat(readString(in));
+        case Opcode.READ -> new Request.Read(readString(in), in.readLong(), in.readInt());
+        case Opcode.COMMIT -> new Request.Commit(decodeTx(in));
+        case Opcode.SCAN -> new Request.Scan(readString(in),
+            in.readBoolean() ? readString(in) : null, in.readInt());
+        case Opcode.PING -> new Request.Ping();
+        default -> throw new MalformedFrameException("unknown opcode " + opcode);
+      };
+      if (in.isReadable()) {
+        throw new MalformedFrameException(in.readableBytes() + " stray bytes after a "
+            + r.getClass().getSimpleName() + " request");
+      }
+      return r;
+    } catch (IndexOutOfBoundsException | IllegalArgumentException e) {
+      throw new MalformedFrameException("malformed request (opcode " + opcode + "): "
+          + e.getMessage());
+    }
+  }
+
+  private static ByteBuf encodeTx(TxRequest tx, ByteBufAllocator alloc) {
+    int dataBytes = 0;
+    for (TxOp op : tx.ops()) {
+      dataBytes += data(op) == null ? 0 : data(op).remaining();
+    }
+    ByteBuf b = alloc.buffer(64 + dataBytes);
+    b.writeInt(tx.reads().size());
+    for (ReadCheck r : tx.reads()) {
+      writeString(b, r.key()).writeLong(r.version());
+    }
+    b.writeInt(tx.ops().size());
+    for (TxOp op : tx.ops()) {
+      if (op instanceof TxOp.Create c) {
+        writeString(b.writeByte(OP_CREATE), c.key());
+      } else if (op instanceof TxOp.Put p) {
+        writeString(b.writeByte(OP_PUT), p.key()).writeBoolean(p.exclusive());
+      } else if (op instanceof TxOp.Write w) {
+        writeString(b.writeByte(OP_WRITE), w.key()).writeLong(w.offset());
+      } else if (op instanceof TxOp.Append a) {
+        writeString(b.writeByte(OP_APPEND), a.key());
+      } else if (op instanceof TxOp.Truncate t) {
+        writeString(b.writeByte(OP_TRUNCATE), t.key()).writeLong(t.size());
+      } else if (op instanceof TxOp.Delete d) {
+        writeString(b.writeByte(OP_DELETE), d.key()).writeBoolean(d.mustExist());
+      } else if (op instanceof TxOp.Add a) {
+        writeString(b.writeByte(OP_ADD), a.key()).writeLong(a.offset()).writeLong(a.delta());
+      } else if (op instanceof TxOp.Cas c) {
+        writeString(b.writeByte(OP_CAS), c.key()).writeLong(c.offset()).writeLong(c.expect())
+            .writeLong(c.update());
+      }
+      ByteBuffer data = data(op);
+      if (data != null) {
+        b.writeInt(data.remaining()).writeBytes(data.duplicate());
+      }
+    }
+    return b;
+  }
+
+  private static ByteBuffer data(TxOp op) {
+    if (op instanceof TxOp.Put p) {
+      return p.data();
+    } else if (op instanceof TxOp.Write w) {
+      return w.data();
+    } else if (op instanceof TxOp.Append a) {
+      return a.data();
+    }
+    return null;
+  }
+
+  /** Decodes a transaction; its data buffers are views of {@code in}, valid while it is. */
+  private static TxRequest decodeTx(ByteBuf in) throws MalformedFrameException {
+    int nReads = count(in, 10);
+    List<ReadCheck> reads = new ArrayList<>(nReads);
+    for (int i = 0; i < nReads; i++) {
+      reads.add(new ReadCheck(readString(in), in.readLong()));
+    }
+    int nOps = count(in, 3);
+    List<TxOp> ops = new ArrayList<>(nOps);
+    for (int i = 0; i < nOps; i++) {
+      int type = in.readUnsignedByte();
+      String key = readString(in);
+      ops.add(switch (type) {
+        case OP_CREATE -> new TxOp.Create(key);
+        case OP_PUT -> {
+          boolean exclusive = in.readBoolean();
+          yield new TxOp.Put(key, readData(in), exclusive);
+        }
+        case OP_WRITE -> {
+          long offset = in.readLong();
+          yield new TxOp.Write(key, offset, readData(in));
+        }
+        case OP_APPEND -> new TxOp.Append(key, readData(in));
+        case OP_TRUNCATE -> new TxOp.Truncate(key, in.readLong());
+        case OP_DELETE -> new TxOp.Delete(key, in.readBoolean());
+        case OP_ADD -> new TxOp.Add(key, in.readLong(), in.readLong());
+        case OP_CAS -> new TxOp.Cas(key, in.readLong(), in.readLong(), in.readLong());
+        default -> throw new MalformedFrameException("unknown transaction op " + type);
+      });
+    }
+    return new TxRequest(reads, ops);
+  }
+
+  private static ByteBuffer readData(ByteBuf in) throws MalformedFrameException {
+    int n = in.readInt();
+    if (n < 0 || n > in.readableBytes()) {
+      throw new MalformedFrameException("data of " + n + " bytes in a frame with "
+          + in.readableBytes() + " left");
+    }
+    ByteBuffer view = in.nioBuffer(in.readerIndex(), n);
+    in.skipBytes(n);
+    return view;
+  }
+
+  /** A count of items each at least {@code minBytes} long, checked against what is left. */
+  private static int count(ByteBuf in, int minBytes) throws MalformedFrameException {
+    int n = in.readInt();
+    if (n < 0 || (long) n * minBytes > in.readableBytes()) {
+      throw new MalformedFrameException("count " + n + " cannot fit in "
+          + in.readableBytes() + " bytes");
+    }
+    return n;
+  }
+
+  // ------------------------------------------------------------------ responses
+
+  public static ByteBuf encodeStat(BlobStat s, ByteBufAllocator alloc) {
+    return alloc.buffer(25).writeBoolean(s.exists()).writeLong(s.size())
+        .writeLong(s.version()).writeLong(s.modifiedMillis());
+  }
+
+  public static BlobStat decodeStat(String key, ByteBuf in) {
+    boolean exists = in.readBoolean();
+    return new BlobStat(key, exists, in.readLong(), in.readLong(), in.readLong());
+  }
+
+  /** A read reply's header; the data follows it in the same frame. */
+  public static ByteBuf encodeReadHeader(BlobStat s, ByteBufAllocator alloc) {
+    return alloc.buffer(16).writeLong(s.version()).writeLong(s.size());
+  }
+
+  public static ByteBuf encodeCommit(CommitResult r, ByteBufAllocator alloc) {
+    ByteBuf b = alloc.buffer(12 + 8 * r.values().length).writeLong(r.version())
+        .writeInt(r.values().length);
+    for (long v : r.values()) {
+      b.writeLong(v);
+    }
+    return b;
+  }
+
+  public static CommitResult decodeCommit(ByteBuf in) throws MalformedFrameException {
+    long version = in.readLong();
+    long[] values = new long[count(in, 8)];
+    for (int i = 0; i < values.length; i++) {
+      values[i] = in.readLong();
+    }
+    return new CommitResult(version, values);
+  }
+
+  public static ByteBuf encodeScan(ScanResult r, ByteBufAllocator alloc) {
+    ByteBuf b = alloc.buffer().writeInt(r.keys().size());
+    for (String k : r.keys()) {
+      writeString(b, k);
+    }
+    b.writeBoolean(r.nextCursor() != null);
+    if (r.nextCursor() != null) {
+      writeString(b, r.nextCursor());
+    }
+    return b;
+  }
+
+  public static ScanResult decodeScan(ByteBuf in) throws MalformedFrameException {
+    int n = count(in, 2);
+    List<String> keys = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      keys.add(readString(in));
+    }
+    return new ScanResult(keys, in.readBoolean() ? readString(in) : null);
+  }
+
+  /** The first frame on a connection: the nonce to prove the secret against. */
+  public static ByteBuf encodeChallenge(byte[] nonce, boolean authRequired,
+      ByteBufAllocator alloc) {
+    return alloc.buffer().writeBoolean(authRequired).writeShort(nonce.length)
+        .writeBytes(nonce);
+  }
+
+  public record Challenge(boolean authRequired, byte[] nonce) {}
+
+  public static Challenge decodeChallenge(ByteBuf in) {
+    boolean required = in.readBoolean();
+    return new Challenge(required, readBytes(in, in.readUnsignedShort()));
+  }
+
+  /** An error reply; {@code detail} carries a number some codes need (CAS: the value). */
+  public static ByteBuf encodeError(ErrorCode code, String message, long detail,
+      ByteBufAllocator alloc) {
+    String m = message == null ? code.name() : message;
+    if (m.length() > MAX_MESSAGE_CHARS) {
+      m = m.substring(0, MAX_MESSAGE_CHARS) + "...";
+    }
+    return writeString(alloc.buffer().writeShort(code.wire), m).writeLong(detail);
+  }
+
+  public record ErrorReply(ErrorCode code, String message, long detail) {}
+
+  public static ErrorReply decodeError(ByteBuf in) {
+    return new ErrorReply(ErrorCode.ofWire(in.readUnsignedShort()), readString(in),
+        in.readLong());
+  }
+
+  // ------------------------------------------------------------------ primitives
+
+  private static ByteBuf writeString(ByteBuf b, String s) {
+    byte[] bytes = s.getBytes(StandardCharsets.UTF_8);
+    if (bytes.length > 0xffff) {
+      throw new IllegalArgumentException("string of " + bytes.length + " bytes is too long");
+    }
+    return b.writeShort(bytes.length).writeBytes(bytes);
+  }
+
+  private static String readString(ByteBuf in) {
+    int n = in.readUnsignedShort();
+    if (n > in.readableBytes()) {
+      throw new IndexOutOfBoundsException("string of " + n + " bytes, " + in.readableBytes()
+          + " left");
+    }
+    String s = in.toString(in.readerIndex(), n, StandardCharsets.UTF_8);
+    in.skipBytes(n);
+    return s;
+  }
+
+  private static byte[] readBytes(ByteBuf in, int n) {
+    byte[] b = new byte[n];
+    in.readBytes(b);
+    return b;
+  }
+}

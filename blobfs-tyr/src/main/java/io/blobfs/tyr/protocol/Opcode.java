@@ -1,0 +1,22 @@
+package io.blobfs.tyr.protocol;
+
+/** Frame opcodes. A response's opcode is its request's with {@link #RESPONSE} set. */
+public final class Opcode {
+  public static final int HELLO = 1;
+  public static final int STAT = 2;
+  public static final int READ = 3;
+  public static final int COMMIT = 4;
+  public static final int SCAN = 5;
+  public static final int PING = 6;
+
+  /** Sent by the server as soon as a connection opens: the nonce to authenticate with. */
+  public static final int CHALLENGE = 0x40;
+  public static final int ERROR = 0x7f;
+  public static final int RESPONSE = 0x80;
+
+  private Opcode() {}
+
+  public static boolean isRequest(int opcode) {
+    return opcode >= HELLO && opcode <= PING;
+  }
+}

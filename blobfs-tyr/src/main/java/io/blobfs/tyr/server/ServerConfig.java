@@ -1,0 +1,94 @@
+package io.blobfs.tyr.server;
+
+import io.blobfs.store.StoreOptions;
+import io.blobfs.tyr.engine.EngineConfig;
+import io.blobfs.tyr.engine.SyncPolicy;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * Settings of one Týr server. Read from {@code key=value} options (a properties file, then
+ * command-line flags over it) with the same typed parsing as BlobFS's store options:
+ *
+ * <pre>
+ * data-dir        (required)  where the log lives
+ * bind            127.0.0.1
+ * port            7400        0 picks a free port (printed at start)
+ * sync            always      always | interval | none (see SyncPolicy)
+ * sync-interval   100ms
+ * chunk-size      1m          versioning granularity within a blob
+ * segment-size    1g          log segment size
+ * max-frame       80m         largest frame accepted; larger ones close the connection
+ * max-key-bytes   1024
+ * max-blob-bytes  1t
+ * secret-file     (optional)  shared secret clients must prove; TYR_SECRET also works
+ * threads         8           threads running store operations
+ * max-inflight    64          requests per connection before it stops reading
+ * </pre>
+ */
+public record ServerConfig(String bind, int port, EngineConfig engine, int maxFrameBytes,
+    byte[] secret, int threads, int maxInFlight) {
+
+  public static final Set<String> KEYS = Set.of("data-dir", "bind", "port", "sync",
+      "sync-interval", "chunk-size", "segment-size", "max-frame", "max-key-bytes",
+      "max-blob-bytes", "secret-file", "threads", "max-inflight");
+
+  public ServerConfig {
+    Objects.requireNonNull(bind, "bind");
+    Objects.requireNonNull(engine, "engine");
+    if (secret != null && secret.length == 0) {
+      secret = null;
+    }
+  }
+
+  /** Parses options; {@code env} supplies TYR_SECRET when no secret file is named. */
+  public static ServerConfig parse(StoreOptions o, String envSecret) throws IOException {
+    for (String key : o.asMap().keySet()) {
+      if (!KEYS.contains(key)) {
+        throw new IllegalArgumentException("unknown Týr server option " + o.fullKey(key)
+            + "; known: " + new java.util.TreeSet<>(KEYS));
+      }
+    }
+    Path dir = Path.of(o.get("data-dir").orElseThrow(() ->
+        new IllegalArgumentException(o.fullKey("data-dir") + " is required")));
+    SyncPolicy sync = SyncPolicy.valueOf(o.getChoice("sync", "always",
+        List.of("always", "interval", "none")).toUpperCase(Locale.ROOT));
+    EngineConfig engine = new EngineConfig(dir,
+        (int) o.getBytes("chunk-size", 1 << 20, 4096, 1 << 30),
+        o.getBytes("segment-size", 1L << 30, 1 << 20, 1L << 40), sync,
+        o.getDuration("sync-interval", Duration.ofMillis(100)),
+        (int) o.getLong("max-key-bytes", 1024, 1, 65535),
+        o.getBytes("max-blob-bytes", 1L << 40, 1, Long.MAX_VALUE), 64);
+    byte[] secret = null;
+    if (o.get("secret-file").isPresent()) {
+      secret = Files.readString(Path.of(o.get("secret-file").get()), StandardCharsets.UTF_8)
+          .strip().getBytes(StandardCharsets.UTF_8);
+    } else if (envSecret != null && !envSecret.isBlank()) {
+      secret = envSecret.strip().getBytes(StandardCharsets.UTF_8);
+    }
+    return new ServerConfig(o.getString("bind", "127.0.0.1"),
+        (int) o.getLong("port", 7400, 0, 65535), engine,
+        (int) o.getBytes("max-frame", 80L << 20, 4096, 1L << 30), secret,
+        (int) o.getLong("threads", 8, 1, 1024), (int) o.getLong("max-inflight", 64, 1, 1 << 16));
+  }
+
+  /** A server for tests and the embedded node: loopback, a free port, no secret. */
+  public static ServerConfig local(EngineConfig engine) {
+    return new ServerConfig("127.0.0.1", 0, engine, 80 << 20, null, 8, 64);
+  }
+
+  public ServerConfig withSecret(byte[] s) {
+    return new ServerConfig(bind, port, engine, maxFrameBytes, s, threads, maxInFlight);
+  }
+
+  public ServerConfig withMaxFrameBytes(int bytes) {
+    return new ServerConfig(bind, port, engine, bytes, secret, threads, maxInFlight);
+  }
+}

@@ -1,0 +1,188 @@
+package io.blobfs.tyr.server;
+
+import io.blobfs.tyr.api.BlobStat;
+import io.blobfs.tyr.api.CasFailedException;
+import io.blobfs.tyr.api.CommitResult;
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.ScanResult;
+import io.blobfs.tyr.api.TyrException;
+import io.blobfs.tyr.protocol.Frame;
+import io.blobfs.tyr.protocol.MalformedFrameException;
+import io.blobfs.tyr.protocol.Messages;
+import io.blobfs.tyr.protocol.Opcode;
+import io.blobfs.tyr.protocol.Request;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.DecoderException;
+import io.netty.handler.codec.TooLongFrameException;
+import java.io.IOException;
+import java.security.SecureRandom;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One connection's protocol state: the handshake, then requests handed to
+ * {@link TyrService} on the worker executor and answered in completion order. Anything
+ * that cannot be parsed is answered with an error; anything after which the byte stream
+ * cannot be trusted (an oversized or truncated frame, a failed handshake) also closes the
+ * connection. A connection with too many requests in flight stops being read until some
+ * complete, which bounds the memory one client can pin.
+ */
+final class ServerHandler extends ChannelInboundHandlerAdapter {
+  private static final Logger LOG = LoggerFactory.getLogger(ServerHandler.class);
+  private static final SecureRandom RANDOM = new SecureRandom();
+
+  private final TyrService service;
+  private final Executor workers;
+  private final Authenticator auth;
+  private final int maxInFlight;
+  private final byte[] nonce = new byte[32];
+  private boolean authenticated;
+  private int inFlight;
+
+  ServerHandler(TyrService service, Executor workers, Authenticator auth, int maxInFlight) {
+    this.service = service;
+    this.workers = workers;
+    this.auth = auth;
+    this.maxInFlight = maxInFlight;
+  }
+
+  @Override
+  public void channelActive(ChannelHandlerContext ctx) {
+    RANDOM.nextBytes(nonce);
+    ctx.writeAndFlush(new Frame(Opcode.CHALLENGE, 0,
+        Messages.encodeChallenge(nonce, auth.required(), ctx.alloc())));
+    ctx.fireChannelActive();
+  }
+
+  @Override
+  public void channelRead(ChannelHandlerContext ctx, Object msg) {
+    Frame frame = (Frame) msg;
+    boolean handedOff = false;
+    try {
+      if (frame.version() != Frame.PROTOCOL_VERSION) {
+        fatal(ctx, frame.requestId(), ErrorCode.UNSUPPORTED_VERSION, "protocol version "
+            + frame.version() + " is not spoken here; this server speaks "
+            + Frame.PROTOCOL_VERSION);
+        return;
+      }
+      if (!Opcode.isRequest(frame.opcode())) {
+        ctx.writeAndFlush(error(ErrorCode.BAD_REQUEST, "unknown opcode "
+            + frame.opcode(), 0, ctx, frame.requestId()));
+        return;
+      }
+      Request request;
+      try {
+        request = Messages.decodeRequest(frame.opcode(), frame.payload());
+      } catch (MalformedFrameException e) {
+        ctx.writeAndFlush(error(ErrorCode.BAD_REQUEST, e.getMessage(), 0, ctx, frame.requestId()));
+        return;
+      }
+      if (request instanceof Request.Hello hello) {
+        if (auth.verify(nonce, hello.proof())) {
+          authenticated = true;
+          ctx.writeAndFlush(new Frame(Opcode.HELLO | Opcode.RESPONSE, frame.requestId(),
+              Unpooled.EMPTY_BUFFER));
+        } else {
+          fatal(ctx, frame.requestId(), ErrorCode.UNAUTHENTICATED,
+              "wrong or missing shared secret");
+        }
+        return;
+      }
+      if (!authenticated) {
+        fatal(ctx, frame.requestId(), ErrorCode.UNAUTHENTICATED,
+            "a HELLO must come first on a connection");
+        return;
+      }
+      handedOff = true;
+      dispatch(ctx, frame, request);
+    } finally {
+      if (!handedOff) {
+        frame.release();
+      }
+    }
+  }
+
+  private void dispatch(ChannelHandlerContext ctx, Frame frame, Request request) {
+    if (++inFlight >= maxInFlight) {
+      ctx.channel().config().setAutoRead(false);
+    }
+    long id = frame.requestId();
+    int opcode = frame.opcode() | Opcode.RESPONSE;
+    workers.execute(() -> service.handle(request, ctx.alloc()).whenComplete((result, err) -> {
+      // The request's data buffers are views of the frame: release only when done.
+      frame.release();
+      Frame out = err == null ? success(opcode, id, result, ctx) : failure(id, err, ctx);
+      ctx.executor().execute(() -> {
+        if (--inFlight < maxInFlight) {
+          ctx.channel().config().setAutoRead(true);
+        }
+        ctx.writeAndFlush(out);
+      });
+    }));
+  }
+
+  private static Frame success(int opcode, long id, Object result, ChannelHandlerContext ctx) {
+    ByteBuf payload;
+    if (result instanceof BlobStat s) {
+      payload = Messages.encodeStat(s, ctx.alloc());
+    } else if (result instanceof TyrService.ReadReply r) {
+      payload = ctx.alloc().compositeBuffer(2)
+          .addComponents(true, Messages.encodeReadHeader(r.stat(), ctx.alloc()), r.data());
+    } else if (result instanceof CommitResult c) {
+      payload = Messages.encodeCommit(c, ctx.alloc());
+    } else if (result instanceof ScanResult s) {
+      payload = Messages.encodeScan(s, ctx.alloc());
+    } else {
+      payload = Unpooled.EMPTY_BUFFER;
+    }
+    return new Frame(opcode, id, payload);
+  }
+
+  private static Frame failure(long id, Throwable err, ChannelHandlerContext ctx) {
+    Throwable e = err instanceof CompletionException && err.getCause() != null
+        ? err.getCause() : err;
+    if (e instanceof CasFailedException cas) {
+      return error(ErrorCode.CAS_FAILED, cas.getMessage(), cas.actual(), ctx, id);
+    }
+    if (e instanceof TyrException t) {
+      return error(t.code(), t.getMessage(), 0, ctx, id);
+    }
+    LOG.error("request {} failed unexpectedly", id, e);
+    return error(ErrorCode.SERVER_ERROR, e.toString(), 0, ctx, id);
+  }
+
+  private static Frame error(ErrorCode code, String message, long detail,
+      ChannelHandlerContext ctx, long id) {
+    return new Frame(Opcode.ERROR, id, Messages.encodeError(code, message, detail,
+        ctx.alloc()));
+  }
+
+  /** Answers with an error and closes: the connection cannot go on. */
+  private static void fatal(ChannelHandlerContext ctx, long id, ErrorCode code, String msg) {
+    ctx.writeAndFlush(error(code, msg, 0, ctx, id)).addListener(ChannelFutureListener.CLOSE);
+  }
+
+  @Override
+  public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+    Throwable root = cause instanceof DecoderException && cause.getCause() != null
+        ? cause.getCause() : cause;
+    if (root instanceof TooLongFrameException) {
+      fatal(ctx, 0, ErrorCode.TOO_LARGE, "frame too large: " + root.getMessage());
+    } else if (root instanceof MalformedFrameException) {
+      fatal(ctx, 0, ErrorCode.BAD_REQUEST, root.getMessage());
+    } else if (root instanceof IOException) {
+      LOG.debug("connection {} failed: {}", ctx.channel().remoteAddress(), root.toString());
+      ctx.close();
+    } else {
+      LOG.warn("closing connection {} after an unexpected error",
+          ctx.channel().remoteAddress(), root);
+      ctx.close();
+    }
+  }
+}

@@ -1,0 +1,107 @@
+package io.blobfs.tyr.server;
+
+import io.blobfs.tyr.engine.TyrEngine;
+import io.blobfs.tyr.protocol.FrameDecoder;
+import io.blobfs.tyr.protocol.FrameEncoder;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.nio.NioEventLoopGroup;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import java.io.Closeable;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One Týr node: the storage engine behind a Netty server. Standalone through
+ * {@link TyrServerMain}, or embedded in any JVM with {@link #start}.
+ */
+public final class TyrServer implements Closeable {
+  private static final Logger LOG = LoggerFactory.getLogger(TyrServer.class);
+
+  private final ServerConfig config;
+  private final TyrEngine engine;
+  private final EventLoopGroup boss;
+  private final EventLoopGroup io;
+  private final ExecutorService workers;
+  private final Channel listener;
+
+  private TyrServer(ServerConfig config) throws IOException {
+    this.config = config;
+    this.engine = TyrEngine.open(config.engine());
+    this.boss = new NioEventLoopGroup(1, new DefaultThreadFactory("tyr-accept", true));
+    this.io = new NioEventLoopGroup(0, new DefaultThreadFactory("tyr-io", true));
+    this.workers = Executors.newFixedThreadPool(config.threads(),
+        new DefaultThreadFactory("tyr-worker", true));
+    TyrService service = new TyrService(engine, config.maxFrameBytes() - 64);
+    Authenticator auth = new Authenticator(config.secret());
+    try {
+      listener = new ServerBootstrap().group(boss, io).channel(NioServerSocketChannel.class)
+          .childOption(ChannelOption.TCP_NODELAY, true)
+          .childHandler(new ChannelInitializer<SocketChannel>() {
+            @Override
+            protected void initChannel(SocketChannel ch) {
+              ch.pipeline().addLast(new FrameDecoder(config.maxFrameBytes()),
+                  FrameEncoder.INSTANCE,
+                  new ServerHandler(service, workers, auth, config.maxInFlight()));
+            }
+          })
+          .bind(config.bind(), config.port()).syncUninterruptibly().channel();
+    } catch (RuntimeException e) {
+      shutdownThreads();
+      engine.close();
+      throw new IOException("cannot listen on " + config.bind() + ":" + config.port()
+          + ": " + e.getMessage(), e);
+    }
+    LOG.info("Týr server listening on {} (data in {})", address(), config.engine().directory());
+  }
+
+  /** Opens the engine (replaying its log) and starts listening. */
+  public static TyrServer start(ServerConfig config) throws IOException {
+    return new TyrServer(config);
+  }
+
+  public InetSocketAddress address() {
+    return (InetSocketAddress) listener.localAddress();
+  }
+
+  public int port() {
+    return address().getPort();
+  }
+
+  public TyrEngine engine() {
+    return engine;
+  }
+
+  public ServerConfig config() {
+    return config;
+  }
+
+  /** Stops listening, lets running requests finish, then closes the engine cleanly. */
+  @Override
+  public void close() throws IOException {
+    listener.close().syncUninterruptibly();
+    shutdownThreads();
+    engine.close();
+  }
+
+  private void shutdownThreads() {
+    boss.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+    io.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+    workers.shutdown();
+    try {
+      workers.awaitTermination(10, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

@@ -1,0 +1,72 @@
+package io.blobfs.tyr.server;
+
+import io.blobfs.tyr.api.BlobStat;
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.TyrException;
+import io.blobfs.tyr.engine.TyrEngine;
+import io.blobfs.tyr.protocol.Request;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * What the server does for each request: the business logic between the decoded request
+ * and the engine, free of channels and bytes-on-the-wire. Runs on the server's worker
+ * threads, never on Netty's event loops (engine calls block on disk and the commit lock).
+ */
+final class TyrService {
+  /** A read's answer: the version read and its bytes (owned by the caller). */
+  record ReadReply(BlobStat stat, ByteBuf data) {}
+
+  private final TyrEngine engine;
+  private final int maxReadBytes;
+
+  TyrService(TyrEngine engine, int maxReadBytes) {
+    this.engine = engine;
+    this.maxReadBytes = maxReadBytes;
+  }
+
+  /** Completes with the request's result object, or with a {@link TyrException}. */
+  CompletableFuture<Object> handle(Request request, ByteBufAllocator alloc) {
+    try {
+      if (request instanceof Request.Stat s) {
+        return CompletableFuture.completedFuture(engine.stat(s.key()));
+      } else if (request instanceof Request.Read r) {
+        return CompletableFuture.completedFuture(read(r, alloc));
+      } else if (request instanceof Request.Commit c) {
+        return engine.commit(c.tx()).thenApply(x -> x);
+      } else if (request instanceof Request.Scan s) {
+        if (s.limit() < 1 || s.limit() > 100_000) {
+          throw new TyrException(ErrorCode.BAD_REQUEST, "scan limit " + s.limit()
+              + " is not within 1..100000");
+        }
+        return CompletableFuture.completedFuture(engine.scan(s.prefix(), s.cursor(),
+            s.limit()));
+      } else if (request instanceof Request.Ping) {
+        return CompletableFuture.completedFuture(Boolean.TRUE);
+      }
+      throw new TyrException(ErrorCode.BAD_REQUEST, "unexpected request " + request);
+    } catch (Exception e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  private ReadReply read(Request.Read r, ByteBufAllocator alloc) throws Exception {
+    if (r.length() < 0 || r.length() > maxReadBytes) {
+      throw new TyrException(ErrorCode.TOO_LARGE, "read of " + r.length()
+          + " bytes; at most " + maxReadBytes + " per request");
+    }
+    TyrEngine.Snapshot version = engine.snapshot(r.key());
+    BlobStat stat = version.stat();
+    int capacity = (int) Math.max(0, Math.min(r.length(), stat.size() - r.offset()));
+    ByteBuf data = alloc.directBuffer(capacity);
+    try {
+      version.read(r.offset(), data.nioBuffer(0, capacity));
+      data.writerIndex(capacity);
+      return new ReadReply(stat, data);
+    } catch (Exception e) {
+      data.release();
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,288 @@
+package io.blobfs.tyr.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.blobfs.tyr.api.BlobStat;
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.ReadResult;
+import io.blobfs.tyr.api.TyrException;
+import io.blobfs.tyr.client.ClientConfig;
+import io.blobfs.tyr.client.TyrClient;
+import io.blobfs.tyr.engine.EngineConfig;
+import io.blobfs.tyr.engine.SyncPolicy;
+import io.blobfs.tyr.protocol.Opcode;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The wire protocol end to end on a real server: calls, limits, bad input, auth, timeouts. */
+class ProtocolTest {
+  @TempDir
+  Path dir;
+  TyrServer server;
+
+  @BeforeEach
+  void start() throws IOException {
+    server = TyrServer.start(ServerConfig.local(EngineConfig.defaults(dir)
+        .withSyncPolicy(SyncPolicy.ALWAYS)).withMaxFrameBytes(1 << 20));
+  }
+
+  @AfterEach
+  void stop() throws IOException {
+    server.close();
+  }
+
+  private TyrClient client() {
+    return new TyrClient(ClientConfig.of("127.0.0.1", server.port())
+        .withMaxFrameBytes(1 << 20));
+  }
+
+  @Test
+  void callsRoundTrip() throws IOException {
+    try (TyrClient c = client()) {
+      byte[] data = new byte[700_000];
+      new Random(1).nextBytes(data);
+      TyrClient.await(c.write("a/b", 0, ByteBuffer.wrap(data)));
+      BlobStat s = TyrClient.await(c.stat("a/b"));
+      assertEquals(700_000, s.size());
+      ReadResult r = TyrClient.await(c.read("a/b", 100, 500_000));
+      assertEquals(500_000, r.data().remaining());
+      assertArrayEquals(java.util.Arrays.copyOfRange(data, 100, 500_100), toArray(r.data()));
+      ByteBuffer tail = ByteBuffer.allocate(1000);
+      TyrClient.await(c.read("a/b", 699_500, tail));
+      assertEquals(500, tail.position());
+      assertThatThrownBy(() -> TyrClient.await(c.add("ctr", 0, 7)))
+          .matches(e -> code(e) == ErrorCode.NOT_FOUND);
+    }
+    try (TyrClient c = client()) {
+      TyrClient.await(c.write("ctr", 0, ByteBuffer.allocate(8)));
+      assertEquals(7, TyrClient.await(c.add("ctr", 0, 7)));
+      assertThat(TyrClient.await(c.compareAndSet("ctr", 0, 7, 9))).isTrue();
+      assertThat(TyrClient.await(c.compareAndSet("ctr", 0, 7, 10))).isFalse();
+      assertThat(TyrClient.await(c.scan("a/", null, 10)).keys()).containsExactly("a/b");
+      assertThat(TyrClient.await(c.delete("a/b"))).isTrue();
+      assertThat(TyrClient.await(c.delete("a/b"))).isFalse();
+      assertThat(TyrClient.await(c.stat("a/b")).exists()).isFalse();
+    }
+  }
+
+  @Test
+  void oversizedRequestsFailBeforeSendingAndAtTheServer() throws IOException {
+    try (TyrClient c = client()) {
+      assertThatThrownBy(() -> TyrClient.await(c.write("big", 0,
+          ByteBuffer.allocate(2 << 20)))).matches(e -> code(e) == ErrorCode.TOO_LARGE);
+      assertThatThrownBy(() -> TyrClient.await(c.read("none", 0, 10)))
+          .matches(e -> code(e) == ErrorCode.NOT_FOUND);
+    }
+    try (RawConnection raw = new RawConnection(server.port())) {
+      raw.handshake();
+      raw.sendHeaderOnly(1 << 24, Opcode.COMMIT);
+      assertEquals(Opcode.ERROR, raw.readFrameOpcode());
+      assertThat(raw.lastErrorCode()).isEqualTo(ErrorCode.TOO_LARGE);
+      assertThat(raw.closedByServer()).isTrue();
+    }
+    assertServerStillServes();
+  }
+
+  @Test
+  void badFramesGetErrorsAndTheServerLivesOn() throws IOException {
+    try (RawConnection raw = new RawConnection(server.port())) {
+      raw.handshake();
+      raw.send(1, 99, 5, new byte[3]); // unknown opcode: answered, connection kept
+      assertEquals(Opcode.ERROR, raw.readFrameOpcode());
+      assertEquals(ErrorCode.BAD_REQUEST, raw.lastErrorCode());
+      assertEquals(5, raw.lastRequestId());
+      raw.send(1, Opcode.READ, 6, new byte[] {0, 50, 1}); // key longer than the frame
+      assertEquals(Opcode.ERROR, raw.readFrameOpcode());
+      assertEquals(ErrorCode.BAD_REQUEST, raw.lastErrorCode());
+      raw.send(1, Opcode.COMMIT, 7, new byte[] {0x7f, 0, 0, 0}); // absurd count
+      assertEquals(Opcode.ERROR, raw.readFrameOpcode());
+      assertEquals(ErrorCode.BAD_REQUEST, raw.lastErrorCode());
+      raw.send(1, Opcode.PING, 8, new byte[0]);
+      assertEquals(Opcode.PING | Opcode.RESPONSE, raw.readFrameOpcode());
+      raw.send(9, Opcode.PING, 9, new byte[0]); // another protocol version: closed
+      assertEquals(Opcode.ERROR, raw.readFrameOpcode());
+      assertEquals(ErrorCode.UNSUPPORTED_VERSION, raw.lastErrorCode());
+      assertThat(raw.closedByServer()).isTrue();
+    }
+    try (RawConnection raw = new RawConnection(server.port())) {
+      raw.readFrameOpcode(); // challenge
+      raw.out.writeInt(3); // shorter than a header
+      raw.out.write(new byte[3]);
+      raw.out.flush();
+      assertEquals(Opcode.ERROR, raw.readFrameOpcode());
+      assertThat(raw.closedByServer()).isTrue();
+    }
+    assertServerStillServes();
+  }
+
+  @Test
+  void aSecretIsRequiredWhenSet() throws IOException {
+    server.close();
+    byte[] secret = "s3cret".getBytes(StandardCharsets.UTF_8);
+    server = TyrServer.start(ServerConfig.local(EngineConfig.defaults(dir)).withSecret(secret));
+    try (TyrClient anonymous = client()) {
+      assertThatThrownBy(() -> TyrClient.await(anonymous.stat("x")))
+          .matches(e -> code(e) == ErrorCode.UNAUTHENTICATED);
+    }
+    try (TyrClient wrong = new TyrClient(ClientConfig.of("127.0.0.1", server.port())
+        .withSecret("guess".getBytes(StandardCharsets.UTF_8)))) {
+      assertThatThrownBy(() -> TyrClient.await(wrong.stat("x")))
+          .matches(e -> code(e) == ErrorCode.UNAUTHENTICATED);
+    }
+    try (RawConnection raw = new RawConnection(server.port())) {
+      raw.readFrameOpcode();
+      raw.send(1, Opcode.STAT, 1, new byte[] {0, 1, 'x'}); // skipping the HELLO
+      assertEquals(Opcode.ERROR, raw.readFrameOpcode());
+      assertEquals(ErrorCode.UNAUTHENTICATED, raw.lastErrorCode());
+      assertThat(raw.closedByServer()).isTrue();
+    }
+    try (TyrClient right = new TyrClient(ClientConfig.of("127.0.0.1", server.port())
+        .withSecret(secret))) {
+      assertThat(TyrClient.await(right.stat("x")).exists()).isFalse();
+    }
+  }
+
+  @Test
+  void aLostServerFailsWithinTheTimeoutNeverHangs() throws IOException {
+    int port;
+    try (ServerSocket free = new ServerSocket(0)) {
+      port = free.getLocalPort();
+    }
+    try (TyrClient c = new TyrClient(ClientConfig.of("127.0.0.1", port)
+        .withTimeouts(Duration.ofSeconds(2), Duration.ofSeconds(2)))) {
+      long t0 = System.nanoTime();
+      assertThatThrownBy(() -> TyrClient.await(c.stat("x")))
+          .matches(e -> code(e) == ErrorCode.UNAVAILABLE);
+      assertThat(System.nanoTime() - t0).isLessThan(Duration.ofSeconds(5).toNanos());
+    }
+    // A server that accepts and then says nothing.
+    try (ServerSocket silent = new ServerSocket(0);
+        TyrClient c = new TyrClient(ClientConfig.of("127.0.0.1", silent.getLocalPort())
+            .withTimeouts(Duration.ofMillis(800), Duration.ofMillis(800)))) {
+      long t0 = System.nanoTime();
+      assertThatThrownBy(() -> TyrClient.await(c.stat("x")))
+          .matches(e -> code(e) == ErrorCode.UNAVAILABLE)
+          .hasMessageContaining("handshake");
+      assertThat(System.nanoTime() - t0).isLessThan(Duration.ofSeconds(5).toNanos());
+    }
+    // A server that goes away under a connected client.
+    TyrClient c = client();
+    try {
+      TyrClient.await(c.ping());
+      server.close();
+      assertThatThrownBy(() -> TyrClient.await(c.stat("x")))
+          .matches(e -> code(e) == ErrorCode.UNAVAILABLE);
+    } finally {
+      c.close();
+      server = TyrServer.start(ServerConfig.local(EngineConfig.defaults(dir)));
+    }
+  }
+
+  private void assertServerStillServes() throws IOException {
+    try (TyrClient c = client()) {
+      TyrClient.await(c.write("alive", 0, ByteBuffer.wrap(new byte[] {1, 2, 3})));
+      assertEquals(3, TyrClient.await(c.stat("alive")).size());
+    }
+  }
+
+  static ErrorCode code(Throwable e) {
+    return e instanceof TyrException t ? t.code() : null;
+  }
+
+  static byte[] toArray(ByteBuffer b) {
+    byte[] a = new byte[b.remaining()];
+    b.duplicate().get(a);
+    return a;
+  }
+
+  /** A hand-driven connection, to send what no well-behaved client would. */
+  static final class RawConnection implements AutoCloseable {
+    final Socket socket;
+    final DataOutputStream out;
+    final DataInputStream in;
+    private ErrorCode lastError;
+    private long lastId;
+
+    RawConnection(int port) throws IOException {
+      socket = new Socket("127.0.0.1", port);
+      socket.setSoTimeout(10_000);
+      out = new DataOutputStream(socket.getOutputStream());
+      in = new DataInputStream(socket.getInputStream());
+    }
+
+    void handshake() throws IOException {
+      assertEquals(Opcode.CHALLENGE, readFrameOpcode());
+      send(1, Opcode.HELLO, 0, new byte[] {0, 0});
+      assertEquals(Opcode.HELLO | Opcode.RESPONSE, readFrameOpcode());
+    }
+
+    void send(int version, int opcode, long id, byte[] payload) throws IOException {
+      out.writeInt(12 + payload.length);
+      out.writeByte(version);
+      out.writeByte(opcode);
+      out.writeShort(0);
+      out.writeLong(id);
+      out.write(payload);
+      out.flush();
+    }
+
+    void sendHeaderOnly(int claimedLength, int opcode) throws IOException {
+      out.writeInt(claimedLength);
+      out.writeByte(1);
+      out.writeByte(opcode);
+      out.writeShort(0);
+      out.writeLong(1);
+      out.flush();
+    }
+
+    int readFrameOpcode() throws IOException {
+      int len = in.readInt();
+      in.readUnsignedByte();
+      int op = in.readUnsignedByte();
+      in.readShort();
+      lastId = in.readLong();
+      byte[] payload = new byte[len - 12];
+      in.readFully(payload);
+      if (op == Opcode.ERROR) {
+        lastError = ErrorCode.ofWire(ByteBuffer.wrap(payload).getShort() & 0xffff);
+      }
+      return op;
+    }
+
+    ErrorCode lastErrorCode() {
+      return lastError;
+    }
+
+    long lastRequestId() {
+      return lastId;
+    }
+
+    boolean closedByServer() throws IOException {
+      try {
+        return in.read() < 0;
+      } catch (java.net.SocketException e) {
+        return true;
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      socket.close();
+    }
+  }
+}
