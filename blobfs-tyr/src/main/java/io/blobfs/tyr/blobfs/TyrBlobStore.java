@@ -1,0 +1,172 @@
+package io.blobfs.tyr.blobfs;
+
+import io.blobfs.store.BlobAlreadyExistsException;
+import io.blobfs.store.BlobInfo;
+import io.blobfs.store.BlobMutation;
+import io.blobfs.store.BlobNotFoundException;
+import io.blobfs.store.CopiesOnWrite;
+import io.blobfs.store.PlacementAware;
+import io.blobfs.store.PutMode;
+import io.blobfs.store.ScanPage;
+import io.blobfs.store.StoreLimits;
+import io.blobfs.store.StoreUnavailableException;
+import io.blobfs.store.TransactionConflictException;
+import io.blobfs.store.TransactionalBlobStore;
+import io.blobfs.tyr.api.BlobStat;
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.ScanResult;
+import io.blobfs.tyr.api.TxOp;
+import io.blobfs.tyr.api.TxRequest;
+import io.blobfs.tyr.api.TyrException;
+import io.blobfs.tyr.client.TyrClient;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+
+/**
+ * BlobFS's store SPI on a Týr node. Every mutation is a Týr transaction, so
+ * {@link #commit} makes a file or directory rename one atomic step with no data copied;
+ * reads see one committed version per call.
+ */
+public final class TyrBlobStore implements TransactionalBlobStore, PlacementAware,
+    CopiesOnWrite {
+  private final String name;
+  private final TyrClient client;
+  private final StoreLimits limits;
+  private final List<String> hosts;
+  private final Runnable onClose;
+
+  TyrBlobStore(String name, TyrClient client, StoreLimits limits, List<String> hosts,
+      Runnable onClose) {
+    this.name = name;
+    this.client = client;
+    this.limits = limits;
+    this.hosts = List.copyOf(hosts);
+    this.onClose = onClose;
+  }
+
+  @Override
+  public BlobInfo stat(String key) throws IOException {
+    BlobStat s = await(client.stat(key), key);
+    return s.exists() ? BlobInfo.of(key, s.size(), s.modifiedMillis()) : BlobInfo.missing(key);
+  }
+
+  @Override
+  public CompletableFuture<Integer> read(String key, long offset, ByteBuffer dst) {
+    if (!dst.hasRemaining()) {
+      return CompletableFuture.completedFuture(0);
+    }
+    int before = dst.position();
+    return translate(client.read(key, offset, dst), key).thenApply(s -> {
+      int n = dst.position() - before;
+      return n == 0 && offset >= s.size() ? -1 : n;
+    });
+  }
+
+  @Override
+  public CompletableFuture<Void> write(String key, long offset, ByteBuffer src) {
+    return translate(client.write(key, offset, src), key).thenApply(r -> null);
+  }
+
+  @Override
+  public void put(String key, ByteBuffer content, PutMode mode) throws IOException {
+    await(client.commit(TxRequest.of(new TxOp.Put(key, content, mode == PutMode.CREATE))),
+        key);
+  }
+
+  @Override
+  public void truncate(String key, long size) throws IOException {
+    await(client.commit(TxRequest.of(new TxOp.Truncate(key, size))), key);
+  }
+
+  @Override
+  public boolean delete(String key) throws IOException {
+    return await(client.delete(key), key);
+  }
+
+  @Override
+  public ScanPage scan(String prefix, String cursor, int limit) throws IOException {
+    ScanResult r = await(client.scan(prefix, cursor, Math.min(limit, 10_000)), prefix);
+    return new ScanPage(r.keys(), r.nextCursor());
+  }
+
+  @Override
+  public StoreLimits limits() {
+    return limits;
+  }
+
+  /** Every mutation in one Týr transaction; a broken precondition is a conflict. */
+  @Override
+  public void commit(List<BlobMutation> mutations) throws IOException {
+    List<TxOp> ops = new ArrayList<>(mutations.size());
+    for (BlobMutation m : mutations) {
+      if (m instanceof BlobMutation.Put p) {
+        ops.add(new TxOp.Put(p.key(), p.content(), p.mode() == PutMode.CREATE));
+      } else if (m instanceof BlobMutation.Delete d) {
+        ops.add(new TxOp.Delete(d.key(), d.mustExist()));
+      }
+    }
+    try {
+      TyrClient.await(client.commit(new TxRequest(List.of(), ops)));
+    } catch (TyrException e) {
+      if (e.code() == ErrorCode.CONFLICT || e.code() == ErrorCode.EXISTS
+          || e.code() == ErrorCode.NOT_FOUND) {
+        TransactionConflictException c = new TransactionConflictException(e.getMessage());
+        c.initCause(e);
+        throw c;
+      }
+      throw toIo(e, mutations.isEmpty() ? "" : mutations.get(0).key());
+    }
+  }
+
+  @Override
+  public List<String> hostsOf(String key) {
+    return hosts;
+  }
+
+  @Override
+  public void close() {
+    onClose.run();
+  }
+
+  @Override
+  public String toString() {
+    return "TyrBlobStore[" + name + " at " + client.config().address() + "]";
+  }
+
+  private static <T> T await(CompletableFuture<T> f, String key) throws IOException {
+    try {
+      return TyrClient.await(f);
+    } catch (TyrException e) {
+      throw toIo(e, key);
+    }
+  }
+
+  private static <T> CompletableFuture<T> translate(CompletableFuture<T> f, String key) {
+    return f.exceptionallyCompose(err -> {
+      Throwable e = err;
+      while (e instanceof CompletionException && e.getCause() != null) {
+        e = e.getCause();
+      }
+      return CompletableFuture.failedFuture(e instanceof TyrException t ? toIo(t, key) : e);
+    });
+  }
+
+  /** The SPI's typed exceptions for Týr's error codes. */
+  static IOException toIo(TyrException e, String key) {
+    IOException io = switch (e.code()) {
+      case NOT_FOUND -> new BlobNotFoundException(key);
+      case EXISTS -> new BlobAlreadyExistsException(key);
+      case CONFLICT -> new TransactionConflictException(e.getMessage());
+      case UNAVAILABLE -> new StoreUnavailableException(e.getMessage(), e);
+      default -> new IOException(e.getMessage(), e);
+    };
+    if (io.getCause() == null) {
+      io.initCause(e);
+    }
+    return io;
+  }
+}

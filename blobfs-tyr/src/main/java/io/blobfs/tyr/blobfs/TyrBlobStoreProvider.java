@@ -1,0 +1,185 @@
+package io.blobfs.tyr.blobfs;
+
+import io.blobfs.store.BlobStore;
+import io.blobfs.store.BlobStoreProvider;
+import io.blobfs.store.StoreLimits;
+import io.blobfs.store.StoreOptions;
+import io.blobfs.tyr.client.ClientConfig;
+import io.blobfs.tyr.client.TyrClient;
+import io.blobfs.tyr.engine.EngineConfig;
+import io.blobfs.tyr.engine.SyncPolicy;
+import io.blobfs.tyr.server.ServerConfig;
+import io.blobfs.tyr.server.TyrServer;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Type {@code tyr}: a store on one Týr node, remote or embedded in this JVM.
+ *
+ * <pre>
+ * fs.blob.store.NAME.type             tyr
+ * fs.blob.store.NAME.address          host:port of the server (unless embedded)
+ * fs.blob.store.NAME.embedded-dir     run a node inside this JVM on this directory instead
+ * fs.blob.store.NAME.embedded-sync    always | interval | none   (default interval)
+ * fs.blob.store.NAME.secret-file      file holding the shared secret, if the server wants one
+ * fs.blob.store.NAME.connect-timeout  10s
+ * fs.blob.store.NAME.op-timeout       60s   every request fails after this, never hangs
+ * fs.blob.store.NAME.connections      2
+ * fs.blob.store.NAME.max-op-bytes     16m   reads and writes are split at this size
+ * fs.blob.store.NAME.max-object-bytes 1t
+ * fs.blob.store.NAME.max-key-bytes    1024  (the server's limit)
+ * </pre>
+ *
+ * Clients are shared per address within a JVM (Spark opens many file systems), and an
+ * embedded node lives until the JVM exits, so that reopening a file system does not
+ * replay the log again.
+ */
+public final class TyrBlobStoreProvider implements BlobStoreProvider {
+  public static final String TYPE = "tyr";
+  public static final String ADDRESS = "address";
+  public static final String EMBEDDED_DIR = "embedded-dir";
+  public static final String EMBEDDED_SYNC = "embedded-sync";
+  public static final String SECRET_FILE = "secret-file";
+  public static final String CONNECT_TIMEOUT = "connect-timeout";
+  public static final String OP_TIMEOUT = "op-timeout";
+  public static final String CONNECTIONS = "connections";
+  public static final String MAX_OP_BYTES = "max-op-bytes";
+  public static final String MAX_OBJECT_BYTES = "max-object-bytes";
+  public static final String MAX_KEY_BYTES = "max-key-bytes";
+
+  private static final Map<Path, TyrServer> EMBEDDED = new ConcurrentHashMap<>();
+  private static final Map<String, Shared> CLIENTS = new ConcurrentHashMap<>();
+
+  /** A client and how many stores use it. */
+  private static final class Shared {
+    final TyrClient client;
+    int users;
+
+    Shared(TyrClient client) {
+      this.client = client;
+    }
+  }
+
+  @Override
+  public String type() {
+    return TYPE;
+  }
+
+  @Override
+  public Set<String> optionKeys() {
+    return Set.of(ADDRESS, EMBEDDED_DIR, EMBEDDED_SYNC, SECRET_FILE, CONNECT_TIMEOUT,
+        OP_TIMEOUT, CONNECTIONS, MAX_OP_BYTES, MAX_OBJECT_BYTES, MAX_KEY_BYTES);
+  }
+
+  @Override
+  public BlobStore open(String storeName, StoreOptions o) throws IOException {
+    int maxOp = (int) o.getBytes(MAX_OP_BYTES, 16L << 20, 4096, 64L << 20);
+    StoreLimits limits = new StoreLimits((int) o.getLong(MAX_KEY_BYTES, 1024, 16, 65535),
+        o.getBytes(MAX_OBJECT_BYTES, 1L << 40, 4096, Long.MAX_VALUE), maxOp);
+    byte[] secret = null;
+    if (o.get(SECRET_FILE).isPresent()) {
+      secret = Files.readString(Path.of(o.get(SECRET_FILE).get()), StandardCharsets.UTF_8)
+          .strip().getBytes(StandardCharsets.UTF_8);
+    }
+    String host;
+    int port;
+    if (o.get(EMBEDDED_DIR).isPresent()) {
+      if (o.get(ADDRESS).isPresent()) {
+        throw new IllegalArgumentException(o.fullKey(ADDRESS) + " and "
+            + o.fullKey(EMBEDDED_DIR) + " are exclusive: one names a server, the other runs one");
+      }
+      SyncPolicy sync = SyncPolicy.valueOf(o.getChoice(EMBEDDED_SYNC, "interval",
+          List.of("always", "interval", "none")).toUpperCase(Locale.ROOT));
+      TyrServer server = embedded(Path.of(o.get(EMBEDDED_DIR).get()), sync, secret);
+      host = "127.0.0.1";
+      port = server.port();
+    } else {
+      String address = o.get(ADDRESS).orElseThrow(() -> new IllegalArgumentException(
+          o.fullKey(ADDRESS) + " (host:port) or " + o.fullKey(EMBEDDED_DIR)
+              + " is required for a tyr store"));
+      int colon = address.lastIndexOf(':');
+      if (colon <= 0) {
+        throw o.bad(ADDRESS, address, "host:port");
+      }
+      host = address.substring(0, colon);
+      try {
+        port = Integer.parseInt(address.substring(colon + 1));
+      } catch (NumberFormatException e) {
+        throw o.bad(ADDRESS, address, "host:port");
+      }
+      if (port < 1 || port > 65535) {
+        throw o.bad(ADDRESS, address, "a port within 1..65535");
+      }
+    }
+    ClientConfig config = new ClientConfig(host, port, secret,
+        o.getDuration(CONNECT_TIMEOUT, Duration.ofSeconds(10)),
+        o.getDuration(OP_TIMEOUT, Duration.ofSeconds(60)),
+        (int) o.getLong(CONNECTIONS, 2, 1, 64), maxOp + (1 << 20));
+    TyrClient client = acquire(config);
+    return new TyrBlobStore(storeName, client, limits, List.of(hostName(host)),
+        () -> release(config));
+  }
+
+  private static synchronized TyrServer embedded(Path dir, SyncPolicy sync, byte[] secret)
+      throws IOException {
+    Path key = dir.toAbsolutePath().normalize();
+    TyrServer server = EMBEDDED.get(key);
+    if (server == null) {
+      EngineConfig engine = EngineConfig.defaults(key).withSyncPolicy(sync);
+      server = TyrServer.start(ServerConfig.local(engine).withSecret(secret));
+      EMBEDDED.put(key, server);
+      TyrServer started = server;
+      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        try {
+          started.close();
+        } catch (IOException e) {
+          System.err.println("closing the embedded Týr node at " + key + " failed: " + e);
+        }
+      }, "tyr-embedded-close"));
+    }
+    return server;
+  }
+
+  /** Configs are records holding an array, so they are keyed by value here. */
+  private static String keyOf(ClientConfig c) {
+    return c.address() + "|" + java.util.Arrays.hashCode(c.secret()) + "|" + c.connectTimeout()
+        + "|" + c.requestTimeout() + "|" + c.connections() + "|" + c.maxFrameBytes();
+  }
+
+  private static TyrClient acquire(ClientConfig config) {
+    synchronized (CLIENTS) {
+      Shared s = CLIENTS.computeIfAbsent(keyOf(config), c -> new Shared(new TyrClient(config)));
+      s.users++;
+      return s.client;
+    }
+  }
+
+  private static void release(ClientConfig config) {
+    synchronized (CLIENTS) {
+      Shared s = CLIENTS.get(keyOf(config));
+      if (s != null && --s.users == 0) {
+        CLIENTS.remove(keyOf(config));
+        s.client.close();
+      }
+    }
+  }
+
+  /** The name schedulers know the node by: loopback becomes {@code localhost}. */
+  private static String hostName(String host) {
+    try {
+      InetAddress a = InetAddress.getByName(host);
+      return a.isLoopbackAddress() ? "localhost" : a.getCanonicalHostName();
+    } catch (IOException e) {
+      return host;
+    }
+  }
+}
