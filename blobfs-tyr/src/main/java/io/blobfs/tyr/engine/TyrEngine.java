@@ -54,6 +54,13 @@ public final class TyrEngine implements Closeable {
   /** Logged but not yet durable changes; a deleted blob is a {@link BlobState#deleted} mark. */
   private final ConcurrentHashMap<String, BlobState> staged = new ConcurrentHashMap<>();
   private final ReentrantLock commitLock = new ReentrantLock();
+  /**
+   * Makes publishing a commit atomic for scans: a scan page sees all of a commit's names
+   * or none (a directory rename is never half-listed). Point reads need no lock: each
+   * blob's state is one reference.
+   */
+  private final java.util.concurrent.locks.ReadWriteLock publishLock =
+      new java.util.concurrent.locks.ReentrantReadWriteLock();
   private final ArrayDeque<Pending> pending = new ArrayDeque<>();
   private final Thread syncer;
   private volatile boolean closed;
@@ -211,14 +218,19 @@ public final class TyrEngine implements Closeable {
     var tail = cursor == null || cursor.compareTo(prefix) < 0
         ? visible.tailMap(prefix, true) : visible.tailMap(cursor, false);
     List<String> keys = new ArrayList<>(Math.min(limit, 1024));
-    for (String key : tail.keySet()) {
-      if (!key.startsWith(prefix)) {
-        return new ScanResult(keys, null);
+    publishLock.readLock().lock();
+    try {
+      for (String key : tail.keySet()) {
+        if (!key.startsWith(prefix)) {
+          return new ScanResult(keys, null);
+        }
+        if (keys.size() == limit) {
+          return new ScanResult(keys, keys.get(keys.size() - 1));
+        }
+        keys.add(key);
       }
-      if (keys.size() == limit) {
-        return new ScanResult(keys, keys.get(keys.size() - 1));
-      }
-      keys.add(key);
+    } finally {
+      publishLock.readLock().unlock();
     }
     return new ScanResult(keys, null);
   }
@@ -321,6 +333,15 @@ public final class TyrEngine implements Closeable {
 
   /** Makes changes visible; a staged entry is dropped only if no later commit replaced it. */
   private void publish(Map<String, BlobState> changes) {
+    publishLock.writeLock().lock();
+    try {
+      publishLocked(changes);
+    } finally {
+      publishLock.writeLock().unlock();
+    }
+  }
+
+  private void publishLocked(Map<String, BlobState> changes) {
     for (Map.Entry<String, BlobState> e : changes.entrySet()) {
       BlobState s = e.getValue();
       if (s == null || s.isDeleted()) {
