@@ -4,19 +4,25 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.blobfs.bench.MainJob;
 import io.blobfs.bench.ResultTable;
-import io.blobfs.store.memory.InMemoryBlobStoreProvider;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.UUID;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
- * MainJob end to end on a small input, with directory markers kept (the other tests use
- * the default, none): every workload's output checks out and the report lists the calls.
+ * MainJob end to end on a small input, on its default store (a Týr node embedded in this
+ * JVM, logging to a directory) with directory markers kept (the other tests use the
+ * default, none): every workload's output checks out and the report lists the calls.
  */
 class MainJobIntegrationTest {
+  @TempDir
+  Path dataDir;
 
   @Test
   void mainJobReportsCheckedWorkloadsWithStorageCalls() throws Exception {
@@ -26,9 +32,12 @@ class MainJobIntegrationTest {
     try (PrintStream out = new PrintStream(buf, true, StandardCharsets.UTF_8)) {
       table = MainJob.run(new String[] {
           "--size", "1m", "--files", "2", "--partitions", "2", "--store", store,
-          "--markers", "keep", "--committers", "classic,manifest"}, out);
-    } finally {
-      InMemoryBlobStoreProvider.drop(store);
+          "--markers", "keep", "--committers", "classic,manifest",
+          "--data-dir", dataDir.toString()}, out);
+    }
+    try (Stream<Path> logs = Files.list(dataDir)) {
+      assertThat(logs.filter(p -> p.toString().endsWith(".tyrlog")).count())
+          .as("the embedded Týr node's log").isPositive();
     }
     String report = buf.toString(StandardCharsets.UTF_8);
     System.out.println(report);
@@ -42,6 +51,6 @@ class MainJobIntegrationTest {
       assertThat(r.calls().get("op_create")).as("creates in %s", r.workload()).isPositive();
     }
     assertThat(report).contains("workload", "getFileStatus", "listStatus", "rename",
-        "bytes written", "grep/manifest", E2eSupport.BLOBFS_IMPL);
+        "bytes written", "grep/manifest", E2eSupport.BLOBFS_IMPL, "(tyr)");
   }
 }

@@ -25,8 +25,9 @@ import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaSparkContext;
 
 /**
- * Runs the Spark workloads on BlobFS's embedded in-memory store ({@code blob://main/...}, no
- * external service) in Spark local mode and prints, per workload, the seconds it took, the
+ * Runs the Spark workloads on BlobFS's embedded default store ({@code blob://main/...}: a
+ * Týr node inside this JVM, persisting to a local directory; no external service) in
+ * Spark local mode and prints, per workload, the seconds it took, the
  * storage calls it made, and whether its output checked out.
  *
  * <pre>
@@ -37,7 +38,9 @@ import org.apache.spark.api.java.JavaSparkContext;
  * files [8], {@code --partitions} Sort's output partitions [4], {@code --seed} [1],
  * {@code --pattern} Grep's string [ceph], {@code --store} store name [main],
  * {@code --committers} comma-separated classic/manifest [classic,manifest],
- * {@code --master} [local[2]], {@code --markers} fs.blob.directory.markers none/keep [none].
+ * {@code --master} [local[2]], {@code --markers} fs.blob.directory.markers none/keep [none],
+ * {@code --backend} the store's type, tyr (embedded) or memory [tyr], {@code --data-dir}
+ * where the embedded Týr node keeps its log [target/main-job-tyr].
  * Exits non-zero (throws) if any workload's output is wrong.
  */
 public final class MainJob {
@@ -57,6 +60,8 @@ public final class MainJob {
     d.put("committers", "classic,manifest");
     d.put("master", "local[2]");
     d.put("markers", "none");
+    d.put("backend", "tyr");
+    d.put("data-dir", "target/main-job-tyr");
     return d;
   }
 
@@ -89,14 +94,23 @@ public final class MainJob {
         .set("spark.driver.bindAddress", "127.0.0.1")
         .set("spark.hadoop.fs.blob.impl", BLOBFS_IMPL)
         .set("spark.hadoop.fs.blob.directory.markers", a.get("markers"));
+    String store = "spark.hadoop.fs.blob.store." + a.get("store") + ".";
+    switch (a.get("backend")) {
+      case "tyr" -> conf.set(store + "type", "tyr").set(store + "embedded-dir",
+          java.nio.file.Path.of(a.get("data-dir")).toAbsolutePath().toString());
+      case "memory" -> conf.set(store + "type", "memory");
+      default -> throw new IllegalArgumentException("--backend must be tyr or memory, not "
+          + a.get("backend"));
+    }
 
     ResultTable table = new ResultTable();
     try (JavaSparkContext sc = new JavaSparkContext(conf)) {
       Path base = new Path("blob://" + a.get("store") + "/bench-" + System.currentTimeMillis());
       FileSystem fs = base.getFileSystem(sc.hadoopConfiguration());
       Path input = new Path(base, "input");
-      out.printf(Locale.ROOT, "BlobFS MainJob: Spark %s, master %s, file system %s, markers=%s%n",
-          sc.version(), sc.master(), fs.getClass().getName(), a.get("markers"));
+      out.printf(Locale.ROOT, "BlobFS MainJob: Spark %s, master %s, file system %s, "
+          + "store %s (%s), markers=%s%n", sc.version(), sc.master(), fs.getClass().getName(),
+          a.get("store"), a.get("backend"), a.get("markers"));
 
       // Expected results, from the generator alone (no file system involved).
       long expectedLines = 0;

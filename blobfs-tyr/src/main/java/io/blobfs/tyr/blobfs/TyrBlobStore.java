@@ -101,6 +101,9 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
   /** Every mutation in one Týr transaction; a broken precondition is a conflict. */
   @Override
   public void commit(List<BlobMutation> mutations) throws IOException {
+    if (mutations.isEmpty()) {
+      return; // e.g. deleting a directory that exists only implicitly
+    }
     List<TxOp> ops = new ArrayList<>(mutations.size());
     for (BlobMutation m : mutations) {
       if (m instanceof BlobMutation.Put p) {
