@@ -1,6 +1,6 @@
 package io.blobfs.e2e;
 
-import io.blobfs.tyr.testing.TyrTestServer;
+import io.blobfs.tyr.server.TyrServerProcess;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.util.Map;
@@ -11,7 +11,7 @@ import java.util.Map;
  * transaction.
  */
 class SparkOnTyrIntegrationTest extends SparkJobsOnStoreTestBase {
-  private TyrTestServer server;
+  private TyrServerProcess server;
 
   @Override
   String store() {
@@ -25,7 +25,7 @@ class SparkOnTyrIntegrationTest extends SparkJobsOnStoreTestBase {
 
   @Override
   Map<String, String> startStore() throws IOException {
-    server = new TyrTestServer(Files.createTempDirectory("tyr-e2e-"), "--sync", "always")
+    server = new TyrServerProcess(Files.createTempDirectory("tyr-e2e-"), "--sync", "always")
         .start();
     return Map.of("fs.blob.store." + store() + ".type", "tyr",
         "fs.blob.store." + store() + ".address", server.address());

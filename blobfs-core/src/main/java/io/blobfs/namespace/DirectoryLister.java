@@ -1,12 +1,15 @@
 package io.blobfs.namespace;
 
+import io.blobfs.store.HeadScanning;
 import io.blobfs.store.ScanPage;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.Optional;
 import java.util.Set;
@@ -75,11 +78,26 @@ final class DirectoryLister implements EntryIterator<FileInfo> {
       }
     }
     while (ready.isEmpty() && !scanDone) {
-      ScanPage page = ns.calls().scan(prefix, cursor, ns.options().scanPageSize());
-      cursor = page.nextCursor();
-      scanDone = page.isLast();
+      List<String> keys;
+      Map<String, byte[]> heads = null;
+      if (ns.calls().scansHeads()) {
+        // Names and record headers from one committed state: each commit listed whole.
+        HeadScanning.HeadPage page = ns.calls().scanWithHeads(prefix, cursor,
+            ns.options().scanPageSize(), FileRecord.MAX_HEADER);
+        keys = page.keys();
+        heads = new HashMap<>();
+        for (int i = 0; i < keys.size(); i++) {
+          heads.put(keys.get(i), page.heads().get(i));
+        }
+        cursor = page.nextCursor();
+      } else {
+        ScanPage page = ns.calls().scan(prefix, cursor, ns.options().scanPageSize());
+        keys = page.keys();
+        cursor = page.nextCursor();
+      }
+      scanDone = cursor == null;
       List<String> fileKeys = new ArrayList<>();
-      for (String key : page.keys()) {
+      for (String key : keys) {
         sawAnything = true;
         String rest = key.substring(prefix.length());
         if (rest.isEmpty()) {
@@ -99,12 +117,26 @@ final class DirectoryLister implements EntryIterator<FileInfo> {
           }
         }
       }
-      List<Optional<FileRecord>> headers = ns.readHeaders(fileKeys);
+      List<Optional<FileRecord>> headers = heads == null ? ns.readHeaders(fileKeys)
+          : decodeHeads(fileKeys, heads);
       for (int i = 0; i < fileKeys.size(); i++) {
         if (headers.get(i).isPresent()) {
           ready.add(FileInfo.file(ns.layout().pathOf(fileKeys.get(i)), headers.get(i).get()));
         }
       }
     }
+  }
+
+  private static List<Optional<FileRecord>> decodeHeads(List<String> keys,
+      Map<String, byte[]> heads) throws IOException {
+    List<Optional<FileRecord>> out = new ArrayList<>(keys.size());
+    for (String key : keys) {
+      byte[] head = heads.get(key);
+      if (head.length == 0) {
+        throw new CorruptRecordException(key, "empty record");
+      }
+      out.add(Optional.of(FileRecord.decode(key, head, head.length, false)));
+    }
+    return out;
   }
 }

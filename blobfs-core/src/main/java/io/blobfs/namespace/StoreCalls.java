@@ -3,6 +3,7 @@ package io.blobfs.namespace;
 import io.blobfs.store.BlobInfo;
 import io.blobfs.store.BlobMutation;
 import io.blobfs.store.BlobStore;
+import io.blobfs.store.HeadScanning;
 import io.blobfs.store.PlacementAware;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.ScanPage;
@@ -68,6 +69,16 @@ final class StoreCalls {
   ScanPage scan(String prefix, String cursor, int limit) throws IOException {
     counters.increment(StoreCallCounters.SCAN, 1);
     return store.scan(prefix, cursor, limit);
+  }
+
+  boolean scansHeads() {
+    return store instanceof HeadScanning;
+  }
+
+  HeadScanning.HeadPage scanWithHeads(String prefix, String cursor, int limit, int headBytes)
+      throws IOException {
+    counters.increment(StoreCallCounters.SCAN, 1);
+    return ((HeadScanning) store).scanWithHeads(prefix, cursor, limit, headBytes);
   }
 
   void commit(List<BlobMutation> mutations) throws IOException {

@@ -5,6 +5,7 @@ import io.blobfs.store.BlobInfo;
 import io.blobfs.store.BlobMutation;
 import io.blobfs.store.BlobNotFoundException;
 import io.blobfs.store.CopiesOnWrite;
+import io.blobfs.store.HeadScanning;
 import io.blobfs.store.PlacementAware;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.ScanPage;
@@ -32,7 +33,7 @@ import java.util.concurrent.CompletionException;
  * reads see one committed version per call.
  */
 public final class TyrBlobStore implements TransactionalBlobStore, PlacementAware,
-    CopiesOnWrite {
+    CopiesOnWrite, HeadScanning {
   private final String name;
   private final TyrClient client;
   private final StoreLimits limits;
@@ -91,6 +92,14 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
   public ScanPage scan(String prefix, String cursor, int limit) throws IOException {
     ScanResult r = await(client.scan(prefix, cursor, Math.min(limit, 10_000)), prefix);
     return new ScanPage(r.keys(), r.nextCursor());
+  }
+
+  @Override
+  public HeadPage scanWithHeads(String prefix, String cursor, int limit, int headBytes)
+      throws IOException {
+    ScanResult r = await(client.scan(prefix, cursor, Math.min(limit, 10_000), headBytes),
+        prefix);
+    return new HeadPage(r.keys(), r.heads(), r.nextCursor());
   }
 
   @Override

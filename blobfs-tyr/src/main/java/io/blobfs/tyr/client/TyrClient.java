@@ -102,7 +102,14 @@ public final class TyrClient implements Closeable {
   }
 
   public CompletableFuture<ScanResult> scan(String prefix, String cursor, int limit) {
-    return call(new Request.Scan(prefix, cursor, limit), f -> Messages.decodeScan(f.payload()));
+    return scan(prefix, cursor, limit, 0);
+  }
+
+  /** A scan page with the first {@code headBytes} of each blob, from one committed state. */
+  public CompletableFuture<ScanResult> scan(String prefix, String cursor, int limit,
+      int headBytes) {
+    return call(new Request.Scan(prefix, cursor, limit, headBytes),
+        f -> Messages.decodeScan(f.payload()));
   }
 
   public CompletableFuture<Void> ping() {

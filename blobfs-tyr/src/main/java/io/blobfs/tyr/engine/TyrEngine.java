@@ -211,28 +211,50 @@ public final class TyrEngine implements Closeable {
    * One page of the visible keys starting with {@code prefix}, in order, after
    * {@code cursor} (null: from the first).
    */
-  public ScanResult scan(String prefix, String cursor, int limit) {
+  public ScanResult scan(String prefix, String cursor, int limit) throws IOException {
+    return scan(prefix, cursor, limit, 0);
+  }
+
+  /**
+   * As {@link #scan(String, String, int)}, with the first {@code headBytes} of each blob
+   * (when positive) read from the same committed state as the names.
+   */
+  public ScanResult scan(String prefix, String cursor, int limit, int headBytes)
+      throws IOException {
     if (limit < 1) {
       throw new IllegalArgumentException("limit must be positive: " + limit);
     }
     var tail = cursor == null || cursor.compareTo(prefix) < 0
         ? visible.tailMap(prefix, true) : visible.tailMap(cursor, false);
-    List<String> keys = new ArrayList<>(Math.min(limit, 1024));
+    List<BlobState> states = new ArrayList<>(Math.min(limit, 1024));
+    String next = null;
     publishLock.readLock().lock();
     try {
-      for (String key : tail.keySet()) {
-        if (!key.startsWith(prefix)) {
-          return new ScanResult(keys, null);
+      for (BlobState s : tail.values()) {
+        if (!s.key.startsWith(prefix)) {
+          break;
         }
-        if (keys.size() == limit) {
-          return new ScanResult(keys, keys.get(keys.size() - 1));
+        if (states.size() == limit) {
+          next = states.get(states.size() - 1).key;
+          break;
         }
-        keys.add(key);
+        states.add(s);
       }
     } finally {
       publishLock.readLock().unlock();
     }
-    return new ScanResult(keys, null);
+    List<String> keys = new ArrayList<>(states.size());
+    List<byte[]> heads = new ArrayList<>(headBytes > 0 ? states.size() : 0);
+    for (BlobState s : states) {
+      keys.add(s.key);
+      if (headBytes > 0) {
+        // States are immutable: their bytes can be read after the lock is gone.
+        ByteBuffer head = ByteBuffer.allocate((int) Math.min(headBytes, s.size));
+        readState(s, 0, head);
+        heads.add(head.array());
+      }
+    }
+    return new ScanResult(keys, heads, next);
   }
 
   /** The newest commit number in the log. */

@@ -67,7 +67,7 @@ public final class Messages {
       if (s.cursor() != null) {
         writeString(b, s.cursor());
       }
-      return b.writeInt(s.limit());
+      return b.writeInt(s.limit()).writeInt(s.headBytes());
     }
     return alloc.buffer(0);
   }
@@ -80,7 +80,7 @@ public final class Messages {
         case Opcode.READ -> new Request.Read(readString(in), in.readLong(), in.readInt());
         case Opcode.COMMIT -> new Request.Commit(decodeTx(in));
         case Opcode.SCAN -> new Request.Scan(readString(in),
-            in.readBoolean() ? readString(in) : null, in.readInt());
+            in.readBoolean() ? readString(in) : null, in.readInt(), in.readInt());
         case Opcode.PING -> new Request.Ping();
         default -> throw new MalformedFrameException("unknown opcode " + opcode);
       };
@@ -234,9 +234,12 @@ public final class Messages {
   }
 
   public static ByteBuf encodeScan(ScanResult r, ByteBufAllocator alloc) {
-    ByteBuf b = alloc.buffer().writeInt(r.keys().size());
-    for (String k : r.keys()) {
-      writeString(b, k);
+    ByteBuf b = alloc.buffer().writeInt(r.keys().size()).writeBoolean(!r.heads().isEmpty());
+    for (int i = 0; i < r.keys().size(); i++) {
+      writeString(b, r.keys().get(i));
+      if (!r.heads().isEmpty()) {
+        b.writeInt(r.heads().get(i).length).writeBytes(r.heads().get(i));
+      }
     }
     b.writeBoolean(r.nextCursor() != null);
     if (r.nextCursor() != null) {
@@ -247,11 +250,21 @@ public final class Messages {
 
   public static ScanResult decodeScan(ByteBuf in) throws MalformedFrameException {
     int n = count(in, 2);
+    boolean withHeads = in.readBoolean();
     List<String> keys = new ArrayList<>(n);
+    List<byte[]> heads = new ArrayList<>(withHeads ? n : 0);
     for (int i = 0; i < n; i++) {
       keys.add(readString(in));
+      if (withHeads) {
+        int len = in.readInt();
+        if (len < 0 || len > in.readableBytes()) {
+          throw new MalformedFrameException("head of " + len + " bytes, " + in.readableBytes()
+              + " left");
+        }
+        heads.add(readBytes(in, len));
+      }
     }
-    return new ScanResult(keys, in.readBoolean() ? readString(in) : null);
+    return new ScanResult(keys, heads, in.readBoolean() ? readString(in) : null);
   }
 
   /** The first frame on a connection: the nonce to prove the secret against. */

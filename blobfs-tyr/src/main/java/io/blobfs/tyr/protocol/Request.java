@@ -14,8 +14,8 @@ public sealed interface Request {
 
   record Commit(TxRequest tx) implements Request {}
 
-  /** {@code cursor} null for the first page. */
-  record Scan(String prefix, String cursor, int limit) implements Request {}
+  /** {@code cursor} null for the first page; {@code headBytes} 0 for names only. */
+  record Scan(String prefix, String cursor, int limit, int headBytes) implements Request {}
 
   record Ping() implements Request {}
 }

@@ -36,12 +36,14 @@ final class TyrService {
       } else if (request instanceof Request.Commit c) {
         return engine.commit(c.tx()).thenApply(x -> x);
       } else if (request instanceof Request.Scan s) {
-        if (s.limit() < 1 || s.limit() > 100_000) {
-          throw new TyrException(ErrorCode.BAD_REQUEST, "scan limit " + s.limit()
-              + " is not within 1..100000");
+        if (s.limit() < 1 || s.limit() > 100_000 || s.headBytes() < 0
+            || (long) s.limit() * s.headBytes() > maxReadBytes) {
+          throw new TyrException(ErrorCode.BAD_REQUEST, "scan of " + s.limit() + " keys with "
+              + s.headBytes() + "-byte heads is out of bounds (limit 1..100000, at most "
+              + maxReadBytes + " head bytes in all)");
         }
         return CompletableFuture.completedFuture(engine.scan(s.prefix(), s.cursor(),
-            s.limit()));
+            s.limit(), s.headBytes()));
       } else if (request instanceof Request.Ping) {
         return CompletableFuture.completedFuture(Boolean.TRUE);
       }

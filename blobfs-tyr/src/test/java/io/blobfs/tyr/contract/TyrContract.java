@@ -1,7 +1,7 @@
 package io.blobfs.tyr.contract;
 
 import io.blobfs.contract.BlobContract;
-import io.blobfs.tyr.testing.TyrTestServer;
+import io.blobfs.tyr.server.TyrServerProcess;
 import java.io.IOException;
 import java.net.URI;
 import org.apache.hadoop.conf.Configuration;
@@ -23,8 +23,19 @@ public class TyrContract extends BlobContract {
     bind(conf);
   }
 
-  /** Points the contract store at the shared server. */
+  private static TyrServerProcess shared;
+
+  /** Points the contract store at the server shared by every suite of this test JVM. */
   public static void bind(Configuration conf) throws IOException {
-    conf.set("fs.blob.store." + STORE + ".address", TyrTestServer.shared().address());
+    conf.set("fs.blob.store." + STORE + ".address", shared().address());
+  }
+
+  private static synchronized TyrServerProcess shared() throws IOException {
+    if (shared == null) {
+      shared = new TyrServerProcess(java.nio.file.Files.createTempDirectory("tyr-contract-"),
+          "--sync", "interval").start();
+      Runtime.getRuntime().addShutdownHook(new Thread(shared::close));
+    }
+    return shared;
   }
 }

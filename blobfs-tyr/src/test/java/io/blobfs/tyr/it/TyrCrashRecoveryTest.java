@@ -9,7 +9,7 @@ import io.blobfs.tyr.api.TxOp;
 import io.blobfs.tyr.api.TxRequest;
 import io.blobfs.tyr.client.ClientConfig;
 import io.blobfs.tyr.client.TyrClient;
-import io.blobfs.tyr.testing.TyrTestServer;
+import io.blobfs.tyr.server.TyrServerProcess;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
@@ -37,7 +37,7 @@ class TyrCrashRecoveryTest {
   @ValueSource(strings = {"always", "interval"})
   void killedMidWriteLosesNothingAcknowledgedAndAppliesNothingHalfway(String sync)
       throws Exception {
-    TyrTestServer server = new TyrTestServer(dir, "--sync", sync, "--segment-size", "16m");
+    TyrServerProcess server = new TyrServerProcess(dir, "--sync", sync, "--segment-size", "16m");
     server.start();
     AtomicLongArray acked = new AtomicLongArray(WRITERS);
     try {

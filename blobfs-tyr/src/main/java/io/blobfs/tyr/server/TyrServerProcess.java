@@ -1,6 +1,5 @@
-package io.blobfs.tyr.testing;
+package io.blobfs.tyr.server;
 
-import io.blobfs.tyr.server.TyrServerMain;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -15,36 +14,24 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * A real Týr server in a process of its own (this JVM's classpath), as tests and the
- * benchmark need it: started, killed with SIGKILL, restarted on the same data.
+ * A Týr server in a process of its own, on this JVM's classpath: what tests, the
+ * benchmark and tools use to run a real server beside them and to kill it with SIGKILL
+ * and restart it on the same data.
  */
-public final class TyrTestServer implements AutoCloseable {
-  private static TyrTestServer shared;
-
+public final class TyrServerProcess implements AutoCloseable {
   private final Path dataDir;
   private final List<String> extraArgs;
   private Process process;
   private int port;
   private final StringBuilder output = new StringBuilder();
 
-  public TyrTestServer(Path dataDir, String... extraArgs) {
+  public TyrServerProcess(Path dataDir, String... extraArgs) {
     this.dataDir = dataDir;
     this.extraArgs = List.of(extraArgs);
   }
 
-  /** One server for a whole test JVM (the contract suites), stopped when the JVM exits. */
-  public static synchronized TyrTestServer shared() throws IOException {
-    if (shared == null) {
-      Path dir = Files.createTempDirectory("tyr-shared-");
-      shared = new TyrTestServer(dir, "--sync", "interval");
-      shared.start();
-      Runtime.getRuntime().addShutdownHook(new Thread(shared::close));
-    }
-    return shared;
-  }
-
   /** Starts the process (again, after a kill or stop, on the same data and port if known). */
-  public synchronized TyrTestServer start() throws IOException {
+  public synchronized TyrServerProcess start() throws IOException {
     List<String> cmd = new ArrayList<>(List.of(
         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "-Xmx1g", "-cp", System.getProperty("java.class.path"),
