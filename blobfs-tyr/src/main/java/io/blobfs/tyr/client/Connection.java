@@ -49,9 +49,14 @@ final class Connection extends ChannelInboundHandlerAdapter {
     CompletableFuture<Frame> future = new CompletableFuture<>();
     Channel ch = channel;
     long timeoutMs = config.requestTimeout().toMillis();
-    ScheduledFuture<?> timer = ch.eventLoop().schedule(() -> fail(id,
-        new TyrException(ErrorCode.UNAVAILABLE, "Týr server " + config.address()
-            + " did not answer within " + timeoutMs + " ms")), timeoutMs, TimeUnit.MILLISECONDS);
+    // A server that does not answer in time is presumed lost: the connection is closed,
+    // which also drops any of the request still queued (so a caller's buffer, sent in
+    // place, is never read after the call has failed).
+    ScheduledFuture<?> timer = ch.eventLoop().schedule(() -> {
+      fail(id, new TyrException(ErrorCode.UNAVAILABLE, "Týr server " + config.address()
+          + " did not answer within " + timeoutMs + " ms"));
+      ch.close();
+    }, timeoutMs, TimeUnit.MILLISECONDS);
     calls.put(id, new Call(future, timer));
     ch.writeAndFlush(new Frame(opcode, id, payload)).addListener(w -> {
       if (!w.isSuccess()) {

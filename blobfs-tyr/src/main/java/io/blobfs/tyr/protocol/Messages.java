@@ -9,6 +9,8 @@ import io.blobfs.tyr.api.TxOp;
 import io.blobfs.tyr.api.TxRequest;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.CompositeByteBuf;
+import io.netty.buffer.Unpooled;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -49,7 +51,14 @@ public final class Messages {
     return Opcode.PING;
   }
 
-  /** The payload of a request; commit data is copied, so callers may reuse their buffers. */
+  /** Data at least this large, in a direct buffer, is sent from it without a copy. */
+  static final int ZERO_COPY_BYTES = 64 << 10;
+
+  /**
+   * The payload of a request. Commit data in heap buffers is copied, so callers may reuse
+   * those at once; large direct buffers are sent in place and must not change until the
+   * call completes (as {@code BlobStore.write} already requires).
+   */
   public static ByteBuf encode(Request r, ByteBufAllocator alloc) {
     if (r instanceof Request.Hello h) {
       return alloc.buffer(2 + h.proof().length).writeShort(h.proof().length)
@@ -98,8 +107,12 @@ public final class Messages {
   private static ByteBuf encodeTx(TxRequest tx, ByteBufAllocator alloc) {
     int dataBytes = 0;
     for (TxOp op : tx.ops()) {
-      dataBytes += data(op) == null ? 0 : data(op).remaining();
+      ByteBuffer d = data(op);
+      if (d != null && !(d.isDirect() && d.remaining() >= ZERO_COPY_BYTES)) {
+        dataBytes += d.remaining();
+      }
     }
+    CompositeByteBuf frame = alloc.compositeBuffer(Integer.MAX_VALUE);
     ByteBuf b = alloc.buffer(64 + dataBytes);
     b.writeInt(tx.reads().size());
     for (ReadCheck r : tx.reads()) {
@@ -127,10 +140,22 @@ public final class Messages {
       }
       ByteBuffer data = data(op);
       if (data != null) {
-        b.writeInt(data.remaining()).writeBytes(data.duplicate());
+        b.writeInt(data.remaining());
+        if (data.isDirect() && data.remaining() >= ZERO_COPY_BYTES) {
+          frame.addComponent(true, b);
+          frame.addComponent(true, Unpooled.wrappedBuffer(data.duplicate()));
+          b = alloc.buffer(256);
+        } else {
+          b.writeBytes(data.duplicate());
+        }
       }
     }
-    return b;
+    if (frame.numComponents() == 0) {
+      frame.release();
+      return b;
+    }
+    frame.addComponent(true, b);
+    return frame;
   }
 
   private static ByteBuffer data(TxOp op) {

@@ -221,7 +221,7 @@ class ProtocolTest {
     RawConnection(int port) throws IOException {
       socket = new Socket("127.0.0.1", port);
       socket.setSoTimeout(10_000);
-      out = new DataOutputStream(socket.getOutputStream());
+      out = new DataOutputStream(new java.io.BufferedOutputStream(socket.getOutputStream()));
       in = new DataInputStream(socket.getInputStream());
     }
 
