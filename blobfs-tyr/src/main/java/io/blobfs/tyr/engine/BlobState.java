@@ -97,6 +97,53 @@ final class BlobState {
     return Math.toIntExact(offset / chunkBytes);
   }
 
+  void writeTo(java.io.DataOutputStream out) throws java.io.IOException {
+    byte[] k = key.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    out.writeInt(chunkBytes);
+    out.writeInt(k.length);
+    out.write(k);
+    out.writeLong(version);
+    out.writeLong(size);
+    out.writeLong(createdMillis);
+    out.writeLong(modifiedMillis);
+    out.writeInt(chunks.length);
+    for (Chunk c : chunks) {
+      Extent[] extents = c == null ? new Extent[0] : c.extents();
+      out.writeInt(extents.length);
+      for (Extent e : extents) {
+        out.writeInt(e.start());
+        out.writeInt(e.length());
+        out.writeLong(e.segment());
+        out.writeLong(e.position());
+      }
+    }
+  }
+
+  static BlobState readFrom(java.io.DataInputStream in) throws java.io.IOException {
+    int chunkBytes = in.readInt();
+    int keyLength = in.readInt();
+    if (chunkBytes <= 0 || keyLength < 0 || keyLength > 65535) {
+      throw new java.io.IOException("bad blob entry: chunk " + chunkBytes + ", key "
+          + keyLength);
+    }
+    byte[] k = new byte[keyLength];
+    in.readFully(k);
+    String key = new String(k, java.nio.charset.StandardCharsets.UTF_8);
+    long version = in.readLong();
+    long size = in.readLong();
+    long created = in.readLong();
+    long modified = in.readLong();
+    Chunk[] chunks = new Chunk[in.readInt()];
+    for (int i = 0; i < chunks.length; i++) {
+      Extent[] extents = new Extent[in.readInt()];
+      for (int j = 0; j < extents.length; j++) {
+        extents[j] = new Extent(in.readInt(), in.readInt(), in.readLong(), in.readLong());
+      }
+      chunks[i] = Chunk.of(extents);
+    }
+    return new BlobState(key, version, size, created, modified, chunkBytes, chunks);
+  }
+
   /** Every segment this state's bytes live in, with the bytes there. */
   void addLiveBytes(java.util.Map<Long, Long> bySegment) {
     for (Chunk c : chunks) {

@@ -18,6 +18,10 @@ final class Chunk {
     this.extents = extents;
   }
 
+  static Chunk of(Extent[] extents) {
+    return extents.length == 0 ? EMPTY : new Chunk(extents);
+  }
+
   int extentCount() {
     return extents.length;
   }

@@ -18,6 +18,8 @@ record LogOp(byte type, String key, long a, long b, long dataPos) {
   static final byte WRITE = 2;
   static final byte SET_SIZE = 3;
   static final byte DELETE = 4;
+  /** As WRITE, but the bytes are the blob's own, moved out of an old segment: no new version. */
+  static final byte RELOCATE = 5;
 
   static LogOp reset(String key) {
     return new LogOp(RESET, key, 0, 0, 0);
@@ -29,6 +31,10 @@ record LogOp(byte type, String key, long a, long b, long dataPos) {
 
   static LogOp setSize(String key, long size) {
     return new LogOp(SET_SIZE, key, size, 0, 0);
+  }
+
+  static LogOp relocate(String key, long offset, long length, long dataPos) {
+    return new LogOp(RELOCATE, key, offset, length, dataPos);
   }
 
   static LogOp delete(String key) {
@@ -46,7 +52,7 @@ record LogOp(byte type, String key, long a, long b, long dataPos) {
 
   static LogOp decode(ByteBuffer in) {
     byte type = in.get();
-    if (type < RESET || type > DELETE) {
+    if (type < RESET || type > RELOCATE) {
       throw new IllegalStateException("unknown log op type " + type);
     }
     byte[] k = new byte[Short.toUnsignedInt(in.getShort())];

@@ -61,8 +61,17 @@ public final class TyrEngine implements Closeable {
    */
   private final java.util.concurrent.locks.ReadWriteLock publishLock =
       new java.util.concurrent.locks.ReentrantReadWriteLock();
+  /**
+   * Readers hold it shared while they read extents; deleting a segment takes it
+   * exclusively, so no read is ever cut off by a compaction.
+   */
+  private final java.util.concurrent.locks.ReadWriteLock segmentLock =
+      new java.util.concurrent.locks.ReentrantReadWriteLock();
   private final ArrayDeque<Pending> pending = new ArrayDeque<>();
   private final Thread syncer;
+  private final Thread reclaimer;
+  /** Serialises compactions and checkpoints (the reclaimer's, tests', close's). */
+  private final Object compactionMonitor = new Object();
   private volatile boolean closed;
   private volatile IOException failure;
 
@@ -71,7 +80,27 @@ public final class TyrEngine implements Closeable {
 
   private TyrEngine(EngineConfig config) throws IOException {
     this.config = config;
-    this.log = WriteAheadLog.open(config.directory(), config.segmentBytes(), this::replay);
+    java.nio.file.Files.createDirectories(config.directory());
+    var checkpoint = Checkpoint.loadLatest(config.directory());
+    WriteAheadLog.Position start = new WriteAheadLog.Position(1, 0);
+    long startVersion = 0;
+    if (checkpoint.isPresent()) {
+      for (BlobState s : checkpoint.get().blobs()) {
+        visible.put(s.key, s);
+      }
+      start = new WriteAheadLog.Position(checkpoint.get().segment(), checkpoint.get().offset());
+      startVersion = checkpoint.get().version();
+    }
+    this.log = WriteAheadLog.open(config.directory(), config.segmentBytes(), start,
+        startVersion, this::replay);
+    this.resumePoint = start;
+    if (config.compactInterval().isZero()) {
+      reclaimer = null;
+    } else {
+      reclaimer = new Thread(this::reclaimLoop, "tyr-reclaim-"
+          + config.directory().getFileName());
+      reclaimer.setDaemon(true);
+    }
     if (config.syncPolicy() == SyncPolicy.NONE) {
       syncer = null;
     } else {
@@ -79,8 +108,11 @@ public final class TyrEngine implements Closeable {
       syncer.setDaemon(true);
       syncer.start();
     }
-    LOG.info("Týr engine open at {}: {} blobs, last commit {}", config.directory(),
-        visible.size(), log.lastVersion());
+    if (reclaimer != null) {
+      reclaimer.start();
+    }
+    LOG.info("Týr engine open at {}: {} blobs, last commit {} (checkpoint at {})",
+        config.directory(), visible.size(), log.lastVersion(), startVersion);
   }
 
   /** Opens (creating if needed) the store in {@code config.directory()}, replaying its log. */
@@ -114,6 +146,8 @@ public final class TyrEngine implements Closeable {
       case LogOp.RESET -> BlobState.fresh(op.key(), version, now, config.chunkBytes());
       case LogOp.WRITE -> base.withWrite(op.a(), Math.toIntExact(op.b()), segment,
           recordStart + op.dataPos(), version, now);
+      case LogOp.RELOCATE -> base.withWrite(op.a(), Math.toIntExact(op.b()), segment,
+          recordStart + op.dataPos(), base.version, base.modifiedMillis);
       case LogOp.SET_SIZE -> base.withSize(op.a(), version, now);
       case LogOp.DELETE -> null;
       default -> throw new IllegalStateException("log op " + op.type());
@@ -129,38 +163,30 @@ public final class TyrEngine implements Closeable {
   }
 
   /**
-   * One committed version of a blob, to read from however many writers commit meanwhile.
-   * Holding it pins nothing on disk beyond what the engine keeps anyway (segments are never
-   * deleted while the engine is open).
+   * Reads from {@code offset} of the newest committed version of a blob: as many bytes as
+   * it holds there, up to {@code maxLength}, into a buffer of exactly that size got from
+   * {@code buffers}. Returns that version's metadata; NOT_FOUND if the blob is absent.
    */
-  public final class Snapshot {
-    private final BlobState state;
-
-    private Snapshot(BlobState state) {
-      this.state = state;
-    }
-
-    public BlobStat stat() {
-      return state.stat();
-    }
-
-    /** Fills {@code dst} from {@code offset}, up to this version's end. */
-    public void read(long offset, ByteBuffer dst) throws IOException {
-      if (offset < 0) {
-        throw new TyrException(ErrorCode.BAD_REQUEST, "negative offset " + offset);
-      }
-      readState(state, offset, dst);
-    }
-  }
-
-  /** The newest visible version of a blob; NOT_FOUND if it does not exist. */
-  public Snapshot snapshot(String key) throws TyrException {
+  public BlobStat read(String key, long offset, int maxLength,
+      java.util.function.IntFunction<ByteBuffer> buffers) throws IOException {
     checkOpen();
-    BlobState s = visible.get(key);
-    if (s == null) {
-      throw new TyrException(ErrorCode.NOT_FOUND, "no blob " + key);
+    if (offset < 0 || maxLength < 0) {
+      throw new TyrException(ErrorCode.BAD_REQUEST, "negative offset or length: " + offset
+          + ", " + maxLength);
     }
-    return new Snapshot(s);
+    segmentLock.readLock().lock();
+    try {
+      BlobState s = visible.get(key);
+      if (s == null) {
+        throw new TyrException(ErrorCode.NOT_FOUND, "no blob " + key);
+      }
+      int n = (int) Math.max(0, Math.min(maxLength, s.size - offset));
+      ByteBuffer dst = buffers.apply(n);
+      readState(s, offset, dst);
+      return s.stat();
+    } finally {
+      segmentLock.readLock().unlock();
+    }
   }
 
   /**
@@ -168,9 +194,7 @@ public final class TyrEngine implements Closeable {
    * its end; returns that version's metadata.
    */
   public BlobStat read(String key, long offset, ByteBuffer dst) throws IOException {
-    Snapshot s = snapshot(key);
-    s.read(offset, dst);
-    return s.stat();
+    return read(key, offset, dst.remaining(), n -> dst);
   }
 
   BlobState stateForTest(String key) {
@@ -228,6 +252,9 @@ public final class TyrEngine implements Closeable {
         ? visible.tailMap(prefix, true) : visible.tailMap(cursor, false);
     List<BlobState> states = new ArrayList<>(Math.min(limit, 1024));
     String next = null;
+    if (headBytes > 0) {
+      segmentLock.readLock().lock(); // held until the heads are read (released below)
+    }
     publishLock.readLock().lock();
     try {
       for (BlobState s : tail.values()) {
@@ -247,11 +274,17 @@ public final class TyrEngine implements Closeable {
     List<byte[]> heads = new ArrayList<>(headBytes > 0 ? states.size() : 0);
     for (BlobState s : states) {
       keys.add(s.key);
-      if (headBytes > 0) {
-        // States are immutable: their bytes can be read after the lock is gone.
-        ByteBuffer head = ByteBuffer.allocate((int) Math.min(headBytes, s.size));
-        readState(s, 0, head);
-        heads.add(head.array());
+    }
+    if (headBytes > 0) {
+      // States are immutable: their bytes can be read after the publish lock is gone.
+      try {
+        for (BlobState s : states) {
+          ByteBuffer head = ByteBuffer.allocate((int) Math.min(headBytes, s.size));
+          readState(s, 0, head);
+          heads.add(head.array());
+        }
+      } finally {
+        segmentLock.readLock().unlock();
       }
     }
     return new ScanResult(keys, heads, next);
@@ -317,23 +350,7 @@ public final class TyrEngine implements Closeable {
         log.abort();
         throw new TyrException(ErrorCode.SERVER_ERROR, "log write failed: " + e, e);
       }
-      CommitResult result = new CommitResult(version, plan.values);
-      if (config.syncPolicy() == SyncPolicy.ALWAYS) {
-        Map<String, BlobState> marks = new java.util.HashMap<>();
-        for (Map.Entry<String, BlobState> e : plan.work.entrySet()) {
-          BlobState mark = e.getValue() == null
-              ? BlobState.deleted(e.getKey(), version) : e.getValue();
-          staged.put(e.getKey(), mark);
-          marks.put(e.getKey(), mark);
-        }
-        synchronized (pending) {
-          pending.add(new Pending(version, marks, done, result));
-          pending.notifyAll();
-        }
-      } else {
-        publish(plan.work);
-        done.complete(result);
-      }
+      settle(plan, new CommitResult(version, plan.values), done);
     } catch (TyrException e) {
       done.completeExceptionally(e);
     } catch (IOException e) {
@@ -342,6 +359,29 @@ public final class TyrEngine implements Closeable {
       commitLock.unlock();
     }
     return done;
+  }
+
+  /**
+   * After a record is logged: publishes it now, or (sync=always) stages it for the syncer
+   * to publish once it is on disk. Called under the commit lock, in commit order.
+   */
+  private void settle(Planner plan, CommitResult result, CompletableFuture<CommitResult> done) {
+    if (config.syncPolicy() == SyncPolicy.ALWAYS) {
+      Map<String, BlobState> marks = new java.util.HashMap<>();
+      for (Map.Entry<String, BlobState> e : plan.work.entrySet()) {
+        BlobState mark = e.getValue() == null
+            ? BlobState.deleted(e.getKey(), plan.version) : e.getValue();
+        staged.put(e.getKey(), mark);
+        marks.put(e.getKey(), mark);
+      }
+      synchronized (pending) {
+        pending.add(new Pending(plan.version, marks, done, result));
+        pending.notifyAll();
+      }
+    } else {
+      publish(plan.work);
+      done.complete(result);
+    }
   }
 
   /** The newest state a commit must see: staged (not yet durable) over visible. */
@@ -538,15 +578,211 @@ public final class TyrEngine implements Closeable {
       }
     }
 
+    /** Moves bytes a blob already holds to the head of the log; the blob keeps its version. */
+    void relocate(String key, long offset, ByteBuffer data) throws IOException {
+      emit(LogOp.relocate(key, offset, data.remaining(), 0), data);
+    }
+
     private void emit(LogOp op, ByteBuffer data) throws IOException {
       LogOp logged = op;
       if (data != null) {
         long at = log.appendData(data);
-        logged = LogOp.write(op.key(), op.a(), op.b(), at - log.recordStart());
+        logged = new LogOp(op.type(), op.key(), op.a(), op.b(), at - log.recordStart());
       }
       ops.add(logged);
       work.put(op.key(), TyrEngine.this.apply(current(op.key()), logged, log.segment(),
           log.recordStart(), version, now));
+    }
+  }
+
+  // ------------------------------------------------------------------ reclaiming disk
+
+  /** What one compaction did. */
+  public record Compaction(int segmentsDeleted, long bytesReclaimed, long bytesMoved) {}
+
+  private static final long RELOCATION_BATCH_BYTES = 16L << 20;
+  private final Object reclaimWait = new Object();
+  private volatile WriteAheadLog.Position resumePoint = new WriteAheadLog.Position(1, 0);
+
+  /**
+   * Reclaims the disk held by old versions: the live bytes of sealed segments that are
+   * mostly dead are moved to the head of the log (the blobs keep their versions), a
+   * checkpoint is written, and the segments nothing refers to any more are deleted.
+   */
+  public Compaction compact() throws IOException {
+    synchronized (compactionMonitor) {
+      checkOpen();
+      Map<Long, Long> sealed = log.sealedSegments();
+      Map<Long, Long> live = liveBytes();
+      java.util.Set<Long> victims = new java.util.TreeSet<>();
+      for (Map.Entry<Long, Long> e : sealed.entrySet()) {
+        if (live.getOrDefault(e.getKey(), 0L) < config.compactBelow() * e.getValue()) {
+          victims.add(e.getKey());
+        }
+      }
+      if (victims.isEmpty()) {
+        return new Compaction(0, 0, 0);
+      }
+      long moved = relocate(victims);
+      checkpoint();
+      Map<Long, Long> stillLive = liveBytes();
+      long reclaimed = 0;
+      int deleted = 0;
+      segmentLock.writeLock().lock(); // waits for reads in progress; new ones see no victim
+      try {
+        for (long id : victims) {
+          if (stillLive.getOrDefault(id, 0L) == 0 && id < resumePoint.segment()) {
+            reclaimed += sealed.get(id);
+            log.deleteSegment(id);
+            deleted++;
+          }
+        }
+      } finally {
+        segmentLock.writeLock().unlock();
+      }
+      if (deleted > 0) {
+        LOG.info("Týr compaction at {}: deleted {} segments ({} MiB), moved {} MiB",
+            config.directory(), deleted, reclaimed >> 20, moved >> 20);
+      }
+      return new Compaction(deleted, reclaimed, moved);
+    }
+  }
+
+  /** Live bytes per segment over every current state (visible and staged). */
+  private Map<Long, Long> liveBytes() {
+    Map<Long, Long> live = new java.util.HashMap<>();
+    for (BlobState s : latestStates()) {
+      s.addLiveBytes(live);
+    }
+    return live;
+  }
+
+  /** Every blob's newest state, logged or visible, taken while no commit is published. */
+  private java.util.Collection<BlobState> latestStates() {
+    publishLock.writeLock().lock();
+    try {
+      Map<String, BlobState> all = new java.util.HashMap<>(visible);
+      for (BlobState s : staged.values()) {
+        if (s.isDeleted()) {
+          all.remove(s.key);
+        } else {
+          all.put(s.key, s);
+        }
+      }
+      return all.values();
+    } finally {
+      publishLock.writeLock().unlock();
+    }
+  }
+
+  private record Move(String key, long chunkStart, Extent extent) {}
+
+  /** Moves every extent in {@code victims} to the head of the log; returns bytes moved. */
+  private long relocate(java.util.Set<Long> victims) throws IOException {
+    List<Move> moves = new ArrayList<>();
+    for (BlobState s : latestStates()) {
+      for (int i = 0; i < s.chunkCount(); i++) {
+        for (Extent e : s.chunk(i).extents()) {
+          if (victims.contains(e.segment())) {
+            moves.add(new Move(s.key, (long) i * s.chunkBytes(), e));
+          }
+        }
+      }
+    }
+    long moved = 0;
+    List<CompletableFuture<CommitResult>> records = new ArrayList<>();
+    for (int next = 0; next < moves.size(); ) {
+      commitLock.lock();
+      try {
+        checkOpen();
+        long version = log.lastVersion() + 1;
+        long now = System.currentTimeMillis();
+        Planner plan = new Planner(version, now, 0);
+        log.begin(version, now);
+        try {
+          for (long bytes = 0; next < moves.size() && bytes < RELOCATION_BATCH_BYTES; next++) {
+            Move m = moves.get(next);
+            BlobState s = plan.current(m.key());
+            // Changed since the list was made: its bytes are elsewhere now, or will be
+            // moved by a later compaction.
+            if (s == null || s.chunkBytes() * (long) s.chunkIndex(m.chunkStart()) != m.chunkStart()
+                || !java.util.Arrays.asList(s.chunk(s.chunkIndex(m.chunkStart())).extents())
+                    .contains(m.extent())) {
+              continue;
+            }
+            ByteBuffer b = ByteBuffer.allocate(m.extent().length());
+            log.read(m.extent().segment(), m.extent().position(), b);
+            plan.relocate(m.key(), m.chunkStart() + m.extent().start(), b.flip());
+            bytes += m.extent().length();
+            moved += m.extent().length();
+          }
+          if (plan.ops.isEmpty()) {
+            log.abort();
+            continue;
+          }
+          log.finish(plan.ops);
+        } catch (IOException | RuntimeException e) {
+          fail(e);
+          log.abort();
+          throw e;
+        }
+        CompletableFuture<CommitResult> done = new CompletableFuture<>();
+        settle(plan, new CommitResult(version, new long[0]), done);
+        records.add(done);
+      } finally {
+        commitLock.unlock();
+      }
+    }
+    for (CompletableFuture<CommitResult> f : records) {
+      try {
+        f.join(); // published: no visible state refers to the victims any more
+      } catch (java.util.concurrent.CompletionException e) {
+        throw new IOException("moving live bytes failed", e.getCause());
+      }
+    }
+    return moved;
+  }
+
+  /**
+   * Records every blob's state and the log position after the last commit, so that
+   * recovery replays only what follows (and earlier segments may go).
+   */
+  public void checkpoint() throws IOException {
+    synchronized (compactionMonitor) {
+      java.util.Collection<BlobState> states;
+      WriteAheadLog.Position at;
+      long version;
+      commitLock.lock();
+      try {
+        at = log.position();
+        version = log.lastVersion();
+        states = latestStates();
+      } finally {
+        commitLock.unlock();
+      }
+      log.force(); // every commit the checkpoint includes is on disk before it is
+      Checkpoint.write(config.directory(), version, at.segment(), at.offset(), states);
+      resumePoint = at;
+    }
+  }
+
+  private void reclaimLoop() {
+    while (!closed) {
+      synchronized (reclaimWait) {
+        try {
+          reclaimWait.wait(config.compactInterval().toMillis());
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+      if (closed) {
+        return;
+      }
+      try {
+        compact();
+      } catch (IOException | RuntimeException e) {
+        LOG.warn("Týr compaction at {} failed: {}", config.directory(), e.toString());
+      }
     }
   }
 
@@ -621,6 +857,16 @@ public final class TyrEngine implements Closeable {
     } finally {
       commitLock.unlock();
     }
+    if (reclaimer != null) {
+      synchronized (reclaimWait) {
+        reclaimWait.notifyAll();
+      }
+      try {
+        reclaimer.join(60_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
     if (syncer != null) {
       synchronized (pending) {
         pending.notifyAll();
@@ -641,6 +887,9 @@ public final class TyrEngine implements Closeable {
             p.future().complete(p.result());
           }
         }
+      }
+      if (failure == null) {
+        checkpoint(); // the next open replays nothing
       }
     } finally {
       failPending(new IOException("closed"));

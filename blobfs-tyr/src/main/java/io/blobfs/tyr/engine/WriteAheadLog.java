@@ -64,12 +64,21 @@ final class WriteAheadLog implements Closeable {
     this.segmentBytes = segmentBytes;
   }
 
-  /** Opens the log in {@code dir}, replaying every intact record into {@code replay}. */
-  static WriteAheadLog open(Path dir, long segmentBytes, Replay replay) throws IOException {
+  /** A place in the log between two records. */
+  record Position(long segment, long offset) {}
+
+  /**
+   * Opens the log in {@code dir}, replaying every intact record from {@code start} on
+   * (earlier segments are opened for reading only: a checkpoint covers their records)
+   * after commit {@code startVersion}.
+   */
+  static WriteAheadLog open(Path dir, long segmentBytes, Position start, long startVersion,
+      Replay replay) throws IOException {
     Files.createDirectories(dir);
     WriteAheadLog log = new WriteAheadLog(dir, segmentBytes);
+    log.lastVersion = startVersion;
     try {
-      log.recover(replay);
+      log.recover(start, replay);
     } catch (IOException | RuntimeException e) {
       log.close();
       throw e;
@@ -77,17 +86,24 @@ final class WriteAheadLog implements Closeable {
     return log;
   }
 
-  private void recover(Replay replay) throws IOException {
+  private void recover(Position start, Replay replay) throws IOException {
     List<Long> ids = new ArrayList<>();
     try (Stream<Path> files = Files.list(dir)) {
       files.map(p -> p.getFileName().toString()).filter(n -> n.endsWith(SUFFIX))
           .forEach(n -> ids.add(Long.parseLong(n.substring(0, n.length() - SUFFIX.length()))));
     }
     ids.sort(null);
+    if (start.segment() > 1 && !ids.contains(start.segment())) {
+      throw new IOException("Týr log is incomplete: the checkpoint resumes in segment "
+          + segmentPath(start.segment()) + ", which is missing");
+    }
     for (int i = 0; i < ids.size(); i++) {
       long id = ids.get(i);
       FileChannel ch = openChannel(id);
-      long end = replaySegment(id, ch, replay);
+      if (id < start.segment()) {
+        continue; // covered by the checkpoint; kept for the bytes it still holds
+      }
+      long end = replaySegment(id, ch, id == start.segment() ? start.offset() : 0, replay);
       if (end < ch.size()) {
         if (i < ids.size() - 1) {
           throw new IOException("Týr log is corrupt: segment " + segmentPath(id)
@@ -103,15 +119,16 @@ final class WriteAheadLog implements Closeable {
       pos = end;
     }
     if (current == null) {
-      startSegment(1);
+      startSegment(Math.max(1, start.segment()));
     }
     appendedVersion = lastVersion;
   }
 
   /** Replays the intact records of one segment; returns where the intact part ends. */
-  private long replaySegment(long id, FileChannel ch, Replay replay) throws IOException {
+  private long replaySegment(long id, FileChannel ch, long from, Replay replay)
+      throws IOException {
     long size = ch.size();
-    long at = 0;
+    long at = from;
     ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
     ByteBuffer scratch = ByteBuffer.allocateDirect(1 << 20);
     while (at + HEADER_BYTES <= size) {
@@ -168,6 +185,35 @@ final class WriteAheadLog implements Closeable {
 
   long lastVersion() {
     return lastVersion;
+  }
+
+  /** Where the next record will start; valid between records (under the commit lock). */
+  Position position() {
+    return new Position(currentId, pos);
+  }
+
+  /** Segments no longer appended to, with their sizes. */
+  Map<Long, Long> sealedSegments() throws IOException {
+    Map<Long, Long> out = new java.util.TreeMap<>();
+    long head = currentId;
+    for (Map.Entry<Long, FileChannel> e : channels.entrySet()) {
+      if (e.getKey() < head) {
+        out.put(e.getKey(), e.getValue().size());
+      }
+    }
+    return out;
+  }
+
+  /** Removes a sealed segment: the caller has made sure nothing reads or replays it. */
+  void deleteSegment(long id) throws IOException {
+    if (id >= currentId) {
+      throw new IllegalStateException("segment " + id + " is still being written");
+    }
+    FileChannel ch = channels.remove(id);
+    if (ch != null) {
+      ch.close();
+    }
+    Files.deleteIfExists(segmentPath(id));
   }
 
   // ------------------------------------------------------------------ appending

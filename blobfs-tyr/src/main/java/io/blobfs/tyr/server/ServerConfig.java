@@ -28,6 +28,7 @@ import java.util.Set;
  * max-frame       80m         largest frame accepted; larger ones close the connection
  * max-key-bytes   1024
  * max-blob-bytes  1t
+ * compact-interval 30s       how often disk held by old versions is reclaimed
  * secret-file     (optional)  shared secret clients must prove; TYR_SECRET also works
  * threads         8           threads running store operations
  * max-inflight    64          requests per connection before it stops reading
@@ -38,7 +39,7 @@ public record ServerConfig(String bind, int port, EngineConfig engine, int maxFr
 
   public static final Set<String> KEYS = Set.of("data-dir", "bind", "port", "sync",
       "sync-interval", "chunk-size", "segment-size", "max-frame", "max-key-bytes",
-      "max-blob-bytes", "secret-file", "threads", "max-inflight");
+      "max-blob-bytes", "secret-file", "threads", "max-inflight", "compact-interval");
 
   public ServerConfig {
     Objects.requireNonNull(bind, "bind");
@@ -65,7 +66,8 @@ public record ServerConfig(String bind, int port, EngineConfig engine, int maxFr
         o.getBytes("segment-size", 1L << 30, 1 << 20, 1L << 40), sync,
         o.getDuration("sync-interval", Duration.ofMillis(100)),
         (int) o.getLong("max-key-bytes", 1024, 1, 65535),
-        o.getBytes("max-blob-bytes", 1L << 40, 1, Long.MAX_VALUE), 64);
+        o.getBytes("max-blob-bytes", 1L << 40, 1, Long.MAX_VALUE), 64,
+        o.getDuration("compact-interval", Duration.ofSeconds(30)), 0.5);
     byte[] secret = null;
     if (o.get("secret-file").isPresent()) {
       secret = Files.readString(Path.of(o.get("secret-file").get()), StandardCharsets.UTF_8)

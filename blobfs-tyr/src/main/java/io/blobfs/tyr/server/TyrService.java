@@ -58,16 +58,17 @@ final class TyrService {
       throw new TyrException(ErrorCode.TOO_LARGE, "read of " + r.length()
           + " bytes; at most " + maxReadBytes + " per request");
     }
-    TyrEngine.Snapshot version = engine.snapshot(r.key());
-    BlobStat stat = version.stat();
-    int capacity = (int) Math.max(0, Math.min(r.length(), stat.size() - r.offset()));
-    ByteBuf data = alloc.directBuffer(capacity);
+    ByteBuf[] data = new ByteBuf[1];
     try {
-      version.read(r.offset(), data.nioBuffer(0, capacity));
-      data.writerIndex(capacity);
-      return new ReadReply(stat, data);
+      BlobStat stat = engine.read(r.key(), r.offset(), r.length(), n -> {
+        data[0] = alloc.directBuffer(n, n).writerIndex(n);
+        return data[0].nioBuffer(0, n);
+      });
+      return new ReadReply(stat, data[0]);
     } catch (Exception e) {
-      data.release();
+      if (data[0] != null) {
+        data[0].release();
+      }
       throw e;
     }
   }

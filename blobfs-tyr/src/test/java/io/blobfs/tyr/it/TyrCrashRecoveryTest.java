@@ -37,7 +37,9 @@ class TyrCrashRecoveryTest {
   @ValueSource(strings = {"always", "interval"})
   void killedMidWriteLosesNothingAcknowledgedAndAppliesNothingHalfway(String sync)
       throws Exception {
-    TyrServerProcess server = new TyrServerProcess(dir, "--sync", sync, "--segment-size", "16m");
+    // Small segments and a compaction every second: crashes also land mid-compaction.
+    TyrServerProcess server = new TyrServerProcess(dir, "--sync", sync, "--segment-size", "16m",
+        "--compact-interval", "1s");
     server.start();
     AtomicLongArray acked = new AtomicLongArray(WRITERS);
     try {
@@ -83,7 +85,8 @@ class TyrCrashRecoveryTest {
         }
       }
       assertThat(acked.get(0)).as("writers made progress").isGreaterThan(3);
-      server.output().lines().filter(l -> l.contains("discarding") || l.contains("engine open"))
+      server.output().lines().filter(l -> l.contains("discarding") || l.contains("engine open")
+          || l.contains("compaction"))
           .forEach(l -> System.out.println("[" + sync + "] " + l));
     } finally {
       server.close();
