@@ -6,10 +6,6 @@
 # Reports: benchmarks/reports/rados-throughput.md (+ .png), rados-listing.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/ensure-tools.sh
-scripts/ceph/ensure-ceph.sh
-eval "$(scripts/ceph/cluster.sh start --layout single --auth cephx)"
-export CEPH_CONF CEPH_KEYRING BLOBFS_CEPH_CLIENT_KEYRING BLOBFS_CEPH_POOL BLOBFS_CEPH_DIR
-mvn -B -ntp -q install -DskipTests -pl benchmarks/jmh -am
+source scripts/ceph/bench-env.sh
 mvn -B -ntp -q -pl benchmarks/jmh exec:exec@rados -Dbench.size="${1:-2g}"
 exec mvn -B -ntp -q -pl benchmarks/jmh exec:exec@rados-listing

@@ -5,9 +5,5 @@
 # Report: benchmarks/reports/tyr-benchmark.md (+ .png).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/ensure-tools.sh
-scripts/ceph/ensure-ceph.sh
-eval "$(scripts/ceph/cluster.sh start --layout single --auth cephx)"
-export CEPH_CONF CEPH_KEYRING BLOBFS_CEPH_CLIENT_KEYRING BLOBFS_CEPH_POOL BLOBFS_CEPH_DIR
-mvn -B -ntp -q install -DskipTests -pl benchmarks/jmh -am
+source scripts/ceph/bench-env.sh
 exec mvn -B -ntp -q -pl benchmarks/jmh exec:exec@tyr -Dbench.size="${1:-2g}"

@@ -9,9 +9,14 @@ import org.junit.Before;
 public class BlobFileSystemContractBaseTest extends FileSystemContractBaseTest {
   @Before
   public void setUp() throws Exception {
+    fs = openFileSystem();
+  }
+
+  /** The file system under test; other stores' bindings override this alone. */
+  protected FileSystem openFileSystem() throws Exception {
     Configuration conf = new Configuration();
     conf.addResource(BlobContract.XML);
-    fs = FileSystem.get(BlobContract.STORE, conf);
+    return FileSystem.get(BlobContract.STORE, conf);
   }
 
   @Override

@@ -1,6 +1,7 @@
 package io.blobfs.bench.rados;
 
 import io.blobfs.store.StoreOptions;
+import io.blobfs.bench.Reports;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryPoolMXBean;
@@ -17,7 +18,6 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
-import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.CategoryChart;
 import org.knowm.xchart.CategoryChartBuilder;
 
@@ -125,7 +125,7 @@ public final class RadosThroughputReport {
               out.write(buf, 0, (int) Math.min(APP_IO, size - done));
             }
           }
-          fsWrite = mibPerSec(size, System.nanoTime() - t0);
+          fsWrite = Reports.mibPerSec(size, System.nanoTime() - t0);
           writeDirect = d.mib();
         }
         writeHeap = peakHeapMiB();
@@ -139,7 +139,7 @@ public final class RadosThroughputReport {
               total += n;
             }
           }
-          fsRead = mibPerSec(size, System.nanoTime() - t0);
+          fsRead = Reports.mibPerSec(size, System.nanoTime() - t0);
           readDirect = d.mib();
         }
         readHeap = peakHeapMiB();
@@ -177,9 +177,6 @@ public final class RadosThroughputReport {
     return v;
   }
 
-  private static double mibPerSec(long bytes, long nanos) {
-    return bytes / (double) (1 << 20) / (nanos / 1e9);
-  }
 
   private static void resetPeaks() {
     System.gc();
@@ -215,8 +212,8 @@ public final class RadosThroughputReport {
       md.append(String.format(Locale.ROOT, "| %s (x%d) | %.0f MiB/s | %.0f MiB/s | %.2f %s | "
               + "%.0f MiB/s | %.0f MiB/s | %.2f %s | %d / %d MiB | %d / %d MiB |%n", r.stripe(),
           r.concurrency(), r.fsWrite(), r.benchWrite(), r.fsWrite() / r.benchWrite(),
-          verdict(r.fsWrite() / r.benchWrite()), r.fsRead(), r.benchRead(),
-          r.fsRead() / r.benchRead(), verdict(r.fsRead() / r.benchRead()), r.writeHeapMiB(),
+          Reports.verdict(r.fsWrite() / r.benchWrite(), 0.85), r.fsRead(), r.benchRead(),
+          r.fsRead() / r.benchRead(), Reports.verdict(r.fsRead() / r.benchRead(), 0.85), r.writeHeapMiB(),
           r.readHeapMiB(), r.writeDirectMiB(), r.readDirectMiB()));
     }
     md.append("\nTarget: ratio at least 0.85 for write and read. Memory: the peak Java heap "
@@ -224,10 +221,6 @@ public final class RadosThroughputReport {
         + "the JVM's direct buffers, sampled every 5 ms; a stream holds at most its write "
         + "buffers or read-ahead chunks for 64 MiB in flight plus one, whatever the file "
         + "size (2 GiB here).\n");
-    System.out.println();
-    System.out.println(md);
-    Files.createDirectories(dir);
-    Files.writeString(dir.resolve("rados-throughput.md"), md.toString());
     CategoryChart chart = new CategoryChartBuilder().width(760).height(440)
         .title("One stream on RADOS against rados bench, " + (size >> 20) + " MiB")
         .xAxisTitle("stripe (object) size").yAxisTitle("MiB/s").build();
@@ -236,11 +229,7 @@ public final class RadosThroughputReport {
     chart.addSeries("rados bench write", cats, rows.stream().map(Row::benchWrite).toList());
     chart.addSeries("blob:// read", cats, rows.stream().map(Row::fsRead).toList());
     chart.addSeries("rados bench seq", cats, rows.stream().map(Row::benchRead).toList());
-    BitmapEncoder.saveBitmap(chart, dir.resolve("rados-throughput").toString(),
-        BitmapEncoder.BitmapFormat.PNG);
+    Reports.write(dir, "rados-throughput", md, chart);
   }
 
-  private static String verdict(double ratio) {
-    return ratio >= 0.85 ? "met" : "MISSED";
-  }
 }

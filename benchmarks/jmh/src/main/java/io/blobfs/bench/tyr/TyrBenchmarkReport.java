@@ -6,6 +6,7 @@ import io.blobfs.store.StoreOptions;
 import io.blobfs.tyr.client.ClientConfig;
 import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.server.TyrServerProcess;
+import io.blobfs.bench.Reports;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.ByteBuffer;
@@ -27,7 +28,6 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
-import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.CategoryChart;
 import org.knowm.xchart.CategoryChartBuilder;
 
@@ -129,7 +129,7 @@ public final class TyrBenchmarkReport {
       long t0 = System.nanoTime();
       pipeline(size, at -> c.write("raw/" + at / BLOB, at % BLOB,
           data.duplicate().limit((int) Math.min(REQUEST, size - at))).thenApply(r -> 0));
-      double write = mibPerSec(size, System.nanoTime() - t0);
+      double write = Reports.mibPerSec(size, System.nanoTime() - t0);
       AtomicLong read = new AtomicLong();
       t0 = System.nanoTime();
       pipeline(size, at -> {
@@ -139,7 +139,7 @@ public final class TyrBenchmarkReport {
           return 0;
         });
       });
-      double rd = mibPerSec(size, System.nanoTime() - t0);
+      double rd = Reports.mibPerSec(size, System.nanoTime() - t0);
       check(read.get(), size);
       return new Seq("raw Týr client", write, rd);
     }
@@ -198,7 +198,7 @@ public final class TyrBenchmarkReport {
         out.write(buf, 0, (int) Math.min(APP_IO, size - done));
       }
     }
-    double write = mibPerSec(size, System.nanoTime() - t0);
+    double write = Reports.mibPerSec(size, System.nanoTime() - t0);
     long total = 0;
     t0 = System.nanoTime();
     try (FSDataInputStream in = fs.open(file)) {
@@ -206,7 +206,7 @@ public final class TyrBenchmarkReport {
         total += n;
       }
     }
-    double read = mibPerSec(size, System.nanoTime() - t0);
+    double read = Reports.mibPerSec(size, System.nanoTime() - t0);
     check(total, size);
     fs.delete(file, false);
     return new Seq(what, write, read);
@@ -292,8 +292,8 @@ public final class TyrBenchmarkReport {
     md.append(String.format(Locale.ROOT, "%n| ratio | write | read |%n|---|---:|---:|%n"
             + "| blob:// / raw client (target 0.9) | %.2f %s | %.2f %s |%n"
             + "| blob:// / file:// | %.2f | %.2f |%n", fs.write() / raw.write(),
-        verdict(fs.write() / raw.write()), fs.read() / raw.read(),
-        verdict(fs.read() / raw.read()), fs.write() / local.write(),
+        Reports.verdict(fs.write() / raw.write(), 0.9), fs.read() / raw.read(),
+        Reports.verdict(fs.read() / raw.read(), 0.9), fs.write() / local.write(),
         fs.read() / local.read()));
     md.append("\nThe server is a process of its own on loopback, its log on the same disk as "
         + "the file:// file, synced every 100 ms (sync=interval: a killed server loses "
@@ -308,27 +308,16 @@ public final class TyrBenchmarkReport {
         + "acknowledges a write only once it is forced to disk (group commit: concurrent "
         + "writes share a force); RADOS acknowledges once bluestore has committed it. "
         + radosNote + "\n");
-    System.out.println();
-    System.out.println(md);
-    Files.createDirectories(dir);
-    Files.writeString(dir.resolve("tyr-benchmark.md"), md.toString());
     CategoryChart chart = new CategoryChartBuilder().width(760).height(440)
         .title("One stream, " + (size >> 20) + " MiB: blob:// on Týr, raw client, file://")
         .xAxisTitle("path").yAxisTitle("MiB/s").build();
     List<String> cats = seq.stream().map(Seq::what).toList();
     chart.addSeries("write", cats, seq.stream().map(Seq::write).toList());
     chart.addSeries("read", cats, seq.stream().map(Seq::read).toList());
-    BitmapEncoder.saveBitmap(chart, dir.resolve("tyr-benchmark").toString(),
-        BitmapEncoder.BitmapFormat.PNG);
+    Reports.write(dir, "tyr-benchmark", md, chart);
   }
 
-  private static String verdict(double ratio) {
-    return ratio >= 0.9 ? "met" : "MISSED";
-  }
 
-  private static double mibPerSec(long bytes, long nanos) {
-    return bytes / (double) (1 << 20) / (nanos / 1e9);
-  }
 
   private static void check(long got, long want) {
     if (got != want) {
