@@ -52,19 +52,16 @@ class MapJsonParserTest {
   }
 
   @Test
-  void downOsdsLeaveTheUpSetAndUpmappedPgsAreRefused() {
+  void downOsdsLeaveTheUpSet() {
     CrushMap crush = MapJsonParser.parseCrush(CRUSH.replace("ALG", "straw2"));
     OsdMap map = MapJsonParser.parseOsdMap(OSDS, crush);
     for (int seed = 0; seed < 8; seed++) {
       PlacementGroups.PgId pg = new PlacementGroups.PgId(1, seed);
-      if (seed == 3) {
-        assertThatThrownBy(() -> map.up(pg)).isInstanceOf(UnsupportedMapFeatureException.class);
-        continue;
-      }
       assertThat(map.rawOsds(pg)).hasSize(3);
       OsdMap.Placement p = map.up(pg);
       assertThat(p.up()).hasSize(2).doesNotContain(1);
       assertThat(p.primary()).isEqualTo(p.up().get(0));
+      assertThat(p.acting()).isEqualTo(p.up());
     }
   }
 

@@ -7,7 +7,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -82,7 +81,7 @@ public class CrushMappingBenchmark {
     }
     OsdMap.Pool pool = new OsdMap.Pool(1, "bench", OsdMap.TYPE_REPLICATED, 3, 0, 256, 256,
         true);
-    map = new OsdMap(24, Map.of(1, pool), osds, crush, Set.of(), Set.of());
+    map = new OsdMap(1, 24, Map.of(1, pool), osds, crush, OsdMap.Overrides.NONE);
     Random rnd = new Random(1);
     List<String> n = new ArrayList<>();
     for (int i = 0; i < 4096; i++) {
