@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.blobfs.locality.ceph.CephPlacement;
 import io.blobfs.locality.crush.CrushMapper;
 import io.blobfs.locality.crush.OsdMap;
+import io.blobfs.locality.crush.PlacementGroups;
 import io.blobfs.rados.CephClusterExtension.Cluster;
 import io.blobfs.store.ScanPage;
 import io.blobfs.store.StoreOptions;
@@ -85,6 +86,7 @@ class RadosPlacementIntegrationTest {
         ceph("osd", "pool", "rm", pool, pool, "--yes-i-really-really-mean-it");
       }
       ceph("osd", "erasure-code-profile", "rm", "loc-k2m1");
+      ceph("config", "rm", "osd.2", "osd_max_markdown_count");
       waitForOsds(3);
     } finally {
       if (admin != null) {
@@ -133,6 +135,9 @@ class RadosPlacementIntegrationTest {
    */
   @Test
   void aDownOsdLeavesGapsAndErasureHoles() throws IOException {
+    // An OSD marked down while alive shuts itself down after osd_max_markdown_count (5)
+    // markings in 10 minutes: repeated runs must not reach that.
+    ceph("config", "set", "osd.2", "osd_max_markdown_count", "1000");
     ceph("osd", "set", "noup");
     try {
       ceph("osd", "down", "2");
@@ -149,6 +154,85 @@ class RadosPlacementIntegrationTest {
       ceph("osd", "unset", "noup");
     }
     waitForOsds(3);
+  }
+
+  /**
+   * pg_temp and primary_temp: the acting set and primary. The OSDs have such entries removed
+   * within about half a second (peering finds the up set complete), so each is set and
+   * compared at once through mon commands, at one epoch, and again if it was gone.
+   */
+  @Test
+  void pgTempGivesTheActingSet() throws IOException {
+    int pool = poolId(R3);
+    List<Integer> reversed = new ArrayList<>(upOf(R3, 3));
+    java.util.Collections.reverse(reversed);
+    try {
+      assertActingUnderTemp(3, JSON.createObjectNode().put("prefix", "osd pg-temp")
+          .put("pgid", pool + ".3").set("id", JSON.valueToTree(reversed)).toString());
+    } finally {
+      ceph("osd", "pg-temp", pool + ".3"); // normally the OSDs have removed it already
+    }
+  }
+
+  @Test
+  void primaryTempGivesTheActingPrimary() throws IOException {
+    int pool = poolId(R3);
+    try {
+      assertActingUnderTemp(4, JSON.createObjectNode().put("prefix", "osd primary-temp")
+          .put("pgid", pool + ".4").put("id", upOf(R3, 4).get(1)).toString());
+    } finally {
+      admin.monCommand(JSON.createObjectNode().put("prefix", "osd primary-temp")
+          .put("pgid", pool + ".4").put("id", -1).toString());
+    }
+  }
+
+  private static void assertActingUnderTemp(int seed, String setTemp) throws IOException {
+    List<String> names = new ArrayList<>();
+    for (String name : names(240)) {
+      if (placement.placementOf(R3, "", name).pg().seed() == seed && names.size() < 8) {
+        names.add(name);
+      }
+    }
+    List<String> attempts = new ArrayList<>();
+    for (int attempt = 1; attempt <= 8; attempt++) {
+      admin.monCommand(setTemp);
+      CephPlacement.Snapshot s = placement.current();
+      OsdMap.Overrides o = s.map().overrides();
+      if (o.pgTemp().isEmpty() && o.primaryTemp().isEmpty()) {
+        attempts.add("epoch " + s.epoch() + ": already removed");
+        continue;
+      }
+      List<String> mismatches = new ArrayList<>();
+      int differ = 0;
+      JsonNode ceph = null;
+      for (String name : names) {
+        ceph = osdMap(R3, name, "");
+        if (ceph.get("epoch").asInt() != s.epoch()) {
+          break;
+        }
+        OsdMap.Placement ours = s.map().up(
+            PlacementGroups.objectToPg(s.map().pool(R3), name, null, ""));
+        if (!ours.acting().equals(ours.up()) || ours.actingPrimary() != ours.upPrimary()) {
+          differ++;
+        }
+        if (!render(ours).equals(render(ceph))) {
+          mismatches.add(name + " ceph=" + render(ceph) + " ours=" + render(ours));
+        }
+        ceph = null;
+      }
+      if (ceph != null) {
+        attempts.add("epoch " + s.epoch() + ": monitor moved to " + ceph.get("epoch"));
+        continue;
+      }
+      System.out.printf("live: %d/%d placements agree in a PG with %s (acting != up in %d;"
+          + " attempt %d)%n", names.size() - mismatches.size(), names.size(),
+          o.pgTemp().isEmpty() ? "primary_temp" : "pg_temp", differ, attempt);
+      assertThat(mismatches).isEmpty();
+      assertThat(differ).isEqualTo(names.size());
+      return;
+    }
+    throw new AssertionError("the temp entry was gone before it could be compared: "
+        + attempts);
   }
 
   /**
@@ -397,8 +481,21 @@ class RadosPlacementIntegrationTest {
         .get("pool_id").asInt();
   }
 
+  /** Waits until {@code up} OSDs are up; restarts stopped OSD daemons if they do not come. */
   private static void waitForOsds(int up) throws IOException {
-    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    try {
+      waitForOsds(up, Duration.ofSeconds(30));
+    } catch (IOException notYet) {
+      if (up < 3) {
+        throw notYet;
+      }
+      CephTestCluster.run("osd-start", "--layout", "multi", "--auth", "cephx", "--id", "2");
+      waitForOsds(up, Duration.ofSeconds(60));
+    }
+  }
+
+  private static void waitForOsds(int up, Duration patience) throws IOException {
+    long deadline = System.nanoTime() + patience.toNanos();
     while (true) {
       JsonNode stat = JSON.readTree(ceph("osd", "stat", "-f", "json"));
       if (stat.get("num_up_osds").asInt() == up) {

@@ -211,8 +211,21 @@ public final class MapJsonParser {
       pgTemp.put(pgId(e), intList(e, "osds"));
     }
     Map<PgId, Integer> primaryTemp = new HashMap<>();
-    for (JsonNode e : optionalArray(root, "primary_temp")) {
-      primaryTemp.put(pgId(e), integer(e, "osd"));
+    List<JsonNode> entries = optionalArray(root, "primary_temp");
+    for (int i = 0; i < entries.size(); i++) {
+      JsonNode e = entries.get(i);
+      if (e.isObject()) {
+        primaryTemp.put(pgId(e), integer(e, "osd"));
+      } else {
+        // Pacific dumps this array without an object per entry: "pgid", osd, "pgid", osd...
+        JsonNode osd = i + 1 < entries.size() ? entries.get(i + 1) : null;
+        if (!e.isTextual() || osd == null || !osd.isIntegralNumber()) {
+          throw new CrushMapException("primary_temp: expected a pgid and an osd at " + i
+              + " in " + root.get("primary_temp"));
+        }
+        primaryTemp.put(PgId.parse(e.asText()), osd.asInt());
+        i++;
+      }
     }
     return new OsdMap(epoch, maxOsd, pools, osds, crush,
         new OsdMap.Overrides(upmap, upmapItems, pgTemp, primaryTemp));
