@@ -7,9 +7,9 @@ import com.sun.jna.NativeLong;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
-import io.blobfs.store.BlobInfo;
 import io.blobfs.locality.ceph.CephPlacement;
 import io.blobfs.locality.crush.CrushMapException;
+import io.blobfs.store.BlobInfo;
 import io.blobfs.store.CopiesOnWrite;
 import io.blobfs.store.PlacementAware;
 import io.blobfs.store.PutMode;
@@ -38,7 +38,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * namespace of its object ({@code n/a/b} is object {@code a/b} in namespace {@code n}),
  * so a scan of names never walks the data stripes. Reads and writes are librados AIO
  * whose completions arrive on librados threads and are handed to a small executor.
- * Every call is bounded by the configured operation timeout.
+ * Every call is bounded by the configured operation timeout. Where an object lives is
+ * computed here with CRUSH ({@link #hostsOf}), from maps read through mon commands.
  */
 public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   private static final LibRados LIB = LibRados.INSTANCE;
