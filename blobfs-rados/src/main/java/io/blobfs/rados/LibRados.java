@@ -6,6 +6,7 @@ import com.sun.jna.Native;
 import com.sun.jna.NativeLong;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.LongByReference;
+import com.sun.jna.ptr.NativeLongByReference;
 import com.sun.jna.ptr.PointerByReference;
 
 /**
@@ -73,4 +74,14 @@ interface LibRados extends Library {
       PointerByReference nspace);
 
   void rados_nobjects_list_close(Pointer ctx);
+
+  /**
+   * Our own binding rather than rados-java's executeRadosMonCommand, which decodes the
+   * reply with the platform charset.
+   */
+  int rados_mon_command(Pointer cluster, String[] cmd, NativeLong cmdlen, Pointer inbuf,
+      NativeLong inbuflen, PointerByReference outbuf, NativeLongByReference outbuflen,
+      PointerByReference outs, NativeLongByReference outslen);
+
+  void rados_buffer_free(Pointer buf);
 }

@@ -7,8 +7,11 @@ import com.sun.jna.NativeLong;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
+import io.blobfs.locality.ceph.CephPlacement;
+import io.blobfs.locality.crush.CrushMapException;
 import io.blobfs.store.BlobInfo;
 import io.blobfs.store.CopiesOnWrite;
+import io.blobfs.store.PlacementAware;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.ScanPage;
 import io.blobfs.store.StoreLimits;
@@ -35,9 +38,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * namespace of its object ({@code n/a/b} is object {@code a/b} in namespace {@code n}),
  * so a scan of names never walks the data stripes. Reads and writes are librados AIO
  * whose completions arrive on librados threads and are handed to a small executor.
- * Every call is bounded by the configured operation timeout.
+ * Every call is bounded by the configured operation timeout. Where an object lives is
+ * computed here with CRUSH ({@link #hostsOf}), from maps read through mon commands.
  */
-public final class RadosBlobStore implements CopiesOnWrite {
+public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   private static final LibRados LIB = LibRados.INSTANCE;
   private static final Map<Long, Pending> PENDING = new ConcurrentHashMap<>();
   private static final AtomicLong NEXT_ID = new AtomicLong(1);
@@ -56,11 +60,13 @@ public final class RadosBlobStore implements CopiesOnWrite {
   private final Duration opTimeout;
   private final ExecutorService completions;
   private final Map<String, Listing> listings = new ConcurrentHashMap<>();
+  private final CephPlacement placement;
   private volatile boolean closed;
 
   RadosBlobStore(RadosCluster cluster, String pool, String baseNamespace, StoreLimits limits,
-      Duration opTimeout) {
+      Duration opTimeout, Duration mapTtl) {
     this.cluster = cluster;
+    this.placement = new CephPlacement(cluster::monCommand, mapTtl);
     this.pool = pool;
     this.baseNamespace = baseNamespace;
     this.limits = limits;
@@ -237,6 +243,30 @@ public final class RadosBlobStore implements CopiesOnWrite {
     } finally {
       LIB.rados_release_write_op(op);
     }
+  }
+
+  // ------------------------------------------------------------------ placement
+
+  /**
+   * The hosts of the key's object, computed with CRUSH from the monitor's maps (cached per
+   * OSD map epoch): the object name and namespace hashed are exactly those the I/O uses.
+   */
+  @Override
+  public List<String> hostsOf(String key) throws IOException {
+    checkOpen();
+    Location loc = locate(key);
+    try {
+      return placement.hostsOf(pool, loc.namespace(), loc.object());
+    } catch (CrushMapException e) {
+      throw new IOException("placement of " + key + " in pool " + pool + ": " + e.getMessage(),
+          e);
+    }
+  }
+
+  /** A monitor command on this store's cluster connection (tests compare with Ceph's answers). */
+  String monCommand(String json) throws IOException {
+    checkOpen();
+    return cluster.monCommand(json);
   }
 
   // ------------------------------------------------------------------ scan

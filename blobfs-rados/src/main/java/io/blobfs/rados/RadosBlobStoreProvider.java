@@ -24,6 +24,8 @@ import java.util.Set;
  * fs.blob.store.NAME.max-object-bytes 128m  osd_max_object_size; stripes are never larger
  * fs.blob.store.NAME.max-op-bytes    64m   at most osd_max_write_size (90 MB)
  * fs.blob.store.NAME.max-key-bytes   1024
+ * fs.blob.store.NAME.map-ttl         10s   how long block locations trust the cached OSD
+ *                                          map before asking the monitor for its epoch
  * </pre>
  */
 public final class RadosBlobStoreProvider implements BlobStoreProvider {
@@ -39,6 +41,7 @@ public final class RadosBlobStoreProvider implements BlobStoreProvider {
   public static final String MAX_OBJECT_BYTES = "max-object-bytes";
   public static final String MAX_OP_BYTES = "max-op-bytes";
   public static final String MAX_KEY_BYTES = "max-key-bytes";
+  public static final String MAP_TTL = "map-ttl";
 
   @Override
   public String type() {
@@ -48,7 +51,7 @@ public final class RadosBlobStoreProvider implements BlobStoreProvider {
   @Override
   public Set<String> optionKeys() {
     return Set.of(POOL, CONF, MON_HOST, CLIENT_ID, KEYRING, NAMESPACE, OP_TIMEOUT,
-        CONNECT_TIMEOUT, MAX_OBJECT_BYTES, MAX_OP_BYTES, MAX_KEY_BYTES);
+        CONNECT_TIMEOUT, MAX_OBJECT_BYTES, MAX_OP_BYTES, MAX_KEY_BYTES, MAP_TTL);
   }
 
   @Override
@@ -64,6 +67,7 @@ public final class RadosBlobStoreProvider implements BlobStoreProvider {
     long maxObject = options.getBytes(MAX_OBJECT_BYTES, 128L << 20, 4096, 1L << 40);
     long maxOp = options.getBytes(MAX_OP_BYTES, 64L << 20, 4096, 90_000_000L);
     int maxKey = (int) options.getLong(MAX_KEY_BYTES, 1024, 16, 2048);
+    Duration mapTtl = options.getDuration(MAP_TTL, Duration.ofSeconds(10));
     RadosCluster.Identity id = new RadosCluster.Identity(
         options.getString(CONF, "/etc/ceph/ceph.conf"),
         options.getString(CLIENT_ID, "admin"),
@@ -78,6 +82,6 @@ public final class RadosBlobStoreProvider implements BlobStoreProvider {
       throw e;
     }
     return new RadosBlobStore(cluster, pool, namespace,
-        new StoreLimits(maxKey, maxObject, Math.min(maxOp, maxObject)), opTimeout);
+        new StoreLimits(maxKey, maxObject, Math.min(maxOp, maxObject)), opTimeout, mapTtl);
   }
 }

@@ -3,10 +3,14 @@ package io.blobfs.rados;
 import com.ceph.rados.IoCTX;
 import com.ceph.rados.Rados;
 import com.ceph.rados.exceptions.RadosException;
+import com.sun.jna.NativeLong;
 import com.sun.jna.Pointer;
+import com.sun.jna.ptr.NativeLongByReference;
+import com.sun.jna.ptr.PointerByReference;
 import io.blobfs.store.StoreUnavailableException;
 import java.io.File;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
 import java.time.Duration;
 import java.util.HashMap;
@@ -32,11 +36,22 @@ final class RadosCluster {
   private static final Map<Identity, RadosCluster> OPEN = new HashMap<>();
 
   private final Identity identity;
-  private final Rados rados;
+  private final Handle rados;
   private final Map<String, IoCTX> contexts = new ConcurrentHashMap<>();
   private int users;
 
-  private RadosCluster(Identity identity, Rados rados) {
+  /** rados-java keeps the {@code rados_t} protected; our own librados calls need it. */
+  private static final class Handle extends Rados {
+    Handle(String clientId) {
+      super(clientId);
+    }
+
+    Pointer pointer() {
+      return clusterPtr;
+    }
+  }
+
+  private RadosCluster(Identity identity, Handle rados) {
     this.identity = identity;
     this.rados = rados;
   }
@@ -88,8 +103,40 @@ final class RadosCluster {
     return io.getPointer();
   }
 
-  private static Rados connect(Identity id, Duration timeout) throws IOException {
-    Rados rados = new Rados(id.clientId());
+  /**
+   * Runs a monitor command (JSON) and returns its output, bounded by rados_mon_op_timeout.
+   * A refusal is an IOException carrying the monitor's message.
+   */
+  String monCommand(String json) throws IOException {
+    PointerByReference outbuf = new PointerByReference();
+    NativeLongByReference outlen = new NativeLongByReference();
+    PointerByReference outs = new PointerByReference();
+    NativeLongByReference outslen = new NativeLongByReference();
+    int rc = LibRados.INSTANCE.rados_mon_command(rados.pointer(), new String[] {json},
+        new NativeLong(1), null, new NativeLong(0), outbuf, outlen, outs, outslen);
+    String out = take(outbuf.getValue(), outlen.getValue().longValue());
+    String status = take(outs.getValue(), outslen.getValue().longValue());
+    if (rc < 0) {
+      throw RadosErrors.toException("mon command", json
+          + (status.isEmpty() ? "" : " (" + status.strip() + ")"), rc);
+    }
+    return out;
+  }
+
+  /** Decodes and frees a buffer librados allocated for us. */
+  private static String take(Pointer buf, long len) {
+    if (buf == null) {
+      return "";
+    }
+    try {
+      return new String(buf.getByteArray(0, (int) len), StandardCharsets.UTF_8);
+    } finally {
+      LibRados.INSTANCE.rados_buffer_free(buf);
+    }
+  }
+
+  private static Handle connect(Identity id, Duration timeout) throws IOException {
+    Handle rados = new Handle(id.clientId());
     String seconds = Long.toString(Math.max(1, id.opTimeout().toSeconds()));
     try {
       if (!id.confPath().isEmpty()) {

@@ -17,9 +17,24 @@ public final class CrushMapper {
   private static final int ITEM_UNDEF = 0x7ffffffe;
 
   private final CrushMap map;
+  /** Buckets by {@code -1 - id}: the descent looks one up per level, without boxing. */
+  private final Bucket[] buckets;
 
   public CrushMapper(CrushMap map) {
     this.map = map;
+    int n = 0;
+    for (int id : map.buckets().keySet()) {
+      n = Math.max(n, -id);
+    }
+    this.buckets = new Bucket[n];
+    for (Bucket b : map.buckets().values()) {
+      buckets[-1 - b.id()] = b;
+    }
+  }
+
+  /** The bucket with id {@code item} (negative), or null for a device or a missing bucket. */
+  private Bucket bucket(int item) {
+    return item < 0 && -1 - item < buckets.length ? buckets[-1 - item] : null;
   }
 
   /**
@@ -50,7 +65,7 @@ public final class CrushMapper {
       switch (step.op()) {
         case TAKE -> {
           int item = step.arg1();
-          if ((item >= 0 && item < map.maxDevices()) || map.buckets().containsKey(item)) {
+          if ((item >= 0 && item < map.maxDevices()) || bucket(item) != null) {
             w[0] = item;
             wsize = 1;
           }
@@ -80,7 +95,7 @@ public final class CrushMapper {
                 continue;
               }
             }
-            Bucket bucket = map.buckets().get(w[i]);
+            Bucket bucket = bucket(w[i]);
             if (w[i] >= 0 || bucket == null) {
               continue;
             }
@@ -127,10 +142,6 @@ public final class CrushMapper {
   private record Ctx(int[] weights, int localRetries, int localFallbackRetries, int varyR,
       int stable) {}
 
-  private int typeOf(int item) {
-    return item < 0 ? map.buckets().get(item).typeId() : 0;
-  }
-
   private boolean isOut(int[] weights, int item, int x) {
     if (item >= weights.length) {
       return true;
@@ -143,10 +154,6 @@ public final class CrushMapper {
       return true;
     }
     return (RJenkins.hash2(x, item) & 0xffffL) >= wt;
-  }
-
-  private Bucket bucketOrNull(int item) {
-    return item < 0 ? map.buckets().get(item) : null;
   }
 
   /**
@@ -187,7 +194,7 @@ public final class CrushMapper {
             }
             int itemType;
             if (item < 0) {
-              Bucket sub = map.buckets().get(item);
+              Bucket sub = bucket(item);
               if (sub == null) {
                 skipRep = true;
                 break;
@@ -201,7 +208,7 @@ public final class CrushMapper {
                 skipRep = true;
                 break;
               }
-              in = map.buckets().get(item);
+              in = bucket(item);
               retryBucket = true;
               continue;
             }
@@ -215,7 +222,7 @@ public final class CrushMapper {
             if (!collide && recurseToLeaf) {
               if (item < 0) {
                 int subR = ctx.varyR() != 0 ? r >> (ctx.varyR() - 1) : 0;
-                int got = chooseFirstn(ctx, map.buckets().get(item), x,
+                int got = chooseFirstn(ctx, bucket(item), x,
                     ctx.stable() != 0 ? 1 : outpos + 1, 0, out2, out2Base, outpos, count,
                     recurseTries, 0, false, null, 0, subR);
                 if (got <= outpos) {
@@ -286,7 +293,7 @@ public final class CrushMapper {
             break;
           }
           int item = chooseInBucket(in, x, r);
-          Bucket sub = bucketOrNull(item);
+          Bucket sub = bucket(item);
           if (item >= map.maxDevices() || (item < 0 && sub == null)) {
             out[outBase + rep] = ITEM_NONE;
             if (out2 != null) {

@@ -9,6 +9,7 @@ import io.blobfs.locality.crush.CrushMap.Op;
 import io.blobfs.locality.crush.CrushMap.Rule;
 import io.blobfs.locality.crush.CrushMap.Step;
 import io.blobfs.locality.crush.CrushMap.Tunables;
+import io.blobfs.locality.crush.PlacementGroups.PgId;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -99,6 +100,43 @@ public final class MapJsonParser {
     return new CrushMap(buckets, rules, tunables, maxDevices);
   }
 
+  /**
+   * OSD id to the name of the CRUSH bucket of type {@code hostType} above it (normally
+   * "host", whose buckets Ceph names after the machine unless told otherwise). OSDs under no
+   * such bucket are absent.
+   */
+  public static Map<Integer, String> deviceHosts(String crushJson, String hostType) {
+    JsonNode root = read(crushJson, "crush dump");
+    Map<Integer, JsonNode> byId = new HashMap<>();
+    for (JsonNode b : array(root, "buckets")) {
+      byId.put(integer(b, "id"), b);
+    }
+    Map<Integer, String> hosts = new HashMap<>();
+    for (JsonNode b : byId.values()) {
+      if (!hostType.equals(b.path("type_name").asText())) {
+        continue;
+      }
+      String name = text(b, "name");
+      List<Integer> pending = new ArrayList<>(List.of(integer(b, "id")));
+      Set<Integer> seen = new HashSet<>();
+      while (!pending.isEmpty()) {
+        JsonNode bucket = byId.get(pending.remove(pending.size() - 1));
+        if (bucket == null || !seen.add(integer(bucket, "id"))) {
+          continue;
+        }
+        for (JsonNode item : array(bucket, "items")) {
+          int id = integer(item, "id");
+          if (id >= 0) {
+            hosts.putIfAbsent(id, name);
+          } else {
+            pending.add(id);
+          }
+        }
+      }
+    }
+    return hosts;
+  }
+
   private static Step step(JsonNode s, Map<String, Integer> typeIds, int ruleId) {
     String op = text(s, "op");
     return switch (op) {
@@ -124,6 +162,7 @@ public final class MapJsonParser {
   /** Parses {@code ceph osd dump --format json}, joined with an already parsed CRUSH map. */
   public static OsdMap parseOsdMap(String json, CrushMap crush) {
     JsonNode root = read(json, "osd dump");
+    int epoch = root.has("epoch") ? integer(root, "epoch") : 0;
     int maxOsd = integer(root, "max_osd");
     Map<Integer, OsdMap.Pool> pools = new HashMap<>();
     for (JsonNode p : array(root, "pools")) {
@@ -131,6 +170,11 @@ public final class MapJsonParser {
       int pgpNum = p.has("pg_placement_num") ? integer(p, "pg_placement_num")
           : integer(p, "pgp_num");
       long flags = longValue(p, "flags");
+      // CEPH_STR_HASH_RJENKINS; the older "linux" dcache hash is not implemented
+      if (p.has("object_hash") && integer(p, "object_hash") != 2) {
+        throw new UnsupportedMapFeatureException("pool " + id + ": object_hash "
+            + p.get("object_hash") + " (only rjenkins, 2, is implemented)");
+      }
       pools.put(id, new OsdMap.Pool(id, p.path("pool_name").asText(""), integer(p, "type"),
           integer(p, "size"), integer(p, "crush_rule"), integer(p, "pg_num"), pgpNum,
           (flags & 1) != 0));
@@ -143,22 +187,80 @@ public final class MapJsonParser {
         throw new CrushMapException("osd." + id + ": weight " + weight + " outside [0, 1]");
       }
       double affinity = o.has("primary_affinity") ? number(o, "primary_affinity") : 1.0;
+      if (affinity < 0 || affinity > 1) {
+        throw new CrushMapException("osd." + id + ": primary_affinity " + affinity
+            + " outside [0, 1]");
+      }
       osds.put(id, new OsdMap.Osd(id, integer(o, "up") != 0, integer(o, "in") != 0,
-          (int) Math.round(weight * 0x10000), affinity));
+          (int) Math.round(weight * 0x10000), affinity, addressHost(o.path("public_addr"))));
     }
-    Set<String> upmapped = new HashSet<>();
-    for (String field : List.of("pg_upmap", "pg_upmap_items")) {
-      for (JsonNode e : optionalArray(root, field)) {
-        upmapped.add(text(e, "pgid"));
+    Map<PgId, List<Integer>> upmap = new HashMap<>();
+    for (JsonNode e : optionalArray(root, "pg_upmap")) {
+      upmap.put(pgId(e), intList(e, "osds"));
+    }
+    Map<PgId, List<OsdMap.Remap>> upmapItems = new HashMap<>();
+    for (JsonNode e : optionalArray(root, "pg_upmap_items")) {
+      List<OsdMap.Remap> remaps = new ArrayList<>();
+      for (JsonNode m : array(e, "mappings")) {
+        remaps.add(new OsdMap.Remap(integer(m, "from"), integer(m, "to")));
+      }
+      upmapItems.put(pgId(e), remaps);
+    }
+    Map<PgId, List<Integer>> pgTemp = new HashMap<>();
+    for (JsonNode e : optionalArray(root, "pg_temp")) {
+      pgTemp.put(pgId(e), intList(e, "osds"));
+    }
+    Map<PgId, Integer> primaryTemp = new HashMap<>();
+    List<JsonNode> entries = optionalArray(root, "primary_temp");
+    for (int i = 0; i < entries.size(); i++) {
+      JsonNode e = entries.get(i);
+      if (e.isObject()) {
+        primaryTemp.put(pgId(e), integer(e, "osd"));
+      } else {
+        // Pacific dumps this array without an object per entry: "pgid", osd, "pgid", osd...
+        JsonNode osd = i + 1 < entries.size() ? entries.get(i + 1) : null;
+        if (!e.isTextual() || osd == null || !osd.isIntegralNumber()) {
+          throw new CrushMapException("primary_temp: expected a pgid and an osd at " + i
+              + " in " + root.get("primary_temp"));
+        }
+        primaryTemp.put(PgId.parse(e.asText()), osd.asInt());
+        i++;
       }
     }
-    Set<String> temp = new HashSet<>();
-    for (String field : List.of("pg_temp", "primary_temp")) {
-      for (JsonNode e : optionalArray(root, field)) {
-        temp.add(text(e, "pgid"));
+    return new OsdMap(epoch, maxOsd, pools, osds, crush,
+        new OsdMap.Overrides(upmap, upmapItems, pgTemp, primaryTemp));
+  }
+
+  private static PgId pgId(JsonNode entry) {
+    return PgId.parse(text(entry, "pgid"));
+  }
+
+  private static List<Integer> intList(JsonNode n, String field) {
+    List<Integer> out = new ArrayList<>();
+    for (JsonNode v : array(n, field)) {
+      if (!v.isIntegralNumber()) {
+        throw new CrushMapException("'" + field + "' holds a non-integer: " + n);
       }
+      out.add(v.asInt());
     }
-    return new OsdMap(maxOsd, pools, osds, crush, upmapped, temp);
+    return out;
+  }
+
+  /** The host part of a Ceph entity address ("127.0.0.1:6806/19476", "[::1]:6806/7"). */
+  private static String addressHost(JsonNode addr) {
+    String a = addr.asText("");
+    int slash = a.lastIndexOf('/');
+    if (slash >= 0) {
+      a = a.substring(0, slash);
+    }
+    int colon = a.lastIndexOf(':');
+    if (colon > 0) {
+      a = a.substring(0, colon);
+    }
+    if (a.startsWith("[") && a.endsWith("]")) {
+      a = a.substring(1, a.length() - 1);
+    }
+    return a.equals("-") || a.equals("0.0.0.0") || a.equals("::") ? "" : a;
   }
 
   private static JsonNode read(String json, String what) {

@@ -20,8 +20,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The proof: a synthetic 24-OSD / 6-host / 3-rack straw2 map built with Ceph's own tools, and
- * every placement we compute compared with what crushtool and osdmaptool compute.
+ * The proof: a synthetic 24-OSD / 6-host / 3-rack straw2 map built with Ceph's own tools
+ * (with pg_upmap_items entries that osdmaptool's balancer writes into it), and every placement
+ * we compute compared with what crushtool and osdmaptool compute.
  */
 class CephAgreementTest {
   private static final int OUT_OSD = 5;
@@ -41,6 +42,10 @@ class CephAgreementTest {
     CephTools.run(List.of("osdmaptool", "--createsimple", "24", "--with-default-pool",
         "--pg-bits", "3", "--pgp-bits", "2", "--clobber", "osdmap"), dir, 60);
     CephTools.run(List.of("osdmaptool", "osdmap", "--import-crush", "crush.bin"), dir, 60);
+    // Ceph's own balancer, offline: pg_upmap_items entries written into the map
+    CephTools.run(List.of("osdmaptool", "osdmap", "--mark-up-in", "--mark-out",
+        String.valueOf(OUT_OSD), "--upmap", "upmap.txt", "--upmap-pool", "rbd",
+        "--upmap-deviation", "1", "--upmap-max", "40", "--save"), dir, 120);
     String crushJson = CephTools.run(List.of("crushtool", "-i", "crush.bin", "--dump"), dir, 60);
     String osdJson = CephTools.run(List.of("osdmaptool", "osdmap", "--mark-up-in",
         "--mark-out", String.valueOf(OUT_OSD), "--dump", "json"), dir, 60);
@@ -165,6 +170,17 @@ class CephAgreementTest {
     }
     System.out.printf("pgs: %d/%d PG mappings agree%n", agree, pool.pgNum());
     assertThat(mismatches).isEmpty();
+    // the upmaps took effect: some PGs are not where CRUSH alone puts them
+    int moved = 0;
+    for (PgId pg : osdMap.overrides().pgUpmapItems().keySet()) {
+      if (!osdMap.up(pg).up().equals(osdMap.rawOsds(pg).stream()
+          .filter(o -> osdMap.osds().get(o).up()).toList())) {
+        moved++;
+      }
+    }
+    System.out.printf("pgs: %d pg_upmap_items entries, %d PGs moved by them%n",
+        osdMap.overrides().pgUpmapItems().size(), moved);
+    assertThat(moved).isPositive();
   }
 
   /**

@@ -52,20 +52,38 @@ class MapJsonParserTest {
   }
 
   @Test
-  void downOsdsLeaveTheUpSetAndUpmappedPgsAreRefused() {
+  void downOsdsLeaveTheUpSet() {
     CrushMap crush = MapJsonParser.parseCrush(CRUSH.replace("ALG", "straw2"));
     OsdMap map = MapJsonParser.parseOsdMap(OSDS, crush);
     for (int seed = 0; seed < 8; seed++) {
       PlacementGroups.PgId pg = new PlacementGroups.PgId(1, seed);
-      if (seed == 3) {
-        assertThatThrownBy(() -> map.up(pg)).isInstanceOf(UnsupportedMapFeatureException.class);
-        continue;
-      }
       assertThat(map.rawOsds(pg)).hasSize(3);
       OsdMap.Placement p = map.up(pg);
       assertThat(p.up()).hasSize(2).doesNotContain(1);
       assertThat(p.primary()).isEqualTo(p.up().get(0));
+      assertThat(p.acting()).isEqualTo(p.up());
     }
+  }
+
+  /** Pacific dumps primary_temp as a flat array: "pgid", osd, "pgid", osd... */
+  @Test
+  void tempEntriesSetTheActingSetInBothDumpShapes() {
+    CrushMap crush = MapJsonParser.parseCrush(CRUSH.replace("ALG", "straw2"));
+    String temps = OSDS.replace("\"pg_temp\":[]", "\"pg_temp\":[{\"pgid\":\"1.2\",\"osds\":[2,1,0]}],"
+        + "\"primary_temp\":[\"1.4\",2]");
+    OsdMap map = MapJsonParser.parseOsdMap(temps, crush);
+    OsdMap.Placement p2 = map.up(new PlacementGroups.PgId(1, 2));
+    assertThat(p2.acting()).containsExactly(2, 0); // osd.1 is down
+    assertThat(p2.actingPrimary()).isEqualTo(2);
+    OsdMap.Placement p4 = map.up(new PlacementGroups.PgId(1, 4));
+    assertThat(p4.acting()).isEqualTo(p4.up());
+    assertThat(p4.actingPrimary()).isEqualTo(2);
+    String objects = temps.replace("[\"1.4\",2]", "[{\"pgid\":\"1.4\",\"osd\":2}]");
+    assertThat(MapJsonParser.parseOsdMap(objects, crush).up(new PlacementGroups.PgId(1, 4))
+        .actingPrimary()).isEqualTo(2);
+    assertThatThrownBy(() -> MapJsonParser.parseOsdMap(
+        temps.replace("[\"1.4\",2]", "[\"1.4\"]"), crush))
+        .isInstanceOf(CrushMapException.class).hasMessageContaining("primary_temp");
   }
 
   @Test
