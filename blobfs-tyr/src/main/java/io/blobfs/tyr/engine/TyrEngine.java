@@ -767,10 +767,14 @@ public final class TyrEngine implements Closeable {
   }
 
   private void reclaimLoop() {
+    // The first look comes soon after opening: what earlier runs left is reclaimed even
+    // by a short-lived embedded node.
+    long wait = Math.min(config.compactInterval().toMillis(), 5_000);
     while (!closed) {
       synchronized (reclaimWait) {
         try {
-          reclaimWait.wait(config.compactInterval().toMillis());
+          reclaimWait.wait(wait);
+          wait = config.compactInterval().toMillis();
         } catch (InterruptedException e) {
           return;
         }

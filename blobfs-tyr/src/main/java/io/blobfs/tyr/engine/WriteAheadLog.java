@@ -120,6 +120,10 @@ final class WriteAheadLog implements Closeable {
     }
     if (current == null) {
       startSegment(Math.max(1, start.segment()));
+    } else if (pos > 0) {
+      // Each run appends to a fresh segment, so the last run's becomes sealed and can be
+      // compacted (a small store might otherwise never fill a segment).
+      roll();
     }
     appendedVersion = lastVersion;
   }
