@@ -59,6 +59,14 @@ public final class TyrBenchmarkReport {
 
   private record Seq(String what, double write, double read) {}
 
+  /** A path's median and the spread of its rounds. */
+  private record Summary(Seq median, double writeMin, double writeMax, double readMin,
+      double readMax) {}
+
+  private static final String RAW = "raw Týr client";
+  private static final String BLOBFS = "blob:// on Týr";
+  private static final String LOCAL = "file:// (same disk)";
+
   private TyrBenchmarkReport() {}
 
   public static void main(String[] args) throws Exception {
@@ -72,16 +80,27 @@ public final class TyrBenchmarkReport {
       Path dataDir = Files.createTempDirectory(work, "tyr-data-");
       try (TyrServerProcess server = new TyrServerProcess(dataDir, "--sync", "interval",
           "--threads", "4").start()) {
-        record(runs, raw(server, size));
-        record(runs, blobfs(server, size));
+        // The order turns each round, so that no path always follows another's dirty pages.
+        List<Supplier<Seq>> paths = new ArrayList<>(List.of(
+            () -> unchecked(() -> raw(server, size)),
+            () -> unchecked(() -> blobfs(server, size)),
+            () -> unchecked(() -> local(work, size))));
+        java.util.Collections.rotate(paths, round);
+        for (Supplier<Seq> path : paths) {
+          record(runs, path.get());
+        }
       } finally {
         deleteTree(dataDir);
       }
-      record(runs, local(work, size));
     }
-    List<Seq> seq = new ArrayList<>();
-    for (List<Seq> r : runs.values()) {
-      seq.add(new Seq(r.get(0).what(), median(r, Seq::write), median(r, Seq::read)));
+    List<Summary> seq = new ArrayList<>();
+    for (String what : List.of(RAW, BLOBFS, LOCAL)) {
+      List<Seq> r = runs.get(what);
+      seq.add(new Summary(new Seq(what, median(r, Seq::write), median(r, Seq::read)),
+          r.stream().mapToDouble(Seq::write).min().orElse(0),
+          r.stream().mapToDouble(Seq::write).max().orElse(0),
+          r.stream().mapToDouble(Seq::read).min().orElse(0),
+          r.stream().mapToDouble(Seq::read).max().orElse(0)));
     }
 
     Map<String, Double> small = new LinkedHashMap<>();
@@ -106,6 +125,28 @@ public final class TyrBenchmarkReport {
     report(seq, small, radosNote, size, reportDir);
   }
 
+  @FunctionalInterface
+  private interface Measurement {
+    Seq run() throws Exception;
+  }
+
+  private static Seq unchecked(Measurement m) {
+    try {
+      return m.run();
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * Writes back every dirty page first: otherwise the kernel throttles a writer for the
+   * previous path's 2 GiB still in the page cache, and whichever path runs second loses.
+   */
+  private static void settle() throws IOException, InterruptedException {
+    new ProcessBuilder("sync").inheritIO().start().waitFor();
+    Thread.sleep(500);
+  }
+
   private static void record(Map<String, List<Seq>> runs, Seq s) {
     System.out.printf(Locale.ROOT, "%-28s write %6.0f MiB/s  read %6.0f MiB/s%n", s.what(),
         s.write(), s.read());
@@ -126,11 +167,13 @@ public final class TyrBenchmarkReport {
       byte[] random = new byte[REQUEST];
       new Random(1).nextBytes(random);
       data.put(random).flip();
+      settle();
       long t0 = System.nanoTime();
       pipeline(size, at -> c.write("raw/" + at / BLOB, at % BLOB,
           data.duplicate().limit((int) Math.min(REQUEST, size - at))).thenApply(r -> 0));
       double write = Reports.mibPerSec(size, System.nanoTime() - t0);
       AtomicLong read = new AtomicLong();
+      settle();
       t0 = System.nanoTime();
       pipeline(size, at -> {
         ByteBuffer dst = ByteBuffer.allocateDirect((int) Math.min(REQUEST, size - at));
@@ -141,7 +184,7 @@ public final class TyrBenchmarkReport {
       });
       double rd = Reports.mibPerSec(size, System.nanoTime() - t0);
       check(read.get(), size);
-      return new Seq("raw Týr client", write, rd);
+      return new Seq(RAW, write, rd);
     }
   }
 
@@ -160,7 +203,8 @@ public final class TyrBenchmarkReport {
     }
   }
 
-  private static Seq blobfs(TyrServerProcess server, long size) throws IOException {
+  private static Seq blobfs(TyrServerProcess server, long size)
+      throws IOException, InterruptedException {
     Configuration c = new Configuration();
     c.set("fs.blob.impl", "io.blobfs.hadoop.BlobFileSystem");
     String p = "fs.blob.store.tyrbench.";
@@ -172,26 +216,27 @@ public final class TyrBenchmarkReport {
     c.set(p + "read.buffer.size", Integer.toString(REQUEST));
     c.set(p + "read.ahead", Long.toString((long) IN_FLIGHT * REQUEST));
     try (FileSystem fs = FileSystem.newInstance(URI.create("blob://tyrbench/"), c)) {
-      return stream("blob:// on Týr", fs, new org.apache.hadoop.fs.Path("/bench/file"), size);
+      return stream(BLOBFS, fs, new org.apache.hadoop.fs.Path("/bench/file"), size);
     }
   }
 
-  private static Seq local(Path work, long size) throws IOException {
+  private static Seq local(Path work, long size) throws IOException, InterruptedException {
     Configuration c = new Configuration();
     FileSystem fs = FileSystem.getLocal(c);
     org.apache.hadoop.fs.Path file = new org.apache.hadoop.fs.Path(work.toUri().toString(),
         "local-bench/file");
     try {
-      return stream("file:// (same disk)", fs, file, size);
+      return stream(LOCAL, fs, file, size);
     } finally {
       fs.delete(file.getParent(), true);
     }
   }
 
   private static Seq stream(String what, FileSystem fs, org.apache.hadoop.fs.Path file,
-      long size) throws IOException {
+      long size) throws IOException, InterruptedException {
     byte[] buf = new byte[APP_IO];
     new Random(1).nextBytes(buf);
+    settle();
     long t0 = System.nanoTime();
     try (FSDataOutputStream out = fs.create(file, true)) {
       for (long done = 0; done < size; done += APP_IO) {
@@ -200,6 +245,7 @@ public final class TyrBenchmarkReport {
     }
     double write = Reports.mibPerSec(size, System.nanoTime() - t0);
     long total = 0;
+    settle();
     t0 = System.nanoTime();
     try (FSDataInputStream in = fs.open(file)) {
       for (int n; (n = in.read(buf, 0, buf.length)) > 0; ) {
@@ -236,6 +282,7 @@ public final class TyrBenchmarkReport {
       for (long at = 0; at < BLOB; at += REQUEST) {
         Futures.await(store.write(key, at, ByteBuffer.wrap(stripe)));
       }
+      settle();
       AtomicLong ops = new AtomicLong();
       long end = System.nanoTime() + SMALL_SECONDS * 1_000_000_000L;
       List<Thread> threads = new ArrayList<>();
@@ -274,20 +321,25 @@ public final class TyrBenchmarkReport {
 
   // ------------------------------------------------------------------ report
 
-  private static void report(List<Seq> seq, Map<String, Double> small, String radosNote,
+  private static void report(List<Summary> seq, Map<String, Double> small, String radosNote,
       long size, Path dir) throws IOException {
-    Seq raw = seq.get(0);
-    Seq fs = seq.get(1);
-    Seq local = seq.get(2);
+    Seq raw = seq.get(0).median();
+    Seq fs = seq.get(1).median();
+    Seq local = seq.get(2).median();
     StringBuilder md = new StringBuilder("# Týr: blob:// against the raw client and file://, "
         + "and small writes against RADOS\n\n");
     md.append(String.format(Locale.ROOT, "Run %s on one machine (2 cores shared by client "
-        + "and server, page cache large enough to hold everything), %d MiB per stream, "
-        + "median of %d alternating rounds.%n%n", LocalDate.now(), size >> 20, ROUNDS));
-    md.append("## Sequential, one stream\n\n| path | write | read |\n|---|---:|---:|\n");
-    for (Seq s : seq) {
-      md.append(String.format(Locale.ROOT, "| %s | %.0f MiB/s | %.0f MiB/s |%n", s.what(),
-          s.write(), s.read()));
+        + "and server; 24 GiB of memory, but this VM's kernel reclaims page cache eagerly, so "
+        + "writes into the page cache swing widely from one phase to the next), %d MiB per "
+        + "stream, median of %d rounds; the order of the three paths turns each round and "
+        + "dirty pages are written back before each phase, so that no path pays for "
+        + "another's.%n%n", LocalDate.now(), size >> 20, ROUNDS));
+    md.append("## Sequential, one stream\n\n| path | write (median; rounds' range) | "
+        + "read (median; range) |\n|---|---:|---:|\n");
+    for (Summary s : seq) {
+      md.append(String.format(Locale.ROOT, "| %s | %.0f MiB/s (%.0f-%.0f) | %.0f MiB/s "
+              + "(%.0f-%.0f) |%n", s.median().what(), s.median().write(), s.writeMin(),
+          s.writeMax(), s.median().read(), s.readMin(), s.readMax()));
     }
     md.append(String.format(Locale.ROOT, "%n| ratio | write | read |%n|---|---:|---:|%n"
             + "| blob:// / raw client (target 0.9) | %.2f %s | %.2f %s |%n"
@@ -311,9 +363,9 @@ public final class TyrBenchmarkReport {
     CategoryChart chart = new CategoryChartBuilder().width(760).height(440)
         .title("One stream, " + (size >> 20) + " MiB: blob:// on Týr, raw client, file://")
         .xAxisTitle("path").yAxisTitle("MiB/s").build();
-    List<String> cats = seq.stream().map(Seq::what).toList();
-    chart.addSeries("write", cats, seq.stream().map(Seq::write).toList());
-    chart.addSeries("read", cats, seq.stream().map(Seq::read).toList());
+    List<String> cats = seq.stream().map(s -> s.median().what()).toList();
+    chart.addSeries("write", cats, seq.stream().map(s -> s.median().write()).toList());
+    chart.addSeries("read", cats, seq.stream().map(s -> s.median().read()).toList());
     Reports.write(dir, "tyr-benchmark", md, chart);
   }
 
