@@ -19,12 +19,32 @@ import java.util.List;
  * slices of what was read.
  */
 public final class FrameDecoder extends ByteToMessageDecoder {
+  /** Frame limit before a server has authenticated its peer: a HELLO is tiny. */
+  public static final int UNAUTHENTICATED_MAX_FRAME = 64 << 10;
+
   private final int maxFrameBytes;
+  private volatile boolean trusted;
   private ByteBuf partial;
   private int wanted;
 
-  public FrameDecoder(int maxFrameBytes) {
+  /**
+   * @param trusted whether the full limit applies from the start (a client trusts its
+   *     server); a server's decoder starts at {@link #UNAUTHENTICATED_MAX_FRAME} until
+   *     {@link #trust()}, so an anonymous peer cannot make it reserve large buffers
+   */
+  public FrameDecoder(int maxFrameBytes, boolean trusted) {
     this.maxFrameBytes = maxFrameBytes;
+    this.trusted = trusted;
+  }
+
+  /** The peer has authenticated: frames up to the full limit are accepted from now on. */
+  public void trust() {
+    trusted = true;
+  }
+
+  /** Whether a frame has begun and not yet arrived whole. */
+  public boolean midFrame() {
+    return partial != null;
   }
 
   @Override
@@ -36,10 +56,12 @@ public final class FrameDecoder extends ByteToMessageDecoder {
           return;
         }
         int length = in.readInt();
-        if (length < 0 || length > maxFrameBytes) {
+        int limit = trusted ? maxFrameBytes : Math.min(maxFrameBytes, UNAUTHENTICATED_MAX_FRAME);
+        if (length < 0 || length > limit) {
           in.skipBytes(in.readableBytes());
           throw new TooLongFrameException("frame of " + Integer.toUnsignedLong(length)
-              + " bytes is over the " + maxFrameBytes + "-byte limit");
+              + " bytes is over the " + limit + "-byte limit"
+              + (trusted ? "" : " before authentication"));
         }
         if (length < Frame.HEADER_BYTES) {
           in.skipBytes(in.readableBytes());

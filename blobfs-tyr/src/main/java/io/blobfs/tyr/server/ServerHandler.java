@@ -7,6 +7,7 @@ import io.blobfs.tyr.api.ErrorCode;
 import io.blobfs.tyr.api.ScanResult;
 import io.blobfs.tyr.api.TyrException;
 import io.blobfs.tyr.protocol.Frame;
+import io.blobfs.tyr.protocol.FrameDecoder;
 import io.blobfs.tyr.protocol.MalformedFrameException;
 import io.blobfs.tyr.protocol.Messages;
 import io.blobfs.tyr.protocol.Opcode;
@@ -18,6 +19,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.DecoderException;
 import io.netty.handler.codec.TooLongFrameException;
+import io.netty.handler.timeout.IdleStateEvent;
 import java.io.IOException;
 import java.security.SecureRandom;
 import java.util.concurrent.CompletionException;
@@ -41,15 +43,34 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
   private final Executor workers;
   private final Authenticator auth;
   private final int maxInFlight;
+  private final FrameDecoder decoder;
   private final byte[] nonce = new byte[32];
   private boolean authenticated;
   private int inFlight;
 
-  ServerHandler(TyrService service, Executor workers, Authenticator auth, int maxInFlight) {
+  ServerHandler(TyrService service, Executor workers, Authenticator auth, int maxInFlight,
+      FrameDecoder decoder) {
     this.service = service;
     this.workers = workers;
     this.auth = auth;
     this.maxInFlight = maxInFlight;
+    this.decoder = decoder;
+  }
+
+  /**
+   * A peer silent for the idle timeout in the middle of a frame, or before it has
+   * authenticated, holds resources for nothing: it is cut off. An authenticated client
+   * that is merely idle between requests keeps its connection.
+   */
+  @Override
+  public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+    if (evt instanceof IdleStateEvent && (decoder.midFrame() || !authenticated)) {
+      LOG.debug("closing {}: idle {}", ctx.channel().remoteAddress(),
+          decoder.midFrame() ? "in the middle of a frame" : "before authenticating");
+      ctx.close();
+      return;
+    }
+    ctx.fireUserEventTriggered(evt);
   }
 
   @Override
@@ -86,6 +107,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
       if (request instanceof Request.Hello hello) {
         if (auth.verify(nonce, hello.proof())) {
           authenticated = true;
+          decoder.trust();
           ctx.writeAndFlush(new Frame(Opcode.HELLO | Opcode.RESPONSE, frame.requestId(),
               Unpooled.EMPTY_BUFFER));
         } else {

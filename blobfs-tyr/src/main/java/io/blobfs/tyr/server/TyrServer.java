@@ -11,6 +11,7 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.nio.NioEventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.Closeable;
 import java.io.IOException;
@@ -50,9 +51,12 @@ public final class TyrServer implements Closeable {
           .childHandler(new ChannelInitializer<SocketChannel>() {
             @Override
             protected void initChannel(SocketChannel ch) {
-              ch.pipeline().addLast(new FrameDecoder(config.maxFrameBytes()),
-                  FrameEncoder.INSTANCE,
-                  new ServerHandler(service, workers, auth, config.maxInFlight()));
+              FrameDecoder decoder = new FrameDecoder(config.maxFrameBytes(), false);
+              ch.pipeline().addLast(
+                  new IdleStateHandler(config.idleTimeout().toMillis(), 0, 0,
+                      TimeUnit.MILLISECONDS),
+                  decoder, FrameEncoder.INSTANCE,
+                  new ServerHandler(service, workers, auth, config.maxInFlight(), decoder));
             }
           })
           .bind(config.bind(), config.port()).syncUninterruptibly().channel();

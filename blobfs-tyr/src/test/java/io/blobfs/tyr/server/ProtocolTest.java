@@ -99,6 +99,55 @@ class ProtocolTest {
   }
 
   @Test
+  void overLongKeysAreRefusedWithATypedError() throws IOException {
+    try (TyrClient c = client()) {
+      assertThatThrownBy(() -> TyrClient.await(c.write("k".repeat(2000), 0,
+          ByteBuffer.wrap(new byte[] {1})))).matches(e -> code(e) == ErrorCode.TOO_LARGE);
+      assertThatThrownBy(() -> TyrClient.await(c.write("k".repeat(70_000), 0,
+          ByteBuffer.wrap(new byte[] {1})))).matches(e -> code(e) == ErrorCode.BAD_REQUEST);
+    }
+    assertServerStillServes();
+  }
+
+  @Test
+  void anAnonymousPeerCannotReserveLargeBuffersOrHoldAConnectionIdle() throws IOException {
+    server.close();
+    server = TyrServer.start(ServerConfig.local(EngineConfig.defaults(dir))
+        .withIdleTimeout(Duration.ofMillis(500)));
+    try (RawConnection raw = new RawConnection(server.port())) {
+      raw.readFrameOpcode(); // challenge
+      raw.sendHeaderOnly(1 << 20, Opcode.HELLO); // far more than any HELLO needs
+      assertEquals(Opcode.ERROR, raw.readFrameOpcode());
+      assertEquals(ErrorCode.TOO_LARGE, raw.lastErrorCode());
+      assertThat(raw.closedByServer()).isTrue();
+    }
+    try (RawConnection raw = new RawConnection(server.port())) {
+      raw.readFrameOpcode(); // and then nothing: no HELLO
+      long t0 = System.nanoTime();
+      assertThat(raw.closedByServer()).isTrue();
+      assertThat(System.nanoTime() - t0).isLessThan(Duration.ofSeconds(5).toNanos());
+    }
+    try (RawConnection raw = new RawConnection(server.port())) {
+      raw.handshake();
+      raw.sendHeaderOnly(1000, Opcode.PING); // a frame begun and never finished
+      long t0 = System.nanoTime();
+      assertThat(raw.closedByServer()).isTrue();
+      assertThat(System.nanoTime() - t0).isLessThan(Duration.ofSeconds(5).toNanos());
+    }
+    try (RawConnection raw = new RawConnection(server.port())) {
+      raw.handshake();
+      try {
+        Thread.sleep(1200); // idle between requests is fine once authenticated
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      raw.send(1, Opcode.PING, 3, new byte[0]);
+      assertEquals(Opcode.PING | Opcode.RESPONSE, raw.readFrameOpcode());
+    }
+    assertServerStillServes();
+  }
+
+  @Test
   void badFramesGetErrorsAndTheServerLivesOn() throws IOException {
     try (RawConnection raw = new RawConnection(server.port())) {
       raw.handshake();
