@@ -277,7 +277,7 @@ public final class TyrClient implements Closeable {
         .handler(new ChannelInitializer<SocketChannel>() {
           @Override
           protected void initChannel(SocketChannel ch) {
-            ch.pipeline().addLast(new FrameDecoder(config.maxFrameBytes(), true),
+            ch.pipeline().addLast(new FrameDecoder(config.maxFrameBytes(), true, true),
                 FrameEncoder.INSTANCE, conn);
           }
         })

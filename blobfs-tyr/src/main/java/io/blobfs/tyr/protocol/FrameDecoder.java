@@ -14,15 +14,21 @@ import java.util.List;
  *
  * <p>Why not Netty's LengthFieldBasedFrameDecoder: it gathers a large frame by growing
  * one buffer, copying what it holds at each step (some 40 MiB copied for a 16 MiB
- * frame). Here a large frame gets one direct buffer of its exact size, filled once, so
- * its data can go to the log file or the caller without another copy; small frames are
- * slices of what was read.
+ * frame). Here a large frame is gathered in one of two ways, set per side:
+ * <ul>
+ *   <li>contiguous (the server): one direct buffer of the frame's exact size, filled once,
+ *       so write data reaches the log file in one piece;
+ *   <li>in place (the client): the frame is a composite of the very buffers the socket
+ *       was read into, so read data is copied once, straight into the caller's buffer.
+ * </ul>
+ * Small frames are slices of what was read either way.
  */
 public final class FrameDecoder extends ByteToMessageDecoder {
   /** Frame limit before a server has authenticated its peer: a HELLO is tiny. */
   public static final int UNAUTHENTICATED_MAX_FRAME = 64 << 10;
 
   private final int maxFrameBytes;
+  private final boolean inPlace;
   private volatile boolean trusted;
   private ByteBuf partial;
   private int wanted;
@@ -33,8 +39,14 @@ public final class FrameDecoder extends ByteToMessageDecoder {
    *     {@link #trust()}, so an anonymous peer cannot make it reserve large buffers
    */
   public FrameDecoder(int maxFrameBytes, boolean trusted) {
+    this(maxFrameBytes, trusted, false);
+  }
+
+  /** @param inPlace gather large frames from the read buffers themselves (see above) */
+  public FrameDecoder(int maxFrameBytes, boolean trusted, boolean inPlace) {
     this.maxFrameBytes = maxFrameBytes;
     this.trusted = trusted;
+    this.inPlace = inPlace;
   }
 
   /** The peer has authenticated: frames up to the full limit are accepted from now on. */
@@ -72,10 +84,17 @@ public final class FrameDecoder extends ByteToMessageDecoder {
           out.add(toFrame(in.readRetainedSlice(length)));
           continue;
         }
-        partial = ctx.alloc().directBuffer(length, length);
+        partial = inPlace ? ctx.alloc().compositeBuffer(Integer.MAX_VALUE)
+            : ctx.alloc().directBuffer(length, length);
         wanted = length;
       }
-      partial.writeBytes(in, Math.min(in.readableBytes(), wanted - partial.writerIndex()));
+      int n = Math.min(in.readableBytes(), wanted - partial.writerIndex());
+      if (inPlace) {
+        // Everything read is taken, so the decoder never copies its cumulation either.
+        ((io.netty.buffer.CompositeByteBuf) partial).addComponent(true, in.readRetainedSlice(n));
+      } else {
+        partial.writeBytes(in, n);
+      }
       if (partial.writerIndex() < wanted) {
         return;
       }
