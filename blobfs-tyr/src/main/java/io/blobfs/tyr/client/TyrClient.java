@@ -172,8 +172,9 @@ public final class TyrClient implements Closeable {
           throw e;
         }
         try {
-          Thread.sleep(java.util.concurrent.ThreadLocalRandom.current().nextInt(1 << attempt
-              > 64 ? 64 : 1 << attempt));
+          // Randomised and capped at 64 ms: colliding transactions spread out.
+          Thread.sleep(java.util.concurrent.ThreadLocalRandom.current()
+              .nextInt(1 << Math.min(attempt, 6)));
         } catch (InterruptedException ie) {
           Thread.currentThread().interrupt();
           throw new InterruptedIOException("interrupted between transaction attempts");
