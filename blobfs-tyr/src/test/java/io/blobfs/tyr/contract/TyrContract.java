@@ -14,20 +14,32 @@ public class TyrContract extends BlobContract {
   public static final String XML = "contract/tyr.xml";
   public static final String STORE = "tyr-contract";
 
+  private final String store;
+
   public TyrContract(Configuration conf) {
-    super(conf, XML, URI.create("blob://" + STORE + "/"));
+    this(conf, XML, STORE);
+  }
+
+  /** A binding with its own options file and store name (the paper-mode one). */
+  protected TyrContract(Configuration conf, String xml, String store) {
+    super(conf, xml, URI.create("blob://" + store + "/"));
+    this.store = store;
   }
 
   @Override
   protected void configure(Configuration conf) throws IOException {
-    bind(conf);
+    bind(conf, store);
   }
 
   private static TyrServerProcess shared;
 
   /** Points the contract store at the server shared by every suite of this test JVM. */
   public static void bind(Configuration conf) throws IOException {
-    conf.set("fs.blob.store." + STORE + ".address", shared().address());
+    bind(conf, STORE);
+  }
+
+  static void bind(Configuration conf, String store) throws IOException {
+    conf.set("fs.blob.store." + store + ".address", shared().address());
   }
 
   private static synchronized TyrServerProcess shared() throws IOException {
