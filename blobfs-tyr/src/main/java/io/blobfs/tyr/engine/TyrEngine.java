@@ -766,6 +766,13 @@ public final class TyrEngine implements Closeable {
     }
   }
 
+  /** Bytes of log a restart would replay now (a whole segment's worth if it rolled). */
+  private long logSinceCheckpoint() {
+    WriteAheadLog.Position at = log.positionNow();
+    WriteAheadLog.Position from = resumePoint;
+    return at.segment() == from.segment() ? at.offset() - from.offset() : config.segmentBytes();
+  }
+
   private void reclaimLoop() {
     // The first look comes soon after opening: what earlier runs left is reclaimed even
     // by a short-lived embedded node.
@@ -783,7 +790,9 @@ public final class TyrEngine implements Closeable {
         return;
       }
       try {
-        compact();
+        if (compact().segmentsDeleted() == 0 && logSinceCheckpoint() > config.segmentBytes() / 4) {
+          checkpoint(); // bounds what a crash makes recovery replay
+        }
       } catch (IOException | RuntimeException e) {
         LOG.warn("Týr compaction at {} failed: {}", config.directory(), e.toString());
       }

@@ -49,8 +49,9 @@ final class WriteAheadLog implements Closeable {
   private final Map<Long, FileChannel> channels = new ConcurrentHashMap<>();
   private final Object syncMonitor = new Object();
   private FileChannel current;
-  private long currentId;
-  private long pos;
+  // Volatile only so that positionNow() may read them without the commit lock.
+  private volatile long currentId;
+  private volatile long pos;
   private long lastVersion;
   private volatile long appendedVersion;
 
@@ -193,6 +194,11 @@ final class WriteAheadLog implements Closeable {
 
   /** Where the next record will start; valid between records (under the commit lock). */
   Position position() {
+    return new Position(currentId, pos);
+  }
+
+  /** Where appends have got to, read without the commit lock (an estimate). */
+  Position positionNow() {
     return new Position(currentId, pos);
   }
 

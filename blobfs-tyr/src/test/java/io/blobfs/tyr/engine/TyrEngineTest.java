@@ -184,6 +184,29 @@ class TyrEngineTest {
   }
 
   @Test
+  void aBusyNodeCheckpointsOnItsOwnSoThatRecoveryReplaysLittle() throws Exception {
+    EngineConfig config = small(SyncPolicy.NONE)
+        .withCompaction(java.time.Duration.ofMillis(100), 0.5);
+    try (TyrEngine e = TyrEngine.open(config)) {
+      // A quarter of a segment of live data: nothing to compact, but worth a checkpoint.
+      commit(e, new TxOp.Put("live", bytes(new byte[20_000]), true));
+      long deadline = System.nanoTime() + 10_000_000_000L;
+      while (checkpointVersion() == 0 && System.nanoTime() < deadline) {
+        Thread.sleep(50);
+      }
+      assertEquals(e.lastCommit(), checkpointVersion());
+    }
+  }
+
+  /** The commit the newest checkpoint file was taken at (0 if none). */
+  private long checkpointVersion() throws IOException {
+    try (Stream<Path> files = Files.list(dir)) {
+      return files.map(p -> p.getFileName().toString()).filter(n -> n.endsWith(".tyrckpt"))
+          .mapToLong(n -> Long.parseLong(n.substring(0, n.indexOf('.')))).max().orElse(0);
+    }
+  }
+
+  @Test
   void transactionsValidateTheirReadSetAndApplyAllOrNothing() throws IOException {
     try (TyrEngine e = TyrEngine.open(small(SyncPolicy.ALWAYS))) {
       commit(e, new TxOp.Put("a", bytes(new byte[] {1}), true),
