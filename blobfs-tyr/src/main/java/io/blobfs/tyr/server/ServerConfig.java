@@ -33,15 +33,17 @@ import java.util.Set;
  * threads         8           threads running store operations
  * max-inflight    64          requests per connection before it stops reading
  * idle-timeout    60s         a peer silent this long mid-frame or before its HELLO is cut off
+ * max-request-memory 512m     request and answer bytes held at once; over it, reading pauses
  * </pre>
  */
 public record ServerConfig(String bind, int port, EngineConfig engine, int maxFrameBytes,
-    byte[] secret, int threads, int maxInFlight, Duration idleTimeout) {
+    byte[] secret, int threads, int maxInFlight, Duration idleTimeout,
+    long maxRequestMemory) {
 
   public static final Set<String> KEYS = Set.of("data-dir", "bind", "port", "sync",
       "sync-interval", "chunk-size", "segment-size", "max-frame", "max-key-bytes",
       "max-blob-bytes", "secret-file", "threads", "max-inflight", "compact-interval",
-      "idle-timeout");
+      "idle-timeout", "max-request-memory");
 
   public ServerConfig {
     Objects.requireNonNull(bind, "bind");
@@ -81,26 +83,33 @@ public record ServerConfig(String bind, int port, EngineConfig engine, int maxFr
         (int) o.getLong("port", 7400, 0, 65535), engine,
         (int) o.getBytes("max-frame", 80L << 20, 4096, 1L << 30), secret,
         (int) o.getLong("threads", 8, 1, 1024), (int) o.getLong("max-inflight", 64, 1, 1 << 16),
-        o.getDuration("idle-timeout", Duration.ofSeconds(60)));
+        o.getDuration("idle-timeout", Duration.ofSeconds(60)),
+        o.getBytes("max-request-memory", 512L << 20, 1 << 20, 1L << 40));
   }
 
   /** A server for tests and the embedded node: loopback, a free port, no secret. */
   public static ServerConfig local(EngineConfig engine) {
     return new ServerConfig("127.0.0.1", 0, engine, 80 << 20, null, 8, 64,
-        Duration.ofSeconds(60));
+        Duration.ofSeconds(60), 512L << 20);
   }
 
   public ServerConfig withSecret(byte[] s) {
     return new ServerConfig(bind, port, engine, maxFrameBytes, s, threads, maxInFlight,
-        idleTimeout);
+        idleTimeout, maxRequestMemory);
   }
 
   public ServerConfig withMaxFrameBytes(int bytes) {
     return new ServerConfig(bind, port, engine, bytes, secret, threads, maxInFlight,
-        idleTimeout);
+        idleTimeout, maxRequestMemory);
   }
 
   public ServerConfig withIdleTimeout(Duration d) {
-    return new ServerConfig(bind, port, engine, maxFrameBytes, secret, threads, maxInFlight, d);
+    return new ServerConfig(bind, port, engine, maxFrameBytes, secret, threads, maxInFlight, d,
+        maxRequestMemory);
+  }
+
+  public ServerConfig withMaxRequestMemory(long bytes) {
+    return new ServerConfig(bind, port, engine, maxFrameBytes, secret, threads, maxInFlight,
+        idleTimeout, bytes);
   }
 }

@@ -44,17 +44,42 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
   private final Authenticator auth;
   private final int maxInFlight;
   private final FrameDecoder decoder;
+  private final RequestMemory memory;
   private final byte[] nonce = new byte[32];
   private boolean authenticated;
   private int inFlight;
+  private ChannelHandlerContext ctx;
 
   ServerHandler(TyrService service, Executor workers, Authenticator auth, int maxInFlight,
-      FrameDecoder decoder) {
+      FrameDecoder decoder, RequestMemory memory) {
     this.service = service;
     this.workers = workers;
     this.auth = auth;
     this.maxInFlight = maxInFlight;
     this.decoder = decoder;
+    this.memory = memory;
+  }
+
+  @Override
+  public void handlerAdded(ChannelHandlerContext context) {
+    this.ctx = context;
+  }
+
+  /**
+   * Reads on while this connection has room for requests and the server has memory for
+   * them; otherwise waits, for answers on this connection or memory anywhere.
+   */
+  private void updateAutoRead() {
+    boolean memoryShort = memory.overBudget();
+    ctx.channel().config().setAutoRead(inFlight < maxInFlight && !memoryShort);
+    if (memoryShort) {
+      memory.waitFor(this);
+    }
+  }
+
+  /** Called by {@link RequestMemory} from any thread. */
+  void memoryFreed() {
+    ctx.executor().execute(this::updateAutoRead);
   }
 
   /**
@@ -131,9 +156,12 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
   }
 
   private void dispatch(ChannelHandlerContext ctx, Frame frame, Request request) {
-    if (++inFlight >= maxInFlight) {
-      ctx.channel().config().setAutoRead(false);
-    }
+    // A read's answer will hold as much memory as it asks for.
+    long bytes = frame.payload().capacity()
+        + (request instanceof Request.Read r ? Math.max(0, r.length()) : 0);
+    memory.acquire(bytes);
+    inFlight++;
+    updateAutoRead();
     long id = frame.requestId();
     int opcode = frame.opcode() | Opcode.RESPONSE;
     workers.execute(() -> service.handle(request, ctx.alloc()).whenComplete((result, err) -> {
@@ -141,10 +169,9 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
       frame.release();
       Frame out = err == null ? success(opcode, id, result, ctx) : failure(id, err, ctx);
       ctx.executor().execute(() -> {
-        if (--inFlight < maxInFlight) {
-          ctx.channel().config().setAutoRead(true);
-        }
-        ctx.writeAndFlush(out);
+        inFlight--;
+        ctx.writeAndFlush(out).addListener(w -> memory.release(bytes));
+        updateAutoRead();
       });
     }));
   }

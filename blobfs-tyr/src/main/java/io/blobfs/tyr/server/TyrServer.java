@@ -35,6 +35,7 @@ public final class TyrServer implements Closeable {
   private final EventLoopGroup io;
   private final ExecutorService workers;
   private final Channel listener;
+  private final RequestMemory memory;
 
   private TyrServer(ServerConfig config) throws IOException {
     this.config = config;
@@ -44,6 +45,7 @@ public final class TyrServer implements Closeable {
     this.workers = Executors.newFixedThreadPool(config.threads(),
         new DefaultThreadFactory("tyr-worker", true));
     TyrService service = new TyrService(engine, config.maxFrameBytes() - 64);
+    memory = new RequestMemory(config.maxRequestMemory());
     Authenticator auth = new Authenticator(config.secret());
     try {
       listener = new ServerBootstrap().group(boss, io).channel(NioServerSocketChannel.class)
@@ -56,7 +58,8 @@ public final class TyrServer implements Closeable {
                   new IdleStateHandler(config.idleTimeout().toMillis(), 0, 0,
                       TimeUnit.MILLISECONDS),
                   decoder, FrameEncoder.INSTANCE,
-                  new ServerHandler(service, workers, auth, config.maxInFlight(), decoder));
+                  new ServerHandler(service, workers, auth, config.maxInFlight(), decoder,
+                      memory));
             }
           })
           .bind(config.bind(), config.port()).syncUninterruptibly().channel();
@@ -88,6 +91,11 @@ public final class TyrServer implements Closeable {
 
   public ServerConfig config() {
     return config;
+  }
+
+  /** The most request and answer bytes held at once since start (bounded by the budget). */
+  public long peakRequestMemory() {
+    return memory.peak();
   }
 
   /** Stops listening, lets running requests finish, then closes the engine cleanly. */

@@ -148,6 +148,33 @@ class ProtocolTest {
   }
 
   @Test
+  void manyLargeRequestsAtOnceWaitForMemoryInsteadOfExhaustingIt() throws IOException {
+    server.close();
+    server = TyrServer.start(ServerConfig.local(EngineConfig.defaults(dir)
+        .withSyncPolicy(SyncPolicy.NONE)).withMaxFrameBytes(2 << 20)
+        .withMaxRequestMemory(4 << 20));
+    byte[] data = new byte[1 << 20];
+    new Random(3).nextBytes(data);
+    try (TyrClient c = new TyrClient(ClientConfig.of("127.0.0.1", server.port())
+        .withMaxFrameBytes(2 << 20).withConnections(4))) {
+      java.util.List<java.util.concurrent.CompletableFuture<?>> calls = new java.util.ArrayList<>();
+      for (int i = 0; i < 64; i++) {
+        calls.add(c.write("m/" + i, 0, ByteBuffer.wrap(data)));
+      }
+      for (var f : calls) {
+        TyrClient.await(f);
+      }
+      for (int i = 0; i < 64; i += 9) {
+        assertArrayEquals(data, toArray(TyrClient.await(c.read("m/" + i, 0, 1 << 20)).data()));
+      }
+    }
+    // 64 MiB were sent at once; the server held at most its budget plus one frame per
+    // connection.
+    assertThat(server.peakRequestMemory()).isPositive()
+        .isLessThanOrEqualTo((4 << 20) + 4 * (2 << 20));
+  }
+
+  @Test
   void badFramesGetErrorsAndTheServerLivesOn() throws IOException {
     try (RawConnection raw = new RawConnection(server.port())) {
       raw.handshake();
