@@ -6,13 +6,16 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.blobfs.locality.ceph.CephPlacement;
+import io.blobfs.locality.crush.CephTools;
 import io.blobfs.locality.crush.CrushMapper;
 import io.blobfs.locality.crush.OsdMap;
 import io.blobfs.locality.crush.PlacementGroups;
+import io.blobfs.locality.crush.PlacementGroups.PgId;
 import io.blobfs.rados.CephClusterExtension.Cluster;
 import io.blobfs.store.ScanPage;
 import io.blobfs.store.StoreOptions;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -125,8 +128,14 @@ class RadosPlacementIntegrationTest {
   }
 
   @Test
-  void everyMappingAgreesWithTheMonitorsOsdMap() throws IOException {
+  void everyMappingAgreesWithTheMonitorsOsdMap() throws Exception {
     assertAgreement(names(240), true);
+    // the same map (EC pool, pg_upmap, pg_upmap_items, primary affinity), offline
+    CephPlacement.Snapshot s = placement.current();
+    Offline o = assertOfflineAgreement(s, POOLS, names(40));
+    assertThat(o.movedByUpmap()).as("PGs Ceph moves off CRUSH's order by upmaps").isPositive();
+    assertThat(o.primaryByAffinity()).as("PGs whose primary Ceph moves by affinity")
+        .isPositive();
   }
 
   /**
@@ -134,7 +143,7 @@ class RadosPlacementIntegrationTest {
    * hole in its position, and the hosts of an EC object skip the hole.
    */
   @Test
-  void aDownOsdLeavesGapsAndErasureHoles() throws IOException {
+  void aDownOsdLeavesGapsAndErasureHoles() throws Exception {
     // An OSD marked down while alive shuts itself down after osd_max_markdown_count (5)
     // markings in 10 minutes: repeated runs must not reach that.
     ceph("config", "set", "osd.2", "osd_max_markdown_count", "1000");
@@ -145,6 +154,10 @@ class RadosPlacementIntegrationTest {
       List<OsdMap.Placement> ec = assertAgreement(names(60), false);
       long holes = ec.stream().filter(p -> p.up().contains(CrushMapper.ITEM_NONE)).count();
       assertThat(holes).as("EC placements with a hole").isPositive();
+      CephPlacement.Snapshot s = placement.current();
+      assertThat(s.map().osds().get(2).up()).isFalse();
+      Offline o = assertOfflineAgreement(s, POOLS, names(10));
+      assertThat(o.ecHoles()).as("EC PGs with a hole, offline").isPositive();
       for (String name : names(60)) {
         List<String> hosts = placement.hostsOf(EC, "", name);
         assertThat(hosts).doesNotContain("host-c").isNotEmpty();
@@ -162,7 +175,7 @@ class RadosPlacementIntegrationTest {
    * compared at once through mon commands, at one epoch, and again if it was gone.
    */
   @Test
-  void pgTempGivesTheActingSet() throws IOException {
+  void pgTempGivesTheActingSet() throws Exception {
     int pool = poolId(R3);
     List<Integer> reversed = new ArrayList<>(upOf(R3, 3));
     java.util.Collections.reverse(reversed);
@@ -175,7 +188,7 @@ class RadosPlacementIntegrationTest {
   }
 
   @Test
-  void primaryTempGivesTheActingPrimary() throws IOException {
+  void primaryTempGivesTheActingPrimary() throws Exception {
     int pool = poolId(R3);
     try {
       assertActingUnderTemp(4, JSON.createObjectNode().put("prefix", "osd primary-temp")
@@ -186,7 +199,7 @@ class RadosPlacementIntegrationTest {
     }
   }
 
-  private static void assertActingUnderTemp(int seed, String setTemp) throws IOException {
+  private static void assertActingUnderTemp(int seed, String setTemp) throws Exception {
     List<String> names = new ArrayList<>();
     for (String name : names(240)) {
       if (placement.placementOf(R3, "", name).pg().seed() == seed && names.size() < 8) {
@@ -229,10 +242,106 @@ class RadosPlacementIntegrationTest {
           o.pgTemp().isEmpty() ? "primary_temp" : "pg_temp", differ, attempt);
       assertThat(mismatches).isEmpty();
       assertThat(differ).isEqualTo(names.size());
+      // the map of that epoch, offline: the monitor keeps it after the OSDs drop the entry
+      Offline offline = assertOfflineAgreement(s, List.of(R3), names);
+      assertThat(offline.actingNotUp()).as("PGs whose acting set or primary Ceph takes from "
+          + "the temp entry, offline").isPositive();
       return;
     }
     throw new AssertionError("the temp entry was gone before it could be compared: "
         + attempts);
+  }
+
+  /** What an offline comparison saw in Ceph's own answers (to show the map had the case). */
+  record Offline(int pgs, int objects, int movedByUpmap, int primaryByAffinity,
+      int actingNotUp, int ecHoles) {}
+
+  /**
+   * The monitor's own OSD map of {@code s}'s epoch ({@code ceph osd getmap E}), offline
+   * through Ceph's osdmaptool, against our placements from {@code s}: every PG of
+   * {@code pools} with {@code --test-map-pgs-dump-all} (up set, up primary, acting set,
+   * acting primary; plain {@code --test-map-pgs-dump} prints only the acting side), and each
+   * name in each pool with {@code --test-map-object} (PG and acting set). Names are in the
+   * pools' default namespace only: {@code --test-map-object} takes no namespace (it maps the
+   * name with an empty locator), so namespaced names are compared live only. The map is
+   * fetched by epoch, so it is that of {@code s} even if the cluster has moved on since
+   * (pg_temp entries in particular are gone in under a second); its epoch is checked.
+   */
+  private static Offline assertOfflineAgreement(CephPlacement.Snapshot s, List<String> pools,
+      List<String> names) throws Exception {
+    CephTools.require();
+    long start = System.nanoTime();
+    java.nio.file.Path file = Files.createTempFile("osdmap-" + s.epoch() + "-", ".bin");
+    try {
+      ceph("osd", "getmap", String.valueOf(s.epoch()), "-o", file.toString());
+      assertThat(CephTools.epoch(file)).as("epoch of the exported map").isEqualTo(s.epoch());
+      OsdMap map = s.map();
+      int pgs = 0;
+      int pgAgree = 0;
+      int objects = 0;
+      int objectAgree = 0;
+      int moved = 0;
+      int byAffinity = 0;
+      int actingNotUp = 0;
+      int holes = 0;
+      List<String> mismatches = new ArrayList<>();
+      for (String name : pools) {
+        OsdMap.Pool pool = map.pool(name);
+        Map<String, CephTools.PgMapping> ref = CephTools.mapPgs(file, pool.id(), List.of());
+        assertThat(ref).as("PGs osdmaptool lists for " + name).hasSize(pool.pgNum());
+        for (int seed = 0; seed < pool.pgNum(); seed++) {
+          PgId pg = new PgId(pool.id(), seed);
+          CephTools.PgMapping ceph = ref.get(pg.toString());
+          String ours = CephTools.render(map.up(pg));
+          pgs++;
+          if (ceph != null && ours.equals(ceph.render())) {
+            pgAgree++;
+          } else if (mismatches.size() < 5) {
+            mismatches.add("PG " + pg + " ceph=" + (ceph == null ? null : ceph.render())
+                + " ours=" + ours);
+          }
+          if (ceph == null) {
+            continue;
+          }
+          boolean upmapped = map.overrides().pgUpmap().containsKey(pg)
+              || map.overrides().pgUpmapItems().containsKey(pg);
+          if (upmapped && !ceph.up().equals(ceph.raw())) {
+            moved++;
+          }
+          // same OSDs as CRUSH chose, all up, yet another primary: primary affinity's doing
+          if (!upmapped && Set.copyOf(ceph.up()).equals(Set.copyOf(ceph.raw()))
+              && ceph.upPrimary() != ceph.rawPrimary()) {
+            byAffinity++;
+          }
+          if (!ceph.acting().equals(ceph.up()) || ceph.actingPrimary() != ceph.upPrimary()) {
+            actingNotUp++;
+          }
+          if (ceph.up().contains(CrushMapper.ITEM_NONE)) {
+            holes++;
+          }
+        }
+        for (String object : names) {
+          CephTools.ObjectMapping ceph = CephTools.mapObject(file, object, pool.id(),
+              List.of());
+          OsdMap.Placement ours = map.up(PlacementGroups.objectToPg(pool, object, null, ""));
+          objects++;
+          if (ceph.pgid().equals(ours.pg().toString()) && ceph.acting().equals(ours.acting())) {
+            objectAgree++;
+          } else if (mismatches.size() < 5) {
+            mismatches.add(name + "/" + object + " ceph=" + ceph + " ours=" + ours);
+          }
+        }
+      }
+      System.out.printf("offline osdmaptool: %d/%d PGs, %d/%d objects agree (epoch %d; %s;"
+          + " in Ceph's answers: %d PGs moved by upmaps, %d primaries moved by affinity,"
+          + " %d acting != up, %d EC holes; %d ms)%n", pgAgree, pgs, objectAgree, objects,
+          s.epoch(), String.join(",", pools), moved, byAffinity, actingNotUp, holes,
+          (System.nanoTime() - start) / 1_000_000);
+      assertThat(mismatches).isEmpty();
+      return new Offline(pgs, objects, moved, byAffinity, actingNotUp, holes);
+    } finally {
+      Files.deleteIfExists(file);
+    }
   }
 
   /**
@@ -324,8 +433,7 @@ class RadosPlacementIntegrationTest {
   }
 
   private static String render(OsdMap.Placement p) {
-    return p.pg() + " up=" + p.up() + "/" + p.upPrimary() + " acting=" + p.acting() + "/"
-        + p.actingPrimary();
+    return CephTools.render(p);
   }
 
   private static String render(JsonNode ceph) {

@@ -27,6 +27,9 @@ import org.junit.jupiter.api.io.TempDir;
 class CephAgreementTest {
   private static final int OUT_OSD = 5;
   private static final int POOL = 1;
+  /** The in-memory map changes every osdmaptool comparison runs with. */
+  private static final List<String> MARK =
+      List.of("--mark-up-in", "--mark-out", String.valueOf(OUT_OSD));
 
   @TempDir
   static Path dir;
@@ -147,7 +150,10 @@ class CephAgreementTest {
     assertThat(total).isEqualTo(30_000);
   }
 
-  /** Every PG of the pool: up set and primary against osdmaptool --test-map-pgs-dump. */
+  /**
+   * Every PG of the pool: up set and primary, acting set and primary, against osdmaptool
+   * --test-map-pgs-dump-all.
+   */
   @Test
   void everyPgAgreesWithOsdmaptool() throws Exception {
     Map<String, String> ref = referencePgMappings();
@@ -160,7 +166,7 @@ class CephAgreementTest {
     for (int seed = 0; seed < pool.pgNum(); seed++) {
       PgId pg = new PgId(POOL, seed);
       OsdMap.Placement p = osdMap.up(pg);
-      String ours = render(p);
+      String ours = CephTools.render(p);
       if (ours.equals(ref.get(pg.toString()))) {
         agree++;
       } else if (mismatches.size() < 5) {
@@ -197,7 +203,7 @@ class CephAgreementTest {
     for (String name : names) {
       OsdMap.Placement p = osdMap.mapObject(POOL, name);
       ourPg.put(name, p.pg().toString());
-      if (render(p).equals(ref.get(p.pg().toString()))) {
+      if (CephTools.render(p).equals(ref.get(p.pg().toString()))) {
         agree++;
       }
     }
@@ -205,27 +211,19 @@ class CephAgreementTest {
         agree, names.size());
     assertThat(agree).isEqualTo(names.size());
 
-    Pattern objLine = Pattern.compile(" object '(.*)' -> (\\S+) -> \\[([^\\]]*)\\]");
     int sampled = 0;
     int sampleAgree = 0;
     List<String> mismatches = new ArrayList<>();
     for (int i = 0; i < names.size(); i += 25) {
       String name = names.get(i);
-      String out = CephTools.run(List.of("osdmaptool", "osdmap", "--mark-up-in", "--mark-out",
-          String.valueOf(OUT_OSD), "--test-map-object", name, "--pool", String.valueOf(POOL)),
-          dir, 30);
-      Matcher m = objLine.matcher(out);
-      assertThat(m.find()).as(out).isTrue();
+      CephTools.ObjectMapping ceph = CephTools.mapObject(dir.resolve("osdmap"), name, POOL,
+          MARK);
       sampled++;
-      String osds = m.group(3).replace(" ", "");
-      String ours = ourPg.get(name);
-      String ourOsds = osdMap.mapObject(POOL, name).up().stream().map(String::valueOf)
-          .collect(Collectors.joining(","));
-      if (m.group(2).equals(ours) && osds.equals(ourOsds)) {
+      OsdMap.Placement ours = osdMap.mapObject(POOL, name);
+      if (ceph.pgid().equals(ours.pg().toString()) && ceph.acting().equals(ours.acting())) {
         sampleAgree++;
       } else if (mismatches.size() < 5) {
-        mismatches.add(name + " ceph=" + m.group(2) + " " + osds + " ours=" + ours + " "
-            + ourOsds);
+        mismatches.add(name + " ceph=" + ceph + " ours=" + ours);
       }
     }
     System.out.printf("objects: %d/%d sampled names agree with --test-map-object%n",
@@ -233,23 +231,11 @@ class CephAgreementTest {
     assertThat(mismatches).isEmpty();
   }
 
-  private static String render(OsdMap.Placement p) {
-    return p.up().stream().map(String::valueOf).collect(Collectors.joining(",", "[", "]"))
-        + " " + p.primary();
-  }
-
-  /** pgid -> "[a,b,c] primary" from osdmaptool --test-map-pgs-dump. */
+  /** pgid -> osdmaptool --test-map-pgs-dump-all's line, rendered. */
   private static Map<String, String> referencePgMappings() throws Exception {
-    String out = CephTools.run(List.of("osdmaptool", "osdmap", "--mark-up-in", "--mark-out",
-        String.valueOf(OUT_OSD), "--test-map-pgs-dump", "--pool", String.valueOf(POOL)), dir, 60);
     Map<String, String> ref = new HashMap<>();
-    Pattern line = Pattern.compile("^(\\d+\\.[0-9a-f]+)\\t\\[([^\\]]*)\\]\\t(-?\\d+)$");
-    for (String l : out.split("\n")) {
-      Matcher m = line.matcher(l.trim().isEmpty() ? l : l.stripTrailing());
-      if (m.find()) {
-        ref.put(m.group(1), "[" + m.group(2).replace(" ", "") + "] " + m.group(3));
-      }
-    }
+    CephTools.mapPgs(dir.resolve("osdmap"), POOL, MARK)
+        .forEach((pg, m) -> ref.put(pg, m.render()));
     return ref;
   }
 
