@@ -78,24 +78,32 @@ final class Checkpoint {
     } catch (IOException e) {
       LOG.debug("cannot sync directory {}: {}", dir, e.toString());
     }
-    for (Path old : list(dir)) {
-      if (!old.equals(target)) {
-        Files.deleteIfExists(old);
-      }
+    // The one before stays: if the newest is ever damaged, recovery falls back to it (and
+    // refuses to open, rather than lose data, if the log it needs is gone).
+    List<Path> all = list(dir);
+    for (int i = 0; i < all.size() - 2; i++) {
+      Files.deleteIfExists(all.get(i));
     }
   }
 
   /** The newest intact checkpoint in {@code dir}, if any. */
   static Optional<Loaded> loadLatest(Path dir) throws IOException {
+    List<Loaded> intact = loadNewest(dir, 1);
+    return intact.isEmpty() ? Optional.empty() : Optional.of(intact.get(0));
+  }
+
+  /** Up to {@code n} intact checkpoints, newest first. */
+  static List<Loaded> loadNewest(Path dir, int n) throws IOException {
     List<Path> all = list(dir);
-    for (int i = all.size() - 1; i >= 0; i--) {
+    List<Loaded> out = new ArrayList<>();
+    for (int i = all.size() - 1; i >= 0 && out.size() < n; i--) {
       try {
-        return Optional.of(load(all.get(i)));
+        out.add(load(all.get(i)));
       } catch (IOException | RuntimeException e) {
         LOG.warn("skipping damaged checkpoint {}: {}", all.get(i), e.toString());
       }
     }
-    return Optional.empty();
+    return out;
   }
 
   private static Loaded load(Path file) throws IOException {

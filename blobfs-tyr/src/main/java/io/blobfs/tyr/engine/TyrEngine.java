@@ -81,15 +81,23 @@ public final class TyrEngine implements Closeable {
   private TyrEngine(EngineConfig config) throws IOException {
     this.config = config;
     java.nio.file.Files.createDirectories(config.directory());
-    var checkpoint = Checkpoint.loadLatest(config.directory());
+    List<Checkpoint.Loaded> checkpoints = Checkpoint.loadNewest(config.directory(), 2);
     WriteAheadLog.Position start = new WriteAheadLog.Position(1, 0);
     long startVersion = 0;
-    if (checkpoint.isPresent()) {
-      for (BlobState s : checkpoint.get().blobs()) {
+    if (!checkpoints.isEmpty()) {
+      Checkpoint.Loaded newest = checkpoints.get(0);
+      for (BlobState s : newest.blobs()) {
         visible.put(s.key, s);
       }
-      start = new WriteAheadLog.Position(checkpoint.get().segment(), checkpoint.get().offset());
-      startVersion = checkpoint.get().version();
+      start = new WriteAheadLog.Position(newest.segment(), newest.offset());
+      startVersion = newest.version();
+      lastCheckpointStates = newest.blobs();
+      hasCheckpoint = true;
+      if (checkpoints.size() > 1) {
+        Checkpoint.Loaded older = checkpoints.get(1);
+        olderCheckpointStates = older.blobs();
+        olderResumeSegment = older.segment();
+      }
     }
     this.log = WriteAheadLog.open(config.directory(), config.segmentBytes(), start,
         startVersion, this::replay);
@@ -331,24 +339,20 @@ public final class TyrEngine implements Closeable {
       long version = log.lastVersion() + 1;
       long now = System.currentTimeMillis();
       Planner plan = new Planner(version, now, tx.ops().size());
-      log.begin(version, now);
       try {
+        log.begin(version, now);
         for (int i = 0; i < tx.ops().size(); i++) {
           plan.values[i] = plan.apply(tx.ops().get(i));
         }
+        plan.defragmentTouched();
         if (plan.ops.isEmpty()) {
           log.abort(); // nothing changes: no record, no commit number
           done.complete(new CommitResult(log.lastVersion(), plan.values));
           return done;
         }
         log.finish(plan.ops);
-      } catch (TyrException e) {
-        log.abort();
-        throw e;
-      } catch (IOException | RuntimeException e) {
-        fail(e);
-        log.abort();
-        throw new TyrException(ErrorCode.SERVER_ERROR, "log write failed: " + e, e);
+      } catch (Throwable e) {
+        throw abandon(e);
       }
       settle(plan, new CommitResult(version, plan.values), done);
     } catch (TyrException e) {
@@ -417,6 +421,35 @@ public final class TyrEngine implements Closeable {
     }
   }
 
+  /**
+   * Drops the open record after {@code e} and says what the caller gets: the request's
+   * own error; a refusal for anything else planning threw (a bug or input nothing checked,
+   * which must not take the node down); and for a failed log write, a node that refuses
+   * writes until restarted, since the log's state on disk is then unknown.
+   */
+  private TyrException abandon(Throwable e) {
+    try {
+      log.abort();
+    } catch (IOException | RuntimeException abortFailed) {
+      fail(abortFailed);
+      return new TyrException(ErrorCode.SERVER_ERROR, "the log could not drop a failed record: "
+          + abortFailed, abortFailed);
+    }
+    if (e instanceof TyrException t) {
+      return t;
+    }
+    if (e instanceof IOException io) {
+      fail(io);
+      return new TyrException(ErrorCode.SERVER_ERROR, "log write failed: " + io, io);
+    }
+    if (e instanceof Error err && !(e instanceof StackOverflowError)) {
+      throw err;
+    }
+    LOG.warn("a transaction was refused after an unexpected error in planning", e);
+    return new TyrException(ErrorCode.BAD_REQUEST, "the transaction could not be applied: "
+        + e, e);
+  }
+
   private void checkShape(TxRequest tx) throws TyrException {
     if (tx.ops().isEmpty() && tx.reads().isEmpty()) {
       throw new TyrException(ErrorCode.BAD_REQUEST, "empty transaction");
@@ -436,7 +469,8 @@ public final class TyrEngine implements Closeable {
     int bytes = key.getBytes(StandardCharsets.UTF_8).length;
     if (bytes > config.maxKeyBytes()) {
       throw new TyrException(ErrorCode.TOO_LARGE, "key of " + bytes + " bytes is over the "
-          + config.maxKeyBytes() + "-byte limit: " + key.substring(0, 40) + "...");
+          + config.maxKeyBytes() + "-byte limit: " + key.substring(0, Math.min(40, key.length()))
+          + "...");
     }
   }
 
@@ -463,6 +497,8 @@ public final class TyrEngine implements Closeable {
     final long now;
     final List<LogOp> ops = new ArrayList<>();
     final Map<String, BlobState> work = new java.util.LinkedHashMap<>();
+    /** Chunks this transaction wrote, by blob: candidates for defragmenting. */
+    final Map<String, java.util.Set<Integer>> touched = new java.util.LinkedHashMap<>();
     final long[] values;
 
     Planner(long version, long now, int opCount) {
@@ -491,14 +527,14 @@ public final class TyrEngine implements Closeable {
         emit(LogOp.reset(key), null);
         write(key, 0, p.data());
       } else if (op instanceof TxOp.Write w) {
-        checkSize(key, w.offset() + w.data().remaining());
+        checkRange(key, w.offset(), w.data().remaining());
         if (s == null) {
           emit(LogOp.reset(key), null);
         }
         write(key, w.offset(), w.data());
       } else if (op instanceof TxOp.Append a) {
         long at = s == null ? 0 : s.size;
-        checkSize(key, at + a.data().remaining());
+        checkRange(key, at, a.data().remaining());
         if (s == null) {
           emit(LogOp.reset(key), null);
         }
@@ -520,10 +556,12 @@ public final class TyrEngine implements Closeable {
         emit(LogOp.delete(key), null);
         return 1;
       } else if (op instanceof TxOp.Add a) {
+        checkRange(key, a.offset(), 8);
         long value = readLong(s, key, a.offset()) + a.delta();
         write(key, a.offset(), ByteBuffer.allocate(8).putLong(0, value));
         return value;
       } else if (op instanceof TxOp.Cas c) {
+        checkRange(key, c.offset(), 8);
         long value = readLong(s, key, c.offset());
         if (value != c.expect()) {
           throw new io.blobfs.tyr.api.CasFailedException(key, c.offset(), c.expect(), value);
@@ -537,7 +575,7 @@ public final class TyrEngine implements Closeable {
       if (s == null) {
         throw new TyrException(ErrorCode.NOT_FOUND, "no blob " + key);
       }
-      if (offset + 8 > s.size) {
+      if (offset > s.size - 8) {
         throw new TyrException(ErrorCode.BAD_REQUEST, "no 64-bit integer at offset " + offset
             + " of blob " + key + " (" + s.size + " bytes)");
       }
@@ -547,9 +585,14 @@ public final class TyrEngine implements Closeable {
     }
 
     private void checkSize(String key, long size) throws TyrException {
-      if (size > config.maxBlobBytes()) {
-        throw new TyrException(ErrorCode.TOO_LARGE, "blob " + key + " would reach " + size
-            + " bytes, over the " + config.maxBlobBytes() + "-byte limit");
+      checkRange(key, size, 0);
+    }
+
+    /** {@code offset + length} within the blob limit, checked without overflowing. */
+    private void checkRange(String key, long offset, long length) throws TyrException {
+      if (offset < 0 || length < 0 || offset > config.maxBlobBytes() - length) {
+        throw new TyrException(ErrorCode.TOO_LARGE, "blob " + key + " would reach byte "
+            + offset + " + " + length + ", over the " + config.maxBlobBytes() + "-byte limit");
       }
     }
 
@@ -559,21 +602,29 @@ public final class TyrEngine implements Closeable {
       }
       int length = data.remaining();
       emit(LogOp.write(key, offset, length, 0), data);
-      defragment(key, offset, length);
+      BlobState s = work.get(key);
+      java.util.Set<Integer> chunks = touched.computeIfAbsent(key, k -> new java.util.TreeSet<>());
+      for (int i = s.chunkIndex(offset); i <= s.chunkIndex(offset + length - 1); i++) {
+        chunks.add(i);
+      }
     }
 
-    /** A chunk split into too many extents by small writes is rewritten as one. */
-    private void defragment(String key, long offset, int length) throws IOException {
-      BlobState s = work.get(key);
-      int chunkBytes = s.chunkBytes();
-      for (int i = s.chunkIndex(offset); i <= s.chunkIndex(offset + length - 1); i++) {
-        if (s.chunk(i).extentCount() > config.maxExtentsPerChunk()) {
-          long start = (long) i * chunkBytes;
-          ByteBuffer whole = ByteBuffer.allocate((int) Math.min(chunkBytes, s.size - start));
+    /**
+     * Rewrites as one extent each chunk this transaction left split into too many (by
+     * small writes): once per chunk per transaction, however many writes touched it.
+     */
+    void defragmentTouched() throws IOException {
+      for (Map.Entry<String, java.util.Set<Integer>> e : touched.entrySet()) {
+        for (int i : e.getValue()) {
+          BlobState s = work.get(e.getKey());
+          if (s == null || i >= s.chunkCount()
+              || s.chunk(i).extentCount() <= config.maxExtentsPerChunk()) {
+            continue;
+          }
+          long start = (long) i * s.chunkBytes();
+          ByteBuffer whole = ByteBuffer.allocate((int) Math.min(s.chunkBytes(), s.size - start));
           readState(s, start, whole);
-          whole.flip();
-          emit(LogOp.write(key, start, whole.remaining(), 0), whole);
-          s = work.get(key);
+          emit(LogOp.write(e.getKey(), start, whole.remaining(), 0), whole.flip());
         }
       }
     }
@@ -603,6 +654,14 @@ public final class TyrEngine implements Closeable {
   private static final long RELOCATION_BATCH_BYTES = 16L << 20;
   private final Object reclaimWait = new Object();
   private volatile WriteAheadLog.Position resumePoint = new WriteAheadLog.Position(1, 0);
+  /**
+   * The two checkpoints kept on disk (the older one is recovery's fallback): segments their
+   * states name, or that their replay would start before, are never deleted.
+   */
+  private java.util.Collection<BlobState> lastCheckpointStates = List.of();
+  private java.util.Collection<BlobState> olderCheckpointStates = List.of();
+  private long olderResumeSegment = Long.MAX_VALUE; // no older checkpoint: no constraint
+  private boolean hasCheckpoint;
 
   /**
    * Reclaims the disk held by old versions: the live bytes of sealed segments that are
@@ -624,14 +683,15 @@ public final class TyrEngine implements Closeable {
         return new Compaction(0, 0, 0);
       }
       long moved = relocate(victims);
-      checkpoint();
-      Map<Long, Long> stillLive = liveBytes();
+      java.util.Collection<BlobState> checkpointed = writeCheckpoint();
+      Map<Long, Long> stillLive = referencedBytes(checkpointed);
       long reclaimed = 0;
       int deleted = 0;
       segmentLock.writeLock().lock(); // waits for reads in progress; new ones see no victim
       try {
         for (long id : victims) {
-          if (stillLive.getOrDefault(id, 0L) == 0 && id < resumePoint.segment()) {
+          if (stillLive.getOrDefault(id, 0L) == 0 && id < resumePoint.segment()
+              && id < olderResumeSegment) {
             reclaimed += sealed.get(id);
             log.deleteSegment(id);
             deleted++;
@@ -646,6 +706,35 @@ public final class TyrEngine implements Closeable {
       }
       return new Compaction(deleted, reclaimed, moved);
     }
+  }
+
+  /**
+   * Bytes per segment referred to by any state that a reader may still be given (visible),
+   * that a commit will publish (staged), or that recovery would load (the checkpoint just
+   * written): a segment none of them names can go.
+   */
+  private Map<Long, Long> referencedBytes(java.util.Collection<BlobState> checkpointed) {
+    Map<Long, Long> live = new java.util.HashMap<>();
+    publishLock.writeLock().lock();
+    try {
+      for (BlobState s : visible.values()) {
+        s.addLiveBytes(live);
+      }
+      for (BlobState s : staged.values()) {
+        if (!s.isDeleted()) {
+          s.addLiveBytes(live);
+        }
+      }
+    } finally {
+      publishLock.writeLock().unlock();
+    }
+    for (BlobState s : checkpointed) {
+      s.addLiveBytes(live);
+    }
+    for (BlobState s : olderCheckpointStates) {
+      s.addLiveBytes(live);
+    }
+    return live;
   }
 
   /** Live bytes per segment over every current state (visible and staged). */
@@ -698,8 +787,8 @@ public final class TyrEngine implements Closeable {
         long version = log.lastVersion() + 1;
         long now = System.currentTimeMillis();
         Planner plan = new Planner(version, now, 0);
-        log.begin(version, now);
         try {
+          log.begin(version, now);
           for (long bytes = 0; next < moves.size() && bytes < RELOCATION_BATCH_BYTES; next++) {
             Move m = moves.get(next);
             BlobState s = plan.current(m.key());
@@ -721,10 +810,8 @@ public final class TyrEngine implements Closeable {
             continue;
           }
           log.finish(plan.ops);
-        } catch (IOException | RuntimeException e) {
-          fail(e);
-          log.abort();
-          throw e;
+        } catch (Throwable e) {
+          throw abandon(e);
         }
         CompletableFuture<CommitResult> done = new CompletableFuture<>();
         settle(plan, new CommitResult(version, new long[0]), done);
@@ -748,6 +835,11 @@ public final class TyrEngine implements Closeable {
    * recovery replays only what follows (and earlier segments may go).
    */
   public void checkpoint() throws IOException {
+    writeCheckpoint();
+  }
+
+  /** As {@link #checkpoint}; returns the states it recorded. */
+  private java.util.Collection<BlobState> writeCheckpoint() throws IOException {
     synchronized (compactionMonitor) {
       java.util.Collection<BlobState> states;
       WriteAheadLog.Position at;
@@ -762,7 +854,14 @@ public final class TyrEngine implements Closeable {
       }
       log.force(); // every commit the checkpoint includes is on disk before it is
       Checkpoint.write(config.directory(), version, at.segment(), at.offset(), states);
+      olderCheckpointStates = lastCheckpointStates;
+      // Without an older checkpoint, recovery's fallback is the whole log, and a missing
+      // first segment makes it refuse to open: clean, so it constrains nothing here.
+      olderResumeSegment = hasCheckpoint ? resumePoint.segment() : Long.MAX_VALUE;
+      hasCheckpoint = true;
+      lastCheckpointStates = states;
       resumePoint = at;
+      return states;
     }
   }
 
@@ -779,6 +878,9 @@ public final class TyrEngine implements Closeable {
     long wait = Math.min(config.compactInterval().toMillis(), 5_000);
     while (!closed) {
       synchronized (reclaimWait) {
+        if (closed) {
+          return; // checked under the monitor close() notifies, so no wake-up is lost
+        }
         try {
           reclaimWait.wait(wait);
           wait = config.compactInterval().toMillis();
@@ -848,6 +950,20 @@ public final class TyrEngine implements Closeable {
     }
   }
 
+  private static void joinFully(Thread t) {
+    boolean interrupted = false;
+    while (t.isAlive()) {
+      try {
+        t.join();
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
   private void failPending(Throwable cause) {
     synchronized (pending) {
       for (Pending p : pending) {
@@ -874,33 +990,18 @@ public final class TyrEngine implements Closeable {
       synchronized (reclaimWait) {
         reclaimWait.notifyAll();
       }
-      try {
-        reclaimer.join(60_000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
+      joinFully(reclaimer);
     }
     if (syncer != null) {
       synchronized (pending) {
         pending.notifyAll();
       }
+      // Only the syncer publishes, in commit order: it drains what is pending, then ends.
       // Never interrupted: an interrupt during force() would close the log's channel.
-      try {
-        syncer.join(10_000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
+      joinFully(syncer);
     }
     try {
-      long durable = log.force();
-      synchronized (pending) {
-        for (Pending p; (p = pending.poll()) != null; ) {
-          if (p.version() <= durable) {
-            publish(p.changes());
-            p.future().complete(p.result());
-          }
-        }
-      }
+      log.force();
       if (failure == null) {
         checkpoint(); // the next open replays nothing
       }

@@ -36,6 +36,8 @@ final class WriteAheadLog implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(WriteAheadLog.class);
   static final int MAGIC = 0x54595231; // "TYR1"
   static final int HEADER_BYTES = 44;
+  /** The op table's offset is a u32: a record's body stays well under 2 GiB. */
+  static final long MAX_RECORD_BYTES = 1L << 30;
   private static final String SUFFIX = ".tyrlog";
 
   /** Receives each intact record at recovery, in commit order. */
@@ -94,6 +96,11 @@ final class WriteAheadLog implements Closeable {
           .forEach(n -> ids.add(Long.parseLong(n.substring(0, n.length() - SUFFIX.length()))));
     }
     ids.sort(null);
+    if (start.segment() == 1 && start.offset() == 0 && !ids.isEmpty() && ids.get(0) != 1) {
+      throw new IOException("Týr log starts at segment " + segmentPath(ids.get(0))
+          + " but no checkpoint could be loaded: the records before it are gone; refusing "
+          + "to open rather than lose data");
+    }
     if (start.segment() > 1 && !ids.contains(start.segment())) {
       throw new IOException("Týr log is incomplete: the checkpoint resumes in segment "
           + segmentPath(start.segment()) + ", which is missing");
@@ -170,7 +177,7 @@ final class WriteAheadLog implements Closeable {
       if ((int) bc.getValue() != bodyCrcValue) {
         return at;
       }
-      if (lastVersion != 0 && version != lastVersion + 1) {
+      if (version != lastVersion + 1) {
         throw new IOException("Týr log is corrupt: record at byte " + at + " of "
             + segmentPath(id) + " has commit " + version + " after commit " + lastVersion);
       }
@@ -253,6 +260,10 @@ final class WriteAheadLog implements Closeable {
 
   /** Appends bytes to the open record; returns their file position in {@link #segment}. */
   long appendData(ByteBuffer src) throws IOException {
+    if (pos - recordStart + src.remaining() > MAX_RECORD_BYTES) {
+      throw new io.blobfs.tyr.api.TyrException(io.blobfs.tyr.api.ErrorCode.TOO_LARGE,
+          "a transaction may log at most " + (MAX_RECORD_BYTES >> 20) + " MiB");
+    }
     long at = pos;
     ByteBuffer b = src.duplicate();
     bodyCrc.update(b.duplicate());
