@@ -39,6 +39,8 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
   private final StoreLimits limits;
   private final List<String> hosts;
   private final Runnable onClose;
+  private final java.util.concurrent.atomic.AtomicBoolean closed =
+      new java.util.concurrent.atomic.AtomicBoolean();
 
   TyrBlobStore(String name, TyrClient client, StoreLimits limits, List<String> hosts,
       Runnable onClose) {
@@ -141,7 +143,10 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
 
   @Override
   public void close() {
-    onClose.run();
+    // Twice would release the shared client for another store's sake.
+    if (closed.compareAndSet(false, true)) {
+      onClose.run();
+    }
   }
 
   @Override

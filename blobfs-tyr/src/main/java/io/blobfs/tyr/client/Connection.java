@@ -106,6 +106,10 @@ final class Connection extends ChannelInboundHandlerAdapter {
       Messages.ErrorReply e;
       try {
         e = Messages.decodeError(frame.payload());
+      } catch (RuntimeException malformed) {
+        call.future().completeExceptionally(new TyrException(ErrorCode.SERVER_ERROR,
+            "malformed error reply from " + config.address() + ": " + malformed, malformed));
+        return;
       } finally {
         frame.release();
       }

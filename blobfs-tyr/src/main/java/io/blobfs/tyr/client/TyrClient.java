@@ -35,14 +35,15 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Function;
 
 /**
  * The Týr client: asynchronous calls over a few multiplexed connections, each bounded by
  * the request timeout. A dropped connection is replaced on the next call.
  *
- * <p>Every call's request is encoded (its data copied) before the method returns, so the
- * caller may reuse its buffers at once.
+ * <p>Every call's request is encoded before the method returns. Data in heap buffers is
+ * copied then, so the caller may reuse those at once; data in direct buffers of 64 KiB or
+ * more is sent in place and must not change until the call completes (as
+ * {@code BlobStore.write} requires of its callers anyway).
  */
 public final class TyrClient implements Closeable {
   private final ClientConfig config;
@@ -233,22 +234,33 @@ public final class TyrClient implements Closeable {
           + n + " bytes is over the " + config.maxFrameBytes() + "-byte frame limit"));
     }
     int opcode = Messages.opcodeOf(request);
-    return connection().handle((conn, err) -> {
+    CompletableFuture<T> result = new CompletableFuture<>();
+    connection().whenComplete((conn, err) -> {
       if (err != null) {
         payload.release();
-        throw new CompletionException(unwrap(err));
+        result.completeExceptionally(unwrap(err));
+        return;
       }
-      return conn.send(opcode, payload);
-    }).thenCompose(Function.identity()).thenApply(frame -> {
-      try {
-        return decoder.decode(frame);
-      } catch (Exception e) {
-        throw new CompletionException(new TyrException(ErrorCode.SERVER_ERROR,
-            "malformed answer from " + config.address() + ": " + e, e));
-      } finally {
-        frame.release();
-      }
+      // The answer is decoded and released here whatever became of the caller's future
+      // (a cancelled call must not keep its answer's buffers).
+      conn.send(opcode, payload).whenComplete((frame, failed) -> {
+        if (failed != null) {
+          result.completeExceptionally(unwrap(failed));
+          return;
+        }
+        try {
+          if (!result.isDone()) {
+            result.complete(decoder.decode(frame));
+          }
+        } catch (Exception e) {
+          result.completeExceptionally(new TyrException(ErrorCode.SERVER_ERROR,
+              "malformed answer from " + config.address() + ": " + e, e));
+        } finally {
+          frame.release();
+        }
+      });
     });
+    return result;
   }
 
   @FunctionalInterface

@@ -39,7 +39,15 @@ public final class TyrTransaction {
 
   /** Reads a range of one committed version; a missing blob is NOT_FOUND. */
   public ByteBuffer read(String key, long offset, int length) throws IOException {
-    ReadResult r = TyrClient.await(client.read(key, offset, length));
+    ReadResult r;
+    try {
+      r = TyrClient.await(client.read(key, offset, length));
+    } catch (TyrException e) {
+      if (e.code() == ErrorCode.NOT_FOUND) {
+        record(key, 0); // "absent" is a reading too: validated at commit like any other
+      }
+      throw e;
+    }
     record(key, r.version());
     return r.data();
   }

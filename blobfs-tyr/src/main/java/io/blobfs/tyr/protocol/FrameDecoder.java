@@ -14,12 +14,14 @@ import java.util.List;
  *
  * <p>Why not Netty's LengthFieldBasedFrameDecoder: it gathers a large frame by growing
  * one buffer, copying what it holds at each step (some 40 MiB copied for a 16 MiB
- * frame). Here a large frame is gathered in one of two ways, set per side:
+ * frame). Here a large frame is gathered as a composite of the very buffers the socket
+ * was read into, so memory grows only with the bytes that actually arrived (a peer that
+ * announces 80 MiB and sends nothing costs nothing), and then:
  * <ul>
- *   <li>contiguous (the server): one direct buffer of the frame's exact size, filled once,
- *       so write data reaches the log file in one piece;
- *   <li>in place (the client): the frame is a composite of the very buffers the socket
- *       was read into, so read data is copied once, straight into the caller's buffer.
+ *   <li>contiguous (the server): copied once into one direct buffer of its exact size, so
+ *       write data reaches the log file in one piece;
+ *   <li>in place (the client): handed on as the composite, so read data is copied once,
+ *       straight into the caller's buffer.
  * </ul>
  * Small frames are slices of what was read either way.
  */
@@ -30,7 +32,7 @@ public final class FrameDecoder extends ByteToMessageDecoder {
   private final int maxFrameBytes;
   private final boolean inPlace;
   private volatile boolean trusted;
-  private ByteBuf partial;
+  private io.netty.buffer.CompositeByteBuf partial;
   private int wanted;
 
   /**
@@ -84,22 +86,26 @@ public final class FrameDecoder extends ByteToMessageDecoder {
           out.add(toFrame(in.readRetainedSlice(length)));
           continue;
         }
-        partial = inPlace ? ctx.alloc().compositeBuffer(Integer.MAX_VALUE)
-            : ctx.alloc().directBuffer(length, length);
+        partial = ctx.alloc().compositeBuffer(Integer.MAX_VALUE);
         wanted = length;
       }
       int n = Math.min(in.readableBytes(), wanted - partial.writerIndex());
-      if (inPlace) {
-        // Everything read is taken, so the decoder never copies its cumulation either.
-        ((io.netty.buffer.CompositeByteBuf) partial).addComponent(true, in.readRetainedSlice(n));
-      } else {
-        partial.writeBytes(in, n);
-      }
+      // Everything read is taken, so the decoder never copies its cumulation either.
+      partial.addComponent(true, in.readRetainedSlice(n));
       if (partial.writerIndex() < wanted) {
         return;
       }
       ByteBuf body = partial;
       partial = null;
+      if (!inPlace) {
+        ByteBuf whole = ctx.alloc().directBuffer(wanted, wanted);
+        try {
+          whole.writeBytes(body);
+        } finally {
+          body.release();
+        }
+        body = whole;
+      }
       out.add(toFrame(body));
     }
   }

@@ -22,6 +22,7 @@ import io.netty.handler.codec.TooLongFrameException;
 import io.netty.handler.timeout.IdleStateEvent;
 import java.io.IOException;
 import java.security.SecureRandom;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
 import org.slf4j.Logger;
@@ -118,15 +119,14 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         return;
       }
       if (!Opcode.isRequest(frame.opcode())) {
-        ctx.writeAndFlush(error(ErrorCode.BAD_REQUEST, "unknown opcode "
-            + frame.opcode(), 0, ctx, frame.requestId()));
+        badRequest(ctx, frame.requestId(), "unknown opcode " + frame.opcode());
         return;
       }
       Request request;
       try {
         request = Messages.decodeRequest(frame.opcode(), frame.payload());
       } catch (MalformedFrameException e) {
-        ctx.writeAndFlush(error(ErrorCode.BAD_REQUEST, e.getMessage(), 0, ctx, frame.requestId()));
+        badRequest(ctx, frame.requestId(), e.getMessage());
         return;
       }
       if (request instanceof Request.Hello hello) {
@@ -155,6 +155,15 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     }
   }
 
+  /** An authenticated client may go on after a bad request; an anonymous peer may not. */
+  private void badRequest(ChannelHandlerContext ctx, long id, String why) {
+    if (authenticated) {
+      ctx.writeAndFlush(error(ErrorCode.BAD_REQUEST, why, 0, ctx, id));
+    } else {
+      fatal(ctx, id, ErrorCode.BAD_REQUEST, why);
+    }
+  }
+
   private void dispatch(ChannelHandlerContext ctx, Frame frame, Request request) {
     // A read's answer will hold as much memory as it asks for.
     long bytes = frame.payload().capacity()
@@ -164,16 +173,38 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     updateAutoRead();
     long id = frame.requestId();
     int opcode = frame.opcode() | Opcode.RESPONSE;
-    workers.execute(() -> service.handle(request, ctx.alloc()).whenComplete((result, err) -> {
-      // The request's data buffers are views of the frame: release only when done.
-      frame.release();
-      Frame out = err == null ? success(opcode, id, result, ctx) : failure(id, err, ctx);
-      ctx.executor().execute(() -> {
-        inFlight--;
-        ctx.writeAndFlush(out).addListener(w -> memory.release(bytes));
-        updateAutoRead();
+    Runnable work = () -> {
+      CompletableFuture<Object> handled;
+      try {
+        handled = service.handle(request, ctx.alloc());
+      } catch (Throwable t) {
+        handled = CompletableFuture.failedFuture(t);
+      }
+      handled.whenComplete((result, err) -> {
+        // The request's data buffers are views of the frame: release only when done.
+        frame.release();
+        Frame out;
+        try {
+          out = err == null ? success(opcode, id, result, ctx) : failure(id, err, ctx);
+        } catch (Throwable t) {
+          out = failure(id, t, ctx);
+        }
+        Frame answer = out;
+        ctx.executor().execute(() -> {
+          inFlight--;
+          ctx.writeAndFlush(answer).addListener(w -> memory.release(bytes));
+          updateAutoRead();
+        });
       });
-    }));
+    };
+    try {
+      workers.execute(work);
+    } catch (java.util.concurrent.RejectedExecutionException shuttingDown) {
+      frame.release();
+      inFlight--;
+      memory.release(bytes);
+      fatal(ctx, id, ErrorCode.SERVER_ERROR, "the server is shutting down");
+    }
   }
 
   private static Frame success(int opcode, long id, Object result, ChannelHandlerContext ctx) {
