@@ -624,7 +624,8 @@ public final class TyrEngine implements Closeable {
           long start = (long) i * s.chunkBytes();
           ByteBuffer whole = ByteBuffer.allocate((int) Math.min(s.chunkBytes(), s.size - start));
           readState(s, start, whole);
-          emit(LogOp.write(e.getKey(), start, whole.remaining(), 0), whole.flip());
+          whole.flip();
+          emit(LogOp.write(e.getKey(), start, whole.remaining(), 0), whole);
         }
       }
     }

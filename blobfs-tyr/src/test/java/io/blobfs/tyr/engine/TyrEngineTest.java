@@ -231,6 +231,27 @@ class TyrEngineTest {
   }
 
   @Test
+  void smallWritesKeepAChunkToAFewExtentsAndTheLogToTheirSize() throws IOException {
+    try (TyrEngine e = TyrEngine.open(small(SyncPolicy.NONE))) {
+      commit(e, new TxOp.Put("x", bytes(new byte[4096]), true));
+      byte[] model = new byte[4096];
+      Random rnd = new Random(5);
+      for (int i = 0; i < 500; i++) {
+        byte[] b = new byte[1 + rnd.nextInt(16)];
+        rnd.nextBytes(b);
+        int off = rnd.nextInt(4096 - b.length);
+        commit(e, new TxOp.Write("x", off, bytes(b)));
+        System.arraycopy(b, 0, model, off, b.length);
+      }
+      // 4 KiB chunks, at most 8 extents before a rewrite (see small()).
+      assertThat(e.stateForTest("x").chunk(0).extentCount()).isLessThanOrEqualTo(9);
+      assertArrayEquals(model, read(e, "x"));
+      // Each rewrite logs a 4 KiB chunk about every 8 writes: well under 1 MiB in all.
+      assertThat(e.diskBytes()).isLessThan(1 << 20);
+    }
+  }
+
+  @Test
   void atomicAddAndCompareAndSet() throws IOException {
     try (TyrEngine e = TyrEngine.open(small(SyncPolicy.NONE))) {
       commit(e, new TxOp.Put("n", ByteBuffer.allocate(16), true));
