@@ -16,7 +16,6 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
-import java.util.Optional;
 import java.util.stream.Stream;
 import java.util.zip.CheckedInputStream;
 import java.util.zip.CheckedOutputStream;
@@ -84,12 +83,6 @@ final class Checkpoint {
     for (int i = 0; i < all.size() - 2; i++) {
       Files.deleteIfExists(all.get(i));
     }
-  }
-
-  /** The newest intact checkpoint in {@code dir}, if any. */
-  static Optional<Loaded> loadLatest(Path dir) throws IOException {
-    List<Loaded> intact = loadNewest(dir, 1);
-    return intact.isEmpty() ? Optional.empty() : Optional.of(intact.get(0));
   }
 
   /** Up to {@code n} intact checkpoints, newest first. */

@@ -61,11 +61,6 @@ public record EngineConfig(Path directory, int chunkBytes, long segmentBytes,
         maxKeyBytes, maxBlobBytes, maxExtentsPerChunk, compactInterval, compactBelow);
   }
 
-  public EngineConfig withSegmentBytes(long bytes) {
-    return new EngineConfig(directory, chunkBytes, bytes, syncPolicy, syncInterval,
-        maxKeyBytes, maxBlobBytes, maxExtentsPerChunk, compactInterval, compactBelow);
-  }
-
   public EngineConfig withChunkBytes(int bytes) {
     return new EngineConfig(directory, bytes, segmentBytes, syncPolicy, syncInterval,
         maxKeyBytes, maxBlobBytes, maxExtentsPerChunk, compactInterval, compactBelow);

@@ -303,10 +303,6 @@ public final class TyrEngine implements Closeable {
     return log.lastVersion();
   }
 
-  public int blobCount() {
-    return visible.size();
-  }
-
   public long diskBytes() throws IOException {
     return log.diskBytes();
   }

@@ -329,10 +329,6 @@ final class WriteAheadLog implements Closeable {
     return version;
   }
 
-  long appendedVersion() {
-    return appendedVersion;
-  }
-
   private void roll() throws IOException {
     current.force(true);
     startSegment(currentId + 1);

@@ -52,8 +52,4 @@ final class RequestMemory {
   long peak() {
     return peak.get();
   }
-
-  long held() {
-    return held.get();
-  }
 }

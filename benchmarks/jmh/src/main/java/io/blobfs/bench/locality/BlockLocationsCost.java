@@ -1,6 +1,7 @@
 package io.blobfs.bench.locality;
 
 import com.ceph.rados.Rados;
+import io.blobfs.bench.rados.ClusterEnv;
 import java.io.File;
 import java.net.URI;
 import java.nio.file.Files;
@@ -34,9 +35,10 @@ public final class BlockLocationsCost {
 
   public static void main(String[] args) throws Exception {
     Path reportDir = Path.of(args.length > 0 ? args[0] : "benchmarks/reports");
-    String pool = System.getenv("BLOBFS_CEPH_POOL");
+    String pool = ClusterEnv.pool();
     String ns = "locations-bench-" + ProcessHandle.current().pid();
-    Configuration c = conf(pool, ns);
+    Configuration c = ClusterEnv.hadoopConf("loc", ns);
+    c.set("fs.blob.store.loc.stripe.size", String.valueOf(STRIPE));
     URI uri = URI.create("blob://loc/");
     org.apache.hadoop.fs.Path file = new org.apache.hadoop.fs.Path("/file");
     double[] cold = new double[5];
@@ -64,8 +66,8 @@ public final class BlockLocationsCost {
         }
       }
       Rados rados = new Rados("blobfs");
-      rados.confReadFile(new File(System.getenv("CEPH_CONF")));
-      rados.confSet("keyring", System.getenv("BLOBFS_CEPH_CLIENT_KEYRING"));
+      rados.confReadFile(new File(ClusterEnv.required("CEPH_CONF")));
+      rados.confSet("keyring", ClusterEnv.required("BLOBFS_CEPH_CLIENT_KEYRING"));
       rados.connect();
       try {
         String id = fileId;
@@ -111,20 +113,6 @@ public final class BlockLocationsCost {
     Files.createDirectories(reportDir);
     Files.writeString(reportDir.resolve("block-locations.md"), md);
     System.out.print(md);
-  }
-
-  private static Configuration conf(String pool, String ns) {
-    Configuration c = new Configuration();
-    c.set("fs.blob.impl", "io.blobfs.hadoop.BlobFileSystem");
-    String p = "fs.blob.store.loc.";
-    c.set(p + "type", "rados");
-    c.set(p + "pool", pool);
-    c.set(p + "conf", System.getenv("CEPH_CONF"));
-    c.set(p + "client-id", "blobfs");
-    c.set(p + "keyring", System.getenv("BLOBFS_CEPH_CLIENT_KEYRING"));
-    c.set(p + "namespace", ns);
-    c.set(p + "stripe.size", String.valueOf(STRIPE));
-    return c;
   }
 
   private static void check(BlockLocation[] blocks) throws java.io.IOException {

@@ -26,18 +26,11 @@ public final class RadosListingCost {
 
   public static void main(String[] args) throws Exception {
     Path reportDir = Path.of(args.length > 0 ? args[0] : "benchmarks/reports");
-    String pool = System.getenv("BLOBFS_CEPH_POOL");
+    String pool = ClusterEnv.pool();
     RadosBench radosBench =
         new RadosBench(args.length > 1 ? args[1] : "scripts/ceph/rados-bench.sh", pool);
-    Configuration c = new Configuration();
-    c.set("fs.blob.impl", "io.blobfs.hadoop.BlobFileSystem");
-    String p = "fs.blob.store.listing.";
-    c.set(p + "type", "rados");
-    c.set(p + "pool", pool);
-    c.set(p + "conf", System.getenv("CEPH_CONF"));
-    c.set(p + "client-id", "blobfs");
-    c.set(p + "keyring", System.getenv("BLOBFS_CEPH_CLIENT_KEYRING"));
-    c.set(p + "namespace", "listing-" + ProcessHandle.current().pid());
+    Configuration c = ClusterEnv.hadoopConf("listing",
+        "listing-" + ProcessHandle.current().pid());
     List<long[]> rows = new ArrayList<>(); // pool objects, median micros, names scanned
     try (FileSystem fs = FileSystem.newInstance(URI.create("blob://listing/"), c)) {
       org.apache.hadoop.fs.Path dir = new org.apache.hadoop.fs.Path("/dir");

@@ -81,9 +81,7 @@ public final class RadosThroughputReport {
     long size = StoreOptions.parseBytes("size", args.length > 0 ? args[0] : "2g");
     Path reportDir = Path.of(args.length > 1 ? args[1] : "benchmarks/reports");
     String script = args.length > 2 ? args[2] : "scripts/ceph/rados-bench.sh";
-    String conf = required("CEPH_CONF");
-    String keyring = required("BLOBFS_CEPH_CLIENT_KEYRING");
-    String pool = required("BLOBFS_CEPH_POOL");
+    String pool = ClusterEnv.pool();
     RadosBench radosBench = new RadosBench(script, pool);
 
     List<Row> rows = new ArrayList<>();
@@ -93,15 +91,8 @@ public final class RadosThroughputReport {
     for (String stripe : List.of("16m", "4m", "16m", "64m")) {
       long s = StoreOptions.parseBytes("stripe", stripe);
       int chunk = (int) Math.min(8L << 20, s);
-      Configuration c = new Configuration();
-      c.set("fs.blob.impl", "io.blobfs.hadoop.BlobFileSystem");
+      Configuration c = ClusterEnv.hadoopConf("bench", "bench-" + ProcessHandle.current().pid());
       String p = "fs.blob.store.bench.";
-      c.set(p + "type", "rados");
-      c.set(p + "pool", pool);
-      c.set(p + "conf", conf);
-      c.set(p + "client-id", "blobfs");
-      c.set(p + "keyring", keyring);
-      c.set(p + "namespace", "bench-" + ProcessHandle.current().pid());
       c.set(p + "stripe.size", stripe);
       c.set(p + "write.buffer.size", Integer.toString(chunk));
       c.set(p + "write.max-inflight", Long.toString(IN_FLIGHT));
@@ -167,14 +158,6 @@ public final class RadosThroughputReport {
           benchRead);
     }
     report(rows, size, reportDir);
-  }
-
-  private static String required(String name) {
-    String v = System.getenv(name);
-    if (v == null || v.isBlank()) {
-      throw new IllegalStateException(name + " is not set: run scripts/bench-rados.sh");
-    }
-    return v;
   }
 
 

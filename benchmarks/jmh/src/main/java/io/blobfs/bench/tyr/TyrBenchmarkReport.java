@@ -7,6 +7,7 @@ import io.blobfs.tyr.client.ClientConfig;
 import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.server.TyrServerProcess;
 import io.blobfs.bench.Reports;
+import io.blobfs.bench.rados.ClusterEnv;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.ByteBuffer;
@@ -114,7 +115,7 @@ public final class TyrBenchmarkReport {
       }
     }
     String radosNote;
-    if (System.getenv("BLOBFS_CEPH_POOL") != null) {
+    if (ClusterEnv.present()) {
       small.put("RADOS (single OSD)", smallWrites(radosStore()));
       radosNote = "RADOS: the project's single-OSD cluster (bluestore on a sparse file on the "
           + "same disk), one object, the same 8 threads through BlobFS's RADOS store.";
@@ -267,11 +268,11 @@ public final class TyrBenchmarkReport {
   }
 
   private static BlobStore radosStore() throws IOException {
-    return new io.blobfs.rados.RadosBlobStoreProvider().open("small", new StoreOptions(
-        "fs.blob.store.small.", Map.of("pool", System.getenv("BLOBFS_CEPH_POOL"),
-            "conf", System.getenv("CEPH_CONF"), "client-id", "blobfs",
-            "keyring", System.getenv("BLOBFS_CEPH_CLIENT_KEYRING"),
-            "namespace", "tyr-bench-" + ProcessHandle.current().pid())));
+    Map<String, String> options = new java.util.HashMap<>(
+        ClusterEnv.storeOptions("tyr-bench-" + ProcessHandle.current().pid()));
+    options.remove("type"); // the provider is chosen here, not by the option
+    return new io.blobfs.rados.RadosBlobStoreProvider().open("small",
+        new StoreOptions("fs.blob.store.small.", options));
   }
 
   /** Ops/s of 8 KiB random writes by 8 threads into one 64 MiB blob, each waited for. */
