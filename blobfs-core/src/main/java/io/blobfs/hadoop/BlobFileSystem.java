@@ -209,19 +209,8 @@ public class BlobFileSystem extends FileSystem implements IOStatisticsSource {
       java.util.EnumSet<org.apache.hadoop.fs.CreateFlag> flags, int bufferSize,
       short replication, long blockSize, Progressable progress) throws IOException {
     return call(OP_CREATE_NON_RECURSIVE, path, () -> {
-      FsPath fsPath = toFsPath(path);
-      FsPath parent = fsPath.parent();
-      if (parent != null && !parent.isRoot()) {
-        var info = namespace.probe(parent);
-        if (info.isPresent() && info.get().isFile()) {
-          throw new org.apache.hadoop.fs.ParentNotDirectoryException(parent + " is a file");
-        }
-        if (info.isEmpty() && settings.namespace().keepDirectoryMarkers()) {
-          throw new FileNotFoundException("parent directory does not exist: " + parent);
-        }
-      }
       boolean overwrite = flags.contains(org.apache.hadoop.fs.CreateFlag.OVERWRITE);
-      return outputStream(namespace.create(fsPath, overwrite), path);
+      return outputStream(namespace.createNonRecursive(toFsPath(path), overwrite), path);
     });
   }
 

@@ -1,0 +1,549 @@
+package io.blobfs.namespace;
+
+import io.blobfs.store.BlobAlreadyExistsException;
+import io.blobfs.store.BlobMutation;
+import io.blobfs.store.BlobNotFoundException;
+import io.blobfs.store.BlobStore;
+import io.blobfs.store.Futures;
+import io.blobfs.store.PutMode;
+import io.blobfs.store.ScanPage;
+import io.blobfs.store.StoreLimits;
+import io.blobfs.store.TransactionConflictException;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.NotDirectoryException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * File-system semantics over a flat blob store: path to key rules, the record + data
+ * layout, implicit directories, and the orchestration of create, delete and rename.
+ * It speaks of paths and files, never of Hadoop, and is thread-safe.
+ *
+ * <p>Failures use java.nio.file's exception types ({@link FileAlreadyExistsException},
+ * {@link DirectoryNotEmptyException}, {@link NotDirectoryException}) and
+ * {@link FileNotFoundException}; the adapter maps them to Hadoop's.
+ */
+public final class BlobNamespace {
+  private final StoreCalls calls;
+  private final KeyLayout layout;
+  private final NamespaceOptions options;
+  private final PendingDirectories pending = new PendingDirectories();
+
+  public BlobNamespace(BlobStore store, NamespaceOptions options, StoreCallCounters counters) {
+    StoreLimits limits = store.limits();
+    if (options.stripeSize() > limits.maxObjectBytes()) {
+      throw new IllegalArgumentException("stripe size " + options.stripeSize()
+          + " is over the store's largest object size " + limits.maxObjectBytes());
+    }
+    this.calls = new StoreCalls(store, counters);
+    this.layout = new KeyLayout(limits);
+    this.options = options;
+  }
+
+  public NamespaceOptions options() {
+    return options;
+  }
+
+  /** True when a directory rename is one atomic store transaction. */
+  public boolean hasAtomicRename() {
+    return calls.transactional();
+  }
+
+  /** Rejects a path whose keys the store would refuse, before any store call. */
+  public void checkPath(FsPath path) {
+    layout.checkPath(path);
+  }
+
+  // ---------------------------------------------------------------- lookups
+
+  /** What is at {@code path}: one record read, then a prefix probe if no file is there. */
+  public Optional<FileInfo> probe(FsPath path) throws IOException {
+    layout.checkPath(path);
+    if (path.isRoot()) {
+      return Optional.of(FileInfo.directory(path, 0));
+    }
+    Optional<FileRecord> record = readRecord(layout.recordKey(path), false);
+    if (record.isPresent()) {
+      return Optional.of(FileInfo.file(path, record.get()));
+    }
+    return pending.covers(path) || isDirectory(path)
+        ? Optional.of(FileInfo.directory(path, 0)) : Optional.empty();
+  }
+
+  public FileInfo getFileInfo(FsPath path) throws IOException {
+    return probe(path).orElseThrow(() -> new FileNotFoundException("No such file or directory: " + path));
+  }
+
+  /** A directory exists while a marker or any name lies under its prefix. */
+  private boolean isDirectory(FsPath path) throws IOException {
+    return path.isRoot()
+        || !calls.scan(layout.dirPrefix(path), null, 1).keys().isEmpty();
+  }
+
+  /**
+   * The entries directly under {@code path}, sorted by name; a file lists as itself.
+   *
+   * @throws FileNotFoundException if nothing is there
+   */
+  public List<FileInfo> list(FsPath path) throws IOException {
+    List<FileInfo> all = listLazily(path).drain();
+    all.sort(Comparator.comparing(FileInfo::path));
+    return all;
+  }
+
+  /** As {@link #list} in store order, one scan page at a time. */
+  public EntryIterator<FileInfo> listLazily(FsPath path) throws IOException {
+    return new DirectoryLister(this, path, false);
+  }
+
+  /** Every file below {@code path} at any depth, from one flat scan; no directories. */
+  public EntryIterator<FileInfo> listFilesRecursively(FsPath path) throws IOException {
+    return new DirectoryLister(this, path, true);
+  }
+
+  // ---------------------------------------------------------------- reads and writes
+
+  /**
+   * Starts a new file; it becomes visible at {@link FileWriter#close()}. Fails at once if
+   * {@code path} is a directory, or a file and {@code overwrite} is false (unless
+   * {@link NamespaceOptions#createPerformance()}: then an existing file fails the close).
+   * Parents are neither created nor checked (the paper's rule).
+   */
+  public FileWriter create(FsPath path, boolean overwrite) throws IOException {
+    if (path.isRoot()) {
+      throw new FileAlreadyExistsException("/", null, "the root is a directory");
+    }
+    layout.checkPath(path);
+    if (options.createPerformance()) {
+      return new FileWriter(this, path, overwrite, newFileId());
+    }
+    Optional<FileInfo> existing = probe(path);
+    if (existing.isPresent()) {
+      if (existing.get().isDirectory()) {
+        throw new FileAlreadyExistsException(path.toString(), null, "is a directory");
+      }
+      if (!overwrite) {
+        throw new FileAlreadyExistsException(path.toString(), null, "file exists");
+      }
+    }
+    return new FileWriter(this, path, overwrite, newFileId());
+  }
+
+  /**
+   * {@link #create}, but the parent must already be a directory (Hadoop's
+   * {@code createNonRecursive}): a file as parent is a {@link NotDirectoryException}; a
+   * missing parent is a {@link FileNotFoundException} only where directories exist on their
+   * own (markers kept). In the paper's mode every parent exists implicitly, so that case is
+   * not refused. The root's parent rule is trivially met.
+   */
+  public FileWriter createNonRecursive(FsPath path, boolean overwrite) throws IOException {
+    FsPath parent = path.parent();
+    if (parent != null && !parent.isRoot()) {
+      Optional<FileInfo> info = probe(parent);
+      if (info.isPresent() && info.get().isFile()) {
+        throw new NotDirectoryException(parent + " is a file");
+      }
+      if (info.isEmpty() && options.keepDirectoryMarkers()) {
+        throw new FileNotFoundException("parent directory does not exist: " + parent);
+      }
+    }
+    return create(path, overwrite);
+  }
+
+  /** Opens a file for reading: one record read (which also carries a small file's bytes). */
+  public FileReader open(FsPath path) throws IOException {
+    layout.checkPath(path);
+    Optional<FileRecord> record = path.isRoot()
+        ? Optional.empty() : readRecord(layout.recordKey(path), true);
+    if (record.isEmpty()) {
+      if (isDirectory(path)) {
+        throw new FileNotFoundException("Path is a directory, not a file: " + path);
+      }
+      throw new FileNotFoundException("No such file: " + path);
+    }
+    return new FileReader(this, FileInfo.file(path, record.get()));
+  }
+
+  /** Opens a file whose info the caller already holds: no metadata read for large files. */
+  public FileReader open(FileInfo info) throws IOException {
+    if (info.isDirectory()) {
+      throw new FileNotFoundException("Path is a directory, not a file: " + info.path());
+    }
+    if (info.record().isInline() && !info.record().hasInlineBytes()) {
+      return open(info.path());
+    }
+    return new FileReader(this, info);
+  }
+
+  // ---------------------------------------------------------------- directories
+
+  /**
+   * Dropped by default, as in the paper: no store call, and directories exist through
+   * the names under them; this instance alone remembers the empty directories it made
+   * ({@link PendingDirectories}). With markers kept, writes a marker after checking no
+   * ancestor is a file.
+   */
+  public boolean mkdirs(FsPath path) throws IOException {
+    layout.checkPath(path);
+    if (path.isRoot()) {
+      return true;
+    }
+    if (!options.keepDirectoryMarkers()) {
+      pending.add(path);
+      return true;
+    }
+    for (FsPath p = path; !p.isRoot(); p = p.parent()) {
+      Optional<FileInfo> info = probe(p);
+      if (info.isEmpty()) {
+        continue;
+      }
+      if (info.get().isFile()) {
+        if (p.equals(path)) {
+          throw new FileAlreadyExistsException(path.toString(), null, "a file exists there");
+        }
+        throw new NotDirectoryException(p + " is a file, not a directory");
+      }
+      if (p.equals(path)) {
+        return true;
+      }
+      break;
+    }
+    putMarker(path);
+    return true;
+  }
+
+  /**
+   * Deletes a file or directory; a non-empty directory needs {@code recursive}. A
+   * recursive delete of a non-empty root deletes nothing and returns false, as S3A does,
+   * so that a stray "rm -r /" loses no data.
+   */
+  public boolean delete(FsPath path, boolean recursive) throws IOException {
+    layout.checkPath(path);
+    if (path.isRoot()) {
+      boolean empty = calls.scan(layout.dirPrefix(path), null, 1).keys().isEmpty();
+      if (empty) {
+        return true;
+      }
+      if (!recursive) {
+        throw new DirectoryNotEmptyException("/");
+      }
+      return false;
+    }
+    Optional<FileInfo> info = probe(path);
+    if (info.isEmpty()) {
+      return false;
+    }
+    if (info.get().isFile()) {
+      calls.delete(layout.recordKey(path));
+      deleteData(info.get().record());
+    } else {
+      if (!recursive && !pending.childNames(path).isEmpty()) {
+        throw new DirectoryNotEmptyException(path.toString());
+      }
+      deleteDirectory(path, recursive);
+    }
+    pending.removeAtOrUnder(path);
+    keepVisible(path.parent());
+    return true;
+  }
+
+  private void deleteDirectory(FsPath path, boolean recursive) throws IOException {
+    String prefix = layout.dirPrefix(path);
+    if (!recursive) {
+      for (String key : calls.scan(prefix, null, 2).keys()) {
+        if (!key.equals(prefix)) {
+          throw new DirectoryNotEmptyException(path.toString());
+        }
+      }
+      calls.delete(prefix);
+      return;
+    }
+    List<String> names = scanAll(prefix);
+    List<FileRecord> files = new ArrayList<>();
+    for (String key : names) {
+      if (!KeyLayout.isMarker(key)) {
+        readRecord(key, false).ifPresent(files::add);
+      }
+    }
+    if (calls.transactional()) {
+      List<BlobMutation> deletes = new ArrayList<>(names.size());
+      for (String key : names) {
+        deletes.add(new BlobMutation.Delete(key, false));
+      }
+      calls.commit(deletes);
+    } else {
+      for (String key : names) {
+        calls.delete(key);
+      }
+    }
+    for (FileRecord file : files) {
+      deleteData(file);
+    }
+  }
+
+  /**
+   * Renames without moving data: a file's record is written under the new name and the
+   * old one removed; a directory's records likewise, in one transaction where the store
+   * has them. Follows HDFS: into an existing directory the source keeps its name;
+   * a missing source, an existing destination file, a source above its destination, or
+   * (with markers kept) a missing destination parent make it return false.
+   */
+  public boolean rename(FsPath src, FsPath dst) throws IOException {
+    layout.checkPath(src);
+    layout.checkPath(dst);
+    if (src.isRoot()) {
+      return false;
+    }
+    Optional<FileInfo> found = probe(src);
+    if (found.isEmpty()) {
+      return false;
+    }
+    FileInfo srcInfo = found.get();
+    if (src.equals(dst)) {
+      return srcInfo.isFile();
+    }
+    if (dst.isAtOrUnder(src)) {
+      return false;
+    }
+    FsPath target = dst;
+    Optional<FileInfo> dstInfo = probe(dst);
+    if (dstInfo.isPresent()) {
+      if (dstInfo.get().isFile()) {
+        return false;
+      }
+      target = dst.child(src.name());
+      layout.checkPath(target);
+      if (probe(target).isPresent()) {
+        return false;
+      }
+    } else if (!dst.parent().isRoot() && !dst.parent().equals(src.parent())) {
+      Optional<FileInfo> parent = probe(dst.parent());
+      if (parent.isPresent() ? parent.get().isFile() : options.keepDirectoryMarkers()) {
+        return false;
+      }
+    }
+    if (srcInfo.isFile()) {
+      renameFile(src, target);
+    } else {
+      renameDirectory(src, target);
+      pending.rename(src, target);
+    }
+    keepVisible(src.parent());
+    return true;
+  }
+
+  private void renameFile(FsPath src, FsPath dst) throws IOException {
+    String from = layout.recordKey(src);
+    String to = layout.recordKey(dst);
+    FileRecord record = readRecord(from, true)
+        .orElseThrow(() -> new FileNotFoundException("renamed away meanwhile: " + src));
+    if (calls.transactional()) {
+      commitOrExplain(List.of(new BlobMutation.Put(to, record.encode(), PutMode.CREATE),
+          new BlobMutation.Delete(from, true)), src, dst);
+      return;
+    }
+    try {
+      calls.put(to, record.encode(), PutMode.CREATE);
+    } catch (BlobAlreadyExistsException e) {
+      throw new FileAlreadyExistsException(dst.toString(), null, "created meanwhile");
+    }
+    calls.delete(from);
+  }
+
+  private void renameDirectory(FsPath src, FsPath dst) throws IOException {
+    List<String> names = scanAll(layout.dirPrefix(src));
+    List<String[]> moves = new ArrayList<>(names.size());
+    for (String key : names) {
+      FsPath moved = layout.pathOf(key).rebase(src, dst);
+      // Every new key is checked before anything changes: bad input changes nothing.
+      moves.add(new String[] {key,
+          KeyLayout.isMarker(key) ? layout.dirPrefix(moved) : layout.recordKey(moved)});
+    }
+    List<BlobMutation> mutations = new ArrayList<>(2 * moves.size());
+    for (String[] move : moves) {
+      Optional<FileRecord> record = readRecord(move[0], true);
+      if (record.isEmpty()) {
+        continue; // deleted since the scan
+      }
+      mutations.add(new BlobMutation.Put(move[1], record.get().encode(), PutMode.CREATE));
+      mutations.add(new BlobMutation.Delete(move[0], true));
+    }
+    if (calls.transactional()) {
+      commitOrExplain(mutations, src, dst);
+      return;
+    }
+    for (BlobMutation m : mutations) {
+      if (m instanceof BlobMutation.Put p) {
+        calls.put(p.key(), p.content(), PutMode.OVERWRITE);
+      } else {
+        calls.delete(m.key());
+      }
+    }
+  }
+
+  private void commitOrExplain(List<BlobMutation> mutations, FsPath src, FsPath dst)
+      throws IOException {
+    try {
+      calls.commit(mutations);
+    } catch (TransactionConflictException e) {
+      IOException io = new IOException("rename " + src + " to " + dst
+          + " conflicted with a concurrent change and was not applied; retry", e);
+      throw io;
+    }
+  }
+
+  // ---------------------------------------------------------------- block locations
+
+  /** The stripes covering {@code [start, start+len)} and where each one is stored. */
+  public List<BlockInfo> locate(FileInfo file, long start, long len) throws IOException {
+    List<BlockInfo> blocks = new ArrayList<>();
+    FileRecord record = file.record();
+    long end = Math.min(file.length(), start + len);
+    if (file.isDirectory() || start < 0 || len < 0 || start >= end && file.length() > 0) {
+      return blocks;
+    }
+    if (record.isInline() || file.length() == 0) {
+      blocks.add(new BlockInfo(0, file.length(),
+          calls.hostsOf(layout.recordKey(file.path()))));
+      return blocks;
+    }
+    long stripe = record.stripeSize();
+    for (long s = start / stripe; s * stripe < end; s++) {
+      long offset = s * stripe;
+      long length = Math.min(stripe, file.length() - offset);
+      blocks.add(new BlockInfo(offset, length, calls.hostsOf(layout.dataKey(record.fileId(), s))));
+    }
+    return blocks;
+  }
+
+  // ---------------------------------------------------------------- package internals
+
+  StoreCalls calls() {
+    return calls;
+  }
+
+  KeyLayout layout() {
+    return layout;
+  }
+
+  PendingDirectories pending() {
+    return pending;
+  }
+
+  /** Publishes a finished file: the single metadata operation of a create. */
+  void commitFile(FsPath path, FileRecord record, boolean overwrite) throws IOException {
+    String key = layout.recordKey(path);
+    if (!overwrite) {
+      try {
+        calls.put(key, record.encode(), PutMode.CREATE);
+      } catch (BlobAlreadyExistsException e) {
+        throw new FileAlreadyExistsException(path.toString(), null,
+            "created by another writer while this one was open");
+      }
+      return;
+    }
+    Optional<FileRecord> old = readRecord(key, false);
+    calls.put(key, record.encode(), PutMode.OVERWRITE);
+    if (old.isPresent() && !old.get().fileId().equals(record.fileId())) {
+      deleteData(old.get());
+    }
+  }
+
+  /** Removes the data blobs of a file whose record is gone; missing ones are fine. */
+  void deleteData(FileRecord record) throws IOException {
+    for (long s = 0; s < record.stripeCount(); s++) {
+      calls.delete(layout.dataKey(record.fileId(), s));
+    }
+  }
+
+  /**
+   * Reads a name's record, or only its header. Empty if no blob is there.
+   */
+  Optional<FileRecord> readRecord(String key, boolean withInline) throws IOException {
+    int first = FileRecord.MAX_HEADER + (withInline ? options.inlineThreshold() : 0);
+    ByteBuffer buf = ByteBuffer.allocate(first);
+    int n;
+    try {
+      n = Futures.await(calls.read(key, 0, buf));
+    } catch (FileNotFoundException e) {
+      return Optional.empty();
+    }
+    if (n < 0) {
+      throw new CorruptRecordException(key, "empty record");
+    }
+    FileRecord header = FileRecord.decode(key, buf.array(), n, false);
+    if (!withInline || !header.isInline()) {
+      return Optional.of(header);
+    }
+    int total = header.headerSize() + (int) header.length();
+    if (total <= n) {
+      return Optional.of(FileRecord.decode(key, buf.array(), n, true));
+    }
+    byte[] whole = calls.store().readFully(key, 0, total);
+    return Optional.of(FileRecord.decode(key, whole, total, true));
+  }
+
+  /** Reads the headers of many records at once: the store may overlap the reads. */
+  List<Optional<FileRecord>> readHeaders(List<String> keys) throws IOException {
+    List<CompletableFuture<Integer>> reads = new ArrayList<>(keys.size());
+    List<ByteBuffer> bufs = new ArrayList<>(keys.size());
+    for (String key : keys) {
+      ByteBuffer buf = ByteBuffer.allocate(FileRecord.MAX_HEADER);
+      bufs.add(buf);
+      reads.add(calls.read(key, 0, buf));
+    }
+    List<Optional<FileRecord>> out = new ArrayList<>(keys.size());
+    for (int i = 0; i < keys.size(); i++) {
+      int n;
+      try {
+        n = Futures.await(reads.get(i));
+      } catch (BlobNotFoundException e) {
+        out.add(Optional.empty()); // removed since the scan
+        continue;
+      }
+      if (n < 0) {
+        throw new CorruptRecordException(keys.get(i), "empty record");
+      }
+      out.add(Optional.of(FileRecord.decode(keys.get(i), bufs.get(i).array(), n, false)));
+    }
+    return out;
+  }
+
+  List<String> scanAll(String prefix) throws IOException {
+    List<String> keys = new ArrayList<>();
+    String cursor = null;
+    do {
+      ScanPage page = calls.scan(prefix, cursor, options.scanPageSize());
+      keys.addAll(page.keys());
+      cursor = page.nextCursor();
+    } while (cursor != null);
+    return keys;
+  }
+
+  /** With markers kept, an emptied directory stays visible, as in HDFS. */
+  private void keepVisible(FsPath dir) throws IOException {
+    if (options.keepDirectoryMarkers() && dir != null && !dir.isRoot()
+        && !isDirectory(dir)) {
+      putMarker(dir);
+    }
+  }
+
+  private void putMarker(FsPath dir) throws IOException {
+    calls.put(layout.dirPrefix(dir), FileRecord.directory(System.currentTimeMillis()).encode(),
+        PutMode.OVERWRITE);
+  }
+
+  private static String newFileId() {
+    UUID id = UUID.randomUUID();
+    return String.format("%016x%016x", id.getMostSignificantBits(),
+        id.getLeastSignificantBits());
+  }
+}

@@ -1,0 +1,111 @@
+package io.blobfs.rados;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import io.blobfs.store.BlobStore;
+import io.blobfs.store.BlobStoreContract;
+import io.blobfs.store.Futures;
+import io.blobfs.store.PutMode;
+import io.blobfs.store.StoreOptions;
+import io.blobfs.store.StoreUnavailableException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.AccessDeniedException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** The SPI contract on the real single-OSD cluster as client.blobfs, plus RADOS' own cases. */
+@ExtendWith(CephClusterExtension.class)
+class RadosBlobStoreIT extends BlobStoreContract {
+  private static CephTestCluster.Env env;
+  private String namespace;
+
+  @BeforeAll
+  static void cluster(CephTestCluster.Env cluster) {
+    env = cluster;
+  }
+
+  private static Map<String, String> options(String pool, String namespace) {
+    Map<String, String> o = new HashMap<>();
+    o.put("pool", pool);
+    o.put("conf", env.conf());
+    o.put("namespace", namespace);
+    o.put("client-id", "blobfs");
+    o.put("keyring", env.clientKeyring());
+    o.put("op-timeout", "10s");
+    o.put("connect-timeout", "10s");
+    return o;
+  }
+
+  private static BlobStore open(Map<String, String> options) throws IOException {
+    return new RadosBlobStoreProvider().open("t", new StoreOptions("fs.blob.store.t.", options));
+  }
+
+  /** A RADOS namespace of its own per test: the pool is shared, the store starts empty. */
+  @Override
+  protected BlobStore openStore() throws IOException {
+    namespace = "spi-" + System.nanoTime();
+    return open(options(env.pool(), namespace));
+  }
+
+  /** Leaves the pool as found: removes what this test wrote in its namespace. */
+  @Override
+  protected void closeStore(BlobStore s) throws IOException {
+    for (String k : scanAll("", 1000)) {
+      s.delete(k);
+    }
+    s.close();
+  }
+
+  @Test
+  void largeParallelStripeWritesReadBackExactly() throws IOException {
+    byte[] data = random(10 << 20, 1);
+    int piece = 1 << 20;
+    List<CompletableFuture<Void>> writes = new ArrayList<>();
+    for (int off = 0; off < data.length; off += piece) {
+      writes.add(store.write("d/file/0", off, ByteBuffer.wrap(data, off, piece)));
+    }
+    for (CompletableFuture<Void> w : writes) {
+      Futures.await(w);
+    }
+    assertEquals(data.length, store.stat("d/file/0").size());
+    assertArrayEquals(data, store.readFully("d/file/0", 0, data.length));
+  }
+
+  @Test
+  void aPoolOutsideTheClientsCapsIsRefusedClearly() throws IOException {
+    try (BlobStore other = open(options(env.otherPool(), namespace))) {
+      CompletionException e = assertThrows(CompletionException.class, () ->
+          other.write("d/x/0", 0, ByteBuffer.wrap(new byte[] {1})).join());
+      assertInstanceOf(AccessDeniedException.class, e.getCause(), e.getCause().toString());
+      assertThrows(AccessDeniedException.class,
+          () -> other.put("n/x", ByteBuffer.wrap(new byte[] {1}), PutMode.OVERWRITE));
+    }
+  }
+
+  @Test
+  void aMissingPoolFailsAtOpen() {
+    IOException e = assertThrows(IOException.class,
+        () -> open(options("no-such-pool-" + System.nanoTime(), namespace)));
+    assertTrue(e.getMessage().contains("no-such-pool"), e.getMessage());
+  }
+
+  @Test
+  void anUnreachableMonitorFailsWithinTheTimeout() {
+    Map<String, String> o = options(env.pool(), namespace);
+    o.put("mon-host", "127.0.0.1:9");
+    o.put("connect-timeout", "3s");
+    long start = System.nanoTime();
+    IOException e = assertThrows(IOException.class, () -> open(o));
+    long seconds = (System.nanoTime() - start) / 1_000_000_000L;
+    assertTrue(seconds < 20, "took " + seconds + " s");
+    assertInstanceOf(StoreUnavailableException.class, e, e.toString());
+  }
+}

@@ -1,0 +1,242 @@
+package io.blobfs.store;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The store SPI's semantics, stated once: every backend's store test extends this class
+ * and only says how to open and dispose of a store. A backend that is also a
+ * {@link TransactionalBlobStore} extends {@link TransactionalBlobStoreContract} instead.
+ *
+ * <p>Keys follow the namespace's shapes ({@code n/...} for records, {@code d/...} for
+ * data), because a backend may treat the first segment specially (RADOS makes it the
+ * object's namespace). Each test gets a fresh, empty store: a scan with the empty prefix
+ * sees only what the test wrote.
+ */
+public abstract class BlobStoreContract {
+  protected BlobStore store;
+
+  /** A fresh store in which no key exists yet. */
+  protected abstract BlobStore openStore() throws IOException;
+
+  /** Disposes of the store; backends sharing a cluster remove what the test wrote. */
+  protected void closeStore(BlobStore s) throws IOException {
+    s.close();
+  }
+
+  @BeforeEach
+  final void openTheStore() throws IOException {
+    store = openStore();
+  }
+
+  @AfterEach
+  final void closeTheStore() throws IOException {
+    closeStore(store);
+  }
+
+  protected static byte[] random(int n, long seed) {
+    byte[] b = new byte[n];
+    new Random(seed).nextBytes(b);
+    return b;
+  }
+
+  protected static ByteBuffer utf8(String s) {
+    return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** Every key under {@code prefix}, paging by {@code page}; fails on a key seen twice. */
+  protected Set<String> scanAll(String prefix, int page) throws IOException {
+    Set<String> seen = new HashSet<>();
+    String cursor = null;
+    do {
+      ScanPage p = store.scan(prefix, cursor, page);
+      assertTrue(p.keys().size() <= page, "page of " + p.keys().size() + " > " + page);
+      for (String k : p.keys()) {
+        assertTrue(k.startsWith(prefix), "outside the prefix: " + k);
+        assertTrue(seen.add(k), "listed twice: " + k);
+      }
+      cursor = p.nextCursor();
+    } while (cursor != null);
+    return seen;
+  }
+
+  @Test
+  void rangedWritesInFlightTogetherReadBackExactly() throws IOException {
+    byte[] data = random(3 * (1 << 20) + 123, 1);
+    // Odd-sized pieces straddling any power-of-two boundary, submitted out of order and
+    // all in flight at once, as a writer with several stripe writes outstanding does.
+    int piece = (1 << 20) / 3 + 17;
+    List<Integer> offsets = new ArrayList<>();
+    for (int off = 0; off < data.length; off += piece) {
+      offsets.add(off);
+    }
+    Collections.shuffle(offsets, new Random(3));
+    List<CompletableFuture<Void>> writes = new ArrayList<>();
+    for (int off : offsets) {
+      writes.add(store.write("d/f/0", off,
+          ByteBuffer.wrap(data, off, Math.min(piece, data.length - off))));
+    }
+    for (CompletableFuture<Void> w : writes) {
+      Futures.await(w);
+    }
+    BlobInfo info = store.stat("d/f/0");
+    assertTrue(info.exists());
+    assertEquals(data.length, info.size());
+    assertTrue(info.modifiedMillis() > 0, "modification time " + info.modifiedMillis());
+    assertArrayEquals(data, store.readFully("d/f/0", 0, data.length));
+    int mid = 2 * (1 << 20) - 5;
+    assertArrayEquals(Arrays.copyOfRange(data, mid, mid + 10), store.readFully("d/f/0", mid, 10));
+  }
+
+  @Test
+  void writePastTheEndZeroFillsAndReadsStopAtTheEnd() throws IOException {
+    Futures.await(store.write("d/k/0", 5, utf8("xy")));
+    assertEquals(7, store.stat("d/k/0").size());
+    assertArrayEquals(new byte[] {0, 0, 0, 0, 0, 'x', 'y'}, store.readFully("d/k/0", 0, 7));
+    assertEquals(-1, Futures.await(store.read("d/k/0", 7, ByteBuffer.allocate(4))));
+    assertEquals(-1, Futures.await(store.read("d/k/0", 100, ByteBuffer.allocate(4))));
+    ByteBuffer tail = ByteBuffer.allocate(4);
+    assertEquals(1, Futures.await(store.read("d/k/0", 6, tail)));
+    assertEquals('y', tail.get(0));
+  }
+
+  @Test
+  void aMissingBlobIsInfoForStatAndATypedErrorElsewhere() throws IOException {
+    assertFalse(store.stat("n/nope").exists());
+    CompletionException e = assertThrows(CompletionException.class,
+        () -> store.read("n/nope", 0, ByteBuffer.allocate(1)).join());
+    assertInstanceOf(BlobNotFoundException.class, e.getCause(), e.getCause().toString());
+    assertThrows(BlobNotFoundException.class, () -> store.truncate("n/nope", 1));
+    assertFalse(store.delete("n/nope"));
+    assertFalse(store.stat("n/nope").exists(), "a failed call created the blob");
+  }
+
+  @Test
+  void exclusivePutRefusesAnExistingBlobAndKeepsItsContent() throws IOException {
+    store.put("n/f", utf8("one"), PutMode.CREATE);
+    assertThrows(BlobAlreadyExistsException.class, () -> store.put("n/f", utf8("two"),
+        PutMode.CREATE));
+    assertArrayEquals("one".getBytes(StandardCharsets.UTF_8), store.readFully("n/f", 0, 3));
+    store.put("n/f", utf8("three"), PutMode.OVERWRITE);
+    assertEquals(5, store.stat("n/f").size());
+    assertArrayEquals("three".getBytes(StandardCharsets.UTF_8), store.readFully("n/f", 0, 5));
+    // A put replaces the whole blob, also when the new content is shorter.
+    store.put("n/f", utf8("4"), PutMode.OVERWRITE);
+    assertEquals(1, store.stat("n/f").size());
+    store.put("n/empty", ByteBuffer.allocate(0), PutMode.CREATE);
+    assertTrue(store.stat("n/empty").exists());
+    assertEquals(0, store.stat("n/empty").size());
+  }
+
+  @Test
+  void truncateCutsAndZeroExtends() throws IOException {
+    store.put("n/t", utf8("abcdef"), PutMode.OVERWRITE);
+    store.truncate("n/t", 2);
+    assertEquals(2, store.stat("n/t").size());
+    assertArrayEquals(new byte[] {'a', 'b'}, store.readFully("n/t", 0, 2));
+    store.truncate("n/t", 4);
+    assertArrayEquals(new byte[] {'a', 'b', 0, 0}, store.readFully("n/t", 0, 4));
+  }
+
+  @Test
+  void deleteRemovesOnceAndReportsWhetherItDid() throws IOException {
+    store.put("n/x", utf8("x"), PutMode.CREATE);
+    assertTrue(store.delete("n/x"));
+    assertFalse(store.stat("n/x").exists());
+    assertFalse(store.delete("n/x"));
+    // The key is free again for an exclusive create.
+    store.put("n/x", utf8("y"), PutMode.CREATE);
+    assertArrayEquals(new byte[] {'y'}, store.readFully("n/x", 0, 1));
+  }
+
+  @Test
+  void scansPageThroughEveryKeyOnceAndOnlyThePrefix() throws IOException {
+    Set<String> dir = new HashSet<>();
+    for (int i = 0; i < 120; i++) {
+      String k = String.format("n/dir/f%03d", i);
+      store.put(k, ByteBuffer.wrap(new byte[] {1}), PutMode.CREATE);
+      dir.add(k);
+    }
+    // Names that share a string prefix with the directory but are not under it.
+    store.put("n/dirx", ByteBuffer.wrap(new byte[] {1}), PutMode.CREATE);
+    store.put("n/dir", ByteBuffer.wrap(new byte[] {1}), PutMode.CREATE);
+    Futures.await(store.write("d/abc/0", 0, ByteBuffer.wrap(new byte[] {1})));
+    assertEquals(dir, scanAll("n/dir/", 50));
+    assertEquals(dir, scanAll("n/dir/", 1000));
+    assertEquals(Set.of("d/abc/0"), scanAll("d/", 7));
+    assertEquals(Set.of(), scanAll("n/none/", 10));
+    Set<String> all = new HashSet<>(dir);
+    all.addAll(List.of("n/dirx", "n/dir", "d/abc/0"));
+    assertEquals(all, scanAll("", 1000));
+  }
+
+  @Test
+  void nonAsciiKeysRoundTrip() throws IOException {
+    String key = "n/données/ファイル/😀 ü";
+    store.put(key, ByteBuffer.wrap(new byte[] {42}), PutMode.CREATE);
+    assertTrue(store.stat(key).exists());
+    assertEquals(Set.of(key), scanAll("n/données/", 10));
+    assertArrayEquals(new byte[] {42}, store.readFully(key, 0, 1));
+  }
+
+  @Test
+  void concurrentWritersAndReadersOfDistinctBlobsSeeOnlyTheirOwnBytes() throws Exception {
+    int threads = 8;
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    try {
+      List<Future<?>> done = new ArrayList<>();
+      for (int t = 0; t < threads; t++) {
+        int id = t;
+        done.add(pool.submit(() -> {
+          for (int round = 0; round < 5; round++) {
+            byte[] data = random(64 << 10, id * 100L + round);
+            store.put("n/c" + id, ByteBuffer.wrap(data), PutMode.OVERWRITE);
+            assertArrayEquals(data, store.readFully("n/c" + id, 0, data.length));
+          }
+          return null;
+        }));
+      }
+      for (Future<?> f : done) {
+        f.get();
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    for (int t = 0; t < threads; t++) {
+      assertArrayEquals(random(64 << 10, t * 100L + 4), store.readFully("n/c" + t, 0, 64 << 10));
+    }
+  }
+
+  @Test
+  void limitsArePositiveAndAStripeFits() {
+    StoreLimits limits = store.limits();
+    assertNotNull(limits);
+    assertTrue(limits.maxKeyBytes() >= 255, "max key bytes " + limits.maxKeyBytes());
+    assertTrue(limits.maxObjectBytes() >= (1 << 20), "max object " + limits.maxObjectBytes());
+    assertTrue(limits.maxOpBytes() >= (1 << 20), "max op " + limits.maxOpBytes());
+  }
+}

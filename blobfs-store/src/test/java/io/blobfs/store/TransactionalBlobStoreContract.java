@@ -1,0 +1,52 @@
+package io.blobfs.store;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** {@link BlobStoreContract} plus the semantics of {@link TransactionalBlobStore#commit}. */
+public abstract class TransactionalBlobStoreContract extends BlobStoreContract {
+
+  private TransactionalBlobStore tx() {
+    return (TransactionalBlobStore) store;
+  }
+
+  @Test
+  void aCommitAppliesAllOrNothing() throws IOException {
+    tx().commit(List.of()); // nothing to do is not an error
+    store.put("n/a", utf8("1"), PutMode.CREATE);
+    store.put("n/b", utf8("2"), PutMode.CREATE);
+    // The last step conflicts (an exclusive put over an existing blob): nothing applies.
+    assertThrows(TransactionConflictException.class, () -> tx().commit(List.of(
+        new BlobMutation.Delete("n/a", true),
+        new BlobMutation.Put("n/c", utf8("3"), PutMode.OVERWRITE),
+        new BlobMutation.Put("n/b", utf8("x"), PutMode.CREATE))));
+    assertArrayEquals(new byte[] {'1'}, store.readFully("n/a", 0, 1));
+    assertArrayEquals(new byte[] {'2'}, store.readFully("n/b", 0, 1));
+    assertFalse(store.stat("n/c").exists());
+
+    // The shape of a rename: the new name created exclusively, the old one deleted.
+    tx().commit(List.of(new BlobMutation.Delete("n/a", true),
+        new BlobMutation.Put("n/c", utf8("3"), PutMode.CREATE)));
+    assertFalse(store.stat("n/a").exists());
+    assertArrayEquals(new byte[] {'3'}, store.readFully("n/c", 0, 1));
+  }
+
+  @Test
+  void aDeleteThatMustFindItsBlobConflictsWhenItIsGone() throws IOException {
+    store.put("n/keep", utf8("k"), PutMode.CREATE);
+    assertThrows(TransactionConflictException.class, () -> tx().commit(List.of(
+        new BlobMutation.Put("n/keep", utf8("changed"), PutMode.OVERWRITE),
+        new BlobMutation.Delete("n/gone", true))));
+    assertArrayEquals(new byte[] {'k'}, store.readFully("n/keep", 0, 1));
+    // Without mustExist, deleting an absent blob is not a conflict.
+    tx().commit(List.of(new BlobMutation.Delete("n/gone", false),
+        new BlobMutation.Put("n/keep", ByteBuffer.wrap(new byte[] {'z'}), PutMode.OVERWRITE)));
+    assertArrayEquals(new byte[] {'z'}, store.readFully("n/keep", 0, 1));
+  }
+}

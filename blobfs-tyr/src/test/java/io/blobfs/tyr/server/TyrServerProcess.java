@@ -1,0 +1,115 @@
+package io.blobfs.tyr.server;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * Test fixture: a Týr server in a process of its own, on this JVM's classpath: what tests, the
+ * benchmark and tools use to run a real server beside them and to kill it with SIGKILL
+ * and restart it on the same data.
+ */
+public final class TyrServerProcess implements AutoCloseable {
+  private final Path dataDir;
+  private final List<String> extraArgs;
+  private Process process;
+  private int port;
+  private final StringBuilder output = new StringBuilder();
+
+  public TyrServerProcess(Path dataDir, String... extraArgs) {
+    this.dataDir = dataDir;
+    this.extraArgs = List.of(extraArgs);
+  }
+
+  /** Starts the process (again, after a kill or stop, on the same data and port if known). */
+  public synchronized TyrServerProcess start() throws IOException {
+    List<String> cmd = new ArrayList<>(List.of(
+        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "-Xmx1g", "-cp", System.getProperty("java.class.path"),
+        TyrServerMain.class.getName(), "--data-dir", dataDir.toString(),
+        "--port", Integer.toString(port)));
+    cmd.addAll(extraArgs);
+    process = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    CompletableFuture<Integer> ready = new CompletableFuture<>();
+    Process p = process;
+    Thread reader = new Thread(() -> {
+      try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(),
+          StandardCharsets.UTF_8))) {
+        for (String line; (line = r.readLine()) != null; ) {
+          synchronized (output) {
+            output.append(line).append('\n');
+          }
+          if (line.startsWith(TyrServerMain.READY)) {
+            ready.complete(Integer.parseInt(line.substring(line.lastIndexOf(':') + 1)));
+          }
+        }
+      } catch (IOException e) {
+        ready.completeExceptionally(e);
+      }
+      ready.completeExceptionally(new IOException("Týr server exited before it was ready"));
+    }, "tyr-test-server-output");
+    reader.setDaemon(true);
+    reader.start();
+    try {
+      port = ready.get(60, TimeUnit.SECONDS);
+    } catch (InterruptedException | java.util.concurrent.ExecutionException
+        | TimeoutException e) {
+      process.destroyForcibly();
+      throw new IOException("Týr server did not start: " + e + "\n" + output(), e);
+    }
+    return this;
+  }
+
+  public int port() {
+    return port;
+  }
+
+  public String address() {
+    return "127.0.0.1:" + port;
+  }
+
+  public Path dataDir() {
+    return dataDir;
+  }
+
+  public long pid() {
+    return process.pid();
+  }
+
+  /** SIGKILL: no shutdown hook runs, nothing is flushed by the server. */
+  public void kill() throws InterruptedException {
+    process.destroyForcibly();
+    process.waitFor(30, TimeUnit.SECONDS);
+  }
+
+  public String output() {
+    synchronized (output) {
+      return output.toString();
+    }
+  }
+
+  /** SIGTERM, then SIGKILL if it does not exit in time. */
+  @Override
+  public synchronized void close() {
+    if (process != null && process.isAlive()) {
+      process.destroy();
+      try {
+        if (!process.waitFor(Duration.ofSeconds(20).toSeconds(), TimeUnit.SECONDS)) {
+          process.destroyForcibly();
+        }
+      } catch (InterruptedException e) {
+        process.destroyForcibly();
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+}
