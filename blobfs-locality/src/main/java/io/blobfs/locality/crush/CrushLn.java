@@ -1,8 +1,9 @@
 /*
  * The LH and LL tables in this file reproduce numeric values from Ceph's
- * src/crush/crush_ln_table.h, which is licensed under the LGPL-2.1. This file is
- * therefore distributed under the GNU Lesser General Public License version 2.1; the
- * rest of BlobFS is not derived from it. See blobfs-locality/README.md.
+ * src/crush/crush_ln_table.h (Copyright (C) 2015 Intel Corporation), which is licensed
+ * under the LGPL-2.1. This file is therefore distributed under the GNU Lesser General
+ * Public License version 2.1 (LICENSE-LGPL-2.1 at the repository root); the rest of
+ * BlobFS is not derived from it. See NOTICE and blobfs-locality/README.md.
  */
 package io.blobfs.locality.crush;
 
