@@ -4,6 +4,7 @@
 #   unit (surefire): N passed, N failed, N skipped
 #   integration (failsafe): ...
 #   integration against the Ceph container (failsafe-reports-docker): ...
+#   contract suites under Hadoop 3.4.2 (target/hadoop-3.4.2): ...
 # and last a plain total line. A report directory that holds no report counts nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,5 +47,9 @@ line "integration (failsafe)" ./*/target/failsafe-reports/TEST-*.xml
 docker=(./*/target/failsafe-reports-docker/TEST-*.xml)
 if [ ${#docker[@]} -gt 0 ]; then
   line "integration against the Ceph container (Testcontainers)" "${docker[@]}"
+fi
+h342=(./*/target/hadoop-3.4.2/surefire-reports/TEST-*.xml ./*/target/hadoop-3.4.2/failsafe-reports*/TEST-*.xml)
+if [ ${#h342[@]} -gt 0 ]; then
+  line "contract suites under Hadoop 3.4.2" "${h342[@]}"
 fi
 echo "all tiers: $total_p passed, $total_f failed, $total_s skipped"

@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 scripts/ensure-tools.sh
 # The RADOS tests start a real Ceph cluster with scripts/ceph/cluster.sh.
 scripts/ceph/ensure-ceph.sh
-mvn -B -ntp verify "$@"
+status=0
+mvn -B -ntp verify "$@" || status=$?
 
 # Hadoop 3.4.2: Spark 4.0.1 ships 3.4.1, but users run 3.4.2 too. The contract suites of
 # each binding (memory store, Týr, RADOS), compiled and run against 3.4.2; the profile
@@ -16,6 +17,13 @@ mvn -B -ntp verify "$@"
 # named contract; surefire runs the *Test ones and failsafe the *IT ones. (Surefire's
 # -Dtest overrides its excludes, so a suffix-less pattern would run *IT suites twice.)
 CONTRACT_MODULES=blobfs-core,blobfs-tyr,blobfs-rados
-mvn -B -ntp -P hadoop-3.4.2 verify -pl "$CONTRACT_MODULES" -am \
-  -Dtest='**/contract/**/*Test' -Dit.test='**/contract/**/*IT' \
-  -Dsurefire.failIfNoSpecifiedTests=false -Dfailsafe.failIfNoSpecifiedTests=false
+if [ $status -eq 0 ]; then
+  mvn -B -ntp -P hadoop-3.4.2 verify -pl "$CONTRACT_MODULES" -am \
+    -Dtest='**/contract/**/*Test' -Dit.test='**/contract/**/*IT' \
+    -Dsurefire.failIfNoSpecifiedTests=false -Dfailsafe.failIfNoSpecifiedTests=false \
+    || status=$?
+fi
+
+# The counts of each tier (and of the 3.4.2 run) in one place at the end of the log.
+scripts/test-summary.sh
+exit $status
