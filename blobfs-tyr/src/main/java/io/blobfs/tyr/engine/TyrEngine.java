@@ -205,14 +205,6 @@ public final class TyrEngine implements Closeable {
     return read(key, offset, dst.remaining(), n -> dst);
   }
 
-  BlobState stateForTest(String key) {
-    return visible.get(key);
-  }
-
-  void readStateForTest(BlobState s, long offset, ByteBuffer dst) throws IOException {
-    readState(s, offset, dst);
-  }
-
   private void readState(BlobState s, long offset, ByteBuffer dst) throws IOException {
     long end = Math.min(s.size, offset + dst.remaining());
     int chunkBytes = s.chunkBytes();
