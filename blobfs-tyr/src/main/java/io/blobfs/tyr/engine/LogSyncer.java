@@ -12,8 +12,9 @@ import java.util.concurrent.CompletableFuture;
  * The thread that forces the log to disk, and (with {@link SyncPolicy#ALWAYS}) the commits
  * waiting for it: group commit, one force for every commit logged since the last.
  *
- * <p>Only this thread publishes a staged commit, and in commit order, so that no reader
- * sees a commit before it is durable or a later commit before an earlier one.
+ * <p>With sync=always only this thread publishes, and in commit order, so that no reader
+ * sees a commit before it is durable or a later commit before an earlier one. With
+ * sync=interval it only forces the log: a commit is published as it is logged.
  *
  * <p><b>Locks.</b> The monitor of {@link #pending} guards the queue and is the syncer's
  * wake-up. It is the innermost of the engine's locks: taken under the commit lock by

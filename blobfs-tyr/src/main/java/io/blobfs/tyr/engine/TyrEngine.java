@@ -70,7 +70,7 @@ public final class TyrEngine implements Closeable {
   private final BlobVersions versions = new BlobVersions();
   private final ReentrantLock commitLock = new ReentrantLock();
   private final ReadWriteLock segmentLock = new ReentrantReadWriteLock();
-  private final Parts parts = new Parts();
+  private final EngineView view = new EngineView();
   private final LogSyncer syncer;
   private final LogReclaimer reclaimer;
   private volatile boolean closed;
@@ -92,8 +92,8 @@ public final class TyrEngine implements Closeable {
     }
     this.log = WriteAheadLog.open(config.directory(), config.segmentBytes(), start,
         startVersion, this::replay);
-    this.reclaimer = new LogReclaimer(config, log, versions, parts, checkpoints, start);
-    this.syncer = new LogSyncer(config, log, versions, parts);
+    this.reclaimer = new LogReclaimer(config, log, versions, view, checkpoints, start);
+    this.syncer = new LogSyncer(config, log, versions, view);
     reclaimer.start();
     LOG.info("Týr engine open at {}: {} blobs, last commit {} (checkpoint at {})",
         config.directory(), versions.visibleCount(), log.lastVersion(), startVersion);
@@ -289,7 +289,7 @@ public final class TyrEngine implements Closeable {
   private CommitPlanner logRecord(int opCount, CommitPlanner.Body body) throws TyrException {
     long version = log.lastVersion() + 1;
     long now = System.currentTimeMillis();
-    CommitPlanner plan = new CommitPlanner(config, log, parts, version, now, opCount);
+    CommitPlanner plan = new CommitPlanner(config, log, view, version, now, opCount);
     try {
       log.begin(version, now);
       body.plan(plan);
@@ -386,6 +386,7 @@ public final class TyrEngine implements Closeable {
 
   @Override
   public void close() throws IOException {
+    // Under the commit lock, so that no record is logged or queued for the syncer after it.
     commitLock.lock();
     try {
       if (closed) {
@@ -410,10 +411,10 @@ public final class TyrEngine implements Closeable {
   }
 
   /**
-   * The engine as its parts see it: each gets only the calls its interface names, and
-   * each call takes the locks the class comment lists, in that order.
+   * The engine as its parts see it: a part reaches only what its interface names, so the
+   * engine locks it can take are the ones named there (their order is in the class comment).
    */
-  private final class Parts implements CommitPlanner.States, LogSyncer.Engine,
+  private final class EngineView implements CommitPlanner.States, LogSyncer.Engine,
       LogReclaimer.Engine {
     @Override
     public BlobState latest(String key) {
