@@ -45,8 +45,6 @@ interface LibRados extends Library {
 
   int rados_stat(Pointer io, byte[] oid, LongByReference size, LongByReference mtime);
 
-  int rados_trunc(Pointer io, byte[] oid, long size);
-
   int rados_write_full(Pointer io, byte[] oid, Pointer buf, NativeLong len);
 
   Pointer rados_create_write_op();
@@ -60,6 +58,10 @@ interface LibRados extends Library {
   void rados_write_op_write(Pointer op, Pointer buf, NativeLong len, long offset);
 
   void rados_write_op_remove(Pointer op);
+
+  void rados_write_op_assert_exists(Pointer op);
+
+  void rados_write_op_truncate(Pointer op, long offset);
 
   int rados_aio_write_op_operate(Pointer op, Pointer io, Pointer completion, byte[] oid,
       Pointer mtime, int flags);

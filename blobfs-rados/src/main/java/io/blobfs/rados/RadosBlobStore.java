@@ -223,7 +223,16 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
       throw new IllegalArgumentException("bad size " + size + " for " + key);
     }
     Location loc = locate(key);
-    check("truncate", key, LIB.rados_trunc(io(loc), loc.oid(), size));
+    // rados_trunc alone would create a missing object; the SPI reports it instead. The
+    // assertion and the truncation are one write op, applied atomically by the OSD.
+    Pointer op = LIB.rados_create_write_op();
+    try {
+      LIB.rados_write_op_assert_exists(op);
+      LIB.rados_write_op_truncate(op, size);
+      check("truncate", key, LIB.rados_write_op_operate(op, io(loc), loc.oid(), null, 0));
+    } finally {
+      LIB.rados_release_write_op(op);
+    }
   }
 
   @Override
