@@ -32,6 +32,8 @@ import java.util.concurrent.CompletableFuture;
  * {@link FileNotFoundException}; the adapter maps them to Hadoop's.
  */
 public final class BlobNamespace {
+  private static final System.Logger LOG = System.getLogger(BlobNamespace.class.getName());
+
   private final StoreCalls calls;
   private final KeyLayout layout;
   private final NamespaceOptions options;
@@ -438,22 +440,69 @@ public final class BlobNamespace {
     return pending;
   }
 
-  /** Publishes a finished file: the single metadata operation of a create. */
-  void commitFile(FsPath path, FileRecord record, boolean overwrite) throws IOException {
+  /**
+   * Publishes a finished file: the single metadata operation of a create.
+   *
+   * <p>{@code discardData} removes the writer's data blobs; it runs only while no record
+   * can name them: on a failure before the put, or when the put is refused because the
+   * name is taken. A put that fails otherwise may still have been applied (a timeout after
+   * the OSD or the Týr server wrote it), so the record is read back: if it is this file's,
+   * the file is published and this returns normally. If not, or if the read-back fails
+   * too, the failure is thrown and the data is left to the {@link OrphanSweeper}, which
+   * keeps it if a record names it after all: the name not holding the record does not
+   * prove the put failed, since a rename may have moved it away meanwhile.
+   *
+   * <p>Removing the data of the file replaced by an overwrite is cleanup after the
+   * publication, as in S3A and the GCS connector: a failure there is logged, not thrown,
+   * because the caller's file is durable and readable; the old blobs are orphans for the
+   * sweeper.
+   */
+  void commitFile(FsPath path, FileRecord record, boolean overwrite, Runnable discardData)
+      throws IOException {
     String key = layout.recordKey(path);
-    if (!overwrite) {
-      try {
-        calls.put(key, record.encode(), PutMode.CREATE);
-      } catch (BlobAlreadyExistsException e) {
-        throw new FileAlreadyExistsException(path.toString(), null,
-            "created by another writer while this one was open");
-      }
-      return;
+    ByteBuffer encoded;
+    Optional<FileRecord> old;
+    try {
+      encoded = record.encode();
+      old = overwrite ? readRecord(key, false) : Optional.empty();
+    } catch (IOException | RuntimeException e) {
+      discardData.run();
+      throw e;
     }
-    Optional<FileRecord> old = readRecord(key, false);
-    calls.put(key, record.encode(), PutMode.OVERWRITE);
+    try {
+      calls.put(key, encoded, overwrite ? PutMode.OVERWRITE : PutMode.CREATE);
+    } catch (BlobAlreadyExistsException e) {
+      discardData.run();
+      throw new FileAlreadyExistsException(path.toString(), null,
+          "created by another writer while this one was open");
+    } catch (IOException | RuntimeException e) {
+      confirmPublished(path, key, record, e);
+    }
     if (old.isPresent() && !old.get().fileId().equals(record.fileId())) {
-      deleteData(old.get());
+      try {
+        deleteData(old.get());
+      } catch (IOException | RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "published " + path + ", but removing the data"
+            + " of the file it replaced failed; the orphan sweeper will remove it", e);
+      }
+    }
+  }
+
+  /** Returns if the record under {@code key} is {@code ours}, else throws. */
+  private void confirmPublished(FsPath path, String key, FileRecord ours, Exception putFailure)
+      throws IOException {
+    Optional<FileRecord> found;
+    try {
+      found = readRecord(key, false);
+    } catch (IOException | RuntimeException e) {
+      putFailure.addSuppressed(e);
+      throw new IOException(path + " may or may not be published: the put of its record"
+          + " failed and reading the record back failed too; the orphan sweeper removes"
+          + " its data unless a record names it", putFailure);
+    }
+    if (found.isEmpty() || !found.get().fileId().equals(ours.fileId())) {
+      throw new IOException(path + " was not published: the put of its record failed and the"
+          + " name does not hold this file; its data is left to the orphan sweeper", putFailure);
     }
   }
 

@@ -156,8 +156,10 @@ public final class FileWriter implements Closeable {
   }
 
   /**
-   * Sends what is buffered, waits for every write, then publishes the file. On failure
-   * nothing becomes visible and the data blobs written so far are removed.
+   * Sends what is buffered, waits for every write, then publishes the file. A failure
+   * before the record is sent leaves nothing visible and removes the data blobs written so
+   * far. Once the record has been sent the data is never removed here, since the record
+   * may name it: {@link BlobNamespace#commitFile} says what close() reports then.
    */
   @Override
   public void close() throws IOException {
@@ -165,13 +167,13 @@ public final class FileWriter implements Closeable {
       return;
     }
     closed = true;
+    FileRecord record;
     try {
       if (failure != null) {
         throw new IOException("earlier write of " + path + " failed", failure);
       }
       long length = position();
       long now = System.currentTimeMillis();
-      FileRecord record;
       if (sent == 0 && length <= options.inlineThreshold()) {
         byte[] bytes = buffer == null ? new byte[0] : Arrays.copyOf(buffer.array(), (int) length);
         record = FileRecord.inline(fileId, bytes, now, options.stripeSize());
@@ -186,11 +188,11 @@ public final class FileWriter implements Closeable {
       }
       buffer = null;
       spares.clear();
-      ns.commitFile(path, record, overwrite);
     } catch (IOException | RuntimeException e) {
       discardData();
       throw e;
     }
+    ns.commitFile(path, record, overwrite, this::discardData);
   }
 
   /** Gives up: nothing becomes visible and written data is removed. */
