@@ -2,10 +2,9 @@ package io.blobfs.namespace;
 
 import static org.junit.jupiter.api.Assertions.*;
 
-import io.blobfs.store.BlobInfo;
-import io.blobfs.store.BlobStore;
+import io.blobfs.store.FaultInjectingBlobStore;
+import io.blobfs.store.FaultInjectingBlobStore.Op;
 import io.blobfs.store.Futures;
-import io.blobfs.store.PutMode;
 import io.blobfs.store.ScanPage;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.memory.InMemoryBlobStore;
@@ -20,7 +19,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
@@ -328,8 +326,9 @@ class BlobNamespaceTest {
 
   @Test
   void failedDataWriteLeavesNoFileAndNoData() throws IOException {
-    FailingStore failing = new FailingStore(store, 3);
-    BlobNamespace ns = new BlobNamespace(failing,
+    FaultInjectingBlobStore failing = FaultInjectingBlobStore.over(store);
+    failing.on(Op.WRITE).nth(4).always().failBefore();
+    BlobNamespace ns = new BlobNamespace(failing.store(),
         new NamespaceOptions(STRIPE, 16 << 10, 64 << 10, 1024, false, 100), counters);
     FileWriter w = ns.create(p("/f"), false);
     byte[] data = random(10 * STRIPE, 1);
@@ -391,63 +390,6 @@ class BlobNamespaceTest {
     for (var e : kept.entrySet()) {
       assertArrayEquals(e.getValue(), read(ns, e.getKey()), e.getKey());
     }
-  }
-
-  /** Forwards to a store but fails every data write after the first {@code okWrites}. */
-  private static final class FailingStore implements BlobStore {
-    private final BlobStore inner;
-    private final AtomicLong left;
-
-    FailingStore(BlobStore inner, long okWrites) {
-      this.inner = inner;
-      this.left = new AtomicLong(okWrites);
-    }
-
-    @Override
-    public BlobInfo stat(String key) throws IOException {
-      return inner.stat(key);
-    }
-
-    @Override
-    public CompletableFuture<Integer> read(String key, long offset, ByteBuffer dst) {
-      return inner.read(key, offset, dst);
-    }
-
-    @Override
-    public CompletableFuture<Void> write(String key, long offset, ByteBuffer src) {
-      if (left.decrementAndGet() < 0) {
-        return CompletableFuture.failedFuture(new IOException("injected write failure"));
-      }
-      return inner.write(key, offset, src);
-    }
-
-    @Override
-    public void put(String key, ByteBuffer content, PutMode mode) throws IOException {
-      inner.put(key, content, mode);
-    }
-
-    @Override
-    public void truncate(String key, long size) throws IOException {
-      inner.truncate(key, size);
-    }
-
-    @Override
-    public boolean delete(String key) throws IOException {
-      return inner.delete(key);
-    }
-
-    @Override
-    public ScanPage scan(String prefix, String cursor, int limit) throws IOException {
-      return inner.scan(prefix, cursor, limit);
-    }
-
-    @Override
-    public StoreLimits limits() {
-      return inner.limits();
-    }
-
-    @Override
-    public void close() {}
   }
 
   @Test
