@@ -47,7 +47,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  */
 @ExtendWith(CephClusterExtension.class)
 @Cluster(layout = "multi")
-class RadosPlacementIntegrationTest {
+class RadosPlacementIT {
   private static final ObjectMapper JSON = new ObjectMapper();
   /** Pools of this test only (deleted afterwards); "blobfs" is the cluster's own, size 1. */
   private static final String R3 = "loc-r3";

@@ -2,9 +2,9 @@ package io.blobfs.rados.contract;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.contract.AbstractFSContract;
-import org.apache.hadoop.fs.contract.AbstractContractSeekTest;
+import org.apache.hadoop.fs.contract.AbstractContractUnbufferTest;
 
-public class RadosSeekContractTest extends AbstractContractSeekTest {
+public class RadosUnbufferContractIT extends AbstractContractUnbufferTest {
   @Override
   protected AbstractFSContract createContract(Configuration conf) {
     return new RadosContract(conf);

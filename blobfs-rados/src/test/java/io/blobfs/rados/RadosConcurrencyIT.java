@@ -31,7 +31,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * corruption, nothing lost, nothing left over.
  */
 @ExtendWith(CephClusterExtension.class)
-class RadosConcurrencyIntegrationTest {
+class RadosConcurrencyIT {
   private static final int THREADS = 8;
   private static final int FILES = 200;
 

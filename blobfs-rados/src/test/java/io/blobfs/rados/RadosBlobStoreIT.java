@@ -31,7 +31,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The RADOS store SPI against the real single-OSD cluster, as client.blobfs. */
 @ExtendWith(CephClusterExtension.class)
-class RadosBlobStoreIntegrationTest {
+class RadosBlobStoreIT {
   private static CephTestCluster.Env env;
   private BlobStore store;
   private String namespace;

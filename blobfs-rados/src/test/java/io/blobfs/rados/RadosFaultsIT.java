@@ -34,7 +34,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  */
 @ExtendWith(CephClusterExtension.class)
 @CephClusterExtension.Cluster(layout = "single", auth = "none")
-class RadosFaultsIntegrationTest {
+class RadosFaultsIT {
   private static final String STORE = "rados-faults";
   private static final int OP_TIMEOUT_S = 5;
   private static CephTestCluster.Env env;

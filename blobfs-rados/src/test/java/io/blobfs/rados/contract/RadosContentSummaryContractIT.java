@@ -4,7 +4,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.contract.AbstractFSContract;
 import org.apache.hadoop.fs.contract.AbstractContractContentSummaryTest;
 
-public class RadosContentSummaryContractTest extends AbstractContractContentSummaryTest {
+public class RadosContentSummaryContractIT extends AbstractContractContentSummaryTest {
   @Override
   protected AbstractFSContract createContract(Configuration conf) {
     return new RadosContract(conf);

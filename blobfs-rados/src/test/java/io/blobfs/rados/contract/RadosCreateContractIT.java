@@ -1,14 +1,10 @@
 package io.blobfs.rados.contract;
 
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.contract.AbstractContractVectoredReadTest;
 import org.apache.hadoop.fs.contract.AbstractFSContract;
+import org.apache.hadoop.fs.contract.AbstractContractCreateTest;
 
-public class RadosVectoredReadContractTest extends AbstractContractVectoredReadTest {
-  public RadosVectoredReadContractTest(String bufferType) {
-    super(bufferType);
-  }
-
+public class RadosCreateContractIT extends AbstractContractCreateTest {
   @Override
   protected AbstractFSContract createContract(Configuration conf) {
     return new RadosContract(conf);

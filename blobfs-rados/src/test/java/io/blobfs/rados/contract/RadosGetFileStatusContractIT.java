@@ -2,9 +2,9 @@ package io.blobfs.rados.contract;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.contract.AbstractFSContract;
-import org.apache.hadoop.fs.contract.AbstractContractEtagTest;
+import org.apache.hadoop.fs.contract.AbstractContractGetFileStatusTest;
 
-public class RadosEtagContractTest extends AbstractContractEtagTest {
+public class RadosGetFileStatusContractIT extends AbstractContractGetFileStatusTest {
   @Override
   protected AbstractFSContract createContract(Configuration conf) {
     return new RadosContract(conf);

@@ -2,9 +2,9 @@ package io.blobfs.rados.contract;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.contract.AbstractFSContract;
-import org.apache.hadoop.fs.contract.AbstractContractGetFileStatusTest;
+import org.apache.hadoop.fs.contract.AbstractContractSeekTest;
 
-public class RadosGetFileStatusContractTest extends AbstractContractGetFileStatusTest {
+public class RadosSeekContractIT extends AbstractContractSeekTest {
   @Override
   protected AbstractFSContract createContract(Configuration conf) {
     return new RadosContract(conf);

@@ -2,9 +2,9 @@ package io.blobfs.rados.contract;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.contract.AbstractFSContract;
-import org.apache.hadoop.fs.contract.AbstractContractCreateTest;
+import org.apache.hadoop.fs.contract.AbstractContractDeleteTest;
 
-public class RadosCreateContractTest extends AbstractContractCreateTest {
+public class RadosDeleteContractIT extends AbstractContractDeleteTest {
   @Override
   protected AbstractFSContract createContract(Configuration conf) {
     return new RadosContract(conf);

@@ -2,9 +2,9 @@ package io.blobfs.rados.contract;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.contract.AbstractFSContract;
-import org.apache.hadoop.fs.contract.AbstractContractDeleteTest;
+import org.apache.hadoop.fs.contract.AbstractContractStreamIOStatisticsTest;
 
-public class RadosDeleteContractTest extends AbstractContractDeleteTest {
+public class RadosStreamIOStatisticsContractIT extends AbstractContractStreamIOStatisticsTest {
   @Override
   protected AbstractFSContract createContract(Configuration conf) {
     return new RadosContract(conf);
