@@ -58,6 +58,8 @@ build() {
     echo "build-images: $image is up to date ($hash)" >&2
     return 0
   fi
+  local old
+  old=$(timeout 30 docker image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)
   echo "build-images: building $image ($hash), log $work/$(basename "$ctx").log" >&2
   # The legacy builder uses the local base as is; BuildKit may try to resolve it remotely.
   DOCKER_BUILDKIT=0 timeout 1800 docker build --network host --build-arg BASE="$BASE" \
@@ -66,6 +68,8 @@ build() {
     || { cp "$work/$(basename "$ctx").log" "/tmp/blobfs-$(basename "$ctx")-build.log"
          fail "docker build of $image failed; see /tmp/blobfs-$(basename "$ctx")-build.log"; }
   echo "build-images: $image built in $((SECONDS - start)) s" >&2
+  # vfs keeps a full copy of every layer: drop the superseded image unless a container uses it.
+  [ -z "$old" ] || timeout 60 docker rmi "$old" >/dev/null 2>&1 || true
 }
 
 ceph_image() {

@@ -47,6 +47,9 @@ final class DockerCeph {
     }
   }
 
+  /** Why Docker could not serve a cluster: every later test fails or falls back at once. */
+  private static final Map<String, Unavailable> FAILED = new HashMap<>();
+
   private DockerCeph() {}
 
   static Mode mode() {
@@ -62,15 +65,22 @@ final class DockerCeph {
   /**
    * The cluster's exports from a container, or null when the mode is never, or auto and
    * Docker cannot serve (the reason printed): the caller then starts the native cluster.
+   * Called under CephTestCluster's lock.
    */
   static Map<String, String> startOrFallBack(String layout, String auth) throws IOException {
     Mode mode = mode();
     if (mode == Mode.NEVER) {
       return null;
     }
+    String id = layout + "-" + auth;
     try {
+      Unavailable failed = FAILED.get(id);
+      if (failed != null) {
+        throw failed;
+      }
       return start(layout, auth);
     } catch (Unavailable e) {
+      FAILED.put(id, e);
       String why = "Ceph in Docker (BLOBFS_CEPH_DOCKER=" + mode.name().toLowerCase(Locale.ROOT)
           + "): " + e.getMessage();
       if (mode == Mode.ALWAYS || "true".equals(System.getenv("CI"))) {
