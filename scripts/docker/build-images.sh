@@ -18,17 +18,18 @@ what=${1:-all}
 case $what in ceph|tyr|all) ;; *) echo "usage: $0 [ceph|tyr|all]" >&2; exit 2;; esac
 
 fail() { echo "build-images: $*" >&2; exit 1; }
-inputs_label() {
-  timeout 30 docker image inspect -f '{{index .Config.Labels "io.blobfs.inputs"}}' "$1" \
-    2>/dev/null || true
-}
+# image_field FORMAT IMAGE: empty when there is no such image.
+image_field() { timeout 30 docker image inspect -f "$1" "$2" 2>/dev/null || true; }
 
 scripts/docker/ensure-docker.sh || exit 1   # it said why
+# The engine and its images are shared by every checkout on the machine.
+exec 9>/tmp/blobfs-build-images.lock
+flock -w 1800 9 || fail "another build-images.sh held /tmp/blobfs-build-images.lock for 30 min"
 work=$(mktemp -d /tmp/blobfs-images.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 make_base() {
-  timeout 30 docker image inspect "$BASE" >/dev/null 2>&1 && return 0
+  [ -z "$(image_field '{{.Id}}' "$BASE")" ] || return 0
   [ "$(id -u)" -eq 0 ] || fail "$BASE is missing and debootstrap, which makes it, needs root"
   echo "build-images: making $BASE with debootstrap (about a minute)" >&2
   local root=$work/rootfs start=$SECONDS
@@ -53,13 +54,13 @@ SOURCES
 build() {
   local image=$1 dockerfile=$2 ctx=$3 hash start=$SECONDS
   hash=$( { tar -C "$ctx" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -c .
-            timeout 30 docker image inspect -f '{{.Id}}' "$BASE"; } | sha256sum | cut -c1-16)
-  if [ "$(inputs_label "$image")" = "$hash" ]; then
+            image_field '{{.Id}}' "$BASE"; } | sha256sum | cut -c1-16)
+  if [ "$(image_field '{{index .Config.Labels "io.blobfs.inputs"}}' "$image")" = "$hash" ]; then
     echo "build-images: $image is up to date ($hash)" >&2
     return 0
   fi
   local old
-  old=$(timeout 30 docker image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)
+  old=$(image_field '{{.Id}}' "$image")
   echo "build-images: building $image ($hash), log $work/$(basename "$ctx").log" >&2
   # The legacy builder uses the local base as is; BuildKit may try to resolve it remotely.
   DOCKER_BUILDKIT=0 timeout 1800 docker build --network host --build-arg BASE="$BASE" \

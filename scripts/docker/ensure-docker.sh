@@ -14,7 +14,7 @@ fail() { echo "ensure-docker: $*" >&2; exit 1; }
 answers() { command -v docker >/dev/null && timeout 10 docker version >/dev/null 2>&1; }
 
 answers && exit 0
-[ "$(id -u)" -eq 0 ] || fail "no Docker engine answers and starting one needs root" \
+[ "$(id -u)" -eq 0 ] || fail "no Docker engine answers to this user, and starting one needs root" \
   "(run this as root, or start dockerd yourself)"
 [ -z "${DOCKER_HOST:-}" ] || fail "DOCKER_HOST=$DOCKER_HOST does not answer" \
   "(this script only starts a local dockerd)"
