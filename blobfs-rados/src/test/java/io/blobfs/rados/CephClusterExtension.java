@@ -12,8 +12,8 @@ import org.junit.jupiter.api.extension.ParameterResolver;
 /**
  * JUnit 5 extension that hands a test the Ceph cluster it asks for: a parameter of type
  * {@link CephTestCluster.Env}, by default the single-OSD cephx cluster, else the one
- * {@link Cluster} names. Docker (Testcontainers) when present, else the native cluster,
- * else the test is skipped saying why (see {@link CephTestCluster}).
+ * {@link Cluster} names: in Docker (Testcontainers) when the run asks for it, else the
+ * native cluster, else the test is skipped saying why (see {@link CephTestCluster}).
  */
 public final class CephClusterExtension implements ParameterResolver {
   /** Which cluster a test class or method wants. */

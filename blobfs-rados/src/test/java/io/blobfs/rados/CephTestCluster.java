@@ -11,12 +11,13 @@ import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 
 /**
- * The real Ceph cluster the RADOS tests run on, once per JVM: in a container built from
- * {@code docker/Dockerfile} when Docker answers, else natively through the project's own
+ * The real Ceph cluster the RADOS tests run on, once per JVM: in a container of the local
+ * image built from {@code docker/Dockerfile} when the run asks for Docker (see
+ * {@link DockerCeph}), else natively through the project's own
  * {@code scripts/ceph/cluster.sh} (which installs Ceph from Debian's packages if needed).
- * Only when neither is possible (no Docker, and Ceph cannot be installed: not root, no
- * package source) are the tests skipped, with the reason; under CI they fail instead.
- * A cluster that is installed but does not start always fails the tests.
+ * When Ceph cannot be installed (not root, no package source) the native tests are
+ * skipped, with the reason; under CI they fail instead. A cluster that is installed but
+ * does not start always fails the tests.
  */
 public final class CephTestCluster {
   /** What {@code cluster.sh env} exports. */
@@ -36,12 +37,12 @@ public final class CephTestCluster {
     String id = layout + "-" + auth;
     Env env = STARTED.get(id);
     if (env == null) {
-      Map<String, String> vars;
-      if (DockerCeph.wanted()) {
-        vars = DockerCeph.start(layout, auth);
-      } else {
+      Map<String, String> vars = DockerCeph.startOrFallBack(layout, auth);
+      if (vars == null) {
         ensureCephInstallable();
         vars = run("start", "--layout", layout, "--auth", auth);
+        System.out.printf("[blobfs-ceph] native cluster %s (scripts/ceph/cluster.sh), monitor %s%n",
+            id, vars.get("BLOBFS_CEPH_MON"));
       }
       env = new Env(vars.get("CEPH_CONF"), vars.getOrDefault("CEPH_KEYRING", ""),
           vars.getOrDefault("BLOBFS_CEPH_CLIENT_KEYRING", ""), vars.get("BLOBFS_CEPH_POOL"),
@@ -116,7 +117,7 @@ public final class CephTestCluster {
       throw new java.io.InterruptedIOException();
     }
     if (p.exitValue() != 0) {
-      String why = "no Docker engine, and Ceph cannot be installed here: " + out.trim();
+      String why = "Ceph cannot be installed here: " + out.trim();
       if ("true".equals(System.getenv("CI"))) {
         throw new IOException(why);
       }

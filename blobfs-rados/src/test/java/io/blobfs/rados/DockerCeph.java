@@ -1,67 +1,76 @@
 package io.blobfs.rados;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.time.Duration;
 import java.util.HashMap;
+import java.util.Locale;
 import java.util.Map;
-import org.testcontainers.DockerClientFactory;
-import org.testcontainers.containers.GenericContainer;
-import org.testcontainers.containers.wait.strategy.Wait;
-import org.testcontainers.images.builder.ImageFromDockerfile;
 
 /**
- * The test cluster in a container built from {@code docker/Dockerfile}, for machines with
- * Docker: host networking (clients reach 127.0.0.1) and a bind mount through which the
- * conf and keyrings come out. The container lives as long as the test JVM.
+ * Whether the test cluster comes from a container ({@link CephContainer}), by the
+ * environment variable {@code BLOBFS_CEPH_DOCKER}: {@code never} (the default) runs the
+ * native cluster; {@code auto} uses Docker when it serves and otherwise says why and falls
+ * back to the native cluster, except under CI ({@code CI=true}), where it fails;
+ * {@code always} fails when Docker cannot serve. blobfs-rados/pom.xml sets it per failsafe
+ * execution. No Testcontainers class is named here, so that modules which use
+ * CephTestCluster without Testcontainers on their classpath (blobfs-e2e) can load it.
  */
 final class DockerCeph {
-  private static final String MOUNT = "/var/lib/blobfs-ceph";
+  enum Mode { NEVER, AUTO, ALWAYS }
+
+  /** Docker cannot serve the cluster, for the reason in the message. */
+  static final class Unavailable extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    Unavailable(String why) {
+      super(why);
+    }
+  }
+
+  /** Why Docker could not serve a cluster: every later test fails or falls back at once. */
+  private static final Map<String, Unavailable> FAILED = new HashMap<>();
 
   private DockerCeph() {}
 
-  /** Docker is wanted (BLOBFS_CEPH_DOCKER=auto|always|never, default auto) and present. */
-  static boolean wanted() {
-    String mode = System.getenv().getOrDefault("BLOBFS_CEPH_DOCKER", "auto");
-    if (mode.equals("never")) {
-      return false;
-    }
-    boolean present;
+  static Mode mode() {
+    String v = System.getenv().getOrDefault("BLOBFS_CEPH_DOCKER", "never");
     try {
-      present = DockerClientFactory.instance().isDockerAvailable();
-    } catch (RuntimeException | LinkageError e) {
-      present = false;
+      return Mode.valueOf(v.trim().toUpperCase(Locale.ROOT));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("BLOBFS_CEPH_DOCKER=" + v
+          + ": expected never, auto or always", e);
     }
-    if (!present && mode.equals("always")) {
-      throw new IllegalStateException("BLOBFS_CEPH_DOCKER=always but no Docker engine answers");
-    }
-    return present;
   }
 
-  @SuppressWarnings("resource") // lives until the JVM ends; Testcontainers reaps it
-  static Map<String, String> start(String layout, String auth) throws IOException {
-    Path root = CephTestCluster.repoRoot();
-    Path hostDir = Files.createTempDirectory("blobfs-ceph-docker");
-    GenericContainer<?> ceph = new GenericContainer<>(new ImageFromDockerfile("blobfs-ceph", false)
-        .withFileFromPath("scripts/ceph", root.resolve("scripts/ceph"))
-        .withFileFromPath("docker", root.resolve("docker"))
-        .withDockerfile(root.resolve("docker/Dockerfile")))
-        .withNetworkMode("host")
-        .withPrivilegedMode(true)
-        .withEnv("BLOBFS_CEPH_LAYOUT", layout)
-        .withEnv("BLOBFS_CEPH_AUTH", auth)
-        .withFileSystemBind(hostDir.toString(), MOUNT)
-        .waitingFor(Wait.forLogMessage(".*BLOBFS CEPH READY.*", 1)
-            .withStartupTimeout(Duration.ofMinutes(8)));
-    ceph.start();
-    Path env = hostDir.resolve(layout + "-" + auth).resolve("env.sh");
-    Map<String, String> vars = new HashMap<>();
-    for (String line : Files.readAllLines(env, StandardCharsets.UTF_8)) {
-      CephTestCluster.parseExport(line, vars);
+  /**
+   * The cluster's exports from a container, or null when the mode is never, or auto and
+   * Docker cannot serve (the reason printed): the caller then starts the native cluster.
+   * Called under CephTestCluster's lock.
+   */
+  static Map<String, String> startOrFallBack(String layout, String auth) throws IOException {
+    Mode mode = mode();
+    if (mode == Mode.NEVER) {
+      return null;
     }
-    vars.replaceAll((k, v) -> v.replace(MOUNT, hostDir.toString()));
-    return vars;
+    String id = layout + "-" + auth;
+    try {
+      Unavailable failed = FAILED.get(id);
+      if (failed != null) {
+        throw failed;
+      }
+      try {
+        return CephContainer.start(layout, auth);
+      } catch (LinkageError e) {
+        throw new Unavailable("Testcontainers is not on this module's test classpath (" + e + ")");
+      }
+    } catch (Unavailable e) {
+      FAILED.put(id, e);
+      String why = "Ceph in Docker (BLOBFS_CEPH_DOCKER=" + mode.name().toLowerCase(Locale.ROOT)
+          + "): " + e.getMessage();
+      if (mode == Mode.ALWAYS || "true".equals(System.getenv("CI"))) {
+        throw new IOException(why);
+      }
+      System.out.println("[blobfs-ceph] " + why + "; falling back to the native cluster");
+      return null;
+    }
   }
 }
