@@ -188,6 +188,31 @@ class BadInputTest {
   }
 
   /**
+   * A lone UTF-16 surrogate becomes '?' in the keys of RADOS and Týr: the two paths below
+   * would be one file with "/dir/a?". Refused on every store, as the namespace checks it.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"keep", "none"})
+  void loneSurrogatesInPathsAreRejected(String markers) throws IOException {
+    seed(markers);
+    write(p("/dir/a?"), small);
+    for (String bad : List.of("/dir/a\uD800", "/dir/a\uDC00", "/dir/\uD800x/file")) {
+      Path path = p(bad);
+      IllegalArgumentException e = rejects(IllegalArgumentException.class,
+          () -> fs.create(path, true).close());
+      assertThat(e).isInstanceOf(org.apache.hadoop.fs.InvalidPathException.class)
+          .hasMessageContaining("surrogate");
+      rejects(org.apache.hadoop.fs.InvalidPathException.class, () -> fs.mkdirs(path));
+      rejects(org.apache.hadoop.fs.InvalidPathException.class, () -> fs.open(path).close());
+      rejects(org.apache.hadoop.fs.InvalidPathException.class,
+          () -> fs.rename(p("/file.txt"), path));
+      rejects(org.apache.hadoop.fs.InvalidPathException.class, () -> fs.rename(p("/dir"), path));
+    }
+    assertThat(read(p("/dir/a?"))).isEqualTo(small);
+    assertSeedIntact();
+  }
+
+  /**
    * The namespace replaces control characters by '?' in its message so that a bad name
    * cannot garble a terminal or a log; the exception Hadoop callers get should keep that.
    */
