@@ -304,6 +304,20 @@ class BadInputTest {
     assertSeedIntact();
   }
 
+  /** With markers dropped too: mkdirs writes nothing, but does not say yes over a file. */
+  @ParameterizedTest
+  @ValueSource(strings = {"keep", "none"})
+  void mkdirsOverOrUnderAFile(String markers) throws IOException {
+    seed(markers);
+    rejects(FileAlreadyExistsException.class, () -> fs.mkdirs(p("/file.txt")));
+    rejects(org.apache.hadoop.fs.ParentNotDirectoryException.class,
+        () -> fs.mkdirs(p("/file.txt/sub")));
+    rejects(org.apache.hadoop.fs.ParentNotDirectoryException.class,
+        () -> fs.mkdirs(p("/dir/sub/big.bin/a/b")));
+    assertThat(fs.getFileStatus(p("/file.txt")).isFile()).isTrue();
+    assertSeedIntact();
+  }
+
   @ParameterizedTest
   @ValueSource(strings = {"keep", "none"})
   void nonRecursiveDeleteOfNonEmptyDirectory(String markers) throws IOException {

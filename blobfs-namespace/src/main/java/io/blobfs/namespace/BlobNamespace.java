@@ -186,10 +186,11 @@ public final class BlobNamespace {
   // ---------------------------------------------------------------- directories
 
   /**
-   * Dropped by default, as in the paper: no store call, and directories exist through
+   * Dropped by default, as in the paper: nothing is written, and directories exist through
    * the names under them; this instance alone remembers the empty directories it made
-   * ({@link PendingDirectories}). With markers kept, writes a marker after checking no
-   * ancestor is a file.
+   * ({@link PendingDirectories}). A file at the path or above it is refused either way: by
+   * default with one record read per level, sent together; with markers kept, by probes
+   * up to the nearest existing directory, before the marker is written.
    */
   public boolean mkdirs(FsPath path) throws IOException {
     layout.checkPath(path);
@@ -197,6 +198,7 @@ public final class BlobNamespace {
       return true;
     }
     if (!options.keepDirectoryMarkers()) {
+      refuseFileAtOrAbove(path);
       pending.add(path);
       return true;
     }
@@ -206,10 +208,7 @@ public final class BlobNamespace {
         continue;
       }
       if (info.get().isFile()) {
-        if (p.equals(path)) {
-          throw new FileAlreadyExistsException(path.toString(), null, "a file exists there");
-        }
-        throw new NotDirectoryException(p + " is a file, not a directory");
+        throw fileInTheWay(path, p);
       }
       if (p.equals(path)) {
         return true;
@@ -218,6 +217,31 @@ public final class BlobNamespace {
     }
     putMarker(path);
     return true;
+  }
+
+  /**
+   * Without markers a directory is only the names under it, so nothing cheaper than the
+   * records of every level says that no file is in the way; their reads overlap.
+   */
+  private void refuseFileAtOrAbove(FsPath path) throws IOException {
+    List<FsPath> levels = new ArrayList<>(path.depth());
+    List<String> keys = new ArrayList<>(path.depth());
+    for (FsPath p = path; !p.isRoot(); p = p.parent()) {
+      levels.add(p);
+      keys.add(layout.recordKey(p));
+    }
+    List<Optional<FileRecord>> records = readHeaders(keys);
+    for (int i = 0; i < levels.size(); i++) {
+      if (records.get(i).isPresent()) {
+        throw fileInTheWay(path, levels.get(i));
+      }
+    }
+  }
+
+  private static IOException fileInTheWay(FsPath path, FsPath file) {
+    return file.equals(path)
+        ? new FileAlreadyExistsException(path.toString(), null, "a file exists there")
+        : new NotDirectoryException(file + " is a file, not a directory");
   }
 
   /**

@@ -227,7 +227,10 @@ class BlobNamespaceTest {
     BlobNamespace otherProcess = namespace(false);
     counts.clear();
     assertTrue(ns.mkdirs(p("/x/y/z")));
-    assertEquals(0, totalCalls(), "mkdirs costs no store call");
+    assertEquals(0, count(StoreCallCounters.PUT) + count(StoreCallCounters.WRITE),
+        "mkdirs writes nothing");
+    assertEquals(3, count(StoreCallCounters.READ), "one record read per level, for a file");
+    assertEquals(3, totalCalls(), "and nothing else");
     assertEquals(Set.of(), keys(""));
     assertTrue(otherProcess.probe(p("/x")).isEmpty(), "nothing in the store");
     write(ns, "/x/y/file", random(10, 1));
@@ -236,6 +239,30 @@ class BlobNamespaceTest {
     assertTrue(otherProcess.delete(p("/x/y/file"), false));
     assertTrue(otherProcess.probe(p("/x")).isEmpty(), "the last name gone, the directory is gone");
     assertEquals(Set.of(), keys(""));
+  }
+
+  /**
+   * Dropping mkdir means writing nothing, not answering wrongly: a file at the path or
+   * above it is refused as with markers kept, found by reads alone.
+   */
+  @Test
+  void paperModeMkdirsRefusesAFileOnThePathWithReadsOnly() throws IOException {
+    for (boolean keep : new boolean[] {false, true}) {
+      store.clear();
+      BlobNamespace ns = namespace(keep);
+      write(ns, "/a/f", random(10, 1));
+      Set<String> before = keys("");
+      counts.clear();
+      assertThrows(java.nio.file.FileAlreadyExistsException.class, () -> ns.mkdirs(p("/a/f")));
+      assertThrows(java.nio.file.NotDirectoryException.class, () -> ns.mkdirs(p("/a/f/b")));
+      assertThrows(java.nio.file.NotDirectoryException.class, () -> ns.mkdirs(p("/a/f/b/c")));
+      assertEquals(0, count(StoreCallCounters.PUT) + count(StoreCallCounters.WRITE)
+          + count(StoreCallCounters.DELETE), "markers " + keep + ": nothing written");
+      assertEquals(before, keys(""));
+      assertTrue(ns.probe(p("/a/f/b")).isEmpty(), "not remembered as a directory either");
+      assertTrue(ns.getFileInfo(p("/a/f")).isFile());
+      assertTrue(ns.mkdirs(p("/a")), "over a directory: fine");
+    }
   }
 
   @Test
