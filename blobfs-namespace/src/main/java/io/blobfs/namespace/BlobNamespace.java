@@ -430,7 +430,8 @@ public final class BlobNamespace {
   public List<BlockInfo> locate(FileInfo file, long start, long len) throws IOException {
     List<BlockInfo> blocks = new ArrayList<>();
     FileRecord record = file.record();
-    long end = Math.min(file.length(), start + len);
+    // Not min(length, start + len): callers pass Long.MAX_VALUE for "to the end".
+    long end = start + Math.min(len, Math.max(0, file.length() - start));
     if (file.isDirectory() || start < 0 || len < 0 || start >= end && file.length() > 0) {
       return blocks;
     }
@@ -507,11 +508,16 @@ public final class BlobNamespace {
     if (!withInline || !header.isInline()) {
       return Optional.of(header);
     }
-    int total = header.headerSize() + (int) header.length();
-    if (total <= n) {
+    int total = header.headerSize() + (int) header.length(); // the header bounds the length
+    if (total <= n || n < first) { // a short read is the whole record: decode checks it
       return Optional.of(FileRecord.decode(key, buf.array(), n, true));
     }
-    byte[] whole = calls.store().readFully(key, 0, total);
+    byte[] whole;
+    try {
+      whole = calls.store().readFully(key, 0, total);
+    } catch (java.io.EOFException e) {
+      throw new CorruptRecordException(key, "shorter than the " + total + " bytes its header gives");
+    }
     return Optional.of(FileRecord.decode(key, whole, total, true));
   }
 

@@ -351,6 +351,30 @@ class BlobNamespaceTest {
     assertEquals(1, mid.size());
     assertEquals(STRIPE, mid.get(0).offset());
     assertEquals(List.of(), ns.locate(f, len, 10));
+    assertEquals(List.of((long) STRIPE, 2L * STRIPE, 3L * STRIPE),
+        ns.locate(f, STRIPE + 10, Long.MAX_VALUE).stream().map(BlockInfo::offset).toList(),
+        "start + len overflows: to the end");
+  }
+
+  /**
+   * A damaged record's inline length is checked before anything is allocated for it:
+   * against the hard maximum, and against the bytes the record has.
+   */
+  @Test
+  void corruptInlineLengthIsRefusedBeforeAllocating() throws IOException {
+    BlobNamespace ns = namespace(false);
+    write(ns, "/f", random(10, 1));
+    byte[] good = store.readFully("n/f", 0, (int) store.stat("n/f").size());
+    for (int claimed : new int[] {Integer.MAX_VALUE - 16, FileRecord.MAX_INLINE + 1, 5000, 11}) {
+      ByteBuffer bad = ByteBuffer.wrap(good.clone());
+      bad.putLong(5, claimed); // length
+      bad.putInt(good.length - 10 - 4, claimed); // inline length, just before the bytes
+      store.put("n/f", bad, PutMode.OVERWRITE);
+      assertThrows(CorruptRecordException.class, () -> ns.open(p("/f")), "claims " + claimed);
+      if (claimed > FileRecord.MAX_INLINE) {
+        assertThrows(CorruptRecordException.class, () -> ns.getFileInfo(p("/f")));
+      }
+    }
   }
 
   @Test
