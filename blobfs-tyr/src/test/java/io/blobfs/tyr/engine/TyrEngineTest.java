@@ -216,6 +216,12 @@ class TyrEngineTest {
     }
   }
 
+  private static void assertHolds(TyrEngine e, Map<String, byte[]> model) throws IOException {
+    for (Map.Entry<String, byte[]> m : model.entrySet()) {
+      assertArrayEquals(m.getValue(), read(e, m.getKey()), m.getKey());
+    }
+  }
+
   /** Byte offset of the blob count in a checkpoint: magic, format, version, position. */
   private static final int COUNT_OFFSET = 4 + 4 + 8 + 8 + 8;
 
@@ -262,17 +268,13 @@ class TyrEngineTest {
     assertThat(files).hasSize(2);
     damage(files.get(1), COUNT_OFFSET, 0x7f000000);
     try (TyrEngine e = TyrEngine.open(small(SyncPolicy.ALWAYS))) {
-      for (Map.Entry<String, byte[]> m : model.entrySet()) {
-        assertArrayEquals(m.getValue(), read(e, m.getKey()), m.getKey());
-      }
+      assertHolds(e, model);
       model.putAll(putAll(e, "c", 3, 2000, 4));
     }
     assertThat(checkpointFiles()).hasSize(2).doesNotContain(files.get(1));
     assertThat(Checkpoint.loadNewest(dir, 3)).hasSize(2);
     try (TyrEngine e = TyrEngine.open(small(SyncPolicy.ALWAYS))) {
-      for (Map.Entry<String, byte[]> m : model.entrySet()) {
-        assertArrayEquals(m.getValue(), read(e, m.getKey()), m.getKey());
-      }
+      assertHolds(e, model);
     }
   }
 
@@ -302,9 +304,7 @@ class TyrEngineTest {
     assertThat(files).hasSize(2);
     damage(files.get(1), COUNT_OFFSET, 0x00ff0000);
     try (TyrEngine e = TyrEngine.open(small(SyncPolicy.ALWAYS))) {
-      for (Map.Entry<String, byte[]> m : model.entrySet()) {
-        assertArrayEquals(m.getValue(), read(e, m.getKey()), m.getKey());
-      }
+      assertHolds(e, model);
       for (int i = 0; i < 6; i++) {
         assertThat(e.stat("old" + i).exists()).isFalse();
       }
