@@ -164,8 +164,8 @@ public class BlobFileSystem extends FileSystem implements IOStatisticsSource {
     ReadPolicy policy = ReadPolicy.parse(parameters.getOptions()
             .get(OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY, ""))
         .orElse(settings.readPolicy());
-    int bufferSize = (int) Math.max(1, parameters.getOptions().getLongBytes(
-        OpenFileOptions.FS_OPTION_OPENFILE_BUFFER_SIZE, settings.readBufferSize()));
+    int bufferSize = BlobFsConfiguration.openFileBufferSize(parameters.getOptions(),
+        settings.readBufferSize());
     FileStatus status = parameters.getStatus();
     CompletableFuture<FSDataInputStream> result = new CompletableFuture<>();
     try {

@@ -1,5 +1,6 @@
 package io.blobfs.hadoop;
 
+import io.blobfs.namespace.FileRecord;
 import io.blobfs.namespace.NamespaceOptions;
 import io.blobfs.store.StoreOptions;
 import java.util.HashMap;
@@ -8,6 +9,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Options.OpenFileOptions;
 
 /**
  * Every configuration key of BlobFS, in one place. File-system keys are read as
@@ -48,6 +50,13 @@ public final class BlobFsConfiguration {
   /** Bytes fetched per store read when reading sequentially. */
   public static final String READ_BUFFER_SIZE = "read.buffer.size";
   public static final long READ_BUFFER_SIZE_DEFAULT = 4L << 20;
+  /**
+   * Range of every read size (read.buffer.size, read.random.min, openFile's buffer size):
+   * below a page a stream makes a store call per few bytes (read-ahead multiplies them),
+   * and a buffer is one array.
+   */
+  public static final long READ_SIZE_MIN = 4L << 10;
+  public static final long READ_SIZE_MAX = 1L << 30;
   /**
    * Bytes a sequential reader keeps fetching ahead of its position, in read-buffer-sized
    * chunks that the store serves in parallel; 0 turns read-ahead off.
@@ -123,14 +132,16 @@ public final class BlobFsConfiguration {
     long stripe = fs.getBytes(STRIPE_SIZE, STRIPE_SIZE_DEFAULT, 4096, 1L << 40);
     long writeBuffer = fs.getBytes(WRITE_BUFFER_SIZE, WRITE_BUFFER_SIZE_DEFAULT, 4096, 1L << 30);
     long inflight = fs.getBytes(WRITE_MAX_INFLIGHT, WRITE_MAX_INFLIGHT_DEFAULT, 0, 1L << 40);
-    long inline = fs.getBytes(INLINE_THRESHOLD, INLINE_THRESHOLD_DEFAULT, 0, 16L << 20);
+    long inline = fs.getBytes(INLINE_THRESHOLD, INLINE_THRESHOLD_DEFAULT, 0,
+        FileRecord.MAX_INLINE);
     String markers = fs.getChoice(DIRECTORY_MARKERS, DIRECTORY_MARKERS_DEFAULT,
         List.of("none", "keep"));
     int page = (int) fs.getLong(LIST_PAGE_SIZE, LIST_PAGE_SIZE_DEFAULT, 1, 100_000);
-    int readBuffer = (int) fs.getBytes(READ_BUFFER_SIZE, READ_BUFFER_SIZE_DEFAULT, 1,
-        1L << 30);
+    int readBuffer = (int) fs.getBytes(READ_BUFFER_SIZE, READ_BUFFER_SIZE_DEFAULT,
+        READ_SIZE_MIN, READ_SIZE_MAX);
     long readAhead = fs.getBytes(READ_AHEAD, READ_AHEAD_DEFAULT, 0, 1L << 34);
-    int randomMin = (int) fs.getBytes(READ_RANDOM_MIN, READ_RANDOM_MIN_DEFAULT, 1, 1L << 30);
+    int randomMin = (int) fs.getBytes(READ_RANDOM_MIN, READ_RANDOM_MIN_DEFAULT, READ_SIZE_MIN,
+        READ_SIZE_MAX);
     ReadPolicy policy = ReadPolicy.parse(fs.getString(READ_POLICY, READ_POLICY_DEFAULT))
         .orElseThrow(() -> fs.bad(READ_POLICY, fs.getString(READ_POLICY, ""),
             "one of " + ReadPolicy.NAMES));
@@ -149,5 +160,16 @@ public final class BlobFsConfiguration {
         (int) inline, markers.equals("keep"), page, fs.getBoolean(CREATE_PERFORMANCE, false));
     return new Settings(storeName, type, typeKey, backend, ns, readBuffer, readAhead, randomMin,
         policy, permission);
+  }
+
+  /**
+   * The buffer size an {@code openFile()} call asks for ({@code dflt} if none), held to
+   * the range of {@link #READ_BUFFER_SIZE}: a bad one names Hadoop's key.
+   */
+  static int openFileBufferSize(Configuration options, int dflt) {
+    String key = OpenFileOptions.FS_OPTION_OPENFILE_BUFFER_SIZE;
+    String value = options.getTrimmed(key);
+    StoreOptions o = new StoreOptions("", value == null ? Map.of() : Map.of(key, value));
+    return (int) o.getBytes(key, dflt, READ_SIZE_MIN, READ_SIZE_MAX);
   }
 }

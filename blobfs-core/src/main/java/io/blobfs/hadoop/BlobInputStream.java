@@ -231,7 +231,7 @@ final class BlobInputStream extends FSInputStream
   public void readFully(long position, byte[] b, int off, int len) throws IOException {
     checkOpen();
     validatePositionedReadArgs(position, b, off, len);
-    if (position + len > length) {
+    if (position > length - len) { // position + len may be past Long.MAX_VALUE
       throw new EOFException(FSExceptionMessages.EOF_IN_READ_FULLY + " " + path + " at "
           + position + " + " + len + " > " + length);
     }

@@ -29,7 +29,7 @@ final class ErrorTranslation {
 
   static InvalidPathException translate(IllegalPathException e, Path path) {
     // The raw path may hold control characters: never echo them into logs or terminals.
-    String shown = path.toString().replaceAll("\\p{Cntrl}", "?");
+    String shown = IllegalPathException.printable(path.toString());
     InvalidPathException ipe = new InvalidPathException(shown, e.getMessage());
     ipe.initCause(e);
     return ipe;

@@ -188,6 +188,31 @@ class BadInputTest {
   }
 
   /**
+   * A lone UTF-16 surrogate becomes '?' in the keys of RADOS and Týr: the two paths below
+   * would be one file with "/dir/a?". Refused on every store, as the namespace checks it.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"keep", "none"})
+  void loneSurrogatesInPathsAreRejected(String markers) throws IOException {
+    seed(markers);
+    write(p("/dir/a?"), small);
+    for (String bad : List.of("/dir/a\uD800", "/dir/a\uDC00", "/dir/\uD800x/file")) {
+      Path path = p(bad);
+      IllegalArgumentException e = rejects(IllegalArgumentException.class,
+          () -> fs.create(path, true).close());
+      assertThat(e).isInstanceOf(org.apache.hadoop.fs.InvalidPathException.class)
+          .hasMessageContaining("surrogate");
+      rejects(org.apache.hadoop.fs.InvalidPathException.class, () -> fs.mkdirs(path));
+      rejects(org.apache.hadoop.fs.InvalidPathException.class, () -> fs.open(path).close());
+      rejects(org.apache.hadoop.fs.InvalidPathException.class,
+          () -> fs.rename(p("/file.txt"), path));
+      rejects(org.apache.hadoop.fs.InvalidPathException.class, () -> fs.rename(p("/dir"), path));
+    }
+    assertThat(read(p("/dir/a?"))).isEqualTo(small);
+    assertSeedIntact();
+  }
+
+  /**
    * The namespace replaces control characters by '?' in its message so that a bad name
    * cannot garble a terminal or a log; the exception Hadoop callers get should keep that.
    */
@@ -279,6 +304,20 @@ class BadInputTest {
     assertSeedIntact();
   }
 
+  /** With markers dropped too: mkdirs writes nothing, but does not say yes over a file. */
+  @ParameterizedTest
+  @ValueSource(strings = {"keep", "none"})
+  void mkdirsOverOrUnderAFile(String markers) throws IOException {
+    seed(markers);
+    rejects(FileAlreadyExistsException.class, () -> fs.mkdirs(p("/file.txt")));
+    rejects(org.apache.hadoop.fs.ParentNotDirectoryException.class,
+        () -> fs.mkdirs(p("/file.txt/sub")));
+    rejects(org.apache.hadoop.fs.ParentNotDirectoryException.class,
+        () -> fs.mkdirs(p("/dir/sub/big.bin/a/b")));
+    assertThat(fs.getFileStatus(p("/file.txt")).isFile()).isTrue();
+    assertSeedIntact();
+  }
+
   @ParameterizedTest
   @ValueSource(strings = {"keep", "none"})
   void nonRecursiveDeleteOfNonEmptyDirectory(String markers) throws IOException {
@@ -330,6 +369,36 @@ class BadInputTest {
 
   private byte[] fileBytes(String file) {
     return file.endsWith(".bin") ? big : small;
+  }
+
+  /** position + length past Long.MAX_VALUE must not wrap into a "valid" range. */
+  @ParameterizedTest
+  @ValueSource(strings = {"/file.txt", "/dir/sub/big.bin"})
+  void positionedReadsNearLongMaxValue(String file) throws IOException {
+    seed("keep");
+    byte[] buf = new byte[8];
+    try (FSDataInputStream in = fs.open(p(file))) {
+      for (long at : List.of(Long.MAX_VALUE, Long.MAX_VALUE - 4, Long.MAX_VALUE - 7)) {
+        assertThat(catchThrowable(() -> in.readFully(at, buf))).as("readFully at %d", at)
+            .isInstanceOf(EOFException.class);
+        assertThat(in.read(at, buf, 0, buf.length)).as("read at %d", at).isEqualTo(-1);
+      }
+      in.readFully(0, buf);
+      assertThat(buf).isEqualTo(java.util.Arrays.copyOf(fileBytes(file), 8));
+    }
+  }
+
+  /** A length that overflows start + len means "to the end", as any large length does. */
+  @Test
+  void blockLocationsWithAnOverflowingRange() throws IOException {
+    seed("keep");
+    FileStatus st = fs.getFileStatus(p("/dir/sub/big.bin"));
+    assertThat(fs.getFileBlockLocations(st, STRIPE + 10, Long.MAX_VALUE))
+        .extracting(org.apache.hadoop.fs.BlockLocation::getOffset)
+        .containsExactly((long) STRIPE, 2L * STRIPE, 3L * STRIPE);
+    assertThat(fs.getFileBlockLocations(st, 0, Long.MAX_VALUE - 1)).hasSize(4);
+    assertThat(fs.getFileBlockLocations(fs.getFileStatus(p("/file.txt")), 3,
+        Long.MAX_VALUE)).hasSize(1);
   }
 
   @Test
@@ -468,13 +537,49 @@ class BadInputTest {
   @ParameterizedTest
   @ValueSource(strings = {"stripe.size=12zz", "directory.markers=maybe",
       "read.policy=bogus", "permission=999", "permission=rwx", "write.buffer.size=-1",
-      "inline.threshold=1t", "list.page.size=0", "read.buffer.size=4q"})
+      "inline.threshold=1t", "list.page.size=0", "read.buffer.size=4q",
+      "read.buffer.size=1", "read.buffer.size=4095", "read.random.min=1"})
   void malformedFileSystemValuesNameTheKey(String setting) {
     String key = "fs.blob." + setting.substring(0, setting.indexOf('='));
     String value = setting.substring(setting.indexOf('=') + 1);
     Configuration conf = baseConf();
     conf.set(key, value);
     assertThat(badConfig(newStoreName("value"), conf)).hasMessageContaining(key);
+  }
+
+  /**
+   * The per-file buffer size is held to read.buffer.size's range: a tiny one makes a
+   * store call per few bytes, one past an int wrapped.
+   */
+  @Test
+  void openFileBufferSizeOutOfRangeNamesTheKey() throws Exception {
+    seed("none");
+    String key = org.apache.hadoop.fs.Options.OpenFileOptions.FS_OPTION_OPENFILE_BUFFER_SIZE;
+    for (long bad : List.of(1L, 4095L, (1L << 30) + 1, (long) Integer.MAX_VALUE)) {
+      Throwable t = catchThrowable(
+          () -> fs.openFile(p("/file.txt")).optLong(key, bad).build().get().close());
+      if (t instanceof java.util.concurrent.ExecutionException) {
+        t = t.getCause();
+      }
+      assertThat(t).as("buffer %d", bad).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining(key);
+    }
+    // Hadoop's builder reads the option as an int; a value past one reaches a file system
+    // only through openFileWithOptions (FileContext, a wrapping file system).
+    Configuration options = new Configuration(false);
+    options.set(key, "3g");
+    org.apache.hadoop.fs.impl.OpenFileParameters huge =
+        new org.apache.hadoop.fs.impl.OpenFileParameters()
+            .withMandatoryKeys(java.util.Set.of()).withOptionalKeys(java.util.Set.of(key))
+            .withOptions(options);
+    assertThat(catchThrowable(() -> ((BlobFileSystem) fs)
+        .openFileWithOptions(p("/file.txt"), huge).get().close()))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining(key);
+    try (FSDataInputStream in = fs.openFile(p("/file.txt")).optLong(key, 4096).build().get()) {
+      byte[] buf = new byte[small.length];
+      in.readFully(buf);
+      assertThat(buf).isEqualTo(small);
+    }
   }
 
   /** The same keys set under a store profile: the message names the key that was set. */

@@ -432,13 +432,9 @@ class FsShellTest {
     assertThat(r.err()).contains("No such file or directory");
     // mkdir over a file
     fails("-mkdir", u("/data/top.txt"));
-    // mkdir -p through a file: refused with markers kept; in paper mode mkdirs makes no
-    // store call and so cannot look at the ancestors: it "succeeds" and writes nothing
-    if (markers.equals("keep")) {
-      fails("-mkdir", "-p", u("/data/top.txt/below"));
-    } else {
-      ok("-mkdir", "-p", u("/data/top.txt/below"));
-    }
+    // mkdir -p through a file: refused in both modes (in paper mode with reads only)
+    r = fails("-mkdir", "-p", u("/data/top.txt/below"));
+    assertThat(r.err()).contains("/data/top.txt is a file");
 
     assertThat(mem().blobCount()).isEqualTo(blobs);
     assertThat(mem().totalBytes()).isEqualTo(bytes);

@@ -188,10 +188,11 @@ public final class BlobNamespace {
   // ---------------------------------------------------------------- directories
 
   /**
-   * Dropped by default, as in the paper: no store call, and directories exist through
+   * Dropped by default, as in the paper: nothing is written, and directories exist through
    * the names under them; this instance alone remembers the empty directories it made
-   * ({@link PendingDirectories}). With markers kept, writes a marker after checking no
-   * ancestor is a file.
+   * ({@link PendingDirectories}). A file at the path or above it is refused either way: by
+   * default with one record read per level, sent together; with markers kept, by probes
+   * up to the nearest existing directory, before the marker is written.
    */
   public boolean mkdirs(FsPath path) throws IOException {
     layout.checkPath(path);
@@ -199,6 +200,7 @@ public final class BlobNamespace {
       return true;
     }
     if (!options.keepDirectoryMarkers()) {
+      refuseFileAtOrAbove(path);
       pending.add(path);
       return true;
     }
@@ -208,10 +210,7 @@ public final class BlobNamespace {
         continue;
       }
       if (info.get().isFile()) {
-        if (p.equals(path)) {
-          throw new FileAlreadyExistsException(path.toString(), null, "a file exists there");
-        }
-        throw new NotDirectoryException(p + " is a file, not a directory");
+        throw fileInTheWay(path, p);
       }
       if (p.equals(path)) {
         return true;
@@ -220,6 +219,31 @@ public final class BlobNamespace {
     }
     putMarker(path);
     return true;
+  }
+
+  /**
+   * Without markers a directory is only the names under it, so nothing cheaper than the
+   * records of every level says that no file is in the way; their reads overlap.
+   */
+  private void refuseFileAtOrAbove(FsPath path) throws IOException {
+    List<FsPath> levels = new ArrayList<>(path.depth());
+    List<String> keys = new ArrayList<>(path.depth());
+    for (FsPath p = path; !p.isRoot(); p = p.parent()) {
+      levels.add(p);
+      keys.add(layout.recordKey(p));
+    }
+    List<Optional<FileRecord>> records = readHeaders(keys);
+    for (int i = 0; i < levels.size(); i++) {
+      if (records.get(i).isPresent()) {
+        throw fileInTheWay(path, levels.get(i));
+      }
+    }
+  }
+
+  private static IOException fileInTheWay(FsPath path, FsPath file) {
+    return file.equals(path)
+        ? new FileAlreadyExistsException(path.toString(), null, "a file exists there")
+        : new NotDirectoryException(file + " is a file, not a directory");
   }
 
   /**
@@ -408,7 +432,8 @@ public final class BlobNamespace {
   public List<BlockInfo> locate(FileInfo file, long start, long len) throws IOException {
     List<BlockInfo> blocks = new ArrayList<>();
     FileRecord record = file.record();
-    long end = Math.min(file.length(), start + len);
+    // Not min(length, start + len): callers pass Long.MAX_VALUE for "to the end".
+    long end = start + Math.min(len, Math.max(0, file.length() - start));
     if (file.isDirectory() || start < 0 || len < 0 || start >= end && file.length() > 0) {
       return blocks;
     }
@@ -532,11 +557,16 @@ public final class BlobNamespace {
     if (!withInline || !header.isInline()) {
       return Optional.of(header);
     }
-    int total = header.headerSize() + (int) header.length();
-    if (total <= n) {
+    int total = header.headerSize() + (int) header.length(); // the header bounds the length
+    if (total <= n || n < first) { // a short read is the whole record: decode checks it
       return Optional.of(FileRecord.decode(key, buf.array(), n, true));
     }
-    byte[] whole = calls.store().readFully(key, 0, total);
+    byte[] whole;
+    try {
+      whole = calls.store().readFully(key, 0, total);
+    } catch (java.io.EOFException e) {
+      throw new CorruptRecordException(key, "shorter than the " + total + " bytes its header gives");
+    }
     return Optional.of(FileRecord.decode(key, whole, total, true));
   }
 

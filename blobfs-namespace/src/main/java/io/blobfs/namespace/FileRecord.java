@@ -29,6 +29,8 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
   static final int FIXED_HEADER = 4 + 1 + 8 + 8 + 8 + 2 + 4;
   /** Enough for every header field; the file id is at most 64 ASCII chars. */
   public static final int MAX_HEADER = 128;
+  /** The largest inline threshold, so the most inline bytes a sound record holds. */
+  public static final int MAX_INLINE = 16 << 20;
 
   public static FileRecord directory(long mtime) {
     return new FileRecord(Kind.DIRECTORY, 0, mtime, 0, "", false, null);
@@ -120,8 +122,17 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
           || (inlined ? inlineLen != len : inlineLen != -1)) {
         throw new CorruptRecordException(key, "inconsistent header");
       }
+      // Checked before the array is made: a damaged length must not cost its size in heap.
+      if (inlineLen > MAX_INLINE) {
+        throw new CorruptRecordException(key, "inline length " + inlineLen
+            + " over the largest inline threshold " + MAX_INLINE);
+      }
       byte[] inl = null;
       if (inlined && withInline) {
+        if (inlineLen > in.available()) {
+          throw new CorruptRecordException(key, "inline length " + inlineLen
+              + " beyond the record's " + in.available() + " bytes after its header");
+        }
         inl = new byte[inlineLen];
         in.readFully(inl);
       }

@@ -8,7 +8,7 @@ import java.util.Objects;
 /**
  * An absolute, normalised path in a BlobFS namespace: "/" or "/a/b". Construction
  * rejects what could not round-trip through a flat key: empty, "." and ".." components,
- * and control characters.
+ * control characters, and unpaired UTF-16 surrogates (no UTF-8 form).
  */
 public final class FsPath implements Comparable<FsPath> {
   public static final FsPath ROOT = new FsPath(List.of());
@@ -51,9 +51,18 @@ public final class FsPath implements Comparable<FsPath> {
     for (int i = 0; i < part.length(); i++) {
       char c = part.charAt(i);
       if (c < 0x20 || c == 0x7f) {
-        throw new IllegalPathException(path,
-            String.format("control character U+%04X at component '%s'", (int) c,
-                part.replaceAll("\\p{Cntrl}", "?")));
+        throw new IllegalPathException(path, String.format(
+            "control character U+%04X at component '%s'", (int) c,
+            IllegalPathException.printable(part)));
+      }
+      if (Character.isHighSurrogate(c) && i + 1 < part.length()
+          && Character.isLowSurrogate(part.charAt(i + 1))) {
+        i++;
+      } else if (Character.isSurrogate(c)) {
+        // Not encodable in UTF-8: the stores write '?' for it, so it would share a key.
+        throw new IllegalPathException(path, String.format(
+            "unpaired UTF-16 surrogate U+%04X at component '%s'", (int) c,
+            IllegalPathException.printable(part)));
       }
     }
   }

@@ -25,7 +25,7 @@ public record NamespaceOptions(long stripeSize, int writeBufferSize, long maxWri
 
   public NamespaceOptions {
     if (stripeSize <= 0 || writeBufferSize <= 0 || maxWriteBytesInFlight < writeBufferSize
-        || inlineThreshold < 0 || scanPageSize <= 0) {
+        || inlineThreshold < 0 || inlineThreshold > FileRecord.MAX_INLINE || scanPageSize <= 0) {
       throw new IllegalArgumentException("inconsistent namespace options: stripeSize="
           + stripeSize + " writeBufferSize=" + writeBufferSize + " maxWriteBytesInFlight="
           + maxWriteBytesInFlight + " inlineThreshold=" + inlineThreshold + " scanPageSize="

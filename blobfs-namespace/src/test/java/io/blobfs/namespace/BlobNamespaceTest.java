@@ -225,7 +225,10 @@ class BlobNamespaceTest {
     BlobNamespace otherProcess = namespace(false);
     counts.clear();
     assertTrue(ns.mkdirs(p("/x/y/z")));
-    assertEquals(0, totalCalls(), "mkdirs costs no store call");
+    assertEquals(0, count(StoreCallCounters.PUT) + count(StoreCallCounters.WRITE),
+        "mkdirs writes nothing");
+    assertEquals(3, count(StoreCallCounters.READ), "one record read per level, for a file");
+    assertEquals(3, totalCalls(), "and nothing else");
     assertEquals(Set.of(), keys(""));
     assertTrue(otherProcess.probe(p("/x")).isEmpty(), "nothing in the store");
     write(ns, "/x/y/file", random(10, 1));
@@ -234,6 +237,30 @@ class BlobNamespaceTest {
     assertTrue(otherProcess.delete(p("/x/y/file"), false));
     assertTrue(otherProcess.probe(p("/x")).isEmpty(), "the last name gone, the directory is gone");
     assertEquals(Set.of(), keys(""));
+  }
+
+  /**
+   * Dropping mkdir means writing nothing, not answering wrongly: a file at the path or
+   * above it is refused as with markers kept, found by reads alone.
+   */
+  @Test
+  void paperModeMkdirsRefusesAFileOnThePathWithReadsOnly() throws IOException {
+    for (boolean keep : new boolean[] {false, true}) {
+      store.clear();
+      BlobNamespace ns = namespace(keep);
+      write(ns, "/a/f", random(10, 1));
+      Set<String> before = keys("");
+      counts.clear();
+      assertThrows(java.nio.file.FileAlreadyExistsException.class, () -> ns.mkdirs(p("/a/f")));
+      assertThrows(java.nio.file.NotDirectoryException.class, () -> ns.mkdirs(p("/a/f/b")));
+      assertThrows(java.nio.file.NotDirectoryException.class, () -> ns.mkdirs(p("/a/f/b/c")));
+      assertEquals(0, count(StoreCallCounters.PUT) + count(StoreCallCounters.WRITE)
+          + count(StoreCallCounters.DELETE), "markers " + keep + ": nothing written");
+      assertEquals(before, keys(""));
+      assertTrue(ns.probe(p("/a/f/b")).isEmpty(), "not remembered as a directory either");
+      assertTrue(ns.getFileInfo(p("/a/f")).isFile());
+      assertTrue(ns.mkdirs(p("/a")), "over a directory: fine");
+    }
   }
 
   @Test
@@ -322,6 +349,30 @@ class BlobNamespaceTest {
     assertEquals(1, mid.size());
     assertEquals(STRIPE, mid.get(0).offset());
     assertEquals(List.of(), ns.locate(f, len, 10));
+    assertEquals(List.of((long) STRIPE, 2L * STRIPE, 3L * STRIPE),
+        ns.locate(f, STRIPE + 10, Long.MAX_VALUE).stream().map(BlockInfo::offset).toList(),
+        "start + len overflows: to the end");
+  }
+
+  /**
+   * A damaged record's inline length is checked before anything is allocated for it:
+   * against the hard maximum, and against the bytes the record has.
+   */
+  @Test
+  void corruptInlineLengthIsRefusedBeforeAllocating() throws IOException {
+    BlobNamespace ns = namespace(false);
+    write(ns, "/f", random(10, 1));
+    byte[] good = store.readFully("n/f", 0, (int) store.stat("n/f").size());
+    for (int claimed : new int[] {Integer.MAX_VALUE - 16, FileRecord.MAX_INLINE + 1, 5000, 11}) {
+      ByteBuffer bad = ByteBuffer.wrap(good.clone());
+      bad.putLong(5, claimed); // length
+      bad.putInt(good.length - 10 - 4, claimed); // inline length, just before the bytes
+      store.put("n/f", bad, PutMode.OVERWRITE);
+      assertThrows(CorruptRecordException.class, () -> ns.open(p("/f")), "claims " + claimed);
+      if (claimed > FileRecord.MAX_INLINE) {
+        assertThrows(CorruptRecordException.class, () -> ns.getFileInfo(p("/f")));
+      }
+    }
   }
 
   @Test

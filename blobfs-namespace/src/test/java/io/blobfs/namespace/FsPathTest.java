@@ -21,11 +21,27 @@ class FsPathTest {
 
   @ParameterizedTest
   @ValueSource(strings = {"", "a/b", "/a//b", "/a/./b", "/a/../b", "/..", "/a\u0000b",
-      "/a\nb", "/a\u007fb", "//"})
+      "/a\nb", "/a\u007fb", "//", "/p/a\uD800", "/p/a\uDC00", "/p/\uDC00\uD83D", "/a\uD800/b"})
   void rejectsWhatCannotBeAKey(String bad) {
     IllegalPathException e = assertThrows(IllegalPathException.class, () -> FsPath.parse(bad));
     assertFalse(e.getMessage().chars().anyMatch(c -> c < 0x20 && c != '\n' || c == 0x7f),
         "the message itself carries no control characters");
+  }
+
+  /**
+   * A lone surrogate has no UTF-8 form: RADOS and Týr's wire encoding turn it into '?', so
+   * "/p/a" + U+D800, "/p/a" + U+DC00 and "/p/a?" would share one key. A pair is one
+   * character and stays allowed.
+   */
+  @Test
+  void loneSurrogatesAreRejectedAndPairsKept() {
+    assertEquals("a\uD83D\uDE00", FsPath.parse("/p/a\uD83D\uDE00").name());
+    assertEquals("a?", FsPath.parse("/p/a?").name());
+    IllegalPathException e = assertThrows(IllegalPathException.class,
+        () -> FsPath.parse("/p").child("a\uD800"));
+    assertTrue(e.getMessage().contains("U+D800"), e.getMessage());
+    assertFalse(e.getMessage().chars().anyMatch(c -> Character.isSurrogate((char) c)),
+        "the message itself is valid UTF-16: " + e.getMessage());
   }
 
   @Test

@@ -119,10 +119,12 @@ final class BlobState {
     }
   }
 
-  static BlobState readFrom(java.io.DataInputStream in) throws java.io.IOException {
+  /** Reads what {@link #writeTo} wrote; {@code left}: the bytes the source has left. */
+  static BlobState readFrom(java.io.DataInputStream in, java.util.function.LongSupplier left)
+      throws java.io.IOException {
     int chunkBytes = in.readInt();
     int keyLength = in.readInt();
-    if (chunkBytes <= 0 || keyLength < 0 || keyLength > 65535) {
+    if (chunkBytes <= 0 || keyLength < 0 || keyLength > 65535 || keyLength > left.getAsLong()) {
       throw new java.io.IOException("bad blob entry: chunk " + chunkBytes + ", key "
           + keyLength);
     }
@@ -133,9 +135,10 @@ final class BlobState {
     long size = in.readLong();
     long created = in.readLong();
     long modified = in.readLong();
-    Chunk[] chunks = new Chunk[in.readInt()];
+    Chunk[] chunks = new Chunk[Checkpoint.count(in, Checkpoint.MIN_CHUNK_BYTES, left, "chunks")];
     for (int i = 0; i < chunks.length; i++) {
-      Extent[] extents = new Extent[in.readInt()];
+      Extent[] extents =
+          new Extent[Checkpoint.count(in, Checkpoint.MIN_EXTENT_BYTES, left, "extents")];
       for (int j = 0; j < extents.length; j++) {
         extents[j] = new Extent(in.readInt(), in.readInt(), in.readLong(), in.readLong());
       }

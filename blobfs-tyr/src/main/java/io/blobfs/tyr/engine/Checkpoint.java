@@ -16,6 +16,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.function.LongSupplier;
 import java.util.stream.Stream;
 import java.util.zip.CheckedInputStream;
 import java.util.zip.CheckedOutputStream;
@@ -31,21 +32,33 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Written to a temporary file, forced, then renamed over: a crash leaves the old
  * checkpoint or the new one, never a torn one (and a damaged file fails its CRC and is
- * skipped for an older one).
+ * skipped for an older one). Files are named by version, so two checkpoints of one state
+ * would be one file: {@link LogReclaimer} writes none at an unchanged version.
  */
 final class Checkpoint {
   private static final Logger LOG = LoggerFactory.getLogger(Checkpoint.class);
   private static final int MAGIC = 0x54595243; // "TYRC"
   private static final int FORMAT = 1;
   private static final String SUFFIX = ".tyrckpt";
+  /** CRC and magic after the body. */
+  private static final int TRAILER = 8;
+  /** The least bytes an entry of each kind takes in the file: a count must fit in what is left. */
+  static final int MIN_BLOB_BYTES = 4 + 4 + 4 * 8 + 4;
+  static final int MIN_CHUNK_BYTES = 4;
+  static final int MIN_EXTENT_BYTES = 4 + 4 + 8 + 8;
 
   /** Replay resumes at {@code offset} of segment {@code segment}. */
   record Loaded(long version, long segment, long offset, List<BlobState> blobs) {}
 
   private Checkpoint() {}
 
+  /**
+   * Writes the checkpoint of {@code version} and deletes every other one but that of
+   * {@code keep} (negative: none), recovery's fallback: a file that failed to load, or
+   * any older one, must not count as one of the two kept.
+   */
   static void write(Path dir, long version, long segment, long offset,
-      Collection<BlobState> blobs) throws IOException {
+      Collection<BlobState> blobs, long keep) throws IOException {
     Path tmp = dir.resolve("checkpoint.tmp");
     CRC32C crc = new CRC32C();
     try (OutputStream file = Files.newOutputStream(tmp);
@@ -70,19 +83,25 @@ final class Checkpoint {
     try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
       ch.force(true);
     }
-    Path target = dir.resolve(String.format("%020d%s", version, SUFFIX));
+    Path target = file(dir, version);
     Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
     try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
       d.force(true);
     } catch (IOException e) {
       LOG.debug("cannot sync directory {}: {}", dir, e.toString());
     }
-    // The one before stays: if the newest is ever damaged, recovery falls back to it (and
+    // The fallback stays: if the newest is ever damaged, recovery falls back to it (and
     // refuses to open, rather than lose data, if the log it needs is gone).
-    List<Path> all = list(dir);
-    for (int i = 0; i < all.size() - 2; i++) {
-      Files.deleteIfExists(all.get(i));
+    Path fallback = keep < 0 ? null : file(dir, keep);
+    for (Path p : list(dir)) {
+      if (!p.equals(target) && !p.equals(fallback)) {
+        Files.deleteIfExists(p);
+      }
     }
+  }
+
+  private static Path file(Path dir, long version) {
+    return dir.resolve(String.format("%020d%s", version, SUFFIX));
   }
 
   /** Up to {@code n} intact checkpoints, newest first. */
@@ -99,34 +118,63 @@ final class Checkpoint {
     return out;
   }
 
+  /**
+   * The whole file's CRC is checked before anything is parsed, so damage is never read
+   * as a count; and each count is checked against the bytes left, so that even a file
+   * with a sound CRC (written by a bug) cannot make the loader allocate beyond its size.
+   */
   private static Loaded load(Path file) throws IOException {
     long size = Files.size(file);
+    try {
+      checkCrc(file, size);
+      try (InputStream raw = new BufferedInputStream(Files.newInputStream(file), 1 << 16)) {
+        BoundedInputStream body = new BoundedInputStream(raw, size - TRAILER);
+        DataInputStream in = new DataInputStream(body);
+        if (in.readInt() != MAGIC || in.readInt() != FORMAT) {
+          throw new IOException("not a Týr checkpoint of format " + FORMAT);
+        }
+        long version = in.readLong();
+        long segment = in.readLong();
+        long offset = in.readLong();
+        int count = count(in, MIN_BLOB_BYTES, body::left, "blobs");
+        List<BlobState> blobs = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+          blobs.add(BlobState.readFrom(in, body::left));
+        }
+        if (in.read() >= 0) {
+          throw new IOException("bytes after the last blob");
+        }
+        return new Loaded(version, segment, offset, blobs);
+      }
+    } catch (EOFException e) {
+      throw new IOException("truncated", e);
+    }
+  }
+
+  private static void checkCrc(Path file, long size) throws IOException {
+    if (size < TRAILER) {
+      throw new EOFException();
+    }
     CRC32C crc = new CRC32C();
     try (InputStream raw = new BufferedInputStream(Files.newInputStream(file), 1 << 16)) {
-      DataInputStream in = new DataInputStream(new CheckedInputStream(
-          new BoundedInputStream(raw, size - 8), crc));
-      if (in.readInt() != MAGIC || in.readInt() != FORMAT) {
-        throw new IOException("not a Týr checkpoint of format " + FORMAT);
-      }
-      long version = in.readLong();
-      long segment = in.readLong();
-      long offset = in.readLong();
-      int count = in.readInt();
-      List<BlobState> blobs = new ArrayList<>(count);
-      for (int i = 0; i < count; i++) {
-        blobs.add(BlobState.readFrom(in));
-      }
-      if (in.read() >= 0) {
-        throw new IOException("bytes after the last blob");
-      }
+      new CheckedInputStream(new BoundedInputStream(raw, size - TRAILER), crc)
+          .transferTo(OutputStream.nullOutputStream());
       DataInputStream trailer = new DataInputStream(raw);
       if (trailer.readInt() != (int) crc.getValue() || trailer.readInt() != MAGIC) {
         throw new IOException("checksum mismatch");
       }
-      return new Loaded(version, segment, offset, blobs);
-    } catch (EOFException e) {
-      throw new IOException("truncated", e);
     }
+  }
+
+  /** Reads a count of entries of at least {@code entryBytes} each that must fit in {@code left}. */
+  static int count(DataInputStream in, int entryBytes, LongSupplier left, String what)
+      throws IOException {
+    int n = in.readInt();
+    if (n < 0 || (long) n * entryBytes > left.getAsLong()) {
+      throw new IOException(n + " " + what + " cannot fit in the " + left.getAsLong()
+          + " bytes left");
+    }
+    return n;
   }
 
   private static List<Path> list(Path dir) throws IOException {
@@ -142,6 +190,10 @@ final class Checkpoint {
     BoundedInputStream(InputStream in, long limit) {
       super(in);
       this.left = limit;
+    }
+
+    long left() {
+      return left;
     }
 
     @Override

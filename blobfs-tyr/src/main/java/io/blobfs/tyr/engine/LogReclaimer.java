@@ -26,7 +26,9 @@ import org.slf4j.LoggerFactory;
  * little.
  *
  * <p><b>Invariant.</b> A segment is deleted only if no visible state, no staged state and
- * neither kept checkpoint names it, and replay from either checkpoint starts after it.
+ * neither kept checkpoint names it, and replay from either checkpoint starts after it. The
+ * two checkpoints kept on disk are the two this class knows: two distinct versions, both
+ * loadable (a file that failed to load is not one of them and goes at the next write).
  *
  * <p><b>Locks.</b> {@link #compactionMonitor} serialises compactions and checkpoints (this
  * thread's, callers' of {@link TyrEngine#compact} and {@link TyrEngine#checkpoint}, and
@@ -79,9 +81,9 @@ final class LogReclaimer {
    * states name, or that their replay would start before, are never deleted.
    */
   private Collection<BlobState> lastCheckpointStates = List.of();
+  private long lastCheckpointVersion = -1; // -1: no checkpoint yet
   private Collection<BlobState> olderCheckpointStates = List.of();
   private long olderResumeSegment = Long.MAX_VALUE; // no older checkpoint: no constraint
-  private boolean hasCheckpoint;
 
   /**
    * {@code checkpoints}: those recovery found, newest first; {@code resumePoint}: where it
@@ -97,7 +99,7 @@ final class LogReclaimer {
     this.resumePoint = resumePoint;
     if (!checkpoints.isEmpty()) {
       lastCheckpointStates = checkpoints.get(0).blobs();
-      hasCheckpoint = true;
+      lastCheckpointVersion = checkpoints.get(0).version();
       if (checkpoints.size() > 1) {
         Checkpoint.Loaded older = checkpoints.get(1);
         olderCheckpointStates = older.blobs();
@@ -250,15 +252,21 @@ final class LogReclaimer {
   Collection<BlobState> checkpoint() throws IOException {
     synchronized (compactionMonitor) {
       Cut cut = engine.cutBetweenCommits();
+      if (cut.version() == lastCheckpointVersion) {
+        // Nothing committed since (moving bytes commits too): the newest checkpoint is
+        // this state. Writing it again would replace its file and make the fallback
+        // the same state, leaving the real fallback's segments unprotected.
+        return lastCheckpointStates;
+      }
       log.force(); // every commit the checkpoint includes is on disk before it is
       Checkpoint.write(config.directory(), cut.version(), cut.at().segment(),
-          cut.at().offset(), cut.states());
+          cut.at().offset(), cut.states(), lastCheckpointVersion);
       olderCheckpointStates = lastCheckpointStates;
       // Without an older checkpoint, recovery's fallback is the whole log, and a missing
       // first segment makes it refuse to open: clean, so it constrains nothing here.
-      olderResumeSegment = hasCheckpoint ? resumePoint.segment() : Long.MAX_VALUE;
-      hasCheckpoint = true;
+      olderResumeSegment = lastCheckpointVersion >= 0 ? resumePoint.segment() : Long.MAX_VALUE;
       lastCheckpointStates = cut.states();
+      lastCheckpointVersion = cut.version();
       resumePoint = cut.at();
       return cut.states();
     }
