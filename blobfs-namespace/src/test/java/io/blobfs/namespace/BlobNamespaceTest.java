@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.*;
 import io.blobfs.store.FaultInjectingBlobStore;
 import io.blobfs.store.FaultInjectingBlobStore.Op;
 import io.blobfs.store.Futures;
+import io.blobfs.store.PutMode;
 import io.blobfs.store.ScanPage;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.memory.InMemoryBlobStore;
