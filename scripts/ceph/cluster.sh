@@ -17,6 +17,9 @@
 #   multi:  1 mon + 1 mgr + 3 bluestore OSDs in CRUSH host buckets host-a, host-b,
 #           host-c (chooseleaf type 1: one replica per host)
 # Cluster directory: ${BLOBFS_CEPH_ROOT:-/tmp/blobfs-ceph}/<layout>-<auth>/
+#   The root is created mode 0700; an existing root (or a symlink to it) that is not
+#   the caller's, or is group- or world-writable, is refused (exit 1). Every file the
+#   script and its daemons create, keyrings included, is mode 0600 (umask 077).
 # Monitor: 127.0.0.1, msgr v1, port ${BLOBFS_CEPH_PORT_BASE:-40100} + offset
 #   (single-cephx +0, single-none +10, multi-cephx +20, multi-none +30).
 # Pools: blobfs (pg_num 32) and blobfs-other (pg_num 8), size 1, application rados.
@@ -74,9 +77,21 @@ done
 case "$LAYOUT" in single) NOSD=1; LOFF=0 ;; multi) NOSD=3; LOFF=20 ;; *) die "--layout must be single or multi" ;; esac
 case "$AUTH" in cephx) AOFF=0 ;; none) AOFF=10 ;; *) die "--auth must be cephx or none" ;; esac
 
+# Keyrings, and everything else this script or the daemons it starts create, are the
+# caller's alone whatever umask the caller has.
+umask 077
 ROOT=${BLOBFS_CEPH_ROOT:-/tmp/blobfs-ceph}
-mkdir -p "$ROOT"
-ROOT=$(cd "$ROOT" && pwd)
+# The root holds every cluster's keyrings: on a shared /tmp another user could have made
+# it first (or a symlink named like it) and would then read or swap them.
+if [ -L "$ROOT" ] && [ "$(stat -c %u "$ROOT")" != "$(id -u)" ]; then
+  die "$ROOT is a symlink owned by uid $(stat -c %u "$ROOT"), not by you (uid $(id -u)): refusing to use it; remove it or set BLOBFS_CEPH_ROOT"
+fi
+[ -e "$ROOT" ] || mkdir -p -m 700 "$ROOT" || die "cannot create $ROOT"
+ROOT=$(cd -P "$ROOT" && pwd) || die "cannot enter $ROOT"
+[ "$(stat -c %u "$ROOT")" = "$(id -u)" ] ||
+  die "$ROOT is owned by uid $(stat -c %u "$ROOT"), not by you (uid $(id -u)): refusing to keep keyrings there; remove it or set BLOBFS_CEPH_ROOT"
+(( 8#$(stat -c %a "$ROOT") & 8#022 )) &&
+  die "$ROOT is group- or world-writable (mode $(stat -c %a "$ROOT")): refusing to keep keyrings there; chmod go-w it or set BLOBFS_CEPH_ROOT"
 DIR=$ROOT/$LAYOUT-$AUTH
 PORT=$(( ${BLOBFS_CEPH_PORT_BASE:-40100} + LOFF + AOFF ))
 MON_ADDR=127.0.0.1:$PORT
@@ -402,7 +417,6 @@ create_cluster() {
     ceph-authtool --create-keyring "$ADMIN_KEYRING" --gen-key -n client.admin \
       --cap mon 'allow *' --cap osd 'allow *' --cap mgr 'allow *' --cap mds 'allow *' >/dev/null
     ceph-authtool "$DIR/mon.keyring.init" --import-keyring "$ADMIN_KEYRING" >/dev/null
-    chmod 600 "$ADMIN_KEYRING"
   fi
   monmaptool --create --fsid "$fsid" --addv a "[v1:$MON_ADDR]" "$DIR/monmap" >/dev/null
   ceph-mon -c "$CONF" --mkfs -i a --monmap "$DIR/monmap" --keyring "$DIR/mon.keyring.init" \
@@ -464,7 +478,6 @@ create_cluster() {
       -o "$CLIENT_KEYRING"
     cm auth get-or-create client.blobfs-all mon 'allow r' \
       osd "allow rwx pool=$POOL, allow rwx pool=$OTHER_POOL" -o "$ALL_KEYRING"
-    chmod 600 "$CLIENT_KEYRING" "$ALL_KEYRING"
   fi
   touch "$DIR/.created"
 }
@@ -480,6 +493,8 @@ do_start() {
       break
     fi
   done
+  # clusters made before keyrings were created under umask 077
+  [ -d "$DIR" ] && find "$DIR" -name '*keyring*' -type f -perm /077 -exec chmod go= {} +
   if [ -f "$DIR/.created" ] && all_running && cq health >/dev/null; then
     log "already running"
     env_text

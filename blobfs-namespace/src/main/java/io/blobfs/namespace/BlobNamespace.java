@@ -87,7 +87,7 @@ public final class BlobNamespace {
   /** A directory exists while a marker or any name lies under its prefix. */
   private boolean isDirectory(FsPath path) throws IOException {
     return path.isRoot()
-        || !calls.scan(layout.dirPrefix(path), null, 1).keys().isEmpty();
+        || !calls.firstKeys(layout.dirPrefix(path), 1).isEmpty();
   }
 
   /**
@@ -254,7 +254,7 @@ public final class BlobNamespace {
   public boolean delete(FsPath path, boolean recursive) throws IOException {
     layout.checkPath(path);
     if (path.isRoot()) {
-      boolean empty = calls.scan(layout.dirPrefix(path), null, 1).keys().isEmpty();
+      boolean empty = calls.firstKeys(layout.dirPrefix(path), 1).isEmpty();
       if (empty) {
         return true;
       }
@@ -284,7 +284,7 @@ public final class BlobNamespace {
   private void deleteDirectory(FsPath path, boolean recursive) throws IOException {
     String prefix = layout.dirPrefix(path);
     if (!recursive) {
-      for (String key : calls.scan(prefix, null, 2).keys()) {
+      for (String key : calls.firstKeys(prefix, 2)) {
         if (!key.equals(prefix)) {
           throw new DirectoryNotEmptyException(path.toString());
         }

@@ -71,6 +71,15 @@ final class StoreCalls {
     return store.scan(prefix, cursor, limit);
   }
 
+  /** Up to {@code limit} keys under the prefix, for a probe that wants no more pages. */
+  List<String> firstKeys(String prefix, int limit) throws IOException {
+    ScanPage page = scan(prefix, null, limit);
+    if (page.nextCursor() != null) {
+      store.closeScan(page.nextCursor());
+    }
+    return page.keys();
+  }
+
   boolean scansHeads() {
     return store instanceof HeadScanning;
   }

@@ -40,6 +40,9 @@ interface LibRados extends Library {
 
   void rados_aio_release(Pointer completion);
 
+  /** Waits until every AIO on the context has completed (and called back). */
+  int rados_aio_flush(Pointer io);
+
   int rados_aio_read(Pointer io, byte[] oid, Pointer completion, Pointer buf, NativeLong len,
       long off);
 

@@ -21,6 +21,8 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -32,6 +34,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * A blob store on one Ceph RADOS pool. Each key's first path segment becomes the RADOS
@@ -59,9 +63,24 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   private final StoreLimits limits;
   private final Duration opTimeout;
   private final ExecutorService completions;
-  private final Map<String, Listing> listings = new ConcurrentHashMap<>();
+  /**
+   * Listings held open for their cursors, least recently used first. A caller that stops
+   * early says so ({@link #closeScan}); one that cannot (an abandoned Hadoop iterator has
+   * no close) costs at most {@link #MAX_OPEN_LISTINGS} contexts, and those only until they
+   * idle out. Guarded by itself.
+   */
+  private final LinkedHashMap<String, Listing> listings = new LinkedHashMap<>(16, 0.75f, true);
   private final CephPlacement placement;
-  private volatile boolean closed;
+  /**
+   * Native calls hold the read lock; close() takes the write lock, so no call is inside
+   * librados with a context or listing that close frees, and every later call fails.
+   */
+  private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
+  private boolean closed; // guarded by lifecycle
+
+  /** How many listings one store keeps open for cursors; the oldest is closed beyond. */
+  static final int MAX_OPEN_LISTINGS = 256;
+  private static final long LISTING_IDLE_NANOS = TimeUnit.MINUTES.toNanos(10);
 
   RadosBlobStore(RadosCluster cluster, String pool, String baseNamespace, StoreLimits limits,
       Duration opTimeout, Duration mapTtl) {
@@ -108,8 +127,23 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   }
 
   private Pointer io(Location loc) throws IOException {
-    checkOpen();
     return cluster.context(pool, loc.namespace());
+  }
+
+  private interface NativeCall<T> {
+    T call() throws IOException;
+  }
+
+  /** Runs librados calls on this store's handle, contexts or listings while it is open. */
+  private <T> T whileOpen(NativeCall<T> call) throws IOException {
+    Lock l = lifecycle.readLock();
+    l.lock();
+    try {
+      checkOpen();
+      return call.call();
+    } finally {
+      l.unlock();
+    }
   }
 
   // ------------------------------------------------------------------ single-object calls
@@ -119,7 +153,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     Location loc = locate(key);
     LongByReference size = new LongByReference();
     LongByReference mtime = new LongByReference();
-    int rc = LIB.rados_stat(io(loc), loc.oid(), size, mtime);
+    int rc = whileOpen(() -> LIB.rados_stat(io(loc), loc.oid(), size, mtime));
     if (rc == -RadosErrors.ENOENT) {
       return BlobInfo.missing(key);
     }
@@ -210,8 +244,8 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
       }
       // write_full replaces the object's content in one step: readers see old or new.
       LIB.rados_write_op_write_full(op, buf, new NativeLong(len));
-      check("put", key, LIB.rados_write_op_operate(op, io(loc), loc.oid(), null,
-          LibRados.LIBRADOS_OPERATION_FULL_TRY));
+      check("put", key, whileOpen(() -> LIB.rados_write_op_operate(op, io(loc), loc.oid(),
+          null, LibRados.LIBRADOS_OPERATION_FULL_TRY)));
     } finally {
       LIB.rados_release_write_op(op);
     }
@@ -229,7 +263,8 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     try {
       LIB.rados_write_op_assert_exists(op);
       LIB.rados_write_op_truncate(op, size);
-      check("truncate", key, LIB.rados_write_op_operate(op, io(loc), loc.oid(), null, 0));
+      check("truncate", key,
+          whileOpen(() -> LIB.rados_write_op_operate(op, io(loc), loc.oid(), null, 0)));
     } finally {
       LIB.rados_release_write_op(op);
     }
@@ -242,8 +277,8 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     try {
       LIB.rados_write_op_remove(op);
       // FULL_TRY: a delete frees space, so it must work on a full pool too.
-      int rc = LIB.rados_write_op_operate(op, io(loc), loc.oid(), null,
-          LibRados.LIBRADOS_OPERATION_FULL_TRY);
+      int rc = whileOpen(() -> LIB.rados_write_op_operate(op, io(loc), loc.oid(), null,
+          LibRados.LIBRADOS_OPERATION_FULL_TRY));
       if (rc == -RadosErrors.ENOENT) {
         return false;
       }
@@ -262,10 +297,9 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
    */
   @Override
   public List<String> hostsOf(String key) throws IOException {
-    checkOpen();
     Location loc = locate(key);
     try {
-      return placement.hostsOf(pool, loc.namespace(), loc.object());
+      return whileOpen(() -> placement.hostsOf(pool, loc.namespace(), loc.object()));
     } catch (CrushMapException e) {
       throw new IOException("placement of " + key + " in pool " + pool + ": " + e.getMessage(),
           e);
@@ -274,8 +308,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
 
   /** A monitor command on this store's cluster connection (tests compare with Ceph's answers). */
   String monCommand(String json) throws IOException {
-    checkOpen();
-    return cluster.monCommand(json);
+    return whileOpen(() -> cluster.monCommand(json));
   }
 
   // ------------------------------------------------------------------ scan
@@ -283,63 +316,122 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   /**
    * A filtered scan of the pool, as in the paper: RADOS lists objects in hash order and
    * cannot filter by prefix, so names are filtered here. Keys with a '/' scan only their
-   * namespace. The cursor names a listing held open here (closed when done or idle).
+   * namespace. The cursor names a listing held open here: closed at its last page, by
+   * {@link #closeScan}, when idle, or when too many are open (see {@link #listings}).
    */
   @Override
   public ScanPage scan(String prefix, String cursor, int limit) throws IOException {
     if (limit <= 0) {
       throw new IllegalArgumentException("scan limit must be positive: " + limit);
     }
-    checkOpen();
-    expireIdleListings();
-    Listing listing;
-    String token = cursor;
-    if (cursor == null) {
-      int slash = prefix.indexOf('/');
-      String ns;
-      String keyPrefix;
-      if (slash > 0) {
-        ns = namespaceOf(prefix.substring(0, slash));
-        keyPrefix = prefix.substring(0, slash + 1);
-      } else {
-        ns = LibRados.ALL_NSPACES;
-        keyPrefix = null;
-      }
-      PointerByReference ctx = new PointerByReference();
-      check("scan", prefix, LIB.rados_nobjects_list_open(cluster.context(pool, ns), ctx));
-      listing = new Listing(ctx.getValue(), prefix, keyPrefix);
-      token = UUID.randomUUID().toString();
-      listings.put(token, listing);
+    return whileOpen(() -> {
+      expireIdleListings();
+      return cursor == null ? firstPage(prefix, limit) : nextPage(prefix, cursor, limit);
+    });
+  }
+
+  private ScanPage firstPage(String prefix, int limit) throws IOException {
+    int slash = prefix.indexOf('/');
+    String ns;
+    String keyPrefix;
+    if (slash > 0) {
+      ns = namespaceOf(prefix.substring(0, slash));
+      keyPrefix = prefix.substring(0, slash + 1);
     } else {
+      ns = LibRados.ALL_NSPACES;
+      keyPrefix = null;
+    }
+    PointerByReference ctx = new PointerByReference();
+    check("scan", prefix, LIB.rados_nobjects_list_open(cluster.context(pool, ns), ctx));
+    Listing listing = new Listing(ctx.getValue(), prefix, keyPrefix);
+    String token = UUID.randomUUID().toString();
+    Listing evicted;
+    synchronized (listings) {
+      listings.put(token, listing);
+      evicted = listings.size() > MAX_OPEN_LISTINGS ? removeEldest() : null;
+    }
+    if (evicted != null) {
+      evicted.close();
+    }
+    return page(listing, token, limit);
+  }
+
+  private ScanPage nextPage(String prefix, String cursor, int limit) throws IOException {
+    Listing listing;
+    synchronized (listings) {
       listing = listings.get(cursor);
-      if (listing == null) {
-        throw new IOException("scan cursor " + cursor + " expired or unknown");
+    }
+    if (listing == null) {
+      throw new IOException("scan cursor " + cursor + " of " + prefix + " is unknown, idle for"
+          + " over " + TimeUnit.NANOSECONDS.toMinutes(LISTING_IDLE_NANOS) + " min, or was"
+          + " closed as the least recently used of over " + MAX_OPEN_LISTINGS + " open"
+          + " listings: start the scan again");
+    }
+    return page(listing, cursor, limit);
+  }
+
+  /** Reads one page; a listing at its end or failing is closed before returning. */
+  private ScanPage page(Listing listing, String token, int limit) throws IOException {
+    boolean done = true;
+    try {
+      synchronized (listing) {
+        if (listing.closed) {
+          // closed by closeScan, eviction or close() between the lookup and here
+          throw new IOException("scan cursor " + token + " of " + listing.prefix
+              + " was closed while in use");
+        }
+        List<String> keys = new ArrayList<>(Math.min(limit, 1024));
+        PointerByReference entry = new PointerByReference();
+        PointerByReference nspace = new PointerByReference();
+        while (keys.size() < limit) {
+          int rc = LIB.rados_nobjects_list_next(listing.ctx, entry, null, nspace);
+          if (rc == -RadosErrors.ENOENT) {
+            return new ScanPage(keys, null);
+          }
+          check("scan", listing.prefix, rc);
+          String object = entry.getValue().getString(0, "UTF-8");
+          String key = listing.keyPrefix != null ? listing.keyPrefix + object
+              : keyOf(nspace.getValue() == null ? "" : nspace.getValue().getString(0, "UTF-8"),
+                  object);
+          if (key != null && key.startsWith(listing.prefix)) {
+            keys.add(key);
+          }
+        }
+        listing.lastUsed = System.nanoTime();
+        done = false;
+        return new ScanPage(keys, token);
+      }
+    } finally {
+      if (done) {
+        closeScan(token);
       }
     }
-    synchronized (listing) {
-      List<String> keys = new ArrayList<>(Math.min(limit, 1024));
-      PointerByReference entry = new PointerByReference();
-      PointerByReference nspace = new PointerByReference();
-      while (keys.size() < limit) {
-        int rc = LIB.rados_nobjects_list_next(listing.ctx, entry, null, nspace);
-        if (rc == -RadosErrors.ENOENT) {
-          closeListing(token);
-          return new ScanPage(keys, null);
-        }
-        if (rc < 0) {
-          closeListing(token);
-          check("scan", prefix, rc);
-        }
-        String object = entry.getValue().getString(0, "UTF-8");
-        String key = listing.keyPrefix != null ? listing.keyPrefix + object
-            : keyOf(nspace.getValue() == null ? "" : nspace.getValue().getString(0, "UTF-8"),
-                object);
-        if (key != null && key.startsWith(listing.prefix)) {
-          keys.add(key);
-        }
+  }
+
+  /** Closes the listing behind a cursor whose caller stops before its last page. */
+  @Override
+  public void closeScan(String cursor) {
+    // Under the read lock: a listing taken from the map here must not be closed after
+    // close() has let the cluster free its context (close() closes the rest itself).
+    Lock open = lifecycle.readLock();
+    open.lock();
+    try {
+      Listing l;
+      synchronized (listings) {
+        l = listings.remove(cursor);
       }
-      listing.lastUsed = System.nanoTime();
-      return new ScanPage(keys, token);
+      if (l != null) {
+        l.close();
+      }
+    } finally {
+      open.unlock();
+    }
+  }
+
+  /** The listings held open for cursors now: a gauge, bounded by MAX_OPEN_LISTINGS. */
+  int openListings() {
+    synchronized (listings) {
+      return listings.size();
     }
   }
 
@@ -361,31 +453,44 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     /** The namespace's key segment ("n/"), or null when listing every namespace. */
     final String keyPrefix;
     volatile long lastUsed = System.nanoTime();
+    /** Guarded by this: a scan holds it around every use of ctx. */
+    boolean closed;
 
     Listing(Pointer ctx, String prefix, String keyPrefix) {
       this.ctx = ctx;
       this.prefix = prefix;
       this.keyPrefix = keyPrefix;
     }
-  }
 
-  private void closeListing(String token) {
-    Listing l = listings.remove(token);
-    if (l != null) {
-      synchronized (l) {
-        LIB.rados_nobjects_list_close(l.ctx);
+    synchronized void close() {
+      if (!closed) {
+        closed = true;
+        LIB.rados_nobjects_list_close(ctx);
       }
     }
+  }
+
+  /** Under the listings' lock; the caller closes what it returns outside it. */
+  private Listing removeEldest() {
+    Iterator<Listing> it = listings.values().iterator();
+    Listing eldest = it.next();
+    it.remove();
+    return eldest;
   }
 
   private void expireIdleListings() {
-    long idle = TimeUnit.MINUTES.toNanos(10);
     long now = System.nanoTime();
-    for (Map.Entry<String, Listing> e : listings.entrySet()) {
-      if (now - e.getValue().lastUsed > idle) {
-        closeListing(e.getKey());
+    List<Listing> idle = new ArrayList<>();
+    synchronized (listings) {
+      for (Iterator<Listing> it = listings.values().iterator(); it.hasNext(); ) {
+        Listing l = it.next();
+        if (now - l.lastUsed > LISTING_IDLE_NANOS) {
+          it.remove();
+          idle.add(l);
+        }
       }
     }
+    idle.forEach(Listing::close);
   }
 
   // ------------------------------------------------------------------ AIO plumbing
@@ -415,12 +520,21 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   private <T> CompletableFuture<T> submit(String op, String key, Object buffer, Submit submit,
       Location loc, OnSuccess<T> onSuccess) {
     CompletableFuture<T> result = new CompletableFuture<>();
-    Pointer io;
+    Lock open = lifecycle.readLock();
+    open.lock();
     try {
-      io = io(loc);
+      checkOpen();
+      Pointer io = io(loc);
+      return submitOpen(op, key, buffer, submit, io, onSuccess, result);
     } catch (IOException e) {
       return CompletableFuture.failedFuture(e);
+    } finally {
+      open.unlock();
     }
+  }
+
+  private <T> CompletableFuture<T> submitOpen(String op, String key, Object buffer,
+      Submit submit, Pointer io, OnSuccess<T> onSuccess, CompletableFuture<T> result) {
     long id = NEXT_ID.getAndIncrement();
     PENDING.put(id, new Pending(buffer, completions, rc -> {
       if (rc < 0) {
@@ -480,6 +594,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     }
   }
 
+  /** Under the lifecycle lock: after close every call fails, typed, without native use. */
   private void checkOpen() throws IOException {
     if (closed) {
       throw new IOException("RADOS store on pool " + pool + " is closed");
@@ -488,12 +603,21 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
 
   @Override
   public void close() {
-    if (closed) {
-      return;
-    }
-    closed = true;
-    for (String token : List.copyOf(listings.keySet())) {
-      closeListing(token);
+    List<Listing> open;
+    Lock l = lifecycle.writeLock();
+    l.lock();
+    try {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      synchronized (listings) {
+        open = List.copyOf(listings.values());
+        listings.clear();
+      }
+      open.forEach(Listing::close);
+    } finally {
+      l.unlock();
     }
     completions.shutdown();
     cluster.release();

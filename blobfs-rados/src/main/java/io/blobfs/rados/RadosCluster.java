@@ -76,6 +76,8 @@ final class RadosCluster {
       OPEN.remove(identity);
     }
     for (IoCTX io : contexts.values()) {
+      // Completions that came after the context is gone would touch freed memory.
+      LibRados.INSTANCE.rados_aio_flush(io.getPointer());
       rados.ioCtxDestroy(io);
     }
     contexts.clear();
@@ -171,14 +173,40 @@ final class RadosCluster {
       t.setDaemon(true);
       return t;
     });
+    // A connect we stop waiting for still runs in librados, and shutting the handle down
+    // under it could crash: whichever of caller and connector comes last shuts it down.
+    final class Connecting {
+      private boolean finished;
+      private boolean abandoned;
+
+      synchronized void finish() {
+        finished = true;
+        if (abandoned) {
+          rados.shutDown();
+        }
+      }
+
+      synchronized void abandon() {
+        abandoned = true;
+        if (finished) {
+          rados.shutDown();
+        }
+      }
+    }
+    Connecting connecting = new Connecting();
     try {
       Future<?> done = connector.submit(() -> {
-        rados.connect();
+        try {
+          rados.connect();
+        } finally {
+          connecting.finish();
+        }
         return null;
       });
       done.get(timeout.toMillis() + 2000, TimeUnit.MILLISECONDS);
       return rados;
     } catch (TimeoutException e) {
+      connecting.abandon();
       throw new StoreUnavailableException("no answer from the Ceph monitors of " + id.confPath()
           + id.monHost() + " within " + timeout.toSeconds() + " s", e);
     } catch (java.util.concurrent.ExecutionException e) {
@@ -199,6 +227,7 @@ final class RadosCluster {
       throw new IOException("cannot connect to Ceph as client." + id.clientId() + ": " + cause,
           cause);
     } catch (InterruptedException e) {
+      connecting.abandon();
       Thread.currentThread().interrupt();
       throw new java.io.InterruptedIOException("interrupted connecting to Ceph");
     } finally {

@@ -57,6 +57,14 @@ public interface BlobStore extends Closeable {
    */
   ScanPage scan(String prefix, String cursor, int limit) throws IOException;
 
+  /**
+   * Says that the caller will not ask for the page after this cursor (a probe that needed
+   * only the first keys), so a store that keeps state per scan can free it now; the cursor
+   * is then invalid. A store frees that state by itself after the last page. Stateless
+   * stores ignore it.
+   */
+  default void closeScan(String cursor) {}
+
   /** What keys and objects this store accepts. */
   StoreLimits limits();
 
