@@ -284,11 +284,11 @@ public final class FaultInjectingBlobStore {
   private static Op opOf(Method m) {
     return switch (m.getName()) {
       case "stat" -> Op.STAT;
-      case "read" -> Op.READ;
+      case "read", "readWithVersion" -> Op.READ;
       case "write" -> Op.WRITE;
-      case "put" -> Op.PUT;
+      case "put", "putIfVersion" -> Op.PUT;
       case "truncate" -> Op.TRUNCATE;
-      case "delete" -> Op.DELETE;
+      case "delete", "deleteIfVersion" -> Op.DELETE;
       case "scan", "scanWithHeads" -> Op.SCAN;
       case "commit" -> Op.COMMIT;
       case "hostsOf" -> Op.HOSTS_OF;
