@@ -9,6 +9,7 @@ import io.blobfs.store.PutMode;
 import io.blobfs.store.ScanPage;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.TransactionConflictException;
+import io.blobfs.store.VersionedBytes;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -33,6 +34,12 @@ import java.util.concurrent.CompletableFuture;
  */
 public final class BlobNamespace {
   private static final System.Logger LOG = System.getLogger(BlobNamespace.class.getName());
+  /**
+   * How often a mutation that lost a race to a concurrent change re-reads and tries again
+   * before it reports the conflict: enough for a few racing writers, bounded so that a
+   * caller under a storm of changes gets an answer.
+   */
+  private static final int RACE_ATTEMPTS = 5;
 
   private final StoreCalls calls;
   private final KeyLayout layout;
@@ -72,9 +79,9 @@ public final class BlobNamespace {
     if (path.isRoot()) {
       return Optional.of(FileInfo.directory(path, 0));
     }
-    Optional<FileRecord> record = readRecord(layout.recordKey(path), false);
+    Optional<VersionedRecord> record = readRecord(layout.recordKey(path), false);
     if (record.isPresent()) {
-      return Optional.of(FileInfo.file(path, record.get()));
+      return Optional.of(FileInfo.file(path, record.get().record()));
     }
     return pending.covers(path) || isDirectory(path)
         ? Optional.of(FileInfo.directory(path, 0)) : Optional.empty();
@@ -163,7 +170,7 @@ public final class BlobNamespace {
   /** Opens a file for reading: one record read (which also carries a small file's bytes). */
   public FileReader open(FsPath path) throws IOException {
     layout.checkPath(path);
-    Optional<FileRecord> record = path.isRoot()
+    Optional<VersionedRecord> record = path.isRoot()
         ? Optional.empty() : readRecord(layout.recordKey(path), true);
     if (record.isEmpty()) {
       if (isDirectory(path)) {
@@ -171,7 +178,7 @@ public final class BlobNamespace {
       }
       throw new FileNotFoundException("No such file: " + path);
     }
-    return new FileReader(this, FileInfo.file(path, record.get()));
+    return new FileReader(this, FileInfo.file(path, record.get().record()));
   }
 
   /** Opens a file whose info the caller already holds: no metadata read for large files. */
@@ -250,6 +257,10 @@ public final class BlobNamespace {
    * Deletes a file or directory; a non-empty directory needs {@code recursive}. A
    * recursive delete of a non-empty root deletes nothing and returns false, as S3A does,
    * so that a stray "rm -r /" loses no data.
+   *
+   * <p>A name is deleted only if it still holds the record read, and a file's data only
+   * once the name that held it is gone: a file renamed away meanwhile keeps its data, and
+   * one replaced meanwhile is read again and deleted as it is now.
    */
   public boolean delete(FsPath path, boolean recursive) throws IOException {
     layout.checkPath(path);
@@ -263,18 +274,29 @@ public final class BlobNamespace {
       }
       return false;
     }
-    Optional<FileInfo> info = probe(path);
-    if (info.isEmpty()) {
-      return false;
-    }
-    if (info.get().isFile()) {
-      calls.delete(layout.recordKey(path));
-      deleteData(info.get().record());
-    } else {
+    String key = layout.recordKey(path);
+    for (int attempt = 1; ; attempt++) {
+      Optional<VersionedRecord> file = readRecord(key, false);
+      if (file.isPresent()) {
+        try {
+          calls.deleteIfVersion(key, file.get().version());
+        } catch (TransactionConflictException lost) {
+          if (attempt < RACE_ATTEMPTS) {
+            continue;
+          }
+          throw lostRace("delete " + path, lost);
+        }
+        deleteData(file.get().record());
+        break;
+      }
+      if (!pending.covers(path) && !isDirectory(path)) {
+        return false;
+      }
       if (!recursive && !pending.childNames(path).isEmpty()) {
         throw new DirectoryNotEmptyException(path.toString());
       }
       deleteDirectory(path, recursive);
+      break;
     }
     pending.removeAtOrUnder(path);
     keepVisible(path.parent());
@@ -292,27 +314,67 @@ public final class BlobNamespace {
       calls.delete(prefix);
       return;
     }
-    List<String> names = scanAll(prefix);
+    for (int attempt = 1; ; attempt++) {
+      TransactionConflictException lost = deleteAllUnder(prefix);
+      if (lost == null) {
+        return;
+      }
+      if (attempt == RACE_ATTEMPTS) {
+        throw lostRace("delete " + path, lost);
+      }
+    }
+  }
+
+  /**
+   * One pass of a recursive delete: each name goes only if it still holds the record read,
+   * and data only with its name. Returns the conflict if a name changed after it was read
+   * (the pass is then to be repeated on what is there now), else null.
+   */
+  private TransactionConflictException deleteAllUnder(String prefix) throws IOException {
+    List<BlobMutation.Delete> deletes = new ArrayList<>();
     List<FileRecord> files = new ArrayList<>();
-    for (String key : names) {
-      if (!KeyLayout.isMarker(key)) {
-        readRecord(key, false).ifPresent(files::add);
+    for (String key : scanAll(prefix)) {
+      if (KeyLayout.isMarker(key)) {
+        deletes.add(new BlobMutation.Delete(key, BlobMutation.ANY_VERSION));
+        files.add(null);
+        continue;
+      }
+      Optional<VersionedRecord> read = readRecord(key, false);
+      if (read.isPresent()) {
+        deletes.add(new BlobMutation.Delete(key, read.get().version()));
+        files.add(read.get().record());
       }
     }
+    List<FileRecord> gone = new ArrayList<>(files.size());
+    TransactionConflictException lost = null;
     if (calls.transactional()) {
-      List<BlobMutation> deletes = new ArrayList<>(names.size());
-      for (String key : names) {
-        deletes.add(new BlobMutation.Delete(key, false));
+      try {
+        calls.commit(List.copyOf(deletes));
+        gone = files;
+      } catch (TransactionConflictException e) {
+        return e;
       }
-      calls.commit(deletes);
     } else {
-      for (String key : names) {
-        calls.delete(key);
+      for (int i = 0; i < deletes.size(); i++) {
+        BlobMutation.Delete d = deletes.get(i);
+        if (d.ifVersion() == BlobMutation.ANY_VERSION) {
+          calls.delete(d.key());
+          continue;
+        }
+        try {
+          calls.deleteIfVersion(d.key(), d.ifVersion());
+          gone.add(files.get(i));
+        } catch (TransactionConflictException e) {
+          lost = e;
+        }
       }
     }
-    for (FileRecord file : files) {
-      deleteData(file);
+    for (FileRecord file : gone) {
+      if (file != null) {
+        deleteData(file);
+      }
     }
+    return lost;
   }
 
   /**
@@ -321,6 +383,11 @@ public final class BlobNamespace {
    * has them. Follows HDFS: into an existing directory the source keeps its name;
    * a missing source, an existing destination file, a source above its destination, or
    * (with markers kept) a missing destination parent make it return false.
+   *
+   * <p>A record is moved only if the source still holds it when the move applies. A source
+   * renamed away or replaced after it was read makes the rename fail with an IOException
+   * ("conflicted ... retry") and change nothing: without transactions, the copy already
+   * put at the destination is taken back.
    */
   public boolean rename(FsPath src, FsPath dst) throws IOException {
     layout.checkPath(src);
@@ -369,19 +436,43 @@ public final class BlobNamespace {
   private void renameFile(FsPath src, FsPath dst) throws IOException {
     String from = layout.recordKey(src);
     String to = layout.recordKey(dst);
-    FileRecord record = readRecord(from, true)
+    VersionedRecord read = readRecord(from, true)
         .orElseThrow(() -> new FileNotFoundException("renamed away meanwhile: " + src));
     if (calls.transactional()) {
-      commitOrExplain(List.of(new BlobMutation.Put(to, record.encode(), PutMode.CREATE),
-          new BlobMutation.Delete(from, true)), src, dst);
+      commitOrExplain(List.of(new BlobMutation.Put(to, read.record().encode(), PutMode.CREATE),
+          new BlobMutation.Delete(from, read.version())), src, dst);
       return;
     }
+    moveRecord(from, to, read, src, dst);
+  }
+
+  /**
+   * Without transactions, the order that never loses data: the destination is created
+   * first, then the source deleted if it still holds what was read. If it does not, the
+   * destination names a record that may no longer be live (its data deleted by an
+   * overwrite, or now named by another rename), so it is taken back before the failure
+   * is reported.
+   */
+  private void moveRecord(String from, String to, VersionedRecord read, FsPath src,
+      FsPath dst) throws IOException {
     try {
-      calls.put(to, record.encode(), PutMode.CREATE);
+      calls.put(to, read.record().encode(), PutMode.CREATE);
     } catch (BlobAlreadyExistsException e) {
       throw new FileAlreadyExistsException(dst.toString(), null, "created meanwhile");
     }
-    calls.delete(from);
+    try {
+      calls.deleteIfVersion(from, read.version());
+    } catch (TransactionConflictException lost) {
+      Optional<VersionedRecord> copy = readRecord(to, false);
+      if (copy.isPresent() && copy.get().record().fileId().equals(read.record().fileId())) {
+        try {
+          calls.deleteIfVersion(to, copy.get().version());
+        } catch (TransactionConflictException replaced) {
+          lost.addSuppressed(replaced); // a newer file is there now: not ours to remove
+        }
+      }
+      throw lostRace("rename " + src + " to " + dst, lost);
+    }
   }
 
   private void renameDirectory(FsPath src, FsPath dst) throws IOException {
@@ -394,23 +485,26 @@ public final class BlobNamespace {
           KeyLayout.isMarker(key) ? layout.dirPrefix(moved) : layout.recordKey(moved)});
     }
     List<BlobMutation> mutations = new ArrayList<>(2 * moves.size());
+    List<VersionedRecord> reads = new ArrayList<>(moves.size());
     for (String[] move : moves) {
-      Optional<FileRecord> record = readRecord(move[0], true);
-      if (record.isEmpty()) {
+      Optional<VersionedRecord> read = readRecord(move[0], true);
+      if (read.isEmpty()) {
+        reads.add(null);
         continue; // deleted since the scan
       }
-      mutations.add(new BlobMutation.Put(move[1], record.get().encode(), PutMode.CREATE));
-      mutations.add(new BlobMutation.Delete(move[0], true));
+      reads.add(read.get());
+      mutations.add(new BlobMutation.Put(move[1], read.get().record().encode(), PutMode.CREATE));
+      mutations.add(new BlobMutation.Delete(move[0], read.get().version()));
     }
     if (calls.transactional()) {
       commitOrExplain(mutations, src, dst);
       return;
     }
-    for (BlobMutation m : mutations) {
-      if (m instanceof BlobMutation.Put p) {
-        calls.put(p.key(), p.content(), PutMode.OVERWRITE);
-      } else {
-        calls.delete(m.key());
+    for (int i = 0; i < moves.size(); i++) {
+      if (reads.get(i) != null) {
+        String[] move = moves.get(i);
+        moveRecord(move[0], move[1], reads.get(i), layout.pathOf(move[0]),
+            layout.pathOf(move[1]));
       }
     }
   }
@@ -420,10 +514,14 @@ public final class BlobNamespace {
     try {
       calls.commit(mutations);
     } catch (TransactionConflictException e) {
-      IOException io = new IOException("rename " + src + " to " + dst
-          + " conflicted with a concurrent change and was not applied; retry", e);
-      throw io;
+      throw lostRace("rename " + src + " to " + dst, e);
     }
+  }
+
+  /** The answer to a mutation that found what it read changed, and applied nothing. */
+  private static IOException lostRace(String what, TransactionConflictException e) {
+    return new IOException(what + " conflicted with a concurrent change and was not applied;"
+        + " retry", e);
   }
 
   // ---------------------------------------------------------------- block locations
@@ -477,35 +575,59 @@ public final class BlobNamespace {
    * keeps it if a record names it after all: the name not holding the record does not
    * prove the put failed, since a rename may have moved it away meanwhile.
    *
-   * <p>Removing the data of the file replaced by an overwrite is cleanup after the
-   * publication, as in S3A and the GCS connector: a failure there is logged, not thrown,
-   * because the caller's file is durable and readable; the old blobs are orphans for the
-   * sweeper.
+   * <p>An overwrite replaces only the record it read (a put conditional on its version),
+   * so the data it then removes is that of the file it replaced, never of one renamed
+   * away meanwhile; a name changed in between is read again. Removing that data is
+   * cleanup after the publication, as in S3A and the GCS connector: a failure there is
+   * logged, not thrown, because the caller's file is durable and readable; the old blobs
+   * are orphans for the sweeper.
    */
   void commitFile(FsPath path, FileRecord record, boolean overwrite, Runnable discardData)
       throws IOException {
     String key = layout.recordKey(path);
     ByteBuffer encoded;
-    Optional<FileRecord> old;
     try {
       encoded = record.encode();
-      old = overwrite ? readRecord(key, false) : Optional.empty();
-    } catch (IOException | RuntimeException e) {
+    } catch (RuntimeException e) {
       discardData.run();
       throw e;
     }
-    try {
-      calls.put(key, encoded, overwrite ? PutMode.OVERWRITE : PutMode.CREATE);
-    } catch (BlobAlreadyExistsException e) {
-      discardData.run();
-      throw new FileAlreadyExistsException(path.toString(), null,
-          "created by another writer while this one was open");
-    } catch (IOException | RuntimeException e) {
-      confirmPublished(path, key, record, e);
-    }
-    if (old.isPresent() && !old.get().fileId().equals(record.fileId())) {
+    Optional<VersionedRecord> replaced;
+    for (int attempt = 1; ; attempt++) {
+      Optional<VersionedRecord> old;
       try {
-        deleteData(old.get());
+        old = overwrite ? readRecord(key, false) : Optional.empty();
+      } catch (IOException | RuntimeException e) {
+        discardData.run();
+        throw e;
+      }
+      try {
+        if (old.isPresent()) {
+          calls.putIfVersion(key, encoded.duplicate(), old.get().version());
+        } else {
+          calls.put(key, encoded.duplicate(), PutMode.CREATE);
+        }
+        replaced = old;
+        break;
+      } catch (BlobAlreadyExistsException | TransactionConflictException e) {
+        if (overwrite && attempt < RACE_ATTEMPTS) {
+          continue; // the name changed after it was read: replace what is there now
+        }
+        discardData.run();
+        if (e instanceof BlobAlreadyExistsException && !overwrite) {
+          throw new FileAlreadyExistsException(path.toString(), null,
+              "created by another writer while this one was open");
+        }
+        throw lostRace("publish " + path, (TransactionConflictException) e);
+      } catch (IOException | RuntimeException e) {
+        confirmPublished(path, key, record, e);
+        replaced = old;
+        break;
+      }
+    }
+    if (replaced.isPresent() && !replaced.get().record().fileId().equals(record.fileId())) {
+      try {
+        deleteData(replaced.get().record());
       } catch (IOException | RuntimeException e) {
         LOG.log(System.Logger.Level.WARNING, "published " + path + ", but removing the data"
             + " of the file it replaced failed; the orphan sweeper will remove it", e);
@@ -516,7 +638,7 @@ public final class BlobNamespace {
   /** Returns if the record under {@code key} is {@code ours}, else throws. */
   private void confirmPublished(FsPath path, String key, FileRecord ours, Exception putFailure)
       throws IOException {
-    Optional<FileRecord> found;
+    Optional<VersionedRecord> found;
     try {
       found = readRecord(key, false);
     } catch (IOException | RuntimeException e) {
@@ -525,7 +647,7 @@ public final class BlobNamespace {
           + " failed and reading the record back failed too; the orphan sweeper removes"
           + " its data unless a record names it", putFailure);
     }
-    if (found.isEmpty() || !found.get().fileId().equals(ours.fileId())) {
+    if (found.isEmpty() || !found.get().record().fileId().equals(ours.fileId())) {
       throw new IOException(path + " was not published: the put of its record failed and the"
           + " name does not hold this file; its data is left to the orphan sweeper", putFailure);
     }
@@ -539,35 +661,48 @@ public final class BlobNamespace {
   }
 
   /**
-   * Reads a name's record, or only its header. Empty if no blob is there.
+   * Reads a name's record, or only its header, with the version it was read at. Empty if
+   * no blob is there.
    */
-  Optional<FileRecord> readRecord(String key, boolean withInline) throws IOException {
+  Optional<VersionedRecord> readRecord(String key, boolean withInline) throws IOException {
     int first = FileRecord.MAX_HEADER + (withInline ? options.inlineThreshold() : 0);
-    ByteBuffer buf = ByteBuffer.allocate(first);
-    int n;
-    try {
-      n = Futures.await(calls.read(key, 0, buf));
-    } catch (FileNotFoundException e) {
-      return Optional.empty();
+    while (true) {
+      VersionedBytes head;
+      try {
+        head = calls.readWithVersion(key, first);
+      } catch (FileNotFoundException e) {
+        return Optional.empty();
+      }
+      byte[] bytes = head.bytes();
+      int n = bytes.length;
+      if (n == 0) {
+        throw new CorruptRecordException(key, "empty record");
+      }
+      FileRecord header = FileRecord.decode(key, bytes, n, false);
+      if (!withInline || !header.isInline()) {
+        return Optional.of(new VersionedRecord(header, head.version()));
+      }
+      int total = header.headerSize() + (int) header.length(); // the header bounds the length
+      if (total <= n || n < first) { // a short read is the whole record: decode checks it
+        return Optional.of(new VersionedRecord(FileRecord.decode(key, bytes, n, true),
+            head.version()));
+      }
+      VersionedBytes whole;
+      try {
+        whole = calls.readWithVersion(key, total);
+      } catch (FileNotFoundException e) {
+        return Optional.empty();
+      }
+      if (whole.version() != head.version()) {
+        continue; // replaced between the two reads: its header may not fit these bytes
+      }
+      if (whole.bytes().length < total) {
+        throw new CorruptRecordException(key, "shorter than the " + total
+            + " bytes its header gives");
+      }
+      return Optional.of(new VersionedRecord(FileRecord.decode(key, whole.bytes(), total, true),
+          whole.version()));
     }
-    if (n < 0) {
-      throw new CorruptRecordException(key, "empty record");
-    }
-    FileRecord header = FileRecord.decode(key, buf.array(), n, false);
-    if (!withInline || !header.isInline()) {
-      return Optional.of(header);
-    }
-    int total = header.headerSize() + (int) header.length(); // the header bounds the length
-    if (total <= n || n < first) { // a short read is the whole record: decode checks it
-      return Optional.of(FileRecord.decode(key, buf.array(), n, true));
-    }
-    byte[] whole;
-    try {
-      whole = calls.store().readFully(key, 0, total);
-    } catch (java.io.EOFException e) {
-      throw new CorruptRecordException(key, "shorter than the " + total + " bytes its header gives");
-    }
-    return Optional.of(FileRecord.decode(key, whole, total, true));
   }
 
   /** Reads the headers of many records at once: the store may overlap the reads. */

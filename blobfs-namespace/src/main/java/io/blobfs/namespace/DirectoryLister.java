@@ -41,9 +41,9 @@ final class DirectoryLister implements EntryIterator<FileInfo> {
     if (!sawAnything && !dir.isRoot()) {
       // Nothing under the prefix: the path is a file (listed as itself), a directory
       // only this instance made, or absent.
-      Optional<FileRecord> file = ns.readRecord(ns.layout().recordKey(dir), false);
+      Optional<VersionedRecord> file = ns.readRecord(ns.layout().recordKey(dir), false);
       if (file.isPresent()) {
-        ready.add(FileInfo.file(dir, file.get()));
+        ready.add(FileInfo.file(dir, file.get().record()));
         pendingAdded = true; // a file has no remembered children to add
       } else if (!ns.pending().covers(dir)) {
         throw new FileNotFoundException("No such file or directory: " + dir);

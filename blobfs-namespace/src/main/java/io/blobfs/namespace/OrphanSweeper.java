@@ -8,7 +8,6 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 
 /**
@@ -42,8 +41,7 @@ public final class OrphanSweeper {
     Set<String> referenced = new HashSet<>();
     for (String key : ns.scanAll(KeyLayout.NAMES + "/")) {
       if (!KeyLayout.isMarker(key)) {
-        Optional<FileRecord> r = ns.readRecord(key, false);
-        r.ifPresent(rec -> referenced.add(rec.fileId()));
+        ns.readRecord(key, false).ifPresent(r -> referenced.add(r.record().fileId()));
       }
     }
     long cutoff = System.currentTimeMillis() - minAge.toMillis();

@@ -8,6 +8,7 @@ import io.blobfs.store.PlacementAware;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.ScanPage;
 import io.blobfs.store.TransactionalBlobStore;
+import io.blobfs.store.VersionedBytes;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.List;
@@ -49,6 +50,13 @@ final class StoreCalls {
     });
   }
 
+  VersionedBytes readWithVersion(String key, int maxBytes) throws IOException {
+    counters.increment(StoreCallCounters.READ, 1);
+    VersionedBytes got = store.readWithVersion(key, maxBytes);
+    counters.increment(StoreCallCounters.BYTES_READ, got.bytes().length);
+    return got;
+  }
+
   CompletableFuture<Void> write(String key, long offset, ByteBuffer src) {
     counters.increment(StoreCallCounters.WRITE, 1);
     counters.increment(StoreCallCounters.BYTES_WRITTEN, src.remaining());
@@ -61,9 +69,20 @@ final class StoreCalls {
     store.put(key, content, mode);
   }
 
+  void putIfVersion(String key, ByteBuffer content, long version) throws IOException {
+    counters.increment(StoreCallCounters.PUT, 1);
+    counters.increment(StoreCallCounters.BYTES_WRITTEN, content.remaining());
+    store.putIfVersion(key, content, version);
+  }
+
   boolean delete(String key) throws IOException {
     counters.increment(StoreCallCounters.DELETE, 1);
     return store.delete(key);
+  }
+
+  void deleteIfVersion(String key, long version) throws IOException {
+    counters.increment(StoreCallCounters.DELETE, 1);
+    store.deleteIfVersion(key, version);
   }
 
   ScanPage scan(String prefix, String cursor, int limit) throws IOException {

@@ -5,6 +5,7 @@ import com.sun.jna.Library;
 import com.sun.jna.Native;
 import com.sun.jna.NativeLong;
 import com.sun.jna.Pointer;
+import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.NativeLongByReference;
 import com.sun.jna.ptr.PointerByReference;
@@ -46,8 +47,6 @@ interface LibRados extends Library {
   int rados_aio_read(Pointer io, byte[] oid, Pointer completion, Pointer buf, NativeLong len,
       long off);
 
-  int rados_stat(Pointer io, byte[] oid, LongByReference size, LongByReference mtime);
-
   int rados_write_full(Pointer io, byte[] oid, Pointer buf, NativeLong len);
 
   Pointer rados_create_write_op();
@@ -65,6 +64,23 @@ interface LibRados extends Library {
   void rados_write_op_assert_exists(Pointer op);
 
   void rados_write_op_truncate(Pointer op, long offset);
+
+  void rados_write_op_assert_version(Pointer op, long ver);
+
+  long rados_aio_get_version(Pointer completion);
+
+  Pointer rados_create_read_op();
+
+  void rados_release_read_op(Pointer op);
+
+  void rados_read_op_stat(Pointer op, LongByReference psize, LongByReference pmtime,
+      IntByReference prval);
+
+  void rados_read_op_read(Pointer op, long offset, NativeLong len, Pointer buf,
+      NativeLongByReference bytesRead, IntByReference prval);
+
+  int rados_aio_read_op_operate(Pointer op, Pointer io, Pointer completion, byte[] oid,
+      int flags);
 
   int rados_aio_write_op_operate(Pointer op, Pointer io, Pointer completion, byte[] oid,
       Pointer mtime, int flags);

@@ -5,17 +5,23 @@ import com.sun.jna.Memory;
 import com.sun.jna.Native;
 import com.sun.jna.NativeLong;
 import com.sun.jna.Pointer;
+import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.LongByReference;
+import com.sun.jna.ptr.NativeLongByReference;
 import com.sun.jna.ptr.PointerByReference;
 import io.blobfs.locality.ceph.CephPlacement;
 import io.blobfs.locality.crush.CrushMapException;
 import io.blobfs.store.BlobInfo;
+import io.blobfs.store.BlobNotFoundException;
+import io.blobfs.store.Futures;
 import io.blobfs.store.CopiesOnWrite;
 import io.blobfs.store.PlacementAware;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.ScanPage;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.StoreUnavailableException;
+import io.blobfs.store.TransactionConflictException;
+import io.blobfs.store.VersionedBytes;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -44,6 +50,12 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * whose completions arrive on librados threads and are handed to a small executor.
  * Every call is bounded by the configured operation timeout. Where an object lives is
  * computed here with CRUSH ({@link #hostsOf}), from maps read through mon commands.
+ *
+ * <p>A blob's version is the object's user version, which the OSD raises on every write
+ * from a counter of its placement group, so a re-created object never gets an old one.
+ * It is taken from the completion of an AIO read op (the I/O context's "last version" is
+ * shared by every thread), and a conditional call asserts it in the same write op as its
+ * mutation, which the OSD applies atomically.
  */
 public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   private static final LibRados LIB = LibRados.INSTANCE;
@@ -153,12 +165,41 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     Location loc = locate(key);
     LongByReference size = new LongByReference();
     LongByReference mtime = new LongByReference();
-    int rc = whileOpen(() -> LIB.rados_stat(io(loc), loc.oid(), size, mtime));
-    if (rc == -RadosErrors.ENOENT) {
+    IntByReference prval = new IntByReference();
+    Pointer op = LIB.rados_create_read_op();
+    try {
+      LIB.rados_read_op_stat(op, size, mtime, prval);
+      long version = Futures.await(submit("stat", key, new Object[] {size, mtime, prval},
+          (io, completion) -> LIB.rados_aio_read_op_operate(op, io, completion, loc.oid(), 0),
+          loc, (rc, v) -> v));
+      return BlobInfo.of(key, size.getValue(), mtime.getValue() * 1000L, version);
+    } catch (BlobNotFoundException missing) {
       return BlobInfo.missing(key);
+    } finally {
+      LIB.rados_release_read_op(op);
     }
-    check("stat", key, rc);
-    return BlobInfo.of(key, size.getValue(), mtime.getValue() * 1000L);
+  }
+
+  @Override
+  public VersionedBytes readWithVersion(String key, int maxBytes) throws IOException {
+    int len = (int) Math.min(maxBytes, limits.maxOpBytes());
+    Location loc = locate(key);
+    Memory buf = new Memory(Math.max(1, len));
+    NativeLongByReference got = new NativeLongByReference();
+    IntByReference prval = new IntByReference();
+    Pointer op = LIB.rados_create_read_op();
+    try {
+      LIB.rados_read_op_read(op, 0, new NativeLong(len), buf, got, prval);
+      return Futures.await(submit("read", key, new Object[] {buf, got, prval},
+          (io, completion) -> LIB.rados_aio_read_op_operate(op, io, completion, loc.oid(), 0),
+          loc, (rc, version) -> {
+            check("read", key, prval.getValue());
+            int n = got.getValue().intValue();
+            return new VersionedBytes(buf.getByteArray(0, n), version);
+          }));
+    } finally {
+      LIB.rados_release_read_op(op);
+    }
   }
 
   @Override
@@ -176,7 +217,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
       int start = dst.position();
       Pointer into = Native.getDirectBufferPointer(dst).share(start);
       return submit("read", key, dst, (io, completion) -> LIB.rados_aio_read(io, loc.oid(),
-          completion, into, new NativeLong(len), offset), loc, rc -> {
+          completion, into, new NativeLong(len), offset), loc, (rc, version) -> {
             if (rc == 0) {
               return -1; // at or past the end of the object
             }
@@ -186,7 +227,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     }
     Memory buf = new Memory(len);
     return submit("read", key, buf, (io, completion) -> LIB.rados_aio_read(io, loc.oid(),
-        completion, buf, new NativeLong(len), offset), loc, rc -> {
+        completion, buf, new NativeLong(len), offset), loc, (rc, version) -> {
           if (rc == 0) {
             return -1; // at or past the end of the object
           }
@@ -222,33 +263,77 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     LIB.rados_write_op_write(op, from, new NativeLong(len), offset);
     CompletableFuture<Void> done = submit("write", key, keep, (io, completion) ->
         LIB.rados_aio_write_op_operate(op, io, completion, loc.oid(), null,
-            LibRados.LIBRADOS_OPERATION_FULL_TRY), loc, rc -> null);
+            LibRados.LIBRADOS_OPERATION_FULL_TRY), loc, (rc, version) -> null);
     // The op may be freed once librados has completed it (or refused to start it).
     return done.whenComplete((v, t) -> LIB.rados_release_write_op(op));
   }
 
   @Override
   public void put(String key, ByteBuffer content, PutMode mode) throws IOException {
-    int len = content.remaining();
-    if (len > limits.maxOpBytes()) {
-      throw new IOException("put of " + len + " bytes to " + key + " exceeds one op ("
-          + limits.maxOpBytes() + ")");
-    }
     Location loc = locate(key);
-    Memory buf = new Memory(Math.max(1, len));
-    buf.getByteBuffer(0, len).put(content.duplicate());
+    Memory buf = wholeContent(key, content);
     Pointer op = LIB.rados_create_write_op();
     try {
       if (mode == PutMode.CREATE) {
         LIB.rados_write_op_create(op, LibRados.LIBRADOS_CREATE_EXCLUSIVE, null);
       }
       // write_full replaces the object's content in one step: readers see old or new.
-      LIB.rados_write_op_write_full(op, buf, new NativeLong(len));
+      LIB.rados_write_op_write_full(op, buf, new NativeLong(content.remaining()));
       check("put", key, whileOpen(() -> LIB.rados_write_op_operate(op, io(loc), loc.oid(),
           null, LibRados.LIBRADOS_OPERATION_FULL_TRY)));
     } finally {
       LIB.rados_release_write_op(op);
     }
+  }
+
+  @Override
+  public void putIfVersion(String key, ByteBuffer content, long version) throws IOException {
+    Memory buf = wholeContent(key, content);
+    Pointer op = LIB.rados_create_write_op();
+    try {
+      LIB.rados_write_op_assert_version(op, version);
+      LIB.rados_write_op_write_full(op, buf, new NativeLong(content.remaining()));
+      operateIfVersion("put", key, version, op, LibRados.LIBRADOS_OPERATION_FULL_TRY);
+    } finally {
+      LIB.rados_release_write_op(op);
+    }
+  }
+
+  /** A whole blob's content in native memory, refused if it does not fit one op. */
+  private Memory wholeContent(String key, ByteBuffer content) throws IOException {
+    int len = content.remaining();
+    if (len > limits.maxOpBytes()) {
+      throw new IOException("put of " + len + " bytes to " + key + " exceeds one op ("
+          + limits.maxOpBytes() + ")");
+    }
+    Memory buf = new Memory(Math.max(1, len));
+    buf.getByteBuffer(0, len).put(content.duplicate());
+    return buf;
+  }
+
+  @Override
+  public void deleteIfVersion(String key, long version) throws IOException {
+    Pointer op = LIB.rados_create_write_op();
+    try {
+      LIB.rados_write_op_assert_version(op, version);
+      LIB.rados_write_op_remove(op);
+      operateIfVersion("delete", key, version, op, LibRados.LIBRADOS_OPERATION_FULL_TRY);
+    } finally {
+      LIB.rados_release_write_op(op);
+    }
+  }
+
+  /** Applies a write op that asserts {@code version}; a failed assertion is a conflict. */
+  private void operateIfVersion(String what, String key, long version, Pointer op, int flags)
+      throws IOException {
+    Location loc = locate(key);
+    int rc = whileOpen(() -> LIB.rados_write_op_operate(op, io(loc), loc.oid(), null, flags));
+    if (rc == -RadosErrors.ERANGE || rc == -RadosErrors.EOVERFLOW
+        || rc == -RadosErrors.ENOENT) {
+      throw new TransactionConflictException(what + " " + key + ": no longer at version "
+          + version + " (" + rc + ")");
+    }
+    check(what, key, rc);
   }
 
   @Override
@@ -500,7 +585,12 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   }
 
   private interface OnSuccess<T> {
-    T apply(int rc) throws IOException;
+    /** {@code version}: the object's, as the OSD reported it with the result. */
+    T apply(int rc, long version) throws IOException;
+  }
+
+  private interface OnDone {
+    void accept(int rc, long version);
   }
 
   /** An operation in flight; holds its native buffer until librados is done with it. */
@@ -508,9 +598,9 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     /** The native memory librados reads from or writes into: kept alive until done. */
     final Object buffer;
     final Executor executor;
-    final java.util.function.IntConsumer onDone;
+    final OnDone onDone;
 
-    Pending(Object buffer, Executor executor, java.util.function.IntConsumer onDone) {
+    Pending(Object buffer, Executor executor, OnDone onDone) {
       this.buffer = buffer;
       this.executor = executor;
       this.onDone = onDone;
@@ -536,13 +626,13 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   private <T> CompletableFuture<T> submitOpen(String op, String key, Object buffer,
       Submit submit, Pointer io, OnSuccess<T> onSuccess, CompletableFuture<T> result) {
     long id = NEXT_ID.getAndIncrement();
-    PENDING.put(id, new Pending(buffer, completions, rc -> {
+    PENDING.put(id, new Pending(buffer, completions, (rc, version) -> {
       if (rc < 0) {
         result.completeExceptionally(RadosErrors.toException(op, key, rc));
         return;
       }
       try {
-        result.complete(onSuccess.apply(rc));
+        result.complete(onSuccess.apply(rc, version));
       } catch (IOException | RuntimeException e) {
         result.completeExceptionally(e);
       }
@@ -577,13 +667,14 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   /** Runs on a librados thread: collect the code, free the completion, hand off. */
   private static void completed(Pointer completion, Pointer arg) {
     int rc = LIB.rados_aio_get_return_value(completion);
+    long version = LIB.rados_aio_get_version(completion);
     LIB.rados_aio_release(completion);
     Pending p = PENDING.remove(Pointer.nativeValue(arg));
     if (p != null) {
       try {
-        p.executor.execute(() -> p.onDone.accept(rc));
+        p.executor.execute(() -> p.onDone.accept(rc, version));
       } catch (java.util.concurrent.RejectedExecutionException closing) {
-        p.onDone.accept(rc); // the store is closing: finish here
+        p.onDone.accept(rc, version); // the store is closing: finish here
       }
     }
   }

@@ -17,7 +17,11 @@ final class RadosErrors {
   static final int EEXIST = 17;
   static final int EFBIG = 27;
   static final int ENOSPC = 28;
+  /** From an asserted version older than the object's. */
+  static final int ERANGE = 34;
   static final int ENAMETOOLONG = 36;
+  /** From an asserted version newer than the object's. */
+  static final int EOVERFLOW = 75;
   static final int ETIMEDOUT = 110;
   static final int EDQUOT = 122;
 

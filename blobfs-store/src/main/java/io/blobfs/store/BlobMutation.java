@@ -6,6 +6,9 @@ import java.util.Objects;
 /** One step of a {@link TransactionalBlobStore#commit transaction}. */
 public sealed interface BlobMutation {
 
+  /** {@link Delete#ifVersion} of a delete that holds whatever the blob is, or if absent. */
+  long ANY_VERSION = 0;
+
   String key();
 
   /** Put a whole blob; with {@link PutMode#CREATE} the key must be absent at commit. */
@@ -17,10 +20,16 @@ public sealed interface BlobMutation {
     }
   }
 
-  /** Delete a blob; with {@code mustExist} the transaction aborts if it is absent. */
-  record Delete(String key, boolean mustExist) implements BlobMutation {
+  /**
+   * Delete a blob; unless {@code ifVersion} is {@link #ANY_VERSION}, the transaction
+   * aborts if the blob is not at that {@link BlobInfo#version() version} (or is gone).
+   */
+  record Delete(String key, long ifVersion) implements BlobMutation {
     public Delete {
       Objects.requireNonNull(key, "key");
+      if (ifVersion < 0) {
+        throw new IllegalArgumentException("negative version " + ifVersion);
+      }
     }
   }
 }

@@ -19,8 +19,14 @@ import java.util.concurrent.CompletableFuture;
  */
 public interface BlobStore extends Closeable {
 
-  /** Size and existence of one blob. */
+  /** Size, existence and version of one blob. */
   BlobInfo stat(String key) throws IOException;
+
+  /**
+   * Up to {@code maxBytes} from the start of a blob (fewer only at its end), and the
+   * version they were read from, taken together: the bytes are exactly that version's.
+   */
+  VersionedBytes readWithVersion(String key, int maxBytes) throws IOException;
 
   /**
    * Reads up to {@code dst.remaining()} bytes starting at {@code offset}. Completes with
@@ -46,8 +52,21 @@ public interface BlobStore extends Closeable {
   /** Cuts or zero-extends a blob to {@code size} bytes. */
   void truncate(String key, long size) throws IOException;
 
+  /**
+   * As {@link #put}, but only if the blob is at {@code version}: a read-then-act caller
+   * replaces only what it read. Fails with {@link TransactionConflictException}, nothing
+   * applied, if the blob has changed or is gone.
+   */
+  void putIfVersion(String key, ByteBuffer content, long version) throws IOException;
+
   /** Deletes a blob; returns false if it did not exist. */
   boolean delete(String key) throws IOException;
+
+  /**
+   * Deletes a blob only if it is at {@code version}; else fails with
+   * {@link TransactionConflictException}, nothing applied (also when it is gone).
+   */
+  void deleteIfVersion(String key, long version) throws IOException;
 
   /**
    * One page of the keys that start with {@code prefix}, in no particular order.

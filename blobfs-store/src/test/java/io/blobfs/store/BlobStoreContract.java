@@ -174,6 +174,100 @@ public abstract class BlobStoreContract {
   }
 
   @Test
+  void everyMutationGivesANewVersionNeverGivenBefore() throws IOException {
+    assertEquals(0, store.stat("n/v").version(), "a missing blob has no version");
+    Set<Long> seen = new HashSet<>();
+    store.put("n/v", utf8("abc"), PutMode.CREATE);
+    long v = store.stat("n/v").version();
+    assertTrue(v > 0, "version " + v);
+    assertTrue(seen.add(v));
+    VersionedBytes read = store.readWithVersion("n/v", 100);
+    assertArrayEquals("abc".getBytes(StandardCharsets.UTF_8), read.bytes());
+    assertEquals(v, read.version(), "the bytes' version is the blob's");
+    assertArrayEquals(new byte[] {'a', 'b'}, store.readWithVersion("n/v", 2).bytes());
+    assertEquals(v, store.stat("n/v").version(), "reads do not change the version");
+
+    Futures.await(store.write("n/v", 1, utf8("X")));
+    assertTrue(seen.add(store.stat("n/v").version()), "a write changes the version");
+    store.truncate("n/v", 1);
+    assertTrue(seen.add(store.stat("n/v").version()), "a truncate changes it");
+    store.put("n/v", utf8("abc"), PutMode.OVERWRITE);
+    assertTrue(seen.add(store.stat("n/v").version()), "a put of the same bytes changes it");
+    assertTrue(store.delete("n/v"));
+    assertEquals(0, store.stat("n/v").version());
+    store.put("n/v", utf8("abc"), PutMode.CREATE);
+    assertTrue(seen.add(store.stat("n/v").version()),
+        "a re-created blob does not get an old version back");
+    assertThrows(BlobNotFoundException.class, () -> store.readWithVersion("n/none", 10));
+  }
+
+  @Test
+  void aConditionalPutReplacesOnlyTheVersionRead() throws IOException {
+    store.put("n/p", utf8("one"), PutMode.CREATE);
+    long v1 = store.readWithVersion("n/p", 10).version();
+    store.putIfVersion("n/p", utf8("two"), v1);
+    VersionedBytes now = store.readWithVersion("n/p", 10);
+    assertArrayEquals("two".getBytes(StandardCharsets.UTF_8), now.bytes());
+    assertTrue(now.version() != v1);
+    // A caller that read v1 lost the race: refused, nothing applied.
+    assertThrows(TransactionConflictException.class,
+        () -> store.putIfVersion("n/p", utf8("stale"), v1));
+    VersionedBytes after = store.readWithVersion("n/p", 10);
+    assertArrayEquals(now.bytes(), after.bytes());
+    assertEquals(now.version(), after.version(), "unchanged");
+    assertTrue(store.delete("n/p"));
+    assertThrows(TransactionConflictException.class,
+        () -> store.putIfVersion("n/p", utf8("back"), now.version()));
+    assertFalse(store.stat("n/p").exists(), "a refused conditional put creates nothing");
+  }
+
+  @Test
+  void aConditionalDeleteRemovesOnlyTheVersionRead() throws IOException {
+    store.put("n/d", utf8("one"), PutMode.CREATE);
+    long v1 = store.stat("n/d").version();
+    store.put("n/d", utf8("two"), PutMode.OVERWRITE);
+    assertThrows(TransactionConflictException.class, () -> store.deleteIfVersion("n/d", v1));
+    assertArrayEquals("two".getBytes(StandardCharsets.UTF_8), store.readFully("n/d", 0, 3));
+    long v2 = store.stat("n/d").version();
+    store.deleteIfVersion("n/d", v2);
+    assertFalse(store.stat("n/d").exists());
+    assertThrows(TransactionConflictException.class, () -> store.deleteIfVersion("n/d", v2));
+  }
+
+  @Test
+  void ofConcurrentConditionalPutsOnOneVersionExactlyOneWins() throws Exception {
+    store.put("n/race", utf8("start"), PutMode.CREATE);
+    long v = store.stat("n/race").version();
+    int threads = 6;
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    try {
+      List<Future<Boolean>> tries = new ArrayList<>();
+      for (int t = 0; t < threads; t++) {
+        String mine = "writer" + t;
+        tries.add(pool.submit(() -> {
+          try {
+            store.putIfVersion("n/race", utf8(mine), v);
+            return true;
+          } catch (TransactionConflictException lost) {
+            return false;
+          }
+        }));
+      }
+      List<Integer> winners = new ArrayList<>();
+      for (int t = 0; t < threads; t++) {
+        if (tries.get(t).get()) {
+          winners.add(t);
+        }
+      }
+      assertEquals(1, winners.size(), "winners " + winners);
+      byte[] expected = ("writer" + winners.get(0)).getBytes(StandardCharsets.UTF_8);
+      assertArrayEquals(expected, store.readFully("n/race", 0, expected.length));
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  @Test
   void scansPageThroughEveryKeyOnceAndOnlyThePrefix() throws IOException {
     Set<String> dir = new HashSet<>();
     for (int i = 0; i < 120; i++) {

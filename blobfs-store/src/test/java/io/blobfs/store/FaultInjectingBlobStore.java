@@ -242,7 +242,9 @@ public final class FaultInjectingBlobStore {
     }
     Op op = opOf(method);
     if (op == null) {
-      return method.isDefault()
+      // readFully is made of reads: run it here so that faults reach its parts. Every other
+      // call (closeScan, limits, close) goes to the store, whose own version may matter.
+      return method.getName().equals("readFully")
           ? InvocationHandler.invokeDefault(proxy, method, args) : forward(method, args);
     }
     boolean async = CompletableFuture.class.isAssignableFrom(method.getReturnType());
@@ -284,11 +286,11 @@ public final class FaultInjectingBlobStore {
   private static Op opOf(Method m) {
     return switch (m.getName()) {
       case "stat" -> Op.STAT;
-      case "read" -> Op.READ;
+      case "read", "readWithVersion" -> Op.READ;
       case "write" -> Op.WRITE;
-      case "put" -> Op.PUT;
+      case "put", "putIfVersion" -> Op.PUT;
       case "truncate" -> Op.TRUNCATE;
-      case "delete" -> Op.DELETE;
+      case "delete", "deleteIfVersion" -> Op.DELETE;
       case "scan", "scanWithHeads" -> Op.SCAN;
       case "commit" -> Op.COMMIT;
       case "hostsOf" -> Op.HOSTS_OF;

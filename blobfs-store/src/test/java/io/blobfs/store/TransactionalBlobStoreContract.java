@@ -3,6 +3,7 @@ package io.blobfs.store;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -20,10 +21,11 @@ public abstract class TransactionalBlobStoreContract extends BlobStoreContract {
   void aCommitAppliesAllOrNothing() throws IOException {
     tx().commit(List.of()); // nothing to do is not an error
     store.put("n/a", utf8("1"), PutMode.CREATE);
+    long a = store.stat("n/a").version();
     store.put("n/b", utf8("2"), PutMode.CREATE);
     // The last step conflicts (an exclusive put over an existing blob): nothing applies.
     assertThrows(TransactionConflictException.class, () -> tx().commit(List.of(
-        new BlobMutation.Delete("n/a", true),
+        new BlobMutation.Delete("n/a", a),
         new BlobMutation.Put("n/c", utf8("3"), PutMode.OVERWRITE),
         new BlobMutation.Put("n/b", utf8("x"), PutMode.CREATE))));
     assertArrayEquals(new byte[] {'1'}, store.readFully("n/a", 0, 1));
@@ -31,21 +33,31 @@ public abstract class TransactionalBlobStoreContract extends BlobStoreContract {
     assertFalse(store.stat("n/c").exists());
 
     // The shape of a rename: the new name created exclusively, the old one deleted.
-    tx().commit(List.of(new BlobMutation.Delete("n/a", true),
+    tx().commit(List.of(new BlobMutation.Delete("n/a", a),
         new BlobMutation.Put("n/c", utf8("3"), PutMode.CREATE)));
     assertFalse(store.stat("n/a").exists());
     assertArrayEquals(new byte[] {'3'}, store.readFully("n/c", 0, 1));
   }
 
   @Test
-  void aDeleteThatMustFindItsBlobConflictsWhenItIsGone() throws IOException {
+  void aConditionalDeleteConflictsWhenItsBlobChangedOrIsGone() throws IOException {
     store.put("n/keep", utf8("k"), PutMode.CREATE);
+    store.put("n/gone", utf8("g"), PutMode.CREATE);
+    long gone = store.stat("n/gone").version();
+    store.put("n/moved", utf8("m"), PutMode.CREATE);
+    long moved = store.stat("n/moved").version();
+    store.put("n/moved", utf8("M"), PutMode.OVERWRITE);
     assertThrows(TransactionConflictException.class, () -> tx().commit(List.of(
         new BlobMutation.Put("n/keep", utf8("changed"), PutMode.OVERWRITE),
-        new BlobMutation.Delete("n/gone", true))));
+        new BlobMutation.Delete("n/moved", moved))));
+    assertArrayEquals(new byte[] {'M'}, store.readFully("n/moved", 0, 1));
+    assertTrue(store.delete("n/gone"));
+    assertThrows(TransactionConflictException.class, () -> tx().commit(List.of(
+        new BlobMutation.Put("n/keep", utf8("changed"), PutMode.OVERWRITE),
+        new BlobMutation.Delete("n/gone", gone))));
     assertArrayEquals(new byte[] {'k'}, store.readFully("n/keep", 0, 1));
-    // Without mustExist, deleting an absent blob is not a conflict.
-    tx().commit(List.of(new BlobMutation.Delete("n/gone", false),
+    // Without a version, deleting an absent blob is not a conflict.
+    tx().commit(List.of(new BlobMutation.Delete("n/gone", BlobMutation.ANY_VERSION),
         new BlobMutation.Put("n/keep", ByteBuffer.wrap(new byte[] {'z'}), PutMode.OVERWRITE)));
     assertArrayEquals(new byte[] {'z'}, store.readFully("n/keep", 0, 1));
   }

@@ -11,6 +11,7 @@ import io.blobfs.store.ScanPage;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.TransactionConflictException;
 import io.blobfs.store.TransactionalBlobStore;
+import io.blobfs.store.VersionedBytes;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -21,6 +22,8 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentNavigableMap;
 import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Predicate;
 import java.util.concurrent.locks.ReadWriteLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -30,7 +33,8 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  *
  * <p>Single-blob calls share a lock that a transaction takes exclusively, so a
  * transaction's mutations become visible together. Whole-blob puts swap in a new blob,
- * so a reader sees the old or the new bytes, never a mix.
+ * so a reader sees the old or the new bytes, never a mix. Versions come from one counter
+ * per store, so a key deleted and re-created never gets an old version back.
  */
 public final class InMemoryBlobStore
     implements TransactionalBlobStore, PlacementAware, CopiesOnWrite {
@@ -38,6 +42,7 @@ public final class InMemoryBlobStore
   private final StoreLimits limits;
   private final ConcurrentSkipListMap<String, Blob> blobs = new ConcurrentSkipListMap<>();
   private final ReadWriteLock txLock = new ReentrantReadWriteLock();
+  private final AtomicLong versions = new AtomicLong();
 
   public InMemoryBlobStore(String name, StoreLimits limits) {
     this.name = name;
@@ -60,7 +65,20 @@ public final class InMemoryBlobStore
       return BlobInfo.missing(key);
     }
     synchronized (b) {
-      return BlobInfo.of(key, b.bytes.size(), b.modified);
+      return BlobInfo.of(key, b.bytes.size(), b.modified, b.version);
+    }
+  }
+
+  @Override
+  public VersionedBytes readWithVersion(String key, int maxBytes) throws IOException {
+    Blob b = blobs.get(key);
+    if (b == null) {
+      throw new BlobNotFoundException(key);
+    }
+    synchronized (b) {
+      ByteBuffer dst = ByteBuffer.allocate((int) Math.min(maxBytes, b.bytes.size()));
+      b.bytes.read(0, dst);
+      return new VersionedBytes(dst.array(), b.version);
     }
   }
 
@@ -89,10 +107,11 @@ public final class InMemoryBlobStore
     }
     txLock.readLock().lock();
     try {
-      Blob b = blobs.computeIfAbsent(key, k -> new Blob());
+      Blob b = blobs.computeIfAbsent(key, k -> new Blob(versions.incrementAndGet()));
       synchronized (b) {
         b.bytes.write(offset, src.duplicate());
         b.modified = System.currentTimeMillis();
+        b.version = versions.incrementAndGet();
       }
       return CompletableFuture.completedFuture(null);
     } finally {
@@ -103,7 +122,7 @@ public final class InMemoryBlobStore
   @Override
   public void put(String key, ByteBuffer content, PutMode mode) throws IOException {
     checkSize(key, content.remaining());
-    Blob fresh = Blob.of(content);
+    Blob fresh = Blob.of(content, versions.incrementAndGet());
     txLock.readLock().lock();
     try {
       if (mode == PutMode.CREATE) {
@@ -119,6 +138,13 @@ public final class InMemoryBlobStore
   }
 
   @Override
+  public void putIfVersion(String key, ByteBuffer content, long version) throws IOException {
+    checkSize(key, content.remaining());
+    Blob fresh = Blob.of(content, versions.incrementAndGet());
+    actIfVersion(key, version, b -> blobs.replace(key, b, fresh));
+  }
+
+  @Override
   public void truncate(String key, long size) throws IOException {
     if (size < 0) {
       throw new IllegalArgumentException("negative size " + size);
@@ -131,6 +157,7 @@ public final class InMemoryBlobStore
     synchronized (b) {
       b.bytes.truncate(size);
       b.modified = System.currentTimeMillis();
+      b.version = versions.incrementAndGet();
     }
   }
 
@@ -142,6 +169,35 @@ public final class InMemoryBlobStore
     } finally {
       txLock.readLock().unlock();
     }
+  }
+
+  @Override
+  public void deleteIfVersion(String key, long version) throws IOException {
+    actIfVersion(key, version, b -> blobs.remove(key, b));
+  }
+
+  /** {@code act} swaps or removes the blob; false if it was no longer in the map. */
+  private void actIfVersion(String key, long version, Predicate<Blob> act)
+      throws TransactionConflictException {
+    txLock.readLock().lock();
+    try {
+      Blob b = blobs.get(key);
+      if (b == null) {
+        throw changed(key, version);
+      }
+      // Under the blob's lock no write can slip in between the check and the act.
+      synchronized (b) {
+        if (b.version != version || !act.test(b)) {
+          throw changed(key, version);
+        }
+      }
+    } finally {
+      txLock.readLock().unlock();
+    }
+  }
+
+  private static TransactionConflictException changed(String key, long version) {
+    return new TransactionConflictException(key + " is no longer at version " + version);
   }
 
   @Override
@@ -183,13 +239,14 @@ public final class InMemoryBlobStore
         if (m instanceof BlobMutation.Put p && p.mode() == PutMode.CREATE && exists) {
           throw new TransactionConflictException("key exists: " + m.key());
         }
-        if (m instanceof BlobMutation.Delete d && d.mustExist() && !exists) {
-          throw new TransactionConflictException("key is gone: " + m.key());
+        if (m instanceof BlobMutation.Delete d && d.ifVersion() != BlobMutation.ANY_VERSION
+            && (!exists || blobs.get(m.key()).version != d.ifVersion())) {
+          throw changed(m.key(), d.ifVersion());
         }
       }
       for (BlobMutation m : mutations) {
         if (m instanceof BlobMutation.Put p) {
-          blobs.put(p.key(), Blob.of(p.content()));
+          blobs.put(p.key(), Blob.of(p.content(), versions.incrementAndGet()));
         } else {
           blobs.remove(m.key());
         }
@@ -239,9 +296,14 @@ public final class InMemoryBlobStore
   private static final class Blob {
     final ChunkedBytes bytes = new ChunkedBytes();
     long modified = System.currentTimeMillis();
+    long version;
 
-    static Blob of(ByteBuffer content) {
-      Blob b = new Blob();
+    Blob(long version) {
+      this.version = version;
+    }
+
+    static Blob of(ByteBuffer content, long version) {
+      Blob b = new Blob(version);
       b.bytes.write(0, content.duplicate());
       return b;
     }

@@ -13,8 +13,11 @@ import io.blobfs.store.StoreLimits;
 import io.blobfs.store.StoreUnavailableException;
 import io.blobfs.store.TransactionConflictException;
 import io.blobfs.store.TransactionalBlobStore;
+import io.blobfs.store.VersionedBytes;
 import io.blobfs.tyr.api.BlobStat;
 import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.ReadCheck;
+import io.blobfs.tyr.api.ReadResult;
 import io.blobfs.tyr.api.ScanResult;
 import io.blobfs.tyr.api.TxOp;
 import io.blobfs.tyr.api.TxRequest;
@@ -30,7 +33,9 @@ import java.util.concurrent.CompletionException;
 /**
  * BlobFS's store SPI on a Týr node. Every mutation is a Týr transaction, so
  * {@link #commit} makes a file or directory rename one atomic step with no data copied;
- * reads see one committed version per call.
+ * reads see one committed version per call. A blob's version is the commit number of the
+ * transaction that last changed it, and a conditional call is a transaction whose read
+ * set holds the version the caller read.
  */
 public final class TyrBlobStore implements TransactionalBlobStore, PlacementAware,
     CopiesOnWrite, HeadScanning {
@@ -54,7 +59,16 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
   @Override
   public BlobInfo stat(String key) throws IOException {
     BlobStat s = await(client.stat(key), key);
-    return s.exists() ? BlobInfo.of(key, s.size(), s.modifiedMillis()) : BlobInfo.missing(key);
+    return s.exists() ? BlobInfo.of(key, s.size(), s.modifiedMillis(), s.version())
+        : BlobInfo.missing(key);
+  }
+
+  @Override
+  public VersionedBytes readWithVersion(String key, int maxBytes) throws IOException {
+    ReadResult r = await(client.read(key, 0, maxBytes), key);
+    byte[] bytes = new byte[r.data().remaining()];
+    r.data().get(bytes);
+    return new VersionedBytes(bytes, r.version());
   }
 
   @Override
@@ -78,6 +92,25 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
   public void put(String key, ByteBuffer content, PutMode mode) throws IOException {
     await(client.commit(TxRequest.of(new TxOp.Put(key, content, mode == PutMode.CREATE))),
         key);
+  }
+
+  @Override
+  public void putIfVersion(String key, ByteBuffer content, long version) throws IOException {
+    conditional(key, version, new TxOp.Put(key, content, false));
+  }
+
+  @Override
+  public void deleteIfVersion(String key, long version) throws IOException {
+    conditional(key, version, new TxOp.Delete(key, true));
+  }
+
+  private void conditional(String key, long version, TxOp op) throws IOException {
+    try {
+      TyrClient.await(client.commit(new TxRequest(List.of(new ReadCheck(key, version)),
+          List.of(op))));
+    } catch (TyrException e) {
+      throw conflictOrIo(e, key);
+    }
   }
 
   @Override
@@ -115,25 +148,35 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
     if (mutations.isEmpty()) {
       return; // e.g. deleting a directory that exists only implicitly
     }
+    List<ReadCheck> reads = new ArrayList<>();
     List<TxOp> ops = new ArrayList<>(mutations.size());
     for (BlobMutation m : mutations) {
       if (m instanceof BlobMutation.Put p) {
         ops.add(new TxOp.Put(p.key(), p.content(), p.mode() == PutMode.CREATE));
       } else if (m instanceof BlobMutation.Delete d) {
-        ops.add(new TxOp.Delete(d.key(), d.mustExist()));
+        boolean conditional = d.ifVersion() != BlobMutation.ANY_VERSION;
+        if (conditional) {
+          reads.add(new ReadCheck(d.key(), d.ifVersion()));
+        }
+        ops.add(new TxOp.Delete(d.key(), conditional));
       }
     }
     try {
-      TyrClient.await(client.commit(new TxRequest(List.of(), ops)));
+      TyrClient.await(client.commit(new TxRequest(reads, ops)));
     } catch (TyrException e) {
-      if (e.code() == ErrorCode.CONFLICT || e.code() == ErrorCode.EXISTS
-          || e.code() == ErrorCode.NOT_FOUND) {
-        TransactionConflictException c = new TransactionConflictException(e.getMessage());
-        c.initCause(e);
-        throw c;
-      }
-      throw toIo(e, mutations.isEmpty() ? "" : mutations.get(0).key());
+      throw conflictOrIo(e, mutations.get(0).key());
     }
+  }
+
+  /** A broken precondition of a transaction, whichever check caught it, is a conflict. */
+  private static IOException conflictOrIo(TyrException e, String key) {
+    if (e.code() == ErrorCode.CONFLICT || e.code() == ErrorCode.EXISTS
+        || e.code() == ErrorCode.NOT_FOUND) {
+      TransactionConflictException c = new TransactionConflictException(e.getMessage());
+      c.initCause(e);
+      return c;
+    }
+    return toIo(e, key);
   }
 
   @Override
