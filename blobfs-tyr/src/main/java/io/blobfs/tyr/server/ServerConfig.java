@@ -34,20 +34,27 @@ import java.util.Set;
  * max-inflight    64          requests per connection before it stops reading
  * idle-timeout    60s         a peer silent this long mid-frame or before its HELLO is cut off
  * max-request-memory 512m     request and answer bytes held at once; over it, reading pauses
+ * max-connection-memory 1/4 of max-request-memory   the share one connection may hold
+ * write-idle-timeout 60s      a peer that takes none of its answers this long is cut off
  * </pre>
  */
 public record ServerConfig(String bind, int port, EngineConfig engine, int maxFrameBytes,
     byte[] secret, int threads, int maxInFlight, Duration idleTimeout,
-    long maxRequestMemory) {
+    long maxRequestMemory, long maxConnectionMemory, Duration writeIdleTimeout) {
 
   public static final Set<String> KEYS = Set.of("data-dir", "bind", "port", "sync",
       "sync-interval", "chunk-size", "segment-size", "max-frame", "max-key-bytes",
       "max-blob-bytes", "secret-file", "threads", "max-inflight", "compact-interval",
-      "idle-timeout", "max-request-memory");
+      "idle-timeout", "max-request-memory", "max-connection-memory", "write-idle-timeout");
 
   public ServerConfig {
     Objects.requireNonNull(bind, "bind");
     Objects.requireNonNull(engine, "engine");
+    Objects.requireNonNull(writeIdleTimeout, "writeIdleTimeout");
+    if (maxConnectionMemory < 1 || maxConnectionMemory > maxRequestMemory) {
+      throw new IllegalArgumentException("max-connection-memory " + maxConnectionMemory
+          + " must be within 1.." + maxRequestMemory + " (max-request-memory)");
+    }
     if (secret != null && secret.length == 0) {
       secret = null;
     }
@@ -79,37 +86,45 @@ public record ServerConfig(String bind, int port, EngineConfig engine, int maxFr
     } else if (envSecret != null && !envSecret.isBlank()) {
       secret = envSecret.strip().getBytes(StandardCharsets.UTF_8);
     }
+    long memory = o.getBytes("max-request-memory", 512L << 20, 1 << 20, 1L << 40);
     return new ServerConfig(o.getString("bind", "127.0.0.1"),
         (int) o.getLong("port", 7400, 0, 65535), engine,
         (int) o.getBytes("max-frame", 80L << 20, 4096, 1L << 30), secret,
         (int) o.getLong("threads", 8, 1, 1024), (int) o.getLong("max-inflight", 64, 1, 1 << 16),
-        o.getDuration("idle-timeout", Duration.ofSeconds(60)),
-        o.getBytes("max-request-memory", 512L << 20, 1 << 20, 1L << 40));
+        o.getDuration("idle-timeout", Duration.ofSeconds(60)), memory,
+        o.getBytes("max-connection-memory", memory / 4, 1, memory),
+        o.getDuration("write-idle-timeout", Duration.ofSeconds(60)));
   }
 
   /** A server for tests and the embedded node: loopback, a free port, no secret. */
   public static ServerConfig local(EngineConfig engine) {
     return new ServerConfig("127.0.0.1", 0, engine, 80 << 20, null, 8, 64,
-        Duration.ofSeconds(60), 512L << 20);
+        Duration.ofSeconds(60), 512L << 20, 128L << 20, Duration.ofSeconds(60));
   }
 
   public ServerConfig withSecret(byte[] s) {
     return new ServerConfig(bind, port, engine, maxFrameBytes, s, threads, maxInFlight,
-        idleTimeout, maxRequestMemory);
+        idleTimeout, maxRequestMemory, maxConnectionMemory, writeIdleTimeout);
   }
 
   public ServerConfig withMaxFrameBytes(int bytes) {
     return new ServerConfig(bind, port, engine, bytes, secret, threads, maxInFlight,
-        idleTimeout, maxRequestMemory);
+        idleTimeout, maxRequestMemory, maxConnectionMemory, writeIdleTimeout);
   }
 
   public ServerConfig withIdleTimeout(Duration d) {
     return new ServerConfig(bind, port, engine, maxFrameBytes, secret, threads, maxInFlight, d,
-        maxRequestMemory);
+        maxRequestMemory, maxConnectionMemory, writeIdleTimeout);
   }
 
+  /** The server-wide budget; each connection's share stays a quarter of it. */
   public ServerConfig withMaxRequestMemory(long bytes) {
     return new ServerConfig(bind, port, engine, maxFrameBytes, secret, threads, maxInFlight,
-        idleTimeout, bytes);
+        idleTimeout, bytes, bytes / 4, writeIdleTimeout);
+  }
+
+  public ServerConfig withConnectionLimits(long maxConnectionBytes, Duration writeIdle) {
+    return new ServerConfig(bind, port, engine, maxFrameBytes, secret, threads, maxInFlight,
+        idleTimeout, maxRequestMemory, maxConnectionBytes, writeIdle);
   }
 }

@@ -55,11 +55,12 @@ public final class TyrServer implements Closeable {
             protected void initChannel(SocketChannel ch) {
               FrameDecoder decoder = new FrameDecoder(config.maxFrameBytes(), false);
               ch.pipeline().addLast(
-                  new IdleStateHandler(config.idleTimeout().toMillis(), 0, 0,
-                      TimeUnit.MILLISECONDS),
+                  // Observing output: a slow reader making progress is not idle.
+                  new IdleStateHandler(true, config.idleTimeout().toMillis(),
+                      config.writeIdleTimeout().toMillis(), 0, TimeUnit.MILLISECONDS),
                   decoder, FrameEncoder.INSTANCE,
-                  new ServerHandler(service, workers, auth, config.maxInFlight(), decoder,
-                      memory));
+                  new ServerHandler(service, workers, auth, config.maxInFlight(),
+                      config.maxConnectionMemory(), decoder, memory));
             }
           })
           .bind(config.bind(), config.port()).syncUninterruptibly().channel();
@@ -96,6 +97,11 @@ public final class TyrServer implements Closeable {
   /** The most request and answer bytes held at once since start (bounded by the budget). */
   public long peakRequestMemory() {
     return memory.peak();
+  }
+
+  /** Request and answer bytes held now, across all connections. */
+  public long heldRequestMemory() {
+    return memory.held();
   }
 
   /** Stops listening, lets running requests finish, then closes the engine cleanly. */
