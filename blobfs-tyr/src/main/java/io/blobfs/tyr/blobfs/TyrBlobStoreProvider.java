@@ -8,12 +8,11 @@ import io.blobfs.tyr.client.ClientConfig;
 import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.engine.EngineConfig;
 import io.blobfs.tyr.engine.SyncPolicy;
+import io.blobfs.tyr.server.Authenticator;
 import io.blobfs.tyr.server.ServerConfig;
 import io.blobfs.tyr.server.TyrServer;
 import java.io.IOException;
 import java.net.InetAddress;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -87,8 +86,8 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
         o.getBytes(MAX_OBJECT_BYTES, 1L << 40, 4096, Long.MAX_VALUE), maxOp);
     byte[] secret = null;
     if (o.get(SECRET_FILE).isPresent()) {
-      secret = Files.readString(Path.of(o.get(SECRET_FILE).get()), StandardCharsets.UTF_8)
-          .strip().getBytes(StandardCharsets.UTF_8);
+      secret = Authenticator.readSecretFile(Path.of(o.get(SECRET_FILE).get()),
+          o.fullKey(SECRET_FILE));
     }
     String host;
     int port;

@@ -1,5 +1,6 @@
 package io.blobfs.tyr.client;
 
+import io.blobfs.tyr.server.Authenticator;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -20,6 +21,7 @@ public record ClientConfig(String host, int port, byte[] secret, Duration connec
     Objects.requireNonNull(host, "host");
     Objects.requireNonNull(connectTimeout, "connectTimeout");
     Objects.requireNonNull(requestTimeout, "requestTimeout");
+    secret = Authenticator.checked(secret, "the Týr client's secret");
     if (port < 1 || port > 65535 || connections < 1 || maxFrameBytes < 4096) {
       throw new IllegalArgumentException("bad client settings: port " + port
           + ", connections " + connections + ", max frame " + maxFrameBytes);

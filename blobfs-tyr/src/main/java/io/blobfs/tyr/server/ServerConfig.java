@@ -5,7 +5,6 @@ import io.blobfs.tyr.engine.EngineConfig;
 import io.blobfs.tyr.engine.SyncPolicy;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -29,7 +28,8 @@ import java.util.Set;
  * max-key-bytes   1024
  * max-blob-bytes  1t
  * compact-interval 30s       how often disk held by old versions is reclaimed
- * secret-file     (optional)  shared secret clients must prove; TYR_SECRET also works
+ * secret-file     (optional)  shared secret clients must prove; TYR_SECRET also works;
+ *                             a blank one is refused
  * threads         8           threads running store operations
  * max-inflight    64          requests per connection before it stops reading
  * idle-timeout    60s         a peer silent this long mid-frame or before its HELLO is cut off
@@ -55,9 +55,7 @@ public record ServerConfig(String bind, int port, EngineConfig engine, int maxFr
       throw new IllegalArgumentException("max-connection-memory " + maxConnectionMemory
           + " must be within 1.." + maxRequestMemory + " (max-request-memory)");
     }
-    if (secret != null && secret.length == 0) {
-      secret = null;
-    }
+    secret = Authenticator.checked(secret, "the Týr server's secret");
   }
 
   /** Parses options; {@code env} supplies TYR_SECRET when no secret file is named. */
@@ -81,10 +79,11 @@ public record ServerConfig(String bind, int port, EngineConfig engine, int maxFr
         o.getDuration("compact-interval", Duration.ofSeconds(30)), 0.5);
     byte[] secret = null;
     if (o.get("secret-file").isPresent()) {
-      secret = Files.readString(Path.of(o.get("secret-file").get()), StandardCharsets.UTF_8)
-          .strip().getBytes(StandardCharsets.UTF_8);
-    } else if (envSecret != null && !envSecret.isBlank()) {
-      secret = envSecret.strip().getBytes(StandardCharsets.UTF_8);
+      secret = Authenticator.readSecretFile(Path.of(o.get("secret-file").get()),
+          o.fullKey("secret-file"));
+    } else if (envSecret != null) {
+      secret = Authenticator.checked(envSecret.strip().getBytes(StandardCharsets.UTF_8),
+          "TYR_SECRET");
     }
     long memory = o.getBytes("max-request-memory", 512L << 20, 1 << 20, 1L << 40);
     return new ServerConfig(o.getString("bind", "127.0.0.1"),

@@ -194,7 +194,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
           authenticated = true;
           decoder.trust();
           ctx.writeAndFlush(new Frame(Opcode.HELLO | Opcode.RESPONSE, frame.requestId(),
-              Unpooled.EMPTY_BUFFER));
+              Messages.encodeHelloAnswer(auth.answer(nonce, hello.clientNonce()),
+                  ctx.alloc())));
         } else {
           fatal(ctx, frame.requestId(), ErrorCode.UNAUTHENTICATED,
               "wrong or missing shared secret");
