@@ -8,6 +8,7 @@ import io.blobfs.tyr.client.ClientConfig;
 import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.engine.EngineConfig;
 import io.blobfs.tyr.engine.SyncPolicy;
+import io.blobfs.tyr.protocol.Transport;
 import io.blobfs.tyr.server.Authenticator;
 import io.blobfs.tyr.server.ServerConfig;
 import io.blobfs.tyr.server.TyrServer;
@@ -27,7 +28,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * <pre>
  * fs.blob.store.NAME.type             tyr
  * fs.blob.store.NAME.address          host:port of the server (unless embedded)
- * fs.blob.store.NAME.embedded-dir     run a node inside this JVM on this directory instead
+ * fs.blob.store.NAME.embedded-dir     run a node inside this JVM on this directory instead,
+ *                                     reachable from this JVM only (no TCP port)
  * fs.blob.store.NAME.embedded-sync    always | interval | none   (default interval)
  * fs.blob.store.NAME.secret-file      file holding the shared secret, if the server wants one
  * fs.blob.store.NAME.connect-timeout  10s
@@ -99,8 +101,8 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
       SyncPolicy sync = SyncPolicy.valueOf(o.getChoice(EMBEDDED_SYNC, "interval",
           List.of("always", "interval", "none")).toUpperCase(Locale.ROOT));
       TyrServer server = embedded(Path.of(o.get(EMBEDDED_DIR).get()), sync, secret);
-      host = "127.0.0.1";
-      port = server.port();
+      host = server.config().bind();
+      port = 0;
     } else {
       String address = o.get(ADDRESS).orElseThrow(() -> new IllegalArgumentException(
           o.fullKey(ADDRESS) + " (host:port) or " + o.fullKey(EMBEDDED_DIR)
@@ -134,7 +136,7 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
     TyrServer server = EMBEDDED.get(key);
     if (server == null) {
       EngineConfig engine = EngineConfig.defaults(key).withSyncPolicy(sync);
-      server = TyrServer.start(ServerConfig.local(engine).withSecret(secret));
+      server = TyrServer.start(ServerConfig.inJvm(engine).withSecret(secret));
       EMBEDDED.put(key, server);
       TyrServer started = server;
       Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -146,6 +148,11 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
       }, "tyr-embedded-close"));
     }
     return server;
+  }
+
+  /** The node embedded on {@code dir} in this JVM, if any. */
+  static TyrServer embeddedNode(Path dir) {
+    return EMBEDDED.get(dir.toAbsolutePath().normalize());
   }
 
   /** Configs are records holding an array, so they are keyed by value here. */
@@ -174,6 +181,9 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
 
   /** The name schedulers know the node by: loopback becomes {@code localhost}. */
   private static String hostName(String host) {
+    if (Transport.inJvm(host)) {
+      return "localhost";
+    }
     try {
       InetAddress a = InetAddress.getByName(host);
       return a.isLoopbackAddress() ? "localhost" : a.getCanonicalHostName();

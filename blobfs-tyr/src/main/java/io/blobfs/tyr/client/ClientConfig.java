@@ -1,5 +1,6 @@
 package io.blobfs.tyr.client;
 
+import io.blobfs.tyr.protocol.Transport;
 import io.blobfs.tyr.server.Authenticator;
 import java.time.Duration;
 import java.util.Objects;
@@ -7,6 +8,8 @@ import java.util.Objects;
 /**
  * Where a client connects and how long it waits.
  *
+ * @param host a host name or address, or {@code jvm:NAME} for a node in this JVM (see
+ *     {@link Transport}; the port is then ignored)
  * @param connectTimeout bound on connecting and the handshake
  * @param requestTimeout bound on each request once sent; a server that does not answer in
  *     time fails the call with {@code UNAVAILABLE}, never hangs it
@@ -22,7 +25,8 @@ public record ClientConfig(String host, int port, byte[] secret, Duration connec
     Objects.requireNonNull(connectTimeout, "connectTimeout");
     Objects.requireNonNull(requestTimeout, "requestTimeout");
     secret = Authenticator.checked(secret, "the Týr client's secret");
-    if (port < 1 || port > 65535 || connections < 1 || maxFrameBytes < 4096) {
+    boolean portOk = Transport.inJvm(host) || (port >= 1 && port <= 65535);
+    if (!portOk || connections < 1 || maxFrameBytes < 4096) {
       throw new IllegalArgumentException("bad client settings: port " + port
           + ", connections " + connections + ", max frame " + maxFrameBytes);
     }
@@ -53,6 +57,6 @@ public record ClientConfig(String host, int port, byte[] secret, Duration connec
   }
 
   public String address() {
-    return host + ":" + port;
+    return Transport.inJvm(host) ? host : host + ":" + port;
   }
 }

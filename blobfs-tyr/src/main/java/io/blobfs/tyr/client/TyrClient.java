@@ -14,17 +14,17 @@ import io.blobfs.tyr.protocol.FrameDecoder;
 import io.blobfs.tyr.protocol.FrameEncoder;
 import io.blobfs.tyr.protocol.Messages;
 import io.blobfs.tyr.protocol.Request;
+import io.blobfs.tyr.protocol.Transport;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.nio.NioEventLoopGroup;
-import io.netty.channel.socket.SocketChannel;
-import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.Closeable;
 import java.io.IOException;
@@ -284,17 +284,19 @@ public final class TyrClient implements Closeable {
   private Connection connect() {
     Connection conn = new Connection(config);
     long timeoutMs = config.connectTimeout().toMillis();
-    ChannelFuture cf = new Bootstrap().group(group).channel(NioSocketChannel.class)
-        .option(ChannelOption.TCP_NODELAY, true)
-        .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(timeoutMs, 600_000))
-        .handler(new ChannelInitializer<SocketChannel>() {
+    Bootstrap b = new Bootstrap().group(group).channel(Transport.channel(config.host()));
+    if (!Transport.inJvm(config.host())) {
+      b.option(ChannelOption.TCP_NODELAY, true)
+          .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(timeoutMs, 600_000));
+    }
+    ChannelFuture cf = b.handler(new ChannelInitializer<Channel>() {
           @Override
-          protected void initChannel(SocketChannel ch) {
+          protected void initChannel(Channel ch) {
             ch.pipeline().addLast(new FrameDecoder(config.maxFrameBytes(), true, true),
                 FrameEncoder.INSTANCE, conn);
           }
         })
-        .connect(config.host(), config.port());
+        .connect(Transport.address(config.host(), config.port()));
     cf.addListener(f -> {
       if (!f.isSuccess()) {
         conn.ready.completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,

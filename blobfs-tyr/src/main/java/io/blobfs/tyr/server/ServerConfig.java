@@ -3,6 +3,7 @@ package io.blobfs.tyr.server;
 import io.blobfs.store.StoreOptions;
 import io.blobfs.tyr.engine.EngineConfig;
 import io.blobfs.tyr.engine.SyncPolicy;
+import io.blobfs.tyr.protocol.Transport;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -95,10 +96,24 @@ public record ServerConfig(String bind, int port, EngineConfig engine, int maxFr
         o.getDuration("write-idle-timeout", Duration.ofSeconds(60)));
   }
 
-  /** A server for tests and the embedded node: loopback, a free port, no secret. */
+  /** A server for tests: loopback, a free port, no secret. */
   public static ServerConfig local(EngineConfig engine) {
     return new ServerConfig("127.0.0.1", 0, engine, 80 << 20, null, 8, 64,
         Duration.ofSeconds(60), 512L << 20, 128L << 20, Duration.ofSeconds(60));
+  }
+
+  /**
+   * The embedded node's: reachable only from this JVM (see {@link Transport}), under a
+   * name no other node in it has.
+   */
+  public static ServerConfig inJvm(EngineConfig engine) {
+    return new ServerConfig(Transport.IN_JVM + "tyr-" + java.util.UUID.randomUUID(), 0, engine,
+        80 << 20, null, 8, 64, Duration.ofSeconds(60), 512L << 20, 128L << 20,
+        Duration.ofSeconds(60));
+  }
+
+  public boolean inJvm() {
+    return Transport.inJvm(bind);
   }
 
   public ServerConfig withSecret(byte[] s) {
