@@ -38,6 +38,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * fs.blob.store.NAME.max-op-bytes     16m   reads and writes are split at this size
  * fs.blob.store.NAME.max-object-bytes 1t
  * fs.blob.store.NAME.max-key-bytes    1024  (the server's limit)
+ * fs.blob.store.NAME.tls-trust        PEM certificates to trust: TLS to the server
  * </pre>
  *
  * Clients are shared per address within a JVM (Spark opens many file systems), and an
@@ -56,6 +57,7 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
   public static final String MAX_OP_BYTES = "max-op-bytes";
   public static final String MAX_OBJECT_BYTES = "max-object-bytes";
   public static final String MAX_KEY_BYTES = "max-key-bytes";
+  public static final String TLS_TRUST = "tls-trust";
 
   private static final Map<Path, TyrServer> EMBEDDED = new ConcurrentHashMap<>();
   private static final Map<String, Shared> CLIENTS = new ConcurrentHashMap<>();
@@ -78,7 +80,7 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
   @Override
   public Set<String> optionKeys() {
     return Set.of(ADDRESS, EMBEDDED_DIR, EMBEDDED_SYNC, SECRET_FILE, CONNECT_TIMEOUT,
-        OP_TIMEOUT, CONNECTIONS, MAX_OP_BYTES, MAX_OBJECT_BYTES, MAX_KEY_BYTES);
+        OP_TIMEOUT, CONNECTIONS, MAX_OP_BYTES, MAX_OBJECT_BYTES, MAX_KEY_BYTES, TLS_TRUST);
   }
 
   @Override
@@ -124,7 +126,8 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
     ClientConfig config = new ClientConfig(host, port, secret,
         o.getDuration(CONNECT_TIMEOUT, Duration.ofSeconds(10)),
         o.getDuration(OP_TIMEOUT, Duration.ofSeconds(60)),
-        (int) o.getLong(CONNECTIONS, 2, 1, 64), maxOp + (1 << 20));
+        (int) o.getLong(CONNECTIONS, 2, 1, 64), maxOp + (1 << 20),
+        o.get(TLS_TRUST).map(Path::of).orElse(null));
     TyrClient client = acquire(config);
     return new TyrBlobStore(storeName, client, limits, List.of(hostName(host)),
         () -> release(config));
@@ -158,7 +161,8 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
   /** Configs are records holding an array, so they are keyed by value here. */
   private static String keyOf(ClientConfig c) {
     return c.address() + "|" + java.util.Arrays.hashCode(c.secret()) + "|" + c.connectTimeout()
-        + "|" + c.requestTimeout() + "|" + c.connections() + "|" + c.maxFrameBytes();
+        + "|" + c.requestTimeout() + "|" + c.connections() + "|" + c.maxFrameBytes() + "|"
+        + c.tlsTrust();
   }
 
   private static TyrClient acquire(ClientConfig config) {

@@ -2,6 +2,7 @@ package io.blobfs.tyr.client;
 
 import io.blobfs.tyr.protocol.Transport;
 import io.blobfs.tyr.server.Authenticator;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -16,9 +17,10 @@ import java.util.Objects;
  * @param connections connections kept to the server, used in turn (one connection already
  *     carries many requests at once; more spread the work over the server's I/O threads)
  * @param maxFrameBytes the server's frame limit: larger requests fail before being sent
+ * @param tlsTrust PEM certificates to trust, which turns TLS on (null: plain TCP)
  */
 public record ClientConfig(String host, int port, byte[] secret, Duration connectTimeout,
-    Duration requestTimeout, int connections, int maxFrameBytes) {
+    Duration requestTimeout, int connections, int maxFrameBytes, Path tlsTrust) {
 
   public ClientConfig {
     Objects.requireNonNull(host, "host");
@@ -34,26 +36,32 @@ public record ClientConfig(String host, int port, byte[] secret, Duration connec
 
   public static ClientConfig of(String host, int port) {
     return new ClientConfig(host, port, null, Duration.ofSeconds(10), Duration.ofSeconds(60),
-        2, 80 << 20);
+        2, 80 << 20, null);
   }
 
   public ClientConfig withSecret(byte[] s) {
     return new ClientConfig(host, port, s, connectTimeout, requestTimeout, connections,
-        maxFrameBytes);
+        maxFrameBytes, tlsTrust);
   }
 
   public ClientConfig withTimeouts(Duration connect, Duration request) {
-    return new ClientConfig(host, port, secret, connect, request, connections, maxFrameBytes);
+    return new ClientConfig(host, port, secret, connect, request, connections, maxFrameBytes,
+        tlsTrust);
   }
 
   public ClientConfig withConnections(int n) {
     return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, n,
-        maxFrameBytes);
+        maxFrameBytes, tlsTrust);
   }
 
   public ClientConfig withMaxFrameBytes(int n) {
     return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, connections,
-        n);
+        n, tlsTrust);
+  }
+
+  public ClientConfig withTlsTrust(Path pem) {
+    return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, connections,
+        maxFrameBytes, pem);
   }
 
   public String address() {

@@ -12,6 +12,8 @@ import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.DecoderException;
+import io.netty.handler.ssl.SslHandshakeCompletionEvent;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
@@ -20,6 +22,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import javax.net.ssl.SSLException;
 
 /**
  * One client connection: the handshake, and the requests in flight on it, matched to
@@ -190,8 +193,29 @@ final class Connection extends ChannelInboundHandlerAdapter {
     ctx.fireChannelInactive();
   }
 
+  /** A failed TLS handshake says the server could not be trusted: say so, not "closed". */
+  @Override
+  public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+    if (evt instanceof SslHandshakeCompletionEvent e && !e.isSuccess()) {
+      tlsFailed(ctx, e.cause());
+      return;
+    }
+    ctx.fireUserEventTriggered(evt);
+  }
+
   @Override
   public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+    Throwable root = cause instanceof DecoderException && cause.getCause() != null
+        ? cause.getCause() : cause;
+    if (root instanceof SSLException) {
+      tlsFailed(ctx, root);
+    }
+    ctx.close();
+  }
+
+  private void tlsFailed(ChannelHandlerContext ctx, Throwable cause) {
+    ready.completeExceptionally(new TyrException(ErrorCode.UNAUTHENTICATED,
+        "TLS with Týr server " + config.address() + " failed: " + cause.getMessage(), cause));
     ctx.close();
   }
 

@@ -37,16 +37,23 @@ import java.util.Set;
  * max-request-memory 512m     request and answer bytes held at once; over it, reading pauses
  * max-connection-memory 1/4 of max-request-memory   the share one connection may hold
  * write-idle-timeout 60s      a peer that takes none of its answers this long is cut off
+ * tls-keystore    (optional)  PKCS12 key store with the server's key and certificate: TLS on
+ * tls-keystore-password-file  its password (required with tls-keystore)
  * </pre>
  */
 public record ServerConfig(String bind, int port, EngineConfig engine, int maxFrameBytes,
     byte[] secret, int threads, int maxInFlight, Duration idleTimeout,
-    long maxRequestMemory, long maxConnectionMemory, Duration writeIdleTimeout) {
+    long maxRequestMemory, long maxConnectionMemory, Duration writeIdleTimeout,
+    TlsFiles tls) {
+
+  /** The server's TLS key store and its password file; null in the config: no TLS. */
+  public record TlsFiles(Path keystore, Path passwordFile) {}
 
   public static final Set<String> KEYS = Set.of("data-dir", "bind", "port", "sync",
       "sync-interval", "chunk-size", "segment-size", "max-frame", "max-key-bytes",
       "max-blob-bytes", "secret-file", "threads", "max-inflight", "compact-interval",
-      "idle-timeout", "max-request-memory", "max-connection-memory", "write-idle-timeout");
+      "idle-timeout", "max-request-memory", "max-connection-memory", "write-idle-timeout",
+      "tls-keystore", "tls-keystore-password-file");
 
   public ServerConfig {
     Objects.requireNonNull(bind, "bind");
@@ -86,6 +93,15 @@ public record ServerConfig(String bind, int port, EngineConfig engine, int maxFr
       secret = Authenticator.checked(envSecret.strip().getBytes(StandardCharsets.UTF_8),
           "TYR_SECRET");
     }
+    TlsFiles tls = null;
+    if (o.get("tls-keystore").isPresent() || o.get("tls-keystore-password-file").isPresent()) {
+      tls = new TlsFiles(Path.of(o.get("tls-keystore").orElseThrow(() ->
+          new IllegalArgumentException(o.fullKey("tls-keystore") + " is required with "
+              + o.fullKey("tls-keystore-password-file")))),
+          Path.of(o.get("tls-keystore-password-file").orElseThrow(() ->
+              new IllegalArgumentException(o.fullKey("tls-keystore-password-file")
+                  + " is required with " + o.fullKey("tls-keystore")))));
+    }
     long memory = o.getBytes("max-request-memory", 512L << 20, 1 << 20, 1L << 40);
     return new ServerConfig(o.getString("bind", "127.0.0.1"),
         (int) o.getLong("port", 7400, 0, 65535), engine,
@@ -93,13 +109,13 @@ public record ServerConfig(String bind, int port, EngineConfig engine, int maxFr
         (int) o.getLong("threads", 8, 1, 1024), (int) o.getLong("max-inflight", 64, 1, 1 << 16),
         o.getDuration("idle-timeout", Duration.ofSeconds(60)), memory,
         o.getBytes("max-connection-memory", memory / 4, 1, memory),
-        o.getDuration("write-idle-timeout", Duration.ofSeconds(60)));
+        o.getDuration("write-idle-timeout", Duration.ofSeconds(60)), tls);
   }
 
   /** A server for tests: loopback, a free port, no secret. */
   public static ServerConfig local(EngineConfig engine) {
     return new ServerConfig("127.0.0.1", 0, engine, 80 << 20, null, 8, 64,
-        Duration.ofSeconds(60), 512L << 20, 128L << 20, Duration.ofSeconds(60));
+        Duration.ofSeconds(60), 512L << 20, 128L << 20, Duration.ofSeconds(60), null);
   }
 
   /**
@@ -109,7 +125,7 @@ public record ServerConfig(String bind, int port, EngineConfig engine, int maxFr
   public static ServerConfig inJvm(EngineConfig engine) {
     return new ServerConfig(Transport.IN_JVM + "tyr-" + java.util.UUID.randomUUID(), 0, engine,
         80 << 20, null, 8, 64, Duration.ofSeconds(60), 512L << 20, 128L << 20,
-        Duration.ofSeconds(60));
+        Duration.ofSeconds(60), null);
   }
 
   public boolean inJvm() {
@@ -118,27 +134,32 @@ public record ServerConfig(String bind, int port, EngineConfig engine, int maxFr
 
   public ServerConfig withSecret(byte[] s) {
     return new ServerConfig(bind, port, engine, maxFrameBytes, s, threads, maxInFlight,
-        idleTimeout, maxRequestMemory, maxConnectionMemory, writeIdleTimeout);
+        idleTimeout, maxRequestMemory, maxConnectionMemory, writeIdleTimeout, tls);
   }
 
   public ServerConfig withMaxFrameBytes(int bytes) {
     return new ServerConfig(bind, port, engine, bytes, secret, threads, maxInFlight,
-        idleTimeout, maxRequestMemory, maxConnectionMemory, writeIdleTimeout);
+        idleTimeout, maxRequestMemory, maxConnectionMemory, writeIdleTimeout, tls);
   }
 
   public ServerConfig withIdleTimeout(Duration d) {
     return new ServerConfig(bind, port, engine, maxFrameBytes, secret, threads, maxInFlight, d,
-        maxRequestMemory, maxConnectionMemory, writeIdleTimeout);
+        maxRequestMemory, maxConnectionMemory, writeIdleTimeout, tls);
   }
 
   /** The server-wide budget; each connection's share stays a quarter of it. */
   public ServerConfig withMaxRequestMemory(long bytes) {
     return new ServerConfig(bind, port, engine, maxFrameBytes, secret, threads, maxInFlight,
-        idleTimeout, bytes, bytes / 4, writeIdleTimeout);
+        idleTimeout, bytes, bytes / 4, writeIdleTimeout, tls);
+  }
+
+  public ServerConfig withTls(TlsFiles files) {
+    return new ServerConfig(bind, port, engine, maxFrameBytes, secret, threads, maxInFlight,
+        idleTimeout, maxRequestMemory, maxConnectionMemory, writeIdleTimeout, files);
   }
 
   public ServerConfig withConnectionLimits(long maxConnectionBytes, Duration writeIdle) {
     return new ServerConfig(bind, port, engine, maxFrameBytes, secret, threads, maxInFlight,
-        idleTimeout, maxRequestMemory, maxConnectionBytes, writeIdle);
+        idleTimeout, maxRequestMemory, maxConnectionBytes, writeIdle, tls);
   }
 }

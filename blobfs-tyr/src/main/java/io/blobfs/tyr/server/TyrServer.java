@@ -3,6 +3,7 @@ package io.blobfs.tyr.server;
 import io.blobfs.tyr.engine.TyrEngine;
 import io.blobfs.tyr.protocol.FrameDecoder;
 import io.blobfs.tyr.protocol.FrameEncoder;
+import io.blobfs.tyr.protocol.Tls;
 import io.blobfs.tyr.protocol.Transport;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
@@ -10,6 +11,7 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.nio.NioEventLoopGroup;
+import io.netty.handler.ssl.SslContext;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.Closeable;
@@ -47,6 +49,15 @@ public final class TyrServer implements Closeable {
     TyrService service = new TyrService(engine, config.maxFrameBytes() - 64);
     memory = new RequestMemory(config.maxRequestMemory());
     Authenticator auth = new Authenticator(config.secret());
+    SslContext tls;
+    try {
+      tls = config.tls() == null ? null
+          : Tls.server(config.tls().keystore(), config.tls().passwordFile());
+    } catch (IOException e) {
+      shutdownThreads();
+      engine.close();
+      throw e;
+    }
     try {
       ServerBootstrap b = new ServerBootstrap().group(boss, io)
           .channel(Transport.serverChannel(config.bind()));
@@ -57,6 +68,9 @@ public final class TyrServer implements Closeable {
             @Override
             protected void initChannel(Channel ch) {
               FrameDecoder decoder = new FrameDecoder(config.maxFrameBytes(), false);
+              if (tls != null) {
+                ch.pipeline().addLast(tls.newHandler(ch.alloc()));
+              }
               ch.pipeline().addLast(
                   // Observing output: a slow reader making progress is not idle.
                   new IdleStateHandler(true, config.idleTimeout().toMillis(),
