@@ -74,6 +74,14 @@ public final class BlobFsConfiguration {
    * path a directory" costs a scan; an exclusive create still fails, at close.
    */
   public static final String CREATE_PERFORMANCE = "create.performance";
+  /**
+   * As S3A's {@code fs.s3a.downgrade.syncable.exceptions}: true (the default) makes
+   * hflush/hsync, which cannot publish or persist anything before close, a no-op with a
+   * warning, so that callers such as Spark's event log keep working; false makes them
+   * throw {@link UnsupportedOperationException}, for callers that must not believe their
+   * data durable when it is not.
+   */
+  public static final String DOWNGRADE_SYNCABLE_EXCEPTIONS = "downgrade.syncable.exceptions";
   /** Octal permission reported for every file and directory; there are no permissions. */
   public static final String PERMISSION = "permission";
   public static final String PERMISSION_DEFAULT = "777";
@@ -82,12 +90,13 @@ public final class BlobFsConfiguration {
   public static final Set<String> FS_SUFFIXES = Set.of(STRIPE_SIZE, WRITE_BUFFER_SIZE,
       WRITE_MAX_INFLIGHT, INLINE_THRESHOLD, DIRECTORY_MARKERS, LIST_PAGE_SIZE,
       READ_BUFFER_SIZE, READ_AHEAD, READ_RANDOM_MIN, READ_POLICY, PERMISSION,
-      CREATE_PERFORMANCE);
+      CREATE_PERFORMANCE, DOWNGRADE_SYNCABLE_EXCEPTIONS);
 
   /** Settings of one file-system instance, all validated. */
   public record Settings(String storeName, String storeType, String storeTypeKey,
       StoreOptions storeOptions, NamespaceOptions namespace, int readBufferSize,
-      long readAhead, int readRandomMin, ReadPolicy readPolicy, short permission) {}
+      long readAhead, int readRandomMin, ReadPolicy readPolicy, short permission,
+      boolean downgradeSyncableExceptions) {}
 
   /** The store type a profile names (or the default type), and the key it came from. */
   public static String[] storeType(String storeName, Configuration conf) {
@@ -159,7 +168,7 @@ public final class BlobFsConfiguration {
     NamespaceOptions ns = new NamespaceOptions(stripe, (int) buffer, Math.max(inflight, buffer),
         (int) inline, markers.equals("keep"), page, fs.getBoolean(CREATE_PERFORMANCE, false));
     return new Settings(storeName, type, typeKey, backend, ns, readBuffer, readAhead, randomMin,
-        policy, permission);
+        policy, permission, fs.getBoolean(DOWNGRADE_SYNCABLE_EXCEPTIONS, true));
   }
 
   /**

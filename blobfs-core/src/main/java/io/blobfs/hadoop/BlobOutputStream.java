@@ -19,9 +19,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Hadoop output stream over a {@link FileWriter}. Nothing is visible before
- * {@link #close()}; hflush/hsync cannot make it so and are accepted as no-ops with a
- * warning (as S3A does by default), so that tools which call them, such as Spark's
- * event log, keep working.
+ * {@link #close()}, so hflush/hsync cannot publish or persist anything: the stream
+ * declares neither capability and, as S3A does, either accepts them as no-ops with a
+ * warning (the default, so that tools which call them, such as Spark's event log, keep
+ * working) or, with {@code fs.blob.downgrade.syncable.exceptions=false}, throws
+ * {@link UnsupportedOperationException}.
  */
 final class BlobOutputStream extends OutputStream
     implements Syncable, StreamCapabilities, IOStatisticsSource, Abortable {
@@ -34,11 +36,13 @@ final class BlobOutputStream extends OutputStream
   private final IOStatisticsStore fsStats;
   private final FileSystem.Statistics hadoopStats;
   private final byte[] one = new byte[1];
+  private final boolean downgradeSyncable;
   private boolean closed;
 
   BlobOutputStream(FileWriter writer, org.apache.hadoop.fs.Path path, IOStatisticsStore fsStats,
-      FileSystem.Statistics hadoopStats) {
+      FileSystem.Statistics hadoopStats, boolean downgradeSyncable) {
     this.writer = writer;
+    this.downgradeSyncable = downgradeSyncable;
     this.path = path;
     this.fsStats = fsStats;
     this.hadoopStats = hadoopStats;
@@ -71,15 +75,19 @@ final class BlobOutputStream extends OutputStream
 
   @Override
   public void hflush() {
-    warnSync();
+    syncable("hflush");
   }
 
   @Override
   public void hsync() {
-    warnSync();
+    syncable("hsync");
   }
 
-  private static void warnSync() {
+  private void syncable(String call) {
+    if (!downgradeSyncable) {
+      throw new UnsupportedOperationException(call + " is not supported on " + path
+          + ": blob:// files become visible and durable only when closed");
+    }
     if (WARNED_SYNC.compareAndSet(false, true)) {
       LOG.warn("hflush/hsync on a blob:// stream does nothing: files become visible only "
           + "when closed");

@@ -8,12 +8,12 @@ import io.blobfs.tyr.client.ClientConfig;
 import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.engine.EngineConfig;
 import io.blobfs.tyr.engine.SyncPolicy;
+import io.blobfs.tyr.protocol.Transport;
+import io.blobfs.tyr.server.Authenticator;
 import io.blobfs.tyr.server.ServerConfig;
 import io.blobfs.tyr.server.TyrServer;
 import java.io.IOException;
 import java.net.InetAddress;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -28,7 +28,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * <pre>
  * fs.blob.store.NAME.type             tyr
  * fs.blob.store.NAME.address          host:port of the server (unless embedded)
- * fs.blob.store.NAME.embedded-dir     run a node inside this JVM on this directory instead
+ * fs.blob.store.NAME.embedded-dir     run a node inside this JVM on this directory instead,
+ *                                     reachable from this JVM only (no TCP port)
  * fs.blob.store.NAME.embedded-sync    always | interval | none   (default interval)
  * fs.blob.store.NAME.secret-file      file holding the shared secret, if the server wants one
  * fs.blob.store.NAME.connect-timeout  10s
@@ -37,6 +38,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * fs.blob.store.NAME.max-op-bytes     16m   reads and writes are split at this size
  * fs.blob.store.NAME.max-object-bytes 1t
  * fs.blob.store.NAME.max-key-bytes    1024  (the server's limit)
+ * fs.blob.store.NAME.tls-trust        PEM certificates to trust: TLS to the server
  * </pre>
  *
  * Clients are shared per address within a JVM (Spark opens many file systems), and an
@@ -55,6 +57,7 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
   public static final String MAX_OP_BYTES = "max-op-bytes";
   public static final String MAX_OBJECT_BYTES = "max-object-bytes";
   public static final String MAX_KEY_BYTES = "max-key-bytes";
+  public static final String TLS_TRUST = "tls-trust";
 
   private static final Map<Path, TyrServer> EMBEDDED = new ConcurrentHashMap<>();
   private static final Map<String, Shared> CLIENTS = new ConcurrentHashMap<>();
@@ -77,7 +80,7 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
   @Override
   public Set<String> optionKeys() {
     return Set.of(ADDRESS, EMBEDDED_DIR, EMBEDDED_SYNC, SECRET_FILE, CONNECT_TIMEOUT,
-        OP_TIMEOUT, CONNECTIONS, MAX_OP_BYTES, MAX_OBJECT_BYTES, MAX_KEY_BYTES);
+        OP_TIMEOUT, CONNECTIONS, MAX_OP_BYTES, MAX_OBJECT_BYTES, MAX_KEY_BYTES, TLS_TRUST);
   }
 
   @Override
@@ -87,8 +90,8 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
         o.getBytes(MAX_OBJECT_BYTES, 1L << 40, 4096, Long.MAX_VALUE), maxOp);
     byte[] secret = null;
     if (o.get(SECRET_FILE).isPresent()) {
-      secret = Files.readString(Path.of(o.get(SECRET_FILE).get()), StandardCharsets.UTF_8)
-          .strip().getBytes(StandardCharsets.UTF_8);
+      secret = Authenticator.readSecretFile(Path.of(o.get(SECRET_FILE).get()),
+          o.fullKey(SECRET_FILE));
     }
     String host;
     int port;
@@ -100,8 +103,8 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
       SyncPolicy sync = SyncPolicy.valueOf(o.getChoice(EMBEDDED_SYNC, "interval",
           List.of("always", "interval", "none")).toUpperCase(Locale.ROOT));
       TyrServer server = embedded(Path.of(o.get(EMBEDDED_DIR).get()), sync, secret);
-      host = "127.0.0.1";
-      port = server.port();
+      host = server.config().bind();
+      port = 0;
     } else {
       String address = o.get(ADDRESS).orElseThrow(() -> new IllegalArgumentException(
           o.fullKey(ADDRESS) + " (host:port) or " + o.fullKey(EMBEDDED_DIR)
@@ -123,7 +126,8 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
     ClientConfig config = new ClientConfig(host, port, secret,
         o.getDuration(CONNECT_TIMEOUT, Duration.ofSeconds(10)),
         o.getDuration(OP_TIMEOUT, Duration.ofSeconds(60)),
-        (int) o.getLong(CONNECTIONS, 2, 1, 64), maxOp + (1 << 20));
+        (int) o.getLong(CONNECTIONS, 2, 1, 64), maxOp + (1 << 20),
+        o.get(TLS_TRUST).map(Path::of).orElse(null));
     TyrClient client = acquire(config);
     return new TyrBlobStore(storeName, client, limits, List.of(hostName(host)),
         () -> release(config));
@@ -135,7 +139,7 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
     TyrServer server = EMBEDDED.get(key);
     if (server == null) {
       EngineConfig engine = EngineConfig.defaults(key).withSyncPolicy(sync);
-      server = TyrServer.start(ServerConfig.local(engine).withSecret(secret));
+      server = TyrServer.start(ServerConfig.inJvm(engine).withSecret(secret));
       EMBEDDED.put(key, server);
       TyrServer started = server;
       Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -149,10 +153,16 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
     return server;
   }
 
+  /** The node embedded on {@code dir} in this JVM, if any. */
+  static TyrServer embeddedNode(Path dir) {
+    return EMBEDDED.get(dir.toAbsolutePath().normalize());
+  }
+
   /** Configs are records holding an array, so they are keyed by value here. */
   private static String keyOf(ClientConfig c) {
     return c.address() + "|" + java.util.Arrays.hashCode(c.secret()) + "|" + c.connectTimeout()
-        + "|" + c.requestTimeout() + "|" + c.connections() + "|" + c.maxFrameBytes();
+        + "|" + c.requestTimeout() + "|" + c.connections() + "|" + c.maxFrameBytes() + "|"
+        + c.tlsTrust();
   }
 
   private static TyrClient acquire(ClientConfig config) {
@@ -175,6 +185,9 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
 
   /** The name schedulers know the node by: loopback becomes {@code localhost}. */
   private static String hostName(String host) {
+    if (Transport.inJvm(host)) {
+      return "localhost";
+    }
     try {
       InetAddress a = InetAddress.getByName(host);
       return a.isLoopbackAddress() ? "localhost" : a.getCanonicalHostName();

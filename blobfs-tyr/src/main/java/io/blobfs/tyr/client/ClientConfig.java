@@ -1,26 +1,34 @@
 package io.blobfs.tyr.client;
 
+import io.blobfs.tyr.protocol.Transport;
+import io.blobfs.tyr.server.Authenticator;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
 
 /**
  * Where a client connects and how long it waits.
  *
+ * @param host a host name or address, or {@code jvm:NAME} for a node in this JVM (see
+ *     {@link Transport}; the port is then ignored)
  * @param connectTimeout bound on connecting and the handshake
  * @param requestTimeout bound on each request once sent; a server that does not answer in
  *     time fails the call with {@code UNAVAILABLE}, never hangs it
  * @param connections connections kept to the server, used in turn (one connection already
  *     carries many requests at once; more spread the work over the server's I/O threads)
  * @param maxFrameBytes the server's frame limit: larger requests fail before being sent
+ * @param tlsTrust PEM certificates to trust, which turns TLS on (null: plain TCP)
  */
 public record ClientConfig(String host, int port, byte[] secret, Duration connectTimeout,
-    Duration requestTimeout, int connections, int maxFrameBytes) {
+    Duration requestTimeout, int connections, int maxFrameBytes, Path tlsTrust) {
 
   public ClientConfig {
     Objects.requireNonNull(host, "host");
     Objects.requireNonNull(connectTimeout, "connectTimeout");
     Objects.requireNonNull(requestTimeout, "requestTimeout");
-    if (port < 1 || port > 65535 || connections < 1 || maxFrameBytes < 4096) {
+    secret = Authenticator.checked(secret, "the Týr client's secret");
+    boolean portOk = Transport.inJvm(host) || (port >= 1 && port <= 65535);
+    if (!portOk || connections < 1 || maxFrameBytes < 4096) {
       throw new IllegalArgumentException("bad client settings: port " + port
           + ", connections " + connections + ", max frame " + maxFrameBytes);
     }
@@ -28,29 +36,35 @@ public record ClientConfig(String host, int port, byte[] secret, Duration connec
 
   public static ClientConfig of(String host, int port) {
     return new ClientConfig(host, port, null, Duration.ofSeconds(10), Duration.ofSeconds(60),
-        2, 80 << 20);
+        2, 80 << 20, null);
   }
 
   public ClientConfig withSecret(byte[] s) {
     return new ClientConfig(host, port, s, connectTimeout, requestTimeout, connections,
-        maxFrameBytes);
+        maxFrameBytes, tlsTrust);
   }
 
   public ClientConfig withTimeouts(Duration connect, Duration request) {
-    return new ClientConfig(host, port, secret, connect, request, connections, maxFrameBytes);
+    return new ClientConfig(host, port, secret, connect, request, connections, maxFrameBytes,
+        tlsTrust);
   }
 
   public ClientConfig withConnections(int n) {
     return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, n,
-        maxFrameBytes);
+        maxFrameBytes, tlsTrust);
   }
 
   public ClientConfig withMaxFrameBytes(int n) {
     return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, connections,
-        n);
+        n, tlsTrust);
+  }
+
+  public ClientConfig withTlsTrust(Path pem) {
+    return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, connections,
+        maxFrameBytes, pem);
   }
 
   public String address() {
-    return host + ":" + port;
+    return Transport.inJvm(host) ? host : host + ":" + port;
   }
 }

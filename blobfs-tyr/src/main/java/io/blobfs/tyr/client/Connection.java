@@ -12,12 +12,17 @@ import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.DecoderException;
+import io.netty.handler.ssl.SslHandshakeCompletionEvent;
 import io.netty.util.concurrent.ScheduledFuture;
+import java.security.MessageDigest;
+import java.security.SecureRandom;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import javax.net.ssl.SSLException;
 
 /**
  * One client connection: the handshake, and the requests in flight on it, matched to
@@ -25,6 +30,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * every request on it fails at once with {@link ErrorCode#UNAVAILABLE}.
  */
 final class Connection extends ChannelInboundHandlerAdapter {
+  private static final SecureRandom RANDOM = new SecureRandom();
   private final ClientConfig config;
   private final AtomicLong ids = new AtomicLong();
   private final Map<Long, Call> calls = new ConcurrentHashMap<>();
@@ -122,27 +128,58 @@ final class Connection extends ChannelInboundHandlerAdapter {
     }
   }
 
+  /**
+   * Proves the secret to the server and, with a secret, demands the server's proof in
+   * return: a client that has a secret talks only to a server that knows it, never to
+   * whoever answers "no authentication required".
+   */
   private void handshake(ChannelHandlerContext ctx, Messages.Challenge challenge) {
+    byte[] secret = config.secret();
     byte[] proof = new byte[0];
-    if (challenge.authRequired()) {
-      if (config.secret() == null) {
-        ready.completeExceptionally(new TyrException(ErrorCode.UNAUTHENTICATED,
-            "Týr server " + config.address() + " requires a shared secret and none is set"));
-        ctx.close();
+    byte[] clientNonce = new byte[0];
+    if (secret != null) {
+      if (!challenge.authRequired()) {
+        refuse(ctx, "Týr server " + config.address() + " says it requires no secret, but "
+            + "this client has one: refusing a server that cannot prove it knows it");
         return;
       }
-      proof = Authenticator.prove(config.secret(), challenge.nonce());
+      clientNonce = new byte[32];
+      RANDOM.nextBytes(clientNonce);
+      proof = Authenticator.clientProof(secret, challenge.nonce());
+    } else if (challenge.authRequired()) {
+      refuse(ctx, "Týr server " + config.address() + " requires a shared secret and none "
+          + "is set");
+      return;
     }
-    Request hello = new Request.Hello(proof);
+    byte[] expected = secret == null ? null
+        : Authenticator.serverProof(secret, challenge.nonce(), clientNonce);
+    Request hello = new Request.Hello(proof, clientNonce);
     send(Opcode.HELLO, Messages.encode(hello, ctx.alloc())).whenComplete((f, err) -> {
       if (err != null) {
         ready.completeExceptionally(err);
         ctx.close();
-      } else {
+        return;
+      }
+      byte[] answer;
+      try {
+        answer = Messages.decodeHelloAnswer(f.payload());
+      } catch (RuntimeException malformed) {
+        answer = new byte[0];
+      } finally {
         f.release();
+      }
+      if (expected != null && !MessageDigest.isEqual(expected, answer)) {
+        refuse(ctx, "Týr server " + config.address() + " did not prove it knows the "
+            + "shared secret: wrong server, or a wrong secret on one side");
+      } else {
         ready.complete(this);
       }
     });
+  }
+
+  private void refuse(ChannelHandlerContext ctx, String why) {
+    ready.completeExceptionally(new TyrException(ErrorCode.UNAUTHENTICATED, why));
+    ctx.close();
   }
 
   @Override
@@ -156,8 +193,29 @@ final class Connection extends ChannelInboundHandlerAdapter {
     ctx.fireChannelInactive();
   }
 
+  /** A failed TLS handshake says the server could not be trusted: say so, not "closed". */
+  @Override
+  public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+    if (evt instanceof SslHandshakeCompletionEvent e && !e.isSuccess()) {
+      tlsFailed(ctx, e.cause());
+      return;
+    }
+    ctx.fireUserEventTriggered(evt);
+  }
+
   @Override
   public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+    Throwable root = cause instanceof DecoderException && cause.getCause() != null
+        ? cause.getCause() : cause;
+    if (root instanceof SSLException) {
+      tlsFailed(ctx, root);
+    }
+    ctx.close();
+  }
+
+  private void tlsFailed(ChannelHandlerContext ctx, Throwable cause) {
+    ready.completeExceptionally(new TyrException(ErrorCode.UNAUTHENTICATED,
+        "TLS with Týr server " + config.address() + " failed: " + cause.getMessage(), cause));
     ctx.close();
   }
 

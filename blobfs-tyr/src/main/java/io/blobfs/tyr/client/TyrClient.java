@@ -14,21 +14,24 @@ import io.blobfs.tyr.protocol.FrameDecoder;
 import io.blobfs.tyr.protocol.FrameEncoder;
 import io.blobfs.tyr.protocol.Messages;
 import io.blobfs.tyr.protocol.Request;
+import io.blobfs.tyr.protocol.Tls;
+import io.blobfs.tyr.protocol.Transport;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.nio.NioEventLoopGroup;
-import io.netty.channel.socket.SocketChannel;
-import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -47,14 +50,23 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class TyrClient implements Closeable {
   private final ClientConfig config;
+  private final SslContext tls;
   private final EventLoopGroup group;
   private final ByteBufAllocator alloc = PooledByteBufAllocator.DEFAULT;
   private final Connection[] slots;
   private final AtomicInteger next = new AtomicInteger();
   private volatile boolean closed;
 
+  /**
+   * @throws UncheckedIOException if TLS is asked for and its certificates cannot be read
+   */
   public TyrClient(ClientConfig config) {
     this.config = config;
+    try {
+      this.tls = config.tlsTrust() == null ? null : Tls.client(config.tlsTrust());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
     this.group = new NioEventLoopGroup(Math.min(config.connections(), 4),
         new DefaultThreadFactory("tyr-client", true));
     this.slots = new Connection[config.connections()];
@@ -284,17 +296,24 @@ public final class TyrClient implements Closeable {
   private Connection connect() {
     Connection conn = new Connection(config);
     long timeoutMs = config.connectTimeout().toMillis();
-    ChannelFuture cf = new Bootstrap().group(group).channel(NioSocketChannel.class)
-        .option(ChannelOption.TCP_NODELAY, true)
-        .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(timeoutMs, 600_000))
-        .handler(new ChannelInitializer<SocketChannel>() {
+    Bootstrap b = new Bootstrap().group(group).channel(Transport.channel(config.host()));
+    SslContext tls = this.tls;
+    if (!Transport.inJvm(config.host())) {
+      b.option(ChannelOption.TCP_NODELAY, true)
+          .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(timeoutMs, 600_000));
+    }
+    ChannelFuture cf = b.handler(new ChannelInitializer<Channel>() {
           @Override
-          protected void initChannel(SocketChannel ch) {
+          protected void initChannel(Channel ch) {
+            if (tls != null) {
+              ch.pipeline().addLast(Tls.clientHandler(tls, ch.alloc(), config.host(),
+                  config.port()));
+            }
             ch.pipeline().addLast(new FrameDecoder(config.maxFrameBytes(), true, true),
                 FrameEncoder.INSTANCE, conn);
           }
         })
-        .connect(config.host(), config.port());
+        .connect(Transport.address(config.host(), config.port()));
     cf.addListener(f -> {
       if (!f.isSuccess()) {
         conn.ready.completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,

@@ -61,7 +61,9 @@ final class Checkpoint {
       Collection<BlobState> blobs, long keep) throws IOException {
     Path tmp = dir.resolve("checkpoint.tmp");
     CRC32C crc = new CRC32C();
-    try (OutputStream file = Files.newOutputStream(tmp);
+    Files.deleteIfExists(tmp); // a crash's leftover, perhaps of another mode
+    try (OutputStream file = java.nio.channels.Channels.newOutputStream(OwnerOnly.open(tmp,
+            StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE));
         DataOutputStream out = new DataOutputStream(new CheckedOutputStream(
             new BufferedOutputStream(file, 1 << 16), crc))) {
       out.writeInt(MAGIC);

@@ -78,7 +78,7 @@ public final class TyrEngine implements Closeable {
 
   private TyrEngine(EngineConfig config) throws IOException {
     this.config = config;
-    Files.createDirectories(config.directory());
+    OwnerOnly.createDirectories(config.directory());
     List<Checkpoint.Loaded> checkpoints = Checkpoint.loadNewest(config.directory(), 2);
     WriteAheadLog.Position start = new WriteAheadLog.Position(1, 0);
     long startVersion = 0;

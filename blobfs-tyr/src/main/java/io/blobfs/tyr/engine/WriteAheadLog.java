@@ -77,7 +77,7 @@ final class WriteAheadLog implements Closeable {
    */
   static WriteAheadLog open(Path dir, long segmentBytes, Position start, long startVersion,
       Replay replay) throws IOException {
-    Files.createDirectories(dir);
+    OwnerOnly.createDirectories(dir);
     WriteAheadLog log = new WriteAheadLog(dir, segmentBytes);
     log.lastVersion = startVersion;
     try {
@@ -354,7 +354,7 @@ final class WriteAheadLog implements Closeable {
   }
 
   private FileChannel openChannel(long id) throws IOException {
-    FileChannel ch = FileChannel.open(segmentPath(id), StandardOpenOption.CREATE,
+    FileChannel ch = OwnerOnly.open(segmentPath(id), StandardOpenOption.CREATE,
         StandardOpenOption.READ, StandardOpenOption.WRITE);
     channels.put(id, ch);
     return ch;

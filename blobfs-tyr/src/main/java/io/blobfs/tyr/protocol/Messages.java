@@ -61,8 +61,9 @@ public final class Messages {
    */
   public static ByteBuf encode(Request r, ByteBufAllocator alloc) {
     if (r instanceof Request.Hello h) {
-      return alloc.buffer(2 + h.proof().length).writeShort(h.proof().length)
-          .writeBytes(h.proof());
+      return alloc.buffer(4 + h.proof().length + h.clientNonce().length)
+          .writeShort(h.proof().length).writeBytes(h.proof())
+          .writeShort(h.clientNonce().length).writeBytes(h.clientNonce());
     } else if (r instanceof Request.Stat s) {
       return writeString(alloc.buffer(), s.key());
     } else if (r instanceof Request.Read rd) {
@@ -84,7 +85,8 @@ public final class Messages {
   public static Request decodeRequest(int opcode, ByteBuf in) throws MalformedFrameException {
     try {
       Request r = switch (opcode) {
-        case Opcode.HELLO -> new Request.Hello(readBytes(in, in.readUnsignedShort()));
+        case Opcode.HELLO -> new Request.Hello(readBytes(in, in.readUnsignedShort()),
+            in.isReadable() ? readBytes(in, in.readUnsignedShort()) : new byte[0]);
         case Opcode.STAT -> new Request.Stat(readString(in));
         case Opcode.READ -> new Request.Read(readString(in), in.readLong(), in.readInt());
         case Opcode.COMMIT -> new Request.Commit(decodeTx(in));
@@ -300,6 +302,15 @@ public final class Messages {
   }
 
   public record Challenge(boolean authRequired, byte[] nonce) {}
+
+  /** The answer to a HELLO: the server's proof of the secret, empty if it has none. */
+  public static ByteBuf encodeHelloAnswer(byte[] proof, ByteBufAllocator alloc) {
+    return alloc.buffer(2 + proof.length).writeShort(proof.length).writeBytes(proof);
+  }
+
+  public static byte[] decodeHelloAnswer(ByteBuf in) {
+    return in.readableBytes() < 2 ? new byte[0] : readBytes(in, in.readUnsignedShort());
+  }
 
   public static Challenge decodeChallenge(ByteBuf in) {
     boolean required = in.readBoolean();

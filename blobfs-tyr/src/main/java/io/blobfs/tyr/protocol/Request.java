@@ -5,8 +5,11 @@ import io.blobfs.tyr.api.TxRequest;
 /** The requests a client sends, decoded from or encoded to frames by {@link Messages}. */
 public sealed interface Request {
 
-  /** Proof of the shared secret: HMAC-SHA256(secret, server nonce); empty if none. */
-  record Hello(byte[] proof) implements Request {}
+  /**
+   * Proof of the shared secret over the server's nonce (empty if none), and the client's
+   * own nonce, which the server proves the secret over in its answer.
+   */
+  record Hello(byte[] proof, byte[] clientNonce) implements Request {}
 
   record Stat(String key) implements Request {}
 

@@ -5,11 +5,12 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The bytes of requests the server holds (received, not yet answered), across all
- * connections. Over the budget, connections stop being read until answers free memory,
- * so many busy clients slow down instead of exhausting the server's memory. A connection
- * may still complete the one frame it was reading, so the bound is the budget plus one
- * frame per connection.
+ * The bytes of requests and answers the server holds (received, not yet written back),
+ * across all connections. Over the budget, connections stop being read until answers free
+ * memory, so many busy clients slow down instead of exhausting the server's memory. A
+ * connection may still complete the one frame it was reading, so the bound is the budget
+ * plus one frame per connection. Each connection's own share is bounded in
+ * {@link ServerHandler}.
  */
 final class RequestMemory {
   private final long budget;
@@ -47,6 +48,10 @@ final class RequestMemory {
     if (!overBudget() && paused.remove(h)) {
       h.memoryFreed(); // freed between the check and the registration
     }
+  }
+
+  long held() {
+    return held.get();
   }
 
   long peak() {

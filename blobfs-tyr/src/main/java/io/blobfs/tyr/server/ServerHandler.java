@@ -17,10 +17,13 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.handler.codec.DecoderException;
 import io.netty.handler.codec.TooLongFrameException;
+import io.netty.handler.timeout.IdleState;
 import io.netty.handler.timeout.IdleStateEvent;
 import java.io.IOException;
+import java.util.ArrayDeque;
 import java.security.SecureRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -33,8 +36,15 @@ import org.slf4j.LoggerFactory;
  * {@link TyrService} on the worker executor and answered in completion order. Anything
  * that cannot be parsed is answered with an error; anything after which the byte stream
  * cannot be trusted (an oversized or truncated frame, a failed handshake) also closes the
- * connection. A connection with too many requests in flight stops being read until some
- * complete, which bounds the memory one client can pin.
+ * connection.
+ *
+ * <p>Memory: every request and every answer (reads and scan pages alike) is counted in
+ * the server-wide {@link RequestMemory} until its answer has been written to the socket,
+ * and also in this connection's share. A connection at its share, or with too many
+ * requests in flight, stops being read; requests it had already sent wait in
+ * {@link #waiting}. So a client that stops reading its answers pins at most its share and
+ * every other connection goes on. A peer that takes none of its answers for the write
+ * idle timeout is cut off, which frees its share.
  */
 final class ServerHandler extends ChannelInboundHandlerAdapter {
   private static final Logger LOG = LoggerFactory.getLogger(ServerHandler.class);
@@ -44,19 +54,28 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
   private final Executor workers;
   private final Authenticator auth;
   private final int maxInFlight;
+  private final long maxHeld;
   private final FrameDecoder decoder;
   private final RequestMemory memory;
   private final byte[] nonce = new byte[32];
+  /** Requests received while the connection was at a limit, in arrival order. */
+  private final ArrayDeque<Waiting> waiting = new ArrayDeque<>();
   private boolean authenticated;
   private int inFlight;
+  /** Bytes of this connection's requests and answers in {@link #memory}. */
+  private long held;
+  private long waitingBytes;
   private ChannelHandlerContext ctx;
 
+  private record Waiting(Frame frame, Request request) {}
+
   ServerHandler(TyrService service, Executor workers, Authenticator auth, int maxInFlight,
-      FrameDecoder decoder, RequestMemory memory) {
+      long maxConnectionMemory, FrameDecoder decoder, RequestMemory memory) {
     this.service = service;
     this.workers = workers;
     this.auth = auth;
     this.maxInFlight = maxInFlight;
+    this.maxHeld = maxConnectionMemory;
     this.decoder = decoder;
     this.memory = memory;
   }
@@ -72,9 +91,39 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
    */
   private void updateAutoRead() {
     boolean memoryShort = memory.overBudget();
-    ctx.channel().config().setAutoRead(inFlight < maxInFlight && !memoryShort);
+    ctx.channel().config().setAutoRead(waiting.isEmpty() && roomForMore() && !memoryShort);
     if (memoryShort) {
       memory.waitFor(this);
+    }
+  }
+
+  private boolean roomForMore() {
+    return inFlight < maxInFlight && held < maxHeld;
+  }
+
+  private void hold(long bytes) {
+    memory.acquire(bytes);
+    held += bytes;
+  }
+
+  /** Runs on the event loop, as every change of {@link #held} does. */
+  private void free(long bytes) {
+    held -= bytes;
+    memory.release(bytes);
+    startWaiting();
+    updateAutoRead();
+  }
+
+  /**
+   * A connection holding nothing but its waiting requests may always start one, however
+   * large, so a frame bigger than the share still gets served.
+   */
+  private void startWaiting() {
+    while (!waiting.isEmpty() && ctx.channel().isActive()
+        && (roomForMore() || (inFlight == 0 && held == waitingBytes))) {
+      Waiting w = waiting.poll();
+      waitingBytes -= w.frame().payload().capacity();
+      dispatch(ctx, w.frame(), w.request());
     }
   }
 
@@ -90,6 +139,17 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
    */
   @Override
   public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+    if (evt instanceof IdleStateEvent e && e.state() == IdleState.WRITER_IDLE) {
+      // The idle handler observes output, so this fires only if answers are pending and
+      // none of their bytes left for the whole timeout: the peer stopped reading.
+      ChannelOutboundBuffer out = ctx.channel().unsafe().outboundBuffer();
+      if (out != null && out.totalPendingWriteBytes() > 0) {
+        LOG.info("closing {}: it took none of its {} pending answer bytes within the write "
+            + "idle timeout", ctx.channel().remoteAddress(), out.totalPendingWriteBytes());
+        ctx.close();
+      }
+      return;
+    }
     if (evt instanceof IdleStateEvent && (decoder.midFrame() || !authenticated)) {
       LOG.debug("closing {}: idle {}", ctx.channel().remoteAddress(),
           decoder.midFrame() ? "in the middle of a frame" : "before authenticating");
@@ -134,7 +194,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
           authenticated = true;
           decoder.trust();
           ctx.writeAndFlush(new Frame(Opcode.HELLO | Opcode.RESPONSE, frame.requestId(),
-              Unpooled.EMPTY_BUFFER));
+              Messages.encodeHelloAnswer(auth.answer(nonce, hello.clientNonce()),
+                  ctx.alloc())));
         } else {
           fatal(ctx, frame.requestId(), ErrorCode.UNAUTHENTICATED,
               "wrong or missing shared secret");
@@ -147,7 +208,11 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         return;
       }
       handedOff = true;
-      dispatch(ctx, frame, request);
+      hold(frame.payload().capacity());
+      waitingBytes += frame.payload().capacity();
+      waiting.add(new Waiting(frame, request));
+      startWaiting();
+      updateAutoRead();
     } finally {
       if (!handedOff) {
         frame.release();
@@ -164,13 +229,12 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     }
   }
 
+  /** The frame's payload is already held; a read also reserves the answer it asks for. */
   private void dispatch(ChannelHandlerContext ctx, Frame frame, Request request) {
-    // A read's answer will hold as much memory as it asks for.
-    long bytes = frame.payload().capacity()
-        + (request instanceof Request.Read r ? Math.max(0, r.length()) : 0);
-    memory.acquire(bytes);
+    long reserved = request instanceof Request.Read r ? Math.max(0, r.length()) : 0;
+    hold(reserved);
+    long bytes = frame.payload().capacity() + reserved;
     inFlight++;
-    updateAutoRead();
     long id = frame.requestId();
     int opcode = frame.opcode() | Opcode.RESPONSE;
     Runnable work = () -> {
@@ -192,8 +256,12 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         Frame answer = out;
         ctx.executor().execute(() -> {
           inFlight--;
-          ctx.writeAndFlush(answer).addListener(w -> memory.release(bytes));
-          updateAutoRead();
+          // The answer's real size replaces the reservation; until it is written, it
+          // counts, whether it is a read, a scan page or anything else.
+          long answerBytes = answer.payload().readableBytes();
+          hold(answerBytes);
+          free(bytes);
+          ctx.writeAndFlush(answer).addListener(w -> free(answerBytes));
         });
       });
     };
@@ -202,9 +270,23 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     } catch (java.util.concurrent.RejectedExecutionException shuttingDown) {
       frame.release();
       inFlight--;
+      held -= bytes;
       memory.release(bytes);
       fatal(ctx, id, ErrorCode.SERVER_ERROR, "the server is shutting down");
     }
+  }
+
+  /** Requests that never started are dropped with the connection, and their memory freed. */
+  @Override
+  public void channelInactive(ChannelHandlerContext ctx) {
+    for (Waiting w = waiting.poll(); w != null; w = waiting.poll()) {
+      long bytes = w.frame().payload().capacity();
+      w.frame().release();
+      held -= bytes;
+      waitingBytes -= bytes;
+      memory.release(bytes);
+    }
+    ctx.fireChannelInactive();
   }
 
   private static Frame success(int opcode, long id, Object result, ChannelHandlerContext ctx) {

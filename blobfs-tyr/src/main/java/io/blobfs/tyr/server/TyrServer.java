@@ -3,19 +3,21 @@ package io.blobfs.tyr.server;
 import io.blobfs.tyr.engine.TyrEngine;
 import io.blobfs.tyr.protocol.FrameDecoder;
 import io.blobfs.tyr.protocol.FrameEncoder;
+import io.blobfs.tyr.protocol.Tls;
+import io.blobfs.tyr.protocol.Transport;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.nio.NioEventLoopGroup;
-import io.netty.channel.socket.SocketChannel;
-import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.ssl.SslContext;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.Closeable;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.net.SocketAddress;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -47,22 +49,39 @@ public final class TyrServer implements Closeable {
     TyrService service = new TyrService(engine, config.maxFrameBytes() - 64);
     memory = new RequestMemory(config.maxRequestMemory());
     Authenticator auth = new Authenticator(config.secret());
+    SslContext tls;
     try {
-      listener = new ServerBootstrap().group(boss, io).channel(NioServerSocketChannel.class)
-          .childOption(ChannelOption.TCP_NODELAY, true)
-          .childHandler(new ChannelInitializer<SocketChannel>() {
+      tls = config.tls() == null ? null
+          : Tls.server(config.tls().keystore(), config.tls().passwordFile());
+    } catch (IOException e) {
+      shutdownThreads();
+      engine.close();
+      throw e;
+    }
+    try {
+      ServerBootstrap b = new ServerBootstrap().group(boss, io)
+          .channel(Transport.serverChannel(config.bind()));
+      if (!config.inJvm()) {
+        b.childOption(ChannelOption.TCP_NODELAY, true);
+      }
+      listener = b.childHandler(new ChannelInitializer<Channel>() {
             @Override
-            protected void initChannel(SocketChannel ch) {
+            protected void initChannel(Channel ch) {
               FrameDecoder decoder = new FrameDecoder(config.maxFrameBytes(), false);
+              if (tls != null) {
+                ch.pipeline().addLast(tls.newHandler(ch.alloc()));
+              }
               ch.pipeline().addLast(
-                  new IdleStateHandler(config.idleTimeout().toMillis(), 0, 0,
-                      TimeUnit.MILLISECONDS),
+                  // Observing output: a slow reader making progress is not idle.
+                  new IdleStateHandler(true, config.idleTimeout().toMillis(),
+                      config.writeIdleTimeout().toMillis(), 0, TimeUnit.MILLISECONDS),
                   decoder, FrameEncoder.INSTANCE,
-                  new ServerHandler(service, workers, auth, config.maxInFlight(), decoder,
-                      memory));
+                  new ServerHandler(service, workers, auth, config.maxInFlight(),
+                      config.maxConnectionMemory(), decoder, memory));
             }
           })
-          .bind(config.bind(), config.port()).syncUninterruptibly().channel();
+          .bind(Transport.address(config.bind(), config.port())).syncUninterruptibly()
+          .channel();
     } catch (RuntimeException e) {
       shutdownThreads();
       engine.close();
@@ -77,12 +96,16 @@ public final class TyrServer implements Closeable {
     return new TyrServer(config);
   }
 
-  public InetSocketAddress address() {
-    return (InetSocketAddress) listener.localAddress();
+  /** Where it listens: an {@code InetSocketAddress}, or a {@code LocalAddress} in-JVM. */
+  public SocketAddress address() {
+    return listener.localAddress();
   }
 
   public int port() {
-    return address().getPort();
+    if (address() instanceof InetSocketAddress a) {
+      return a.getPort();
+    }
+    throw new IllegalStateException("the Týr node at " + address() + " has no TCP port");
   }
 
   public TyrEngine engine() {
@@ -96,6 +119,11 @@ public final class TyrServer implements Closeable {
   /** The most request and answer bytes held at once since start (bounded by the budget). */
   public long peakRequestMemory() {
     return memory.peak();
+  }
+
+  /** Request and answer bytes held now, across all connections. */
+  public long heldRequestMemory() {
+    return memory.held();
   }
 
   /** Stops listening, lets running requests finish, then closes the engine cleanly. */

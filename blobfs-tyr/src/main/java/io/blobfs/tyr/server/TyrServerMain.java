@@ -3,6 +3,7 @@ package io.blobfs.tyr.server;
 import io.blobfs.store.StoreOptions;
 import java.io.IOException;
 import java.io.Reader;
+import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -45,7 +46,8 @@ public final class TyrServerMain {
         System.err.println("tyr-server: close failed: " + e);
       }
     }, "tyr-shutdown"));
-    System.out.println(READY + server.address().getHostString() + ":" + server.port());
+    System.out.println(READY + ((InetSocketAddress) server.address()).getHostString() + ":"
+        + server.port());
     System.out.flush();
     Thread.currentThread().join();
   }

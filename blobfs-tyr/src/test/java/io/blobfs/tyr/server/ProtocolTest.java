@@ -175,6 +175,67 @@ class ProtocolTest {
   }
 
   @Test
+  void aPeerThatStopsReadingPinsOnlyItsShareAndIsCutOff() throws Exception {
+    server.close();
+    server = TyrServer.start(ServerConfig.local(EngineConfig.defaults(dir))
+        .withMaxFrameBytes(2 << 20).withMaxRequestMemory(16 << 20)
+        .withConnectionLimits(4 << 20, Duration.ofSeconds(2)));
+    try (TyrClient good = new TyrClient(ClientConfig.of("127.0.0.1", server.port())
+        .withMaxFrameBytes(2 << 20).withConnections(1)
+        .withTimeouts(Duration.ofSeconds(2), Duration.ofSeconds(1)))) {
+      TyrClient.await(good.write("big", 0, ByteBuffer.allocate(1 << 20)));
+      try (RawConnection stalled = new RawConnection(server.port())) {
+        stalled.handshake();
+        // 64 MiB of answers asked for, four times the server's budget, and never read.
+        ByteBuffer read = ByteBuffer.allocate(2 + 3 + 8 + 4);
+        read.putShort((short) 3).put("big".getBytes(StandardCharsets.UTF_8)).putLong(0)
+            .putInt(1 << 20);
+        for (int i = 0; i < 64; i++) {
+          stalled.send(1, Opcode.READ, 100 + i, read.array());
+        }
+        Thread.sleep(300);
+        long t0 = System.nanoTime();
+        for (int i = 0; i < 10; i++) {
+          TyrClient.await(good.ping()); // each within the 1 s request timeout
+          assertEquals(1, TyrClient.await(good.read("big", 5, 1)).data().remaining());
+        }
+        assertThat(System.nanoTime() - t0).isLessThan(Duration.ofSeconds(2).toNanos());
+        assertThat(server.heldRequestMemory()).isLessThanOrEqualTo((4 << 20) + (1 << 20) * 2);
+        // Cut off after the 2 s write idle timeout (at most twice that: the idle check
+        // runs once per timeout), which frees all it held. Not a byte is read meanwhile.
+        long t1 = System.nanoTime();
+        while (server.heldRequestMemory() != 0
+            && System.nanoTime() - t1 < Duration.ofSeconds(10).toNanos()) {
+          Thread.sleep(20);
+        }
+        assertEquals(0, server.heldRequestMemory());
+        assertThat(System.nanoTime() - t1).isLessThan(Duration.ofSeconds(5).toNanos());
+        byte[] sink = new byte[1 << 16];
+        try {
+          while (stalled.in.read(sink) >= 0) {
+            // what it had been sent before the close is still in the socket buffers
+          }
+        } catch (java.net.SocketException reset) {
+          // closed with answers unsent, so the kernel resets the connection: also closed
+        }
+      }
+    }
+    assertServerStillServes();
+  }
+
+  @Test
+  void scanPagesCountInTheRequestMemory() throws IOException {
+    try (TyrClient c = client()) {
+      for (int i = 0; i < 10; i++) {
+        TyrClient.await(c.write("s/" + i, 0, ByteBuffer.allocate(100_000)));
+      }
+      assertThat(TyrClient.await(c.scan("s/", null, 10, 100_000)).keys()).hasSize(10);
+    }
+    assertThat(server.peakRequestMemory()).isGreaterThanOrEqualTo(1_000_000);
+    assertEquals(0, server.heldRequestMemory());
+  }
+
+  @Test
   void badFramesGetErrorsAndTheServerLivesOn() throws IOException {
     try (RawConnection raw = new RawConnection(server.port())) {
       raw.handshake();
