@@ -1,7 +1,6 @@
 package io.blobfs.namespace;
 
 import io.blobfs.store.BlobAlreadyExistsException;
-import io.blobfs.store.BlobMutation;
 import io.blobfs.store.BlobNotFoundException;
 import io.blobfs.store.BlobStore;
 import io.blobfs.store.Futures;
@@ -39,12 +38,14 @@ public final class BlobNamespace {
    * before it reports the conflict: enough for a few racing writers, bounded so that a
    * caller under a storm of changes gets an answer.
    */
-  private static final int RACE_ATTEMPTS = 5;
+  static final int RACE_ATTEMPTS = 5;
 
   private final StoreCalls calls;
   private final KeyLayout layout;
   private final NamespaceOptions options;
   private final PendingDirectories pending = new PendingDirectories();
+  private final Deleter deleter = new Deleter(this);
+  private final Renamer renamer = new Renamer(this);
 
   public BlobNamespace(BlobStore store, NamespaceOptions options, StoreCallCounters counters) {
     StoreLimits limits = store.limits();
@@ -92,7 +93,7 @@ public final class BlobNamespace {
   }
 
   /** A directory exists while a marker or any name lies under its prefix. */
-  private boolean isDirectory(FsPath path) throws IOException {
+  boolean isDirectory(FsPath path) throws IOException {
     return path.isRoot()
         || !calls.firstKeys(layout.dirPrefix(path), 1).isEmpty();
   }
@@ -256,270 +257,24 @@ public final class BlobNamespace {
   /**
    * Deletes a file or directory; a non-empty directory needs {@code recursive}. A
    * recursive delete of a non-empty root deletes nothing and returns false, as S3A does,
-   * so that a stray "rm -r /" loses no data.
-   *
-   * <p>A name is deleted only if it still holds the record read, and a file's data only
-   * once the name that held it is gone: a file renamed away meanwhile keeps its data, and
-   * one replaced meanwhile is read again and deleted as it is now.
+   * so that a stray "rm -r /" loses no data. See {@link Deleter}.
    */
   public boolean delete(FsPath path, boolean recursive) throws IOException {
-    layout.checkPath(path);
-    if (path.isRoot()) {
-      boolean empty = calls.firstKeys(layout.dirPrefix(path), 1).isEmpty();
-      if (empty) {
-        return true;
-      }
-      if (!recursive) {
-        throw new DirectoryNotEmptyException("/");
-      }
-      return false;
-    }
-    String key = layout.recordKey(path);
-    for (int attempt = 1; ; attempt++) {
-      Optional<VersionedRecord> file = readRecord(key, false);
-      if (file.isPresent()) {
-        try {
-          calls.deleteIfVersion(key, file.get().version());
-        } catch (TransactionConflictException lost) {
-          if (attempt < RACE_ATTEMPTS) {
-            continue;
-          }
-          throw lostRace("delete " + path, lost);
-        }
-        deleteData(file.get().record());
-        break;
-      }
-      if (!pending.covers(path) && !isDirectory(path)) {
-        return false;
-      }
-      if (!recursive && !pending.childNames(path).isEmpty()) {
-        throw new DirectoryNotEmptyException(path.toString());
-      }
-      deleteDirectory(path, recursive);
-      break;
-    }
-    pending.removeAtOrUnder(path);
-    keepVisible(path.parent());
-    return true;
-  }
-
-  private void deleteDirectory(FsPath path, boolean recursive) throws IOException {
-    String prefix = layout.dirPrefix(path);
-    if (!recursive) {
-      for (String key : calls.firstKeys(prefix, 2)) {
-        if (!key.equals(prefix)) {
-          throw new DirectoryNotEmptyException(path.toString());
-        }
-      }
-      calls.delete(prefix);
-      return;
-    }
-    for (int attempt = 1; ; attempt++) {
-      TransactionConflictException lost = deleteAllUnder(prefix);
-      if (lost == null) {
-        return;
-      }
-      if (attempt == RACE_ATTEMPTS) {
-        throw lostRace("delete " + path, lost);
-      }
-    }
+    return deleter.delete(path, recursive);
   }
 
   /**
-   * One pass of a recursive delete: each name goes only if it still holds the record read,
-   * and data only with its name. Returns the conflict if a name changed after it was read
-   * (the pass is then to be repeated on what is there now), else null.
-   */
-  private TransactionConflictException deleteAllUnder(String prefix) throws IOException {
-    List<BlobMutation.Delete> deletes = new ArrayList<>();
-    List<FileRecord> files = new ArrayList<>();
-    for (String key : scanAll(prefix)) {
-      if (KeyLayout.isMarker(key)) {
-        deletes.add(new BlobMutation.Delete(key, BlobMutation.ANY_VERSION));
-        files.add(null);
-        continue;
-      }
-      Optional<VersionedRecord> read = readRecord(key, false);
-      if (read.isPresent()) {
-        deletes.add(new BlobMutation.Delete(key, read.get().version()));
-        files.add(read.get().record());
-      }
-    }
-    List<FileRecord> gone = new ArrayList<>(files.size());
-    TransactionConflictException lost = null;
-    if (calls.transactional()) {
-      try {
-        calls.commit(List.copyOf(deletes));
-        gone = files;
-      } catch (TransactionConflictException e) {
-        return e;
-      }
-    } else {
-      for (int i = 0; i < deletes.size(); i++) {
-        BlobMutation.Delete d = deletes.get(i);
-        if (d.ifVersion() == BlobMutation.ANY_VERSION) {
-          calls.delete(d.key());
-          continue;
-        }
-        try {
-          calls.deleteIfVersion(d.key(), d.ifVersion());
-          gone.add(files.get(i));
-        } catch (TransactionConflictException e) {
-          lost = e;
-        }
-      }
-    }
-    for (FileRecord file : gone) {
-      if (file != null) {
-        deleteData(file);
-      }
-    }
-    return lost;
-  }
-
-  /**
-   * Renames without moving data: a file's record is written under the new name and the
-   * old one removed; a directory's records likewise, in one transaction where the store
-   * has them. Follows HDFS: into an existing directory the source keeps its name;
-   * a missing source, an existing destination file, a source above its destination, or
-   * (with markers kept) a missing destination parent make it return false.
-   *
-   * <p>A record is moved only if the source still holds it when the move applies. A source
-   * renamed away or replaced after it was read makes the rename fail with an IOException
-   * ("conflicted ... retry") and change nothing: without transactions, the copy already
-   * put at the destination is taken back.
+   * Renames without moving data, as HDFS does: into an existing directory the source keeps
+   * its name; a missing source, an existing destination file, a source above its
+   * destination, or (with markers kept) a missing destination parent make it return
+   * false. See {@link Renamer}.
    */
   public boolean rename(FsPath src, FsPath dst) throws IOException {
-    layout.checkPath(src);
-    layout.checkPath(dst);
-    if (src.isRoot()) {
-      return false;
-    }
-    Optional<FileInfo> found = probe(src);
-    if (found.isEmpty()) {
-      return false;
-    }
-    FileInfo srcInfo = found.get();
-    if (src.equals(dst)) {
-      return srcInfo.isFile();
-    }
-    if (dst.isAtOrUnder(src)) {
-      return false;
-    }
-    FsPath target = dst;
-    Optional<FileInfo> dstInfo = probe(dst);
-    if (dstInfo.isPresent()) {
-      if (dstInfo.get().isFile()) {
-        return false;
-      }
-      target = dst.child(src.name());
-      layout.checkPath(target);
-      if (probe(target).isPresent()) {
-        return false;
-      }
-    } else if (!dst.parent().isRoot() && !dst.parent().equals(src.parent())) {
-      Optional<FileInfo> parent = probe(dst.parent());
-      if (parent.isPresent() ? parent.get().isFile() : options.keepDirectoryMarkers()) {
-        return false;
-      }
-    }
-    if (srcInfo.isFile()) {
-      renameFile(src, target);
-    } else {
-      renameDirectory(src, target);
-      pending.rename(src, target);
-    }
-    keepVisible(src.parent());
-    return true;
-  }
-
-  private void renameFile(FsPath src, FsPath dst) throws IOException {
-    String from = layout.recordKey(src);
-    String to = layout.recordKey(dst);
-    VersionedRecord read = readRecord(from, true)
-        .orElseThrow(() -> new FileNotFoundException("renamed away meanwhile: " + src));
-    if (calls.transactional()) {
-      commitOrExplain(List.of(new BlobMutation.Put(to, read.record().encode(), PutMode.CREATE),
-          new BlobMutation.Delete(from, read.version())), src, dst);
-      return;
-    }
-    moveRecord(from, to, read, src, dst);
-  }
-
-  /**
-   * Without transactions, the order that never loses data: the destination is created
-   * first, then the source deleted if it still holds what was read. If it does not, the
-   * destination names a record that may no longer be live (its data deleted by an
-   * overwrite, or now named by another rename), so it is taken back before the failure
-   * is reported.
-   */
-  private void moveRecord(String from, String to, VersionedRecord read, FsPath src,
-      FsPath dst) throws IOException {
-    try {
-      calls.put(to, read.record().encode(), PutMode.CREATE);
-    } catch (BlobAlreadyExistsException e) {
-      throw new FileAlreadyExistsException(dst.toString(), null, "created meanwhile");
-    }
-    try {
-      calls.deleteIfVersion(from, read.version());
-    } catch (TransactionConflictException lost) {
-      Optional<VersionedRecord> copy = readRecord(to, false);
-      if (copy.isPresent() && copy.get().record().fileId().equals(read.record().fileId())) {
-        try {
-          calls.deleteIfVersion(to, copy.get().version());
-        } catch (TransactionConflictException replaced) {
-          lost.addSuppressed(replaced); // a newer file is there now: not ours to remove
-        }
-      }
-      throw lostRace("rename " + src + " to " + dst, lost);
-    }
-  }
-
-  private void renameDirectory(FsPath src, FsPath dst) throws IOException {
-    List<String> names = scanAll(layout.dirPrefix(src));
-    List<String[]> moves = new ArrayList<>(names.size());
-    for (String key : names) {
-      FsPath moved = layout.pathOf(key).rebase(src, dst);
-      // Every new key is checked before anything changes: bad input changes nothing.
-      moves.add(new String[] {key,
-          KeyLayout.isMarker(key) ? layout.dirPrefix(moved) : layout.recordKey(moved)});
-    }
-    List<BlobMutation> mutations = new ArrayList<>(2 * moves.size());
-    List<VersionedRecord> reads = new ArrayList<>(moves.size());
-    for (String[] move : moves) {
-      Optional<VersionedRecord> read = readRecord(move[0], true);
-      if (read.isEmpty()) {
-        reads.add(null);
-        continue; // deleted since the scan
-      }
-      reads.add(read.get());
-      mutations.add(new BlobMutation.Put(move[1], read.get().record().encode(), PutMode.CREATE));
-      mutations.add(new BlobMutation.Delete(move[0], read.get().version()));
-    }
-    if (calls.transactional()) {
-      commitOrExplain(mutations, src, dst);
-      return;
-    }
-    for (int i = 0; i < moves.size(); i++) {
-      if (reads.get(i) != null) {
-        String[] move = moves.get(i);
-        moveRecord(move[0], move[1], reads.get(i), layout.pathOf(move[0]),
-            layout.pathOf(move[1]));
-      }
-    }
-  }
-
-  private void commitOrExplain(List<BlobMutation> mutations, FsPath src, FsPath dst)
-      throws IOException {
-    try {
-      calls.commit(mutations);
-    } catch (TransactionConflictException e) {
-      throw lostRace("rename " + src + " to " + dst, e);
-    }
+    return renamer.rename(src, dst);
   }
 
   /** The answer to a mutation that found what it read changed, and applied nothing. */
-  private static IOException lostRace(String what, TransactionConflictException e) {
+  static IOException lostRace(String what, TransactionConflictException e) {
     return new IOException(what + " conflicted with a concurrent change and was not applied;"
         + " retry", e);
   }
@@ -743,7 +498,7 @@ public final class BlobNamespace {
   }
 
   /** With markers kept, an emptied directory stays visible, as in HDFS. */
-  private void keepVisible(FsPath dir) throws IOException {
+  void keepVisible(FsPath dir) throws IOException {
     if (options.keepDirectoryMarkers() && dir != null && !dir.isRoot()
         && !isDirectory(dir)) {
       putMarker(dir);

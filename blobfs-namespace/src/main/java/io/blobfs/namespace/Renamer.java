@@ -1,0 +1,158 @@
+package io.blobfs.namespace;
+
+import io.blobfs.store.BlobAlreadyExistsException;
+import io.blobfs.store.BlobMutation;
+import io.blobfs.store.PutMode;
+import io.blobfs.store.TransactionConflictException;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.nio.file.FileAlreadyExistsException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Renames without moving data: a file's record is written under the new name and the old
+ * one removed; a directory's records likewise, in one transaction where the store has
+ * them. A record is moved only if the source still holds it when the move applies. A
+ * source renamed away or replaced after it was read makes the rename fail with an
+ * IOException ("conflicted ... retry") and change nothing: without transactions, the copy
+ * already put at the destination is taken back.
+ */
+final class Renamer {
+  private final BlobNamespace ns;
+
+  Renamer(BlobNamespace ns) {
+    this.ns = ns;
+  }
+
+  /** {@link BlobNamespace#rename}. */
+  boolean rename(FsPath src, FsPath dst) throws IOException {
+    ns.layout().checkPath(src);
+    ns.layout().checkPath(dst);
+    if (src.isRoot()) {
+      return false;
+    }
+    Optional<FileInfo> found = ns.probe(src);
+    if (found.isEmpty()) {
+      return false;
+    }
+    FileInfo srcInfo = found.get();
+    if (src.equals(dst)) {
+      return srcInfo.isFile();
+    }
+    if (dst.isAtOrUnder(src)) {
+      return false;
+    }
+    FsPath target = dst;
+    Optional<FileInfo> dstInfo = ns.probe(dst);
+    if (dstInfo.isPresent()) {
+      if (dstInfo.get().isFile()) {
+        return false;
+      }
+      target = dst.child(src.name());
+      ns.layout().checkPath(target);
+      if (ns.probe(target).isPresent()) {
+        return false;
+      }
+    } else if (!dst.parent().isRoot() && !dst.parent().equals(src.parent())) {
+      Optional<FileInfo> parent = ns.probe(dst.parent());
+      if (parent.isPresent() ? parent.get().isFile() : ns.options().keepDirectoryMarkers()) {
+        return false;
+      }
+    }
+    if (srcInfo.isFile()) {
+      renameFile(src, target);
+    } else {
+      renameDirectory(src, target);
+      ns.pending().rename(src, target);
+    }
+    ns.keepVisible(src.parent());
+    return true;
+  }
+
+  private void renameFile(FsPath src, FsPath dst) throws IOException {
+    String from = ns.layout().recordKey(src);
+    String to = ns.layout().recordKey(dst);
+    VersionedRecord read = ns.readRecord(from, true)
+        .orElseThrow(() -> new FileNotFoundException("renamed away meanwhile: " + src));
+    if (ns.calls().transactional()) {
+      commitOrExplain(List.of(new BlobMutation.Put(to, read.record().encode(), PutMode.CREATE),
+          new BlobMutation.Delete(from, read.version())), src, dst);
+      return;
+    }
+    moveRecord(from, to, read, src, dst);
+  }
+
+  /**
+   * Without transactions, the order that never loses data: the destination is created
+   * first, then the source deleted if it still holds what was read. If it does not, the
+   * destination names a record that may no longer be live (its data deleted by an
+   * overwrite, or now named by another rename), so it is taken back before the failure
+   * is reported.
+   */
+  private void moveRecord(String from, String to, VersionedRecord read, FsPath src,
+      FsPath dst) throws IOException {
+    try {
+      ns.calls().put(to, read.record().encode(), PutMode.CREATE);
+    } catch (BlobAlreadyExistsException e) {
+      throw new FileAlreadyExistsException(dst.toString(), null, "created meanwhile");
+    }
+    try {
+      ns.calls().deleteIfVersion(from, read.version());
+    } catch (TransactionConflictException lost) {
+      Optional<VersionedRecord> copy = ns.readRecord(to, false);
+      if (copy.isPresent() && copy.get().record().fileId().equals(read.record().fileId())) {
+        try {
+          ns.calls().deleteIfVersion(to, copy.get().version());
+        } catch (TransactionConflictException replaced) {
+          lost.addSuppressed(replaced); // a newer file is there now: not ours to remove
+        }
+      }
+      throw BlobNamespace.lostRace("rename " + src + " to " + dst, lost);
+    }
+  }
+
+  private void renameDirectory(FsPath src, FsPath dst) throws IOException {
+    List<String> names = ns.scanAll(ns.layout().dirPrefix(src));
+    List<String[]> moves = new ArrayList<>(names.size());
+    for (String key : names) {
+      FsPath moved = ns.layout().pathOf(key).rebase(src, dst);
+      // Every new key is checked before anything changes: bad input changes nothing.
+      moves.add(new String[] {key,
+          KeyLayout.isMarker(key) ? ns.layout().dirPrefix(moved) : ns.layout().recordKey(moved)});
+    }
+    List<BlobMutation> mutations = new ArrayList<>(2 * moves.size());
+    List<VersionedRecord> reads = new ArrayList<>(moves.size());
+    for (String[] move : moves) {
+      Optional<VersionedRecord> read = ns.readRecord(move[0], true);
+      if (read.isEmpty()) {
+        reads.add(null);
+        continue; // deleted since the scan
+      }
+      reads.add(read.get());
+      mutations.add(new BlobMutation.Put(move[1], read.get().record().encode(), PutMode.CREATE));
+      mutations.add(new BlobMutation.Delete(move[0], read.get().version()));
+    }
+    if (ns.calls().transactional()) {
+      commitOrExplain(mutations, src, dst);
+      return;
+    }
+    for (int i = 0; i < moves.size(); i++) {
+      if (reads.get(i) != null) {
+        String[] move = moves.get(i);
+        moveRecord(move[0], move[1], reads.get(i), ns.layout().pathOf(move[0]),
+            ns.layout().pathOf(move[1]));
+      }
+    }
+  }
+
+  private void commitOrExplain(List<BlobMutation> mutations, FsPath src, FsPath dst)
+      throws IOException {
+    try {
+      ns.calls().commit(mutations);
+    } catch (TransactionConflictException e) {
+      throw BlobNamespace.lostRace("rename " + src + " to " + dst, e);
+    }
+  }
+}
