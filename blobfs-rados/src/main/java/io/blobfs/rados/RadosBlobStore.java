@@ -24,14 +24,9 @@ import io.blobfs.store.TransactionConflictException;
 import io.blobfs.store.VersionedBytes;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
@@ -75,13 +70,8 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   private final StoreLimits limits;
   private final Duration opTimeout;
   private final ExecutorService completions;
-  /**
-   * Listings held open for their cursors, least recently used first. A caller that stops
-   * early says so ({@link #closeScan}); one that cannot (an abandoned Hadoop iterator has
-   * no close) costs at most {@link #MAX_OPEN_LISTINGS} contexts, and those only until they
-   * idle out. Guarded by itself.
-   */
-  private final LinkedHashMap<String, Listing> listings = new LinkedHashMap<>(16, 0.75f, true);
+  private final RadosKeys keys;
+  private final RadosListings listings;
   private final CephPlacement placement;
   /**
    * Native calls hold the read lock; close() takes the write lock, so no call is inside
@@ -90,16 +80,14 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
   private boolean closed; // guarded by lifecycle
 
-  /** How many listings one store keeps open for cursors; the oldest is closed beyond. */
-  static final int MAX_OPEN_LISTINGS = 256;
-  private static final long LISTING_IDLE_NANOS = TimeUnit.MINUTES.toNanos(10);
-
   RadosBlobStore(RadosCluster cluster, String pool, String baseNamespace, StoreLimits limits,
       Duration opTimeout, Duration mapTtl) {
     this.cluster = cluster;
     this.placement = new CephPlacement(cluster::monCommand, mapTtl);
     this.pool = pool;
     this.baseNamespace = baseNamespace;
+    this.keys = new RadosKeys(baseNamespace);
+    this.listings = new RadosListings(cluster, pool, keys);
     this.limits = limits;
     this.opTimeout = opTimeout;
     this.completions = Executors.newFixedThreadPool(2, r -> {
@@ -114,31 +102,13 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     return limits;
   }
 
-  // ------------------------------------------------------------------ key mapping
+  // ------------------------------------------------------------------ plumbing
 
-  /** Where a key lives: RADOS namespace and object name (UTF-8, NUL-terminated). */
-  private record Location(String namespace, String object) {
-    byte[] oid() {
-      byte[] b = object.getBytes(StandardCharsets.UTF_8);
-      byte[] z = new byte[b.length + 1];
-      System.arraycopy(b, 0, z, 0, b.length);
-      return z;
-    }
+  private RadosKeys.Location locate(String key) {
+    return keys.locate(key);
   }
 
-  private Location locate(String key) {
-    int slash = key.indexOf('/');
-    if (slash <= 0) {
-      return new Location(baseNamespace, key);
-    }
-    return new Location(namespaceOf(key.substring(0, slash)), key.substring(slash + 1));
-  }
-
-  private String namespaceOf(String segment) {
-    return baseNamespace.isEmpty() ? segment : baseNamespace + "." + segment;
-  }
-
-  private Pointer io(Location loc) throws IOException {
+  private Pointer io(RadosKeys.Location loc) throws IOException {
     return cluster.context(pool, loc.namespace());
   }
 
@@ -162,7 +132,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
 
   @Override
   public BlobInfo stat(String key) throws IOException {
-    Location loc = locate(key);
+    RadosKeys.Location loc = locate(key);
     LongByReference size = new LongByReference();
     LongByReference mtime = new LongByReference();
     IntByReference prval = new IntByReference();
@@ -183,7 +153,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   @Override
   public VersionedBytes readWithVersion(String key, int maxBytes) throws IOException {
     int len = (int) Math.min(maxBytes, limits.maxOpBytes());
-    Location loc = locate(key);
+    RadosKeys.Location loc = locate(key);
     Memory buf = new Memory(Math.max(1, len));
     NativeLongByReference got = new NativeLongByReference();
     IntByReference prval = new IntByReference();
@@ -193,7 +163,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
       return Futures.await(submit("read", key, new Object[] {buf, got, prval},
           (io, completion) -> LIB.rados_aio_read_op_operate(op, io, completion, loc.oid(), 0),
           loc, (rc, version) -> {
-            check("read", key, prval.getValue());
+            RadosErrors.check("read", key, prval.getValue());
             int n = got.getValue().intValue();
             return new VersionedBytes(buf.getByteArray(0, n), version);
           }));
@@ -211,7 +181,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     if (len == 0) {
       return CompletableFuture.completedFuture(0);
     }
-    Location loc = locate(key);
+    RadosKeys.Location loc = locate(key);
     if (dst.isDirect()) {
       // librados reads straight into the caller's native buffer: no copy of ours.
       int start = dst.position();
@@ -246,7 +216,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
       return CompletableFuture.failedFuture(new IOException("write of " + len + " bytes at "
           + offset + " to " + key + " exceeds the pool's limits " + limits));
     }
-    Location loc = locate(key);
+    RadosKeys.Location loc = locate(key);
     Object keep;
     Pointer from;
     if (src.isDirect()) {
@@ -270,7 +240,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
 
   @Override
   public void put(String key, ByteBuffer content, PutMode mode) throws IOException {
-    Location loc = locate(key);
+    RadosKeys.Location loc = locate(key);
     Memory buf = wholeContent(key, content);
     Pointer op = LIB.rados_create_write_op();
     try {
@@ -279,7 +249,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
       }
       // write_full replaces the object's content in one step: readers see old or new.
       LIB.rados_write_op_write_full(op, buf, new NativeLong(content.remaining()));
-      check("put", key, whileOpen(() -> LIB.rados_write_op_operate(op, io(loc), loc.oid(),
+      RadosErrors.check("put", key, whileOpen(() -> LIB.rados_write_op_operate(op, io(loc), loc.oid(),
           null, LibRados.LIBRADOS_OPERATION_FULL_TRY)));
     } finally {
       LIB.rados_release_write_op(op);
@@ -326,14 +296,14 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   /** Applies a write op that asserts {@code version}; a failed assertion is a conflict. */
   private void operateIfVersion(String what, String key, long version, Pointer op, int flags)
       throws IOException {
-    Location loc = locate(key);
+    RadosKeys.Location loc = locate(key);
     int rc = whileOpen(() -> LIB.rados_write_op_operate(op, io(loc), loc.oid(), null, flags));
     if (rc == -RadosErrors.ERANGE || rc == -RadosErrors.EOVERFLOW
         || rc == -RadosErrors.ENOENT) {
       throw new TransactionConflictException(what + " " + key + ": no longer at version "
           + version + " (" + rc + ")");
     }
-    check(what, key, rc);
+    RadosErrors.check(what, key, rc);
   }
 
   @Override
@@ -341,14 +311,14 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     if (size < 0 || size > limits.maxObjectBytes()) {
       throw new IllegalArgumentException("bad size " + size + " for " + key);
     }
-    Location loc = locate(key);
+    RadosKeys.Location loc = locate(key);
     // rados_trunc alone would create a missing object; the SPI reports it instead. The
     // assertion and the truncation are one write op, applied atomically by the OSD.
     Pointer op = LIB.rados_create_write_op();
     try {
       LIB.rados_write_op_assert_exists(op);
       LIB.rados_write_op_truncate(op, size);
-      check("truncate", key,
+      RadosErrors.check("truncate", key,
           whileOpen(() -> LIB.rados_write_op_operate(op, io(loc), loc.oid(), null, 0)));
     } finally {
       LIB.rados_release_write_op(op);
@@ -357,7 +327,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
 
   @Override
   public boolean delete(String key) throws IOException {
-    Location loc = locate(key);
+    RadosKeys.Location loc = locate(key);
     Pointer op = LIB.rados_create_write_op();
     try {
       LIB.rados_write_op_remove(op);
@@ -367,7 +337,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
       if (rc == -RadosErrors.ENOENT) {
         return false;
       }
-      check("delete", key, rc);
+      RadosErrors.check("delete", key, rc);
       return true;
     } finally {
       LIB.rados_release_write_op(op);
@@ -382,7 +352,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
    */
   @Override
   public List<String> hostsOf(String key) throws IOException {
-    Location loc = locate(key);
+    RadosKeys.Location loc = locate(key);
     try {
       return whileOpen(() -> placement.hostsOf(pool, loc.namespace(), loc.object()));
     } catch (CrushMapException e) {
@@ -400,97 +370,14 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
 
   /**
    * A filtered scan of the pool, as in the paper: RADOS lists objects in hash order and
-   * cannot filter by prefix, so names are filtered here. Keys with a '/' scan only their
-   * namespace. The cursor names a listing held open here: closed at its last page, by
-   * {@link #closeScan}, when idle, or when too many are open (see {@link #listings}).
+   * cannot filter by prefix, so names are filtered client-side ({@link RadosListings}).
    */
   @Override
   public ScanPage scan(String prefix, String cursor, int limit) throws IOException {
     if (limit <= 0) {
       throw new IllegalArgumentException("scan limit must be positive: " + limit);
     }
-    return whileOpen(() -> {
-      expireIdleListings();
-      return cursor == null ? firstPage(prefix, limit) : nextPage(prefix, cursor, limit);
-    });
-  }
-
-  private ScanPage firstPage(String prefix, int limit) throws IOException {
-    int slash = prefix.indexOf('/');
-    String ns;
-    String keyPrefix;
-    if (slash > 0) {
-      ns = namespaceOf(prefix.substring(0, slash));
-      keyPrefix = prefix.substring(0, slash + 1);
-    } else {
-      ns = LibRados.ALL_NSPACES;
-      keyPrefix = null;
-    }
-    PointerByReference ctx = new PointerByReference();
-    check("scan", prefix, LIB.rados_nobjects_list_open(cluster.context(pool, ns), ctx));
-    Listing listing = new Listing(ctx.getValue(), prefix, keyPrefix);
-    String token = UUID.randomUUID().toString();
-    Listing evicted;
-    synchronized (listings) {
-      listings.put(token, listing);
-      evicted = listings.size() > MAX_OPEN_LISTINGS ? removeEldest() : null;
-    }
-    if (evicted != null) {
-      evicted.close();
-    }
-    return page(listing, token, limit);
-  }
-
-  private ScanPage nextPage(String prefix, String cursor, int limit) throws IOException {
-    Listing listing;
-    synchronized (listings) {
-      listing = listings.get(cursor);
-    }
-    if (listing == null) {
-      throw new IOException("scan cursor " + cursor + " of " + prefix + " is unknown, idle for"
-          + " over " + TimeUnit.NANOSECONDS.toMinutes(LISTING_IDLE_NANOS) + " min, or was"
-          + " closed as the least recently used of over " + MAX_OPEN_LISTINGS + " open"
-          + " listings: start the scan again");
-    }
-    return page(listing, cursor, limit);
-  }
-
-  /** Reads one page; a listing at its end or failing is closed before returning. */
-  private ScanPage page(Listing listing, String token, int limit) throws IOException {
-    boolean done = true;
-    try {
-      synchronized (listing) {
-        if (listing.closed) {
-          // closed by closeScan, eviction or close() between the lookup and here
-          throw new IOException("scan cursor " + token + " of " + listing.prefix
-              + " was closed while in use");
-        }
-        List<String> keys = new ArrayList<>(Math.min(limit, 1024));
-        PointerByReference entry = new PointerByReference();
-        PointerByReference nspace = new PointerByReference();
-        while (keys.size() < limit) {
-          int rc = LIB.rados_nobjects_list_next(listing.ctx, entry, null, nspace);
-          if (rc == -RadosErrors.ENOENT) {
-            return new ScanPage(keys, null);
-          }
-          check("scan", listing.prefix, rc);
-          String object = entry.getValue().getString(0, "UTF-8");
-          String key = listing.keyPrefix != null ? listing.keyPrefix + object
-              : keyOf(nspace.getValue() == null ? "" : nspace.getValue().getString(0, "UTF-8"),
-                  object);
-          if (key != null && key.startsWith(listing.prefix)) {
-            keys.add(key);
-          }
-        }
-        listing.lastUsed = System.nanoTime();
-        done = false;
-        return new ScanPage(keys, token);
-      }
-    } finally {
-      if (done) {
-        closeScan(token);
-      }
-    }
+    return whileOpen(() -> listings.page(prefix, cursor, limit));
   }
 
   /** Closes the listing behind a cursor whose caller stops before its last page. */
@@ -501,81 +388,15 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     Lock open = lifecycle.readLock();
     open.lock();
     try {
-      Listing l;
-      synchronized (listings) {
-        l = listings.remove(cursor);
-      }
-      if (l != null) {
-        l.close();
-      }
+      listings.close(cursor);
     } finally {
       open.unlock();
     }
   }
 
-  /** The listings held open for cursors now: a gauge, bounded by MAX_OPEN_LISTINGS. */
+  /** The listings held open for cursors now: a gauge, bounded by RadosListings.MAX_OPEN. */
   int openListings() {
-    synchronized (listings) {
-      return listings.size();
-    }
-  }
-
-  /** The key of an object found by a listing of every namespace; null if not ours. */
-  private String keyOf(String ns, String object) {
-    if (ns.equals(baseNamespace)) {
-      return object;
-    }
-    String mine = baseNamespace.isEmpty() ? "" : baseNamespace + ".";
-    if (!ns.startsWith(mine)) {
-      return null;
-    }
-    return ns.substring(mine.length()) + "/" + object;
-  }
-
-  private static final class Listing {
-    final Pointer ctx;
-    final String prefix;
-    /** The namespace's key segment ("n/"), or null when listing every namespace. */
-    final String keyPrefix;
-    volatile long lastUsed = System.nanoTime();
-    /** Guarded by this: a scan holds it around every use of ctx. */
-    boolean closed;
-
-    Listing(Pointer ctx, String prefix, String keyPrefix) {
-      this.ctx = ctx;
-      this.prefix = prefix;
-      this.keyPrefix = keyPrefix;
-    }
-
-    synchronized void close() {
-      if (!closed) {
-        closed = true;
-        LIB.rados_nobjects_list_close(ctx);
-      }
-    }
-  }
-
-  /** Under the listings' lock; the caller closes what it returns outside it. */
-  private Listing removeEldest() {
-    Iterator<Listing> it = listings.values().iterator();
-    Listing eldest = it.next();
-    it.remove();
-    return eldest;
-  }
-
-  private void expireIdleListings() {
-    long now = System.nanoTime();
-    List<Listing> idle = new ArrayList<>();
-    synchronized (listings) {
-      for (Iterator<Listing> it = listings.values().iterator(); it.hasNext(); ) {
-        Listing l = it.next();
-        if (now - l.lastUsed > LISTING_IDLE_NANOS) {
-          it.remove();
-          idle.add(l);
-        }
-      }
-    }
-    idle.forEach(Listing::close);
+    return listings.open();
   }
 
   // ------------------------------------------------------------------ AIO plumbing
@@ -608,7 +429,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   }
 
   private <T> CompletableFuture<T> submit(String op, String key, Object buffer, Submit submit,
-      Location loc, OnSuccess<T> onSuccess) {
+      RadosKeys.Location loc, OnSuccess<T> onSuccess) {
     CompletableFuture<T> result = new CompletableFuture<>();
     Lock open = lifecycle.readLock();
     open.lock();
@@ -679,12 +500,6 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     }
   }
 
-  private static void check(String op, String key, int rc) throws IOException {
-    if (rc < 0) {
-      throw RadosErrors.toException(op, key, rc);
-    }
-  }
-
   /** Under the lifecycle lock: after close every call fails, typed, without native use. */
   private void checkOpen() throws IOException {
     if (closed) {
@@ -694,7 +509,6 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
 
   @Override
   public void close() {
-    List<Listing> open;
     Lock l = lifecycle.writeLock();
     l.lock();
     try {
@@ -702,11 +516,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
         return;
       }
       closed = true;
-      synchronized (listings) {
-        open = List.copyOf(listings.values());
-        listings.clear();
-      }
-      open.forEach(Listing::close);
+      listings.closeAll();
     } finally {
       l.unlock();
     }

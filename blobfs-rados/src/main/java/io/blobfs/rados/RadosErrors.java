@@ -25,6 +25,13 @@ final class RadosErrors {
   static final int ETIMEDOUT = 110;
   static final int EDQUOT = 122;
 
+  /** Throws the typed exception of a negative return code. */
+  static void check(String op, String key, int rc) throws IOException {
+    if (rc < 0) {
+      throw toException(op, key, rc);
+    }
+  }
+
   static IOException toException(String op, String key, int rc) {
     int errno = -rc;
     String where = op + " " + key + ": ";

@@ -104,10 +104,10 @@ class RadosNativeHandlesIT {
       }
       String first = store.scan("d/", null, 1).nextCursor();
       assertNotNull(first);
-      for (int i = 0; i < RadosBlobStore.MAX_OPEN_LISTINGS; i++) {
+      for (int i = 0; i < RadosListings.MAX_OPEN; i++) {
         assertNotNull(store.scan("d/", null, 1).nextCursor());
       }
-      assertEquals(RadosBlobStore.MAX_OPEN_LISTINGS, store.openListings());
+      assertEquals(RadosListings.MAX_OPEN, store.openListings());
       IOException e = assertThrows(IOException.class, () -> store.scan("d/", first, 1));
       assertTrue(e.getMessage().contains("least recently used"), e.getMessage());
     }
