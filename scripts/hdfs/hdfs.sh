@@ -9,7 +9,8 @@
 #
 # Directory: ${BLOBFS_HDFS_ROOT:-/tmp/blobfs-hdfs} holds conf/, name/, data/, logs/,
 #   run/ (pids) and classpath.txt. It is created mode 0700; a root (or a symlink to it)
-#   that is not the caller's, or is group- or world-writable, is refused (exit 1).
+#   that is not the caller's, or is group- or world-writable, is refused (exit 1), as
+#   scripts/ceph/cluster.sh refuses its own (scripts/lib/owned-root.sh).
 # Ports (127.0.0.1 only): ${BLOBFS_HDFS_PORT_BASE:-40500} + 0 NameNode RPC, +1 NameNode
 #   HTTP, +2 DataNode data transfer, +3 DataNode HTTP, +4 DataNode IPC (+5..+7 are
 #   bound to loopback too but unused: secondary NameNode, HTTPS).
@@ -35,18 +36,8 @@ CMD=${1:-}
 [ -n "$CMD" ] || usage
 
 umask 077
-ROOT=${BLOBFS_HDFS_ROOT:-/tmp/blobfs-hdfs}
-# On a shared /tmp someone else could have made the root first and would then own the
-# file system's data and the daemons' configuration.
-if [ -L "$ROOT" ] && [ "$(stat -c %u "$ROOT")" != "$(id -u)" ]; then
-  die "$ROOT is a symlink owned by uid $(stat -c %u "$ROOT"), not by you: refusing it; remove it or set BLOBFS_HDFS_ROOT"
-fi
-[ -e "$ROOT" ] || mkdir -p -m 700 "$ROOT" || die "cannot create $ROOT"
-ROOT=$(cd -P "$ROOT" && pwd) || die "cannot enter $ROOT"
-[ "$(stat -c %u "$ROOT")" = "$(id -u)" ] ||
-  die "$ROOT is owned by uid $(stat -c %u "$ROOT"), not by you (uid $(id -u)): refusing it; remove it or set BLOBFS_HDFS_ROOT"
-(( 8#$(stat -c %a "$ROOT") & 8#077 )) &&
-  die "$ROOT is open to group or others (mode $(stat -c %a "$ROOT")): refusing it; chmod 700 it or set BLOBFS_HDFS_ROOT"
+source "$HERE/../lib/owned-root.sh"
+ROOT=$(owned_root "${BLOBFS_HDFS_ROOT:-/tmp/blobfs-hdfs}" BLOBFS_HDFS_ROOT) || exit 1
 
 BASE=${BLOBFS_HDFS_PORT_BASE:-40500}
 NN_PORT=$BASE
