@@ -258,7 +258,7 @@ public final class DfsioReport {
         .append(buffer).append("`, ").append(rounds).append(" rounds. ")
         .append("Each job is a JVM of its own; the LocalJobRunner runs one map at a time, so "
             + "every figure is one stream at a time. The order of the targets turns each "
-            + "round, and dirty pages are written back (`sync`) before each job. "
+            + "round, and dirty pages are written back (`sync`) before each write and read job. "
             + "MB = 2^20 bytes, as TestDFSIO counts.\n\n");
     md.append("- **Cache:** ").append(cold
         ? "cold reads: the page cache was dropped (`sync; echo 3 > /proc/sys/vm/drop_caches`) "
