@@ -17,7 +17,7 @@
 # start: no-op when both daemons run and answer; restarts a dead daemon on its data;
 #   formats the NameNode on first use. Waits (bounded, BLOBFS_HDFS_START_TIMEOUT s,
 #   default 120) until the NameNode is out of safe mode and the DataNode registered with
-#   space to write; on failure prints the logs' tails and stops what it started.
+#   space to write; on failure prints the logs' tails and stops both daemons.
 #   stdout of start/env is only the exports: HDFS_URI, HDFS_CONF_DIR, HDFS_CLASSPATH_FILE,
 #   BLOBFS_HDFS_DIR. Progress goes to stderr.
 # stop: SIGTERM, then SIGKILL after 20 s. purge: stop, then delete the directory.
