@@ -80,18 +80,9 @@ case "$AUTH" in cephx) AOFF=0 ;; none) AOFF=10 ;; *) die "--auth must be cephx o
 # Keyrings, and everything else this script or the daemons it starts create, are the
 # caller's alone whatever umask the caller has.
 umask 077
-ROOT=${BLOBFS_CEPH_ROOT:-/tmp/blobfs-ceph}
-# The root holds every cluster's keyrings: on a shared /tmp another user could have made
-# it first (or a symlink named like it) and would then read or swap them.
-if [ -L "$ROOT" ] && [ "$(stat -c %u "$ROOT")" != "$(id -u)" ]; then
-  die "$ROOT is a symlink owned by uid $(stat -c %u "$ROOT"), not by you (uid $(id -u)): refusing to use it; remove it or set BLOBFS_CEPH_ROOT"
-fi
-[ -e "$ROOT" ] || mkdir -p -m 700 "$ROOT" || die "cannot create $ROOT"
-ROOT=$(cd -P "$ROOT" && pwd) || die "cannot enter $ROOT"
-[ "$(stat -c %u "$ROOT")" = "$(id -u)" ] ||
-  die "$ROOT is owned by uid $(stat -c %u "$ROOT"), not by you (uid $(id -u)): refusing to keep keyrings there; remove it or set BLOBFS_CEPH_ROOT"
-(( 8#$(stat -c %a "$ROOT") & 8#022 )) &&
-  die "$ROOT is group- or world-writable (mode $(stat -c %a "$ROOT")): refusing to keep keyrings there; chmod go-w it or set BLOBFS_CEPH_ROOT"
+# The root holds every cluster's keyrings.
+source "$HERE/../lib/owned-root.sh"
+ROOT=$(owned_root "${BLOBFS_CEPH_ROOT:-/tmp/blobfs-ceph}" BLOBFS_CEPH_ROOT) || exit 1
 DIR=$ROOT/$LAYOUT-$AUTH
 PORT=$(( ${BLOBFS_CEPH_PORT_BASE:-40100} + LOFF + AOFF ))
 MON_ADDR=127.0.0.1:$PORT

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Hadoop's TestDFSIO side by side on HDFS (NameNode + DataNode processes), blob:// on a Týr
+# server process, blob:// on an embedded Týr node, blob:// on RADOS and file://:
+#   scripts/bench-dfsio.sh [--rounds N] [--files N] [--size S] [--buffer B] [--cold]
+#                          [--targets hdfs,tyr-server,tyr-embedded,rados,file] [--name REPORT]
+# Defaults: 3 rounds of 4 files x 256MB (S as TestDFSIO takes it: 256MB, 1GB), warm reads.
+# --cold drops the page cache between each write and its read (root only; it empties the
+# cache of everything else on the machine too). Starts (or reuses) the project's
+# single-OSD Ceph cluster and HDFS; stops HDFS again if it started it.
+# Report: benchmarks/reports/REPORT.md (+ .png), REPORT defaulting to dfsio.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/ceph/bench-env.sh
+started_hdfs=
+scripts/hdfs/hdfs.sh status >/dev/null 2>&1 || started_hdfs=1
+eval "$(scripts/hdfs/hdfs.sh start)"
+export HDFS_URI HDFS_CONF_DIR
+[ -n "$started_hdfs" ] && trap 'scripts/hdfs/hdfs.sh stop' EXIT
+# The report names the OSD cache its RADOS figures had: HDFS reads warm data from the page
+# cache, which bluestore bypasses.
+BLOBFS_BENCH_OSD_CACHE=$(timeout 30 ceph -c "$CEPH_CONF" --name client.admin --keyring "$CEPH_KEYRING" \
+  config show osd.0 bluestore_cache_size 2>/dev/null || echo unknown)
+export BLOBFS_BENCH_OSD_CACHE
+mvn -B -ntp -q -pl benchmarks/jmh exec:exec@dfsio -Dbench.args="$*"
