@@ -105,7 +105,9 @@ classpath() {
   local pom=$HERE/pom.xml
   if [ ! -s "$CP_FILE" ] || [ "$pom" -nt "$CP_FILE" ] || [ "$REPO/pom.xml" -nt "$CP_FILE" ]; then
     log "resolving the hadoop-hdfs classpath (mvn dependency:build-classpath)"
-    mvn -B -ntp -q -f "$pom" dependency:build-classpath -Dmdep.outputFile="$CP_FILE" >&2 ||
+    # Bounded: a registry that stops answering must not hang a test run.
+    timeout 600 mvn -B -ntp -q -f "$pom" dependency:build-classpath \
+      -Dmdep.outputFile="$CP_FILE" >&2 ||
       die "could not resolve hadoop-hdfs with Maven"
   fi
 }

@@ -274,7 +274,7 @@ public final class BlobNamespace {
   }
 
   /** The answer to a mutation that found what it read changed, and applied nothing. */
-  static IOException lostRace(String what, TransactionConflictException e) {
+  static IOException lostRace(String what, IOException e) {
     return new IOException(what + " conflicted with a concurrent change and was not applied;"
         + " retry", e);
   }
@@ -373,7 +373,7 @@ public final class BlobNamespace {
           throw new FileAlreadyExistsException(path.toString(), null,
               "created by another writer while this one was open");
         }
-        throw lostRace("publish " + path, (TransactionConflictException) e);
+        throw lostRace("publish " + path, e);
       } catch (IOException | RuntimeException e) {
         confirmPublished(path, key, record, e);
         replaced = old;
@@ -403,8 +403,9 @@ public final class BlobNamespace {
           + " its data unless a record names it", putFailure);
     }
     if (found.isEmpty() || !found.get().record().fileId().equals(ours.fileId())) {
-      throw new IOException(path + " was not published: the put of its record failed and the"
-          + " name does not hold this file; its data is left to the orphan sweeper", putFailure);
+      throw new IOException(path + " may not have been published: the put of its record failed"
+          + " and the name does not hold this file now (a put that timed out may still apply);"
+          + " its data is left to the orphan sweeper", putFailure);
     }
   }
 

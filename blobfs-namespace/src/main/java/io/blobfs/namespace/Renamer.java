@@ -90,6 +90,11 @@ final class Renamer {
    * destination names a record that may no longer be live (its data deleted by an
    * overwrite, or now named by another rename), so it is taken back before the failure
    * is reported.
+   *
+   * <p>A step whose outcome is unknown (a timeout that may have applied) is resolved by
+   * reading back before answering, so that a failed rename never leaves two names on one
+   * file's data, which a later delete of either would destroy. Where the read-back cannot
+   * tell, the error names both paths.
    */
   private void moveRecord(String from, String to, VersionedRecord read, FsPath src,
       FsPath dst) throws IOException {
@@ -97,20 +102,55 @@ final class Renamer {
       ns.calls().put(to, read.record().encode(), PutMode.CREATE);
     } catch (BlobAlreadyExistsException e) {
       throw new FileAlreadyExistsException(dst.toString(), null, "created meanwhile");
+    } catch (IOException e) {
+      takeBack(to, read, src, dst, e); // the put may have applied before it failed
+      throw new IOException("rename " + src + " to " + dst + " failed and changed nothing", e);
     }
     try {
       ns.calls().deleteIfVersion(from, read.version());
     } catch (TransactionConflictException lost) {
+      takeBack(to, read, src, dst, lost);
+      throw BlobNamespace.lostRace("rename " + src + " to " + dst, lost);
+    } catch (IOException unknown) {
+      Optional<VersionedRecord> now;
+      try {
+        now = ns.readRecord(from, false);
+      } catch (IOException e) {
+        unknown.addSuppressed(e);
+        throw bothNamed(src, dst, unknown);
+      }
+      if (now.isEmpty()) {
+        return; // the delete applied: the move is complete
+      }
+      if (now.get().version() == read.version()) {
+        takeBack(to, read, src, dst, unknown); // the delete did not apply
+        throw new IOException("rename " + src + " to " + dst + " failed and changed nothing",
+            unknown);
+      }
+      throw bothNamed(src, dst, unknown); // changed by someone else: cannot tell whose
+    }
+  }
+
+  /** Removes the destination's copy of {@code read} if it is there; {@code cause} gets why not. */
+  private void takeBack(String to, VersionedRecord read, FsPath src, FsPath dst,
+      IOException cause) throws IOException {
+    try {
       Optional<VersionedRecord> copy = ns.readRecord(to, false);
       if (copy.isPresent() && copy.get().record().fileId().equals(read.record().fileId())) {
-        try {
-          ns.calls().deleteIfVersion(to, copy.get().version());
-        } catch (TransactionConflictException replaced) {
-          lost.addSuppressed(replaced); // a newer file is there now: not ours to remove
-        }
+        ns.calls().deleteIfVersion(to, copy.get().version());
       }
-      throw BlobNamespace.lostRace("rename " + src + " to " + dst, lost);
+    } catch (TransactionConflictException replaced) {
+      cause.addSuppressed(replaced); // a newer file is there now: not ours to remove
+    } catch (IOException e) {
+      cause.addSuppressed(e);
+      throw bothNamed(src, dst, cause);
     }
+  }
+
+  private static IOException bothNamed(FsPath src, FsPath dst, IOException cause) {
+    return new IOException("rename " + src + " to " + dst + " failed part-way and its outcome"
+        + " could not be read back: both names may refer to the same file; check both before"
+        + " deleting either", cause);
   }
 
   private void renameDirectory(FsPath src, FsPath dst) throws IOException {

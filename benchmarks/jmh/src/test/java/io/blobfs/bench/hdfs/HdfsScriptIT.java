@@ -88,12 +88,17 @@ class HdfsScriptIT {
     pb.environment().put("BLOBFS_HDFS_ROOT", root.toString());
     pb.environment().put("BLOBFS_HDFS_PORT_BASE", PORT_BASE);
     pb.environment().put("BLOBFS_HDFS_START_TIMEOUT", "120");
+    // Output to a file, not a pipe: reading a pipe to its end would wait for the script
+    // however long it takes, and the wait below would bound nothing.
+    Path log = Files.createTempFile("hdfs-sh-", ".out");
+    pb.redirectOutput(log.toFile());
     Process p = pb.start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     if (!p.waitFor(3, TimeUnit.MINUTES)) {
       p.destroyForcibly();
       throw new IOException("hdfs.sh " + command + " did not finish in 3 minutes");
     }
+    String out = Files.readString(log, StandardCharsets.UTF_8);
+    Files.delete(log);
     if (p.exitValue() != 0) {
       throw new IOException("hdfs.sh " + command + " exited " + p.exitValue() + ": " + out);
     }
