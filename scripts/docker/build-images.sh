@@ -2,7 +2,7 @@
 # Builds the local images that docker/docker-compose.yml and the RADOS tests use, from
 # Debian's packages only (nothing is pulled from an image registry):
 #   blobfs/debian-base:bookworm  debootstrap --variant=minbase, imported (only when missing)
-#   blobfs/ceph:local            docker/Dockerfile: Ceph and scripts/ceph/cluster.sh
+#   blobfs/ceph:local            docker/Dockerfile: Ceph and scripts/ceph/cluster.sh (+ scripts/lib)
 #   blobfs/tyr:local             docker/tyr.Dockerfile: a JRE and the Týr server jar
 # An image is rebuilt only when its inputs changed: it carries the hash of its build
 # context and base image in the label io.blobfs.inputs. The Týr image's input is the jar
@@ -77,6 +77,7 @@ ceph_image() {
   local ctx=$work/ceph
   mkdir -p "$ctx/scripts" "$ctx/docker"
   cp -p -r scripts/ceph "$ctx/scripts/ceph"
+  cp -p -r scripts/lib "$ctx/scripts/lib" # cluster.sh sources its root check from there
   cp -p docker/Dockerfile docker/run-cluster.sh "$ctx/docker/"
   build blobfs/ceph:local docker/Dockerfile "$ctx"
 }
