@@ -43,7 +43,7 @@ line() { # label, report files...
 
 shopt -s nullglob
 line "unit (surefire)" ./*/target/surefire-reports/TEST-*.xml ./benchmarks/*/target/surefire-reports/TEST-*.xml
-line "integration (failsafe)" ./*/target/failsafe-reports/TEST-*.xml
+line "integration (failsafe)" ./*/target/failsafe-reports/TEST-*.xml ./benchmarks/*/target/failsafe-reports/TEST-*.xml
 docker=(./*/target/failsafe-reports-docker/TEST-*.xml)
 if [ ${#docker[@]} -gt 0 ]; then
   line "integration against the Ceph container (Testcontainers)" "${docker[@]}"
