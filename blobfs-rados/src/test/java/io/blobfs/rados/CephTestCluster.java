@@ -134,16 +134,26 @@ public final class CephTestCluster {
     conf.set("fs.blob.impl", "io.blobfs.hadoop.BlobFileSystem");
     String p = "fs.blob.store." + store + ".";
     conf.set(p + "type", "rados");
-    conf.set(p + "pool", env.pool());
-    conf.set(p + "conf", env.conf());
-    conf.set(p + "namespace", namespace);
-    if (env.cephx()) {
-      conf.set(p + "client-id", "blobfs");
-      conf.set(p + "keyring", env.clientKeyring());
-    }
-    conf.set(p + "op-timeout", "20s");
-    conf.set(p + "connect-timeout", "20s");
+    storeOptions(env, env.pool(), namespace).forEach((k, v) -> conf.set(p + k, v));
     return conf;
+  }
+
+  /**
+   * The options of a {@code rados} store on {@code pool} of this cluster, as client.blobfs
+   * where cephx is on, in a RADOS namespace of its own so that test runs do not meet.
+   */
+  public static Map<String, String> storeOptions(Env env, String pool, String namespace) {
+    Map<String, String> o = new HashMap<>();
+    o.put("pool", pool);
+    o.put("conf", env.conf());
+    o.put("namespace", namespace);
+    if (env.cephx()) {
+      o.put("client-id", "blobfs");
+      o.put("keyring", env.clientKeyring());
+    }
+    o.put("op-timeout", "20s");
+    o.put("connect-timeout", "20s");
+    return o;
   }
 
   /** Runs the ceph CLI as client.admin on this cluster, bounded in time; returns stdout. */

@@ -12,7 +12,6 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.AccessDeniedException;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -33,15 +32,7 @@ class RadosBlobStoreIT extends BlobStoreContract {
   }
 
   private static Map<String, String> options(String pool, String namespace) {
-    Map<String, String> o = new HashMap<>();
-    o.put("pool", pool);
-    o.put("conf", env.conf());
-    o.put("namespace", namespace);
-    o.put("client-id", "blobfs");
-    o.put("keyring", env.clientKeyring());
-    o.put("op-timeout", "10s");
-    o.put("connect-timeout", "10s");
-    return o;
+    return CephTestCluster.storeOptions(env, pool, namespace);
   }
 
   private static BlobStore open(Map<String, String> options) throws IOException {

@@ -18,7 +18,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletionException;
@@ -49,17 +48,7 @@ class RadosNativeHandlesIT {
   }
 
   private static Map<String, String> options(String namespace) {
-    Map<String, String> o = new HashMap<>();
-    o.put("pool", env.pool());
-    o.put("conf", env.conf());
-    o.put("namespace", namespace);
-    if (env.cephx()) {
-      o.put("client-id", "blobfs");
-      o.put("keyring", env.clientKeyring());
-    }
-    o.put("op-timeout", "10s");
-    o.put("connect-timeout", "10s");
-    return o;
+    return CephTestCluster.storeOptions(env, env.pool(), namespace);
   }
 
   private static RadosBlobStore open(Map<String, String> options) throws IOException {

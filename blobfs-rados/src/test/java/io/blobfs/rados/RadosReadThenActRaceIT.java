@@ -4,7 +4,6 @@ import io.blobfs.namespace.ReadThenActRaceTest;
 import io.blobfs.store.BlobStore;
 import io.blobfs.store.StoreOptions;
 import java.io.IOException;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
@@ -32,14 +31,8 @@ class RadosReadThenActRaceIT extends ReadThenActRaceTest {
   /** A RADOS namespace of its own per case: the pool is shared, the store starts empty. */
   @Override
   protected BlobStore openStore() throws IOException {
-    Map<String, String> o = new HashMap<>();
-    o.put("pool", env.pool());
-    o.put("conf", env.conf());
-    o.put("namespace", "race-" + System.nanoTime());
-    o.put("client-id", "blobfs");
-    o.put("keyring", env.clientKeyring());
-    o.put("op-timeout", "10s");
-    o.put("connect-timeout", "10s");
+    Map<String, String> o = CephTestCluster.storeOptions(env, env.pool(),
+        "race-" + System.nanoTime());
     return new RadosBlobStoreProvider().open("race", new StoreOptions("fs.blob.store.race.", o));
   }
 
