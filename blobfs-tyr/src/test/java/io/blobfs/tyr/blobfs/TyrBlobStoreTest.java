@@ -11,9 +11,6 @@ import io.blobfs.store.PutMode;
 import io.blobfs.store.StoreOptions;
 import io.blobfs.store.StoreUnavailableException;
 import io.blobfs.store.TransactionalBlobStoreContract;
-import io.blobfs.tyr.engine.EngineConfig;
-import io.blobfs.tyr.server.ServerConfig;
-import io.blobfs.tyr.server.TyrServer;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.ByteBuffer;
@@ -29,19 +26,18 @@ import org.junit.jupiter.api.io.TempDir;
 class TyrBlobStoreTest extends TransactionalBlobStoreContract {
   @TempDir
   Path dir;
-  TyrServer server;
+  private LocalTyrNode node;
 
   @Override
   protected BlobStore openStore() throws IOException {
-    server = TyrServer.start(ServerConfig.local(EngineConfig.defaults(dir)));
-    return new TyrBlobStoreProvider().open("t", new StoreOptions("fs.blob.store.t.",
-        Map.of("address", "127.0.0.1:" + server.port())));
+    node = new LocalTyrNode(dir);
+    return node.store("t");
   }
 
   @Override
   protected void closeStore(BlobStore s) throws IOException {
     s.close();
-    server.close();
+    node.close();
   }
 
   @Test
