@@ -45,6 +45,8 @@ public final class BlobFsConfiguration {
   /** {@code none}: mkdirs is dropped (the paper); {@code keep}: markers, HDFS-like. */
   public static final String DIRECTORY_MARKERS = "directory.markers";
   public static final String DIRECTORY_MARKERS_DEFAULT = "none";
+  /** How long an unclosed file's data outlives its writer's last write (orphan sweeper). */
+  public static final String WRITER_LEASE = "writer.lease";
   public static final String LIST_PAGE_SIZE = "list.page.size";
   public static final long LIST_PAGE_SIZE_DEFAULT = 1000;
   /** Bytes fetched per store read when reading sequentially. */
@@ -166,7 +168,8 @@ public final class BlobFsConfiguration {
     }
     long buffer = Math.min(writeBuffer, stripe);
     NamespaceOptions ns = new NamespaceOptions(stripe, (int) buffer, Math.max(inflight, buffer),
-        (int) inline, markers.equals("keep"), page, fs.getBoolean(CREATE_PERFORMANCE, false));
+        (int) inline, markers.equals("keep"), page, fs.getBoolean(CREATE_PERFORMANCE, false),
+        fs.getDuration(WRITER_LEASE, NamespaceOptions.DEFAULT_WRITER_LEASE));
     return new Settings(storeName, type, typeKey, backend, ns, readBuffer, readAhead, randomMin,
         policy, permission, fs.getBoolean(DOWNGRADE_SYNCABLE_EXCEPTIONS, true));
   }

@@ -46,6 +46,7 @@ public final class BlobNamespace {
   private final PendingDirectories pending = new PendingDirectories();
   private final Deleter deleter = new Deleter(this);
   private final Renamer renamer = new Renamer(this);
+  private final DataLocks locks = new DataLocks(this);
 
   public BlobNamespace(BlobStore store, NamespaceOptions options, StoreCallCounters counters) {
     StoreLimits limits = store.limits();
@@ -312,6 +313,10 @@ public final class BlobNamespace {
 
   KeyLayout layout() {
     return layout;
+  }
+
+  DataLocks locks() {
+    return locks;
   }
 
   PendingDirectories pending() {

@@ -5,6 +5,7 @@ import io.blobfs.store.Futures;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.Objects;
@@ -36,6 +37,9 @@ public final class FileWriter implements Closeable {
   private long sent;
   private boolean closed;
   private IOException failure;
+  /** Held from before the first stripe is sent until the file is published or discarded. */
+  private DataLocks.Lock lock;
+  private long lockRenewedNanos;
 
   /** Buffers whose writes completed, kept for the next chunks: no allocation per chunk. */
   private final ArrayDeque<ByteBuffer> spares = new ArrayDeque<>();
@@ -126,6 +130,7 @@ public final class FileWriter implements Closeable {
 
   /** Sends the next bytes of the file; {@code ours}: the buffer may be recycled after. */
   private void send(ByteBuffer chunk, boolean ours) throws IOException {
+    holdLock();
     int bytes = chunk.remaining();
     long stripe = sent / options.stripeSize();
     long offset = sent % options.stripeSize();
@@ -137,6 +142,27 @@ public final class FileWriter implements Closeable {
     while (!inFlight.isEmpty()
         && (inFlightBytes > options.maxWriteBytesInFlight() || inFlight.peek().done().isDone())) {
       awaitOldest();
+    }
+  }
+
+  /**
+   * Takes the lock on this file's data before the first stripe exists, and renews it once
+   * half its lease has passed, so that the orphan sweeper never takes the data of a
+   * writer still at work ({@link DataLocks}).
+   */
+  private void holdLock() throws IOException {
+    Duration lease = options.writerLease();
+    try {
+      if (lock == null) {
+        lock = ns.locks().takeForWriter(fileId, lease);
+        lockRenewedNanos = System.nanoTime();
+      } else if (System.nanoTime() - lockRenewedNanos > lease.toNanos() / 2) {
+        lock = ns.locks().renew(lock, lease);
+        lockRenewedNanos = System.nanoTime();
+      }
+    } catch (IOException e) {
+      failure = e;
+      throw new IOException("write of " + path + " failed; the file will not be created", e);
     }
   }
 
@@ -184,6 +210,7 @@ public final class FileWriter implements Closeable {
         while (!inFlight.isEmpty()) {
           awaitOldest();
         }
+        holdLock(); // renewed if half the lease has passed: the data is still ours
         record = FileRecord.striped(fileId, length, now, options.stripeSize());
       }
       buffer = null;
@@ -192,7 +219,19 @@ public final class FileWriter implements Closeable {
       discardData();
       throw e;
     }
-    ns.commitFile(path, record, overwrite, this::discardData);
+    try {
+      ns.commitFile(path, record, overwrite, this::discardData);
+    } finally {
+      // Published or not, the record (if any) is now what keeps the sweeper away.
+      releaseLock();
+    }
+  }
+
+  private void releaseLock() {
+    if (lock != null) {
+      ns.locks().release(lock);
+      lock = null;
+    }
   }
 
   /** Gives up: nothing becomes visible and written data is removed. */
@@ -220,10 +259,11 @@ public final class FileWriter implements Closeable {
         ns.calls().delete(ns.layout().dataKey(fileId, s));
       } catch (IOException | RuntimeException e) {
         // The store is failing (the reason this writer gives up, often): one try, not one
-        // timeout per stripe. What is left is the orphan sweeper's.
-        return;
+        // timeout per stripe. What is left is the orphan sweeper's: no record names it.
+        break;
       }
     }
+    releaseLock();
   }
 
   private void checkOpen() throws IOException {

@@ -12,6 +12,8 @@ import java.nio.charset.StandardCharsets;
  *       kept; otherwise a directory is implicit in the names under it.
  *   <li>{@code d/FILEID/N}: stripe N of a file's data. Names never appear here, so a
  *       rename rewrites records and leaves data where it is.
+ *   <li>{@code d/FILEID/lock}: while it exists, a writer or the orphan sweeper is at work
+ *       on that file's data ({@link DataLocks}).
  * </ul>
  *
  * Listing a directory is a scan of {@code n/a/}; data keys never match a name scan.
@@ -19,6 +21,7 @@ import java.nio.charset.StandardCharsets;
 public final class KeyLayout {
   static final String NAMES = "n";
   static final String DATA = "d/";
+  static final String LOCK = "lock";
 
   private final StoreLimits limits;
 
@@ -44,6 +47,17 @@ public final class KeyLayout {
 
   public static boolean isMarker(String nameKey) {
     return nameKey.endsWith("/");
+  }
+
+  /** The file id a data or lock key belongs to; null for a key of neither shape. */
+  static String fileIdOf(String dataKey) {
+    int slash = dataKey.indexOf('/', DATA.length());
+    return dataKey.startsWith(DATA) && slash > DATA.length()
+        ? dataKey.substring(DATA.length(), slash) : null;
+  }
+
+  static boolean isLock(String dataKey) {
+    return dataKey.endsWith("/" + LOCK);
   }
 
   public String dataKey(String fileId, long stripe) {

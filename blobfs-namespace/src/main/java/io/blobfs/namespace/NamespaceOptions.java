@@ -1,5 +1,7 @@
 package io.blobfs.namespace;
 
+import java.time.Duration;
+
 /**
  * Settings of the file-system semantics layer.
  *
@@ -16,21 +18,34 @@ package io.blobfs.namespace;
  *     the whole key space (RADOS) far less. An existing file still makes an exclusive
  *     create fail, at close; a directory at the path is no longer noticed. As S3A's
  *     fs.s3a.create.performance.
+ * @param writerLease how long a writer's claim on its data outlives its last write: the
+ *     orphan sweeper leaves the data of an unclosed file alone until then. A writer idle
+ *     for longer may find at close that the data was swept: close() then fails and
+ *     publishes nothing. As S3A's fs.s3a.multipart.purge.age, a day by default.
  */
 public record NamespaceOptions(long stripeSize, int writeBufferSize, long maxWriteBytesInFlight,
     int inlineThreshold, boolean keepDirectoryMarkers, int scanPageSize,
-    boolean createPerformance) {
+    boolean createPerformance, Duration writerLease) {
 
   public static final long DEFAULT_STRIPE_SIZE = 64L << 20;
+  public static final Duration DEFAULT_WRITER_LEASE = Duration.ofDays(1);
 
   public NamespaceOptions {
     if (stripeSize <= 0 || writeBufferSize <= 0 || maxWriteBytesInFlight < writeBufferSize
-        || inlineThreshold < 0 || inlineThreshold > FileRecord.MAX_INLINE || scanPageSize <= 0) {
+        || inlineThreshold < 0 || inlineThreshold > FileRecord.MAX_INLINE || scanPageSize <= 0
+        || writerLease.isNegative() || writerLease.isZero()) {
       throw new IllegalArgumentException("inconsistent namespace options: stripeSize="
           + stripeSize + " writeBufferSize=" + writeBufferSize + " maxWriteBytesInFlight="
           + maxWriteBytesInFlight + " inlineThreshold=" + inlineThreshold + " scanPageSize="
-          + scanPageSize);
+          + scanPageSize + " writerLease=" + writerLease);
     }
+  }
+
+  public NamespaceOptions(long stripeSize, int writeBufferSize, long maxWriteBytesInFlight,
+      int inlineThreshold, boolean keepDirectoryMarkers, int scanPageSize,
+      boolean createPerformance) {
+    this(stripeSize, writeBufferSize, maxWriteBytesInFlight, inlineThreshold,
+        keepDirectoryMarkers, scanPageSize, createPerformance, DEFAULT_WRITER_LEASE);
   }
 
   /** With the probes of create() on. */
@@ -38,5 +53,10 @@ public record NamespaceOptions(long stripeSize, int writeBufferSize, long maxWri
       int inlineThreshold, boolean keepDirectoryMarkers, int scanPageSize) {
     this(stripeSize, writeBufferSize, maxWriteBytesInFlight, inlineThreshold,
         keepDirectoryMarkers, scanPageSize, false);
+  }
+
+  public NamespaceOptions withWriterLease(Duration lease) {
+    return new NamespaceOptions(stripeSize, writeBufferSize, maxWriteBytesInFlight,
+        inlineThreshold, keepDirectoryMarkers, scanPageSize, createPerformance, lease);
   }
 }

@@ -77,11 +77,29 @@ final class Renamer {
     VersionedRecord read = ns.readRecord(from, true)
         .orElseThrow(() -> new FileNotFoundException("renamed away meanwhile: " + src));
     if (ns.calls().transactional()) {
-      commitOrExplain(List.of(new BlobMutation.Put(to, read.record().encode(), PutMode.CREATE),
-          new BlobMutation.Delete(from, read.version())), src, dst);
+      commitOrExplain(moveMutations(from, to, read, src), src, dst);
       return;
     }
     moveRecord(from, to, read, src, dst);
+  }
+
+  /**
+   * One record's move in a transaction: created at the new name, deleted at the old one if
+   * unchanged, and, for a file with data blobs, only while no orphan sweeper holds them
+   * (the sweeper could otherwise miss the record on both names: {@link DataLocks}).
+   */
+  private List<BlobMutation> moveMutations(String from, String to, VersionedRecord read,
+      FsPath src) throws IOException {
+    List<BlobMutation> moves = new ArrayList<>(3);
+    moves.add(new BlobMutation.Put(to, read.record().encode(), PutMode.CREATE));
+    moves.add(new BlobMutation.Delete(from, read.version()));
+    if (read.record().stripeCount() > 0) {
+      String id = read.record().fileId();
+      Optional<DataLocks.Lock> lock = ns.locks().awaitNoSweeper(id, src);
+      moves.add(new BlobMutation.Check(ns.locks().key(id),
+          lock.map(DataLocks.Lock::version).orElse(BlobMutation.ABSENT)));
+    }
+    return moves;
   }
 
   /**
@@ -105,6 +123,16 @@ final class Renamer {
     } catch (IOException e) {
       takeBack(to, read, src, dst, e); // the put may have applied before it failed
       throw new IOException("rename " + src + " to " + dst + " failed and changed nothing", e);
+    }
+    if (read.record().stripeCount() > 0) {
+      try {
+        // Both names hold the file now: whatever sweeper takes the lock from here on sees
+        // the new one, and one that holds it already will see the old one, kept till it is done.
+        ns.locks().awaitNoSweeper(read.record().fileId(), src);
+      } catch (IOException e) {
+        takeBack(to, read, src, dst, e);
+        throw new IOException("rename " + src + " to " + dst + " failed and changed nothing", e);
+      }
     }
     try {
       ns.calls().deleteIfVersion(from, read.version());
@@ -171,10 +199,15 @@ final class Renamer {
         continue; // deleted since the scan
       }
       reads.add(read.get());
-      mutations.add(new BlobMutation.Put(move[1], read.get().record().encode(), PutMode.CREATE));
-      mutations.add(new BlobMutation.Delete(move[0], read.get().version()));
     }
     if (ns.calls().transactional()) {
+      for (int i = 0; i < moves.size(); i++) {
+        if (reads.get(i) != null) {
+          String[] move = moves.get(i);
+          mutations.addAll(moveMutations(move[0], move[1], reads.get(i),
+              ns.layout().pathOf(move[0])));
+        }
+      }
       commitOrExplain(mutations, src, dst);
       return;
     }

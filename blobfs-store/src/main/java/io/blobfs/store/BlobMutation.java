@@ -9,6 +9,9 @@ public sealed interface BlobMutation {
   /** {@link Delete#ifVersion} of a delete that holds whatever the blob is, or if absent. */
   long ANY_VERSION = 0;
 
+  /** {@link Check#version} that requires the blob to be absent. */
+  long ABSENT = 0;
+
   String key();
 
   /** Put a whole blob; with {@link PutMode#CREATE} the key must be absent at commit. */
@@ -29,6 +32,20 @@ public sealed interface BlobMutation {
       Objects.requireNonNull(key, "key");
       if (ifVersion < 0) {
         throw new IllegalArgumentException("negative version " + ifVersion);
+      }
+    }
+  }
+
+  /**
+   * Changes nothing, but the transaction aborts unless the blob is at {@code version}, or
+   * absent if {@code version} is {@link #ABSENT}: a mutation elsewhere made conditional on
+   * a blob the transaction read but does not change.
+   */
+  record Check(String key, long version) implements BlobMutation {
+    public Check {
+      Objects.requireNonNull(key, "key");
+      if (version < 0) {
+        throw new IllegalArgumentException("negative version " + version);
       }
     }
   }

@@ -75,6 +75,8 @@ public final class StoreOptions {
         d = Duration.ofMinutes(Long.parseLong(s.substring(0, s.length() - 1).trim()));
       } else if (s.endsWith("h")) {
         d = Duration.ofHours(Long.parseLong(s.substring(0, s.length() - 1).trim()));
+      } else if (s.endsWith("d")) {
+        d = Duration.ofDays(Long.parseLong(s.substring(0, s.length() - 1).trim()));
       } else {
         d = Duration.ofMillis(Long.parseLong(s));
       }

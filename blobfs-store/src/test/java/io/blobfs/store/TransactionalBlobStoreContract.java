@@ -61,4 +61,30 @@ public abstract class TransactionalBlobStoreContract extends BlobStoreContract {
         new BlobMutation.Put("n/keep", ByteBuffer.wrap(new byte[] {'z'}), PutMode.OVERWRITE)));
     assertArrayEquals(new byte[] {'z'}, store.readFully("n/keep", 0, 1));
   }
+
+  @Test
+  void aCheckConflictsUnlessItsBlobIsAtTheVersionOrAbsentAsAsked() throws IOException {
+    store.put("d/lock", utf8("l"), PutMode.CREATE);
+    long lock = store.stat("d/lock").version();
+    // A check of absence fails on a present blob; a check of a stale version fails.
+    assertThrows(TransactionConflictException.class, () -> tx().commit(List.of(
+        new BlobMutation.Check("d/lock", BlobMutation.ABSENT),
+        new BlobMutation.Put("n/a", utf8("1"), PutMode.CREATE))));
+    store.put("d/lock", utf8("L"), PutMode.OVERWRITE);
+    assertThrows(TransactionConflictException.class, () -> tx().commit(List.of(
+        new BlobMutation.Check("d/lock", lock),
+        new BlobMutation.Put("n/a", utf8("1"), PutMode.CREATE))));
+    assertFalse(store.stat("n/a").exists());
+    // A check that holds changes nothing of its own blob.
+    long now = store.stat("d/lock").version();
+    tx().commit(List.of(new BlobMutation.Check("d/lock", now),
+        new BlobMutation.Put("n/a", utf8("1"), PutMode.CREATE)));
+    assertArrayEquals(new byte[] {'L'}, store.readFully("d/lock", 0, 1));
+    assertTrue(store.stat("d/lock").version() == now);
+    assertTrue(store.delete("d/lock"));
+    tx().commit(List.of(new BlobMutation.Check("d/lock", BlobMutation.ABSENT),
+        new BlobMutation.Put("n/b", utf8("2"), PutMode.CREATE)));
+    assertFalse(store.stat("d/lock").exists());
+    assertArrayEquals(new byte[] {'2'}, store.readFully("n/b", 0, 1));
+  }
 }

@@ -243,11 +243,15 @@ public final class InMemoryBlobStore
             && (!exists || blobs.get(m.key()).version != d.ifVersion())) {
           throw changed(m.key(), d.ifVersion());
         }
+        if (m instanceof BlobMutation.Check c && (c.version() == BlobMutation.ABSENT ? exists
+            : !exists || blobs.get(m.key()).version != c.version())) {
+          throw changed(m.key(), c.version());
+        }
       }
       for (BlobMutation m : mutations) {
         if (m instanceof BlobMutation.Put p) {
           blobs.put(p.key(), Blob.of(p.content(), versions.incrementAndGet()));
-        } else {
+        } else if (m instanceof BlobMutation.Delete) {
           blobs.remove(m.key());
         }
       }

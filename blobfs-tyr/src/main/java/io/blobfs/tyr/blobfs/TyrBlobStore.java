@@ -159,6 +159,8 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
           reads.add(new ReadCheck(d.key(), d.ifVersion()));
         }
         ops.add(new TxOp.Delete(d.key(), conditional));
+      } else if (m instanceof BlobMutation.Check c) {
+        reads.add(new ReadCheck(c.key(), c.version()));
       }
     }
     try {
