@@ -93,7 +93,7 @@ public final class OrphanSweeper {
             .ifPresent(lock -> held.put(id, lock));
       }
       candidates.keySet().retainAll(held.keySet());
-      Set<String> namedNow = namedFileIds();
+      Set<String> namedNow = held.isEmpty() ? Set.of() : namedFileIds();
       int stillNamed = 0;
       for (String id : List.copyOf(candidates.keySet())) {
         if (namedNow.contains(id)) {
