@@ -42,7 +42,10 @@ import org.slf4j.LoggerFactory;
  * acknowledged only after the log is forced; concurrent commits share one force (group
  * commit, {@link LogSyncer}). Until then its states are "staged", seen by the validation
  * of later commits but by no reader. {@link LogReclaimer} reclaims the disk of old
- * versions and writes the checkpoints recovery starts from.
+ * versions and writes the checkpoints recovery starts from. Under any policy a commit
+ * number is handed out once only, even if a power loss takes the commit that had it:
+ * {@link VersionCeiling} keeps a bound on the numbers used on disk ahead of them, and a
+ * restart numbers from above it.
  *
  * <p><b>Locks</b>, in the order they are taken (a thread holding one takes only locks
  * further down the list; no other nesting exists):
@@ -73,6 +76,13 @@ public final class TyrEngine implements Closeable {
   private final EngineView view = new EngineView();
   private final LogSyncer syncer;
   private final LogReclaimer reclaimer;
+  private final VersionCeiling ceiling;
+  /**
+   * The highest commit number handed out by this run or, as far as the disk can tell, any
+   * earlier one (whose last commits a power loss may have taken): the next is one more.
+   * Guarded by the commit lock.
+   */
+  private long lastNumber;
   private volatile boolean closed;
   private volatile IOException failure;
 
@@ -92,11 +102,19 @@ public final class TyrEngine implements Closeable {
     }
     this.log = WriteAheadLog.open(config.directory(), config.segmentBytes(), start,
         startVersion, this::replay);
+    try {
+      this.ceiling = VersionCeiling.open(config.directory(), log.lastVersion());
+    } catch (IOException | RuntimeException e) {
+      log.close();
+      throw e;
+    }
+    this.lastNumber = ceiling.floor();
     this.reclaimer = new LogReclaimer(config, log, versions, view, checkpoints, start);
     this.syncer = new LogSyncer(config, log, versions, view);
     reclaimer.start();
-    LOG.info("Týr engine open at {}: {} blobs, last commit {} (checkpoint at {})",
-        config.directory(), versions.visibleCount(), log.lastVersion(), startVersion);
+    LOG.info("Týr engine open at {}: {} blobs, last commit {} (checkpoint at {}), numbering "
+        + "from {}", config.directory(), versions.visibleCount(), log.lastVersion(),
+        startVersion, lastNumber + 1);
   }
 
   /** Opens (creating if needed) the store in {@code config.directory()}, replaying its log. */
@@ -287,16 +305,18 @@ public final class TyrEngine implements Closeable {
    * changes nothing, drops it (no record, no commit number; the plan has no ops).
    */
   private CommitPlanner logRecord(int opCount, CommitPlanner.Body body) throws TyrException {
-    long version = log.lastVersion() + 1;
+    long version = lastNumber + 1;
     long now = System.currentTimeMillis();
     CommitPlanner plan = new CommitPlanner(config, log, view, version, now, opCount);
     try {
+      ceiling.cover(version); // on disk before anyone can see the number
       log.begin(version, now);
       body.plan(plan);
       if (plan.ops().isEmpty()) {
-        log.abort();
+        log.abort(); // the number was seen by no one: the next commit takes it
       } else {
         log.finish(plan.ops());
+        lastNumber = version;
       }
     } catch (Throwable e) {
       throw abandon(e);
@@ -403,6 +423,14 @@ public final class TyrEngine implements Closeable {
       log.force();
       if (failure == null) {
         checkpoint(); // the next open replays nothing
+        // Every number handed out is on disk now (closed: none is handed out after this
+        // read), so the next run goes on from here without a gap.
+        commitLock.lock();
+        try {
+          ceiling.lower(lastNumber);
+        } finally {
+          commitLock.unlock();
+        }
       }
     } finally {
       syncer.failPending(new IOException("closed"));

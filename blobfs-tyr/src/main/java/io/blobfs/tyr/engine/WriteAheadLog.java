@@ -105,6 +105,14 @@ final class WriteAheadLog implements Closeable {
       throw new IOException("Týr log is incomplete: the checkpoint resumes in segment "
           + segmentPath(start.segment()) + ", which is missing");
     }
+    // Only segments before the resume point are ever deleted. A gap after it would lose
+    // records unseen, since commit numbers may jump where a segment begins.
+    for (int i = 1; i < ids.size(); i++) {
+      if (ids.get(i) > start.segment() && ids.get(i) != ids.get(i - 1) + 1) {
+        throw new IOException("Týr log is incomplete: segment " + segmentPath(ids.get(i) - 1)
+            + " is missing");
+      }
+    }
     for (int i = 0; i < ids.size(); i++) {
       long id = ids.get(i);
       FileChannel ch = openChannel(id);
@@ -177,7 +185,10 @@ final class WriteAheadLog implements Closeable {
       if ((int) bc.getValue() != bodyCrcValue) {
         return at;
       }
-      if (version != lastVersion + 1) {
+      // Numbers go up by one within a run. A run may start above the last one's numbers
+      // (VersionCeiling), and its first record is the first of a segment, as each run
+      // appends to a fresh one; recover() has made sure no segment is missing.
+      if (version <= lastVersion || (version != lastVersion + 1 && at != 0)) {
         throw new IOException("Týr log is corrupt: record at byte " + at + " of "
             + segmentPath(id) + " has commit " + version + " after commit " + lastVersion);
       }
