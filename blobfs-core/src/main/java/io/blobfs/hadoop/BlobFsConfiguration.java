@@ -92,7 +92,7 @@ public final class BlobFsConfiguration {
   public static final Set<String> FS_SUFFIXES = Set.of(STRIPE_SIZE, WRITE_BUFFER_SIZE,
       WRITE_MAX_INFLIGHT, INLINE_THRESHOLD, DIRECTORY_MARKERS, LIST_PAGE_SIZE,
       READ_BUFFER_SIZE, READ_AHEAD, READ_RANDOM_MIN, READ_POLICY, PERMISSION,
-      CREATE_PERFORMANCE, DOWNGRADE_SYNCABLE_EXCEPTIONS);
+      CREATE_PERFORMANCE, DOWNGRADE_SYNCABLE_EXCEPTIONS, WRITER_LEASE);
 
   /** Settings of one file-system instance, all validated. */
   public record Settings(String storeName, String storeType, String storeTypeKey,
@@ -169,9 +169,19 @@ public final class BlobFsConfiguration {
     long buffer = Math.min(writeBuffer, stripe);
     NamespaceOptions ns = new NamespaceOptions(stripe, (int) buffer, Math.max(inflight, buffer),
         (int) inline, markers.equals("keep"), page, fs.getBoolean(CREATE_PERFORMANCE, false),
-        fs.getDuration(WRITER_LEASE, NamespaceOptions.DEFAULT_WRITER_LEASE));
+        writerLease(fs));
     return new Settings(storeName, type, typeKey, backend, ns, readBuffer, readAhead, randomMin,
         policy, permission, fs.getBoolean(DOWNGRADE_SYNCABLE_EXCEPTIONS, true));
+  }
+
+  /** At least a minute: a shorter lease would let clock skew decide what is swept. */
+  private static java.time.Duration writerLease(StoreOptions fs) {
+    java.time.Duration lease =
+        fs.getDuration(WRITER_LEASE, NamespaceOptions.DEFAULT_WRITER_LEASE);
+    if (lease.compareTo(java.time.Duration.ofMinutes(1)) < 0) {
+      throw fs.bad(WRITER_LEASE, fs.getString(WRITER_LEASE, ""), "at least 1m");
+    }
+    return lease;
   }
 
   /**

@@ -8,6 +8,7 @@ import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.Optional;
 
@@ -23,33 +24,41 @@ import java.util.Optional;
  *
  * <ul>
  *   <li>A writer takes the lock exclusively before it sends its first stripe, renews it as
- *       it goes (a lease: {@link NamespaceOptions#writerLease()}), and releases it after
- *       its record is published or its data discarded. The sweeper passes over a file id
- *       whose writer lock has not expired.
+ *       it goes and once more right before it publishes (a lease:
+ *       {@link NamespaceOptions#writerLease()}), and releases it after its record is
+ *       published or its data discarded. The sweeper passes over a file id whose writer
+ *       lease runs.
  *   <li>The sweeper takes the lock of each candidate, then scans every record again, and
- *       deletes data only of candidates still unnamed, before it releases their locks.
+ *       deletes data only of candidates still unnamed whose lock is still its own.
  *   <li>A rename checks, after the new name exists and before the old one goes (in the
  *       same transaction where the store has them), that no sweeper holds the lock. While
- *       a sweeper does, it keeps both names, waiting for the sweeper to see one of them.
+ *       a sweeper does, it keeps both names, waiting for the sweeper to see one of them. A
+ *       sweeper's lock that has expired is removed instead: that sweeper will find its
+ *       lock changed and delete nothing.
  * </ul>
  *
  * A record therefore never stops being visible to a sweeper's second scan: whoever could
- * move it away from the sweeper's eyes waits for that sweeper.
+ * move it away from the sweeper's eyes waits for that sweeper, or makes it stand down.
+ * Holders compare wall clocks only through a lease's expiry: clock skew between clients
+ * and the sweeper must stay well below the lease.
  */
 final class DataLocks {
   private static final System.Logger LOG = System.getLogger(DataLocks.class.getName());
+  private static final SecureRandom NONCES = new SecureRandom();
   private static final byte MAGIC = 'L';
-  private static final int ENCODED = 1 + 1 + 8;
+  private static final int ENCODED = 1 + 1 + 8 + 8;
   /** How long a rename waits for a sweeper to finish looking at a file before failing. */
   static final Duration SWEEPER_WAIT = Duration.ofSeconds(60);
 
-  enum Owner { WRITER, SWEEPER }
+  /** UNKNOWN: content this code cannot read; never expires, never blocks a rename. */
+  enum Owner { WRITER, SWEEPER, UNKNOWN }
 
   /**
    * A lock as read or taken: who holds it, until when (wall clock of its holder), and the
    * version of its blob, which every later change of it is conditional on.
    */
-  record Lock(String fileId, String key, Owner owner, long expiresMillis, long version) {
+  record Lock(String fileId, String key, Owner owner, long expiresMillis, long nonce,
+      long version) {
     boolean expired(long nowMillis) {
       return nowMillis > expiresMillis;
     }
@@ -75,19 +84,23 @@ final class DataLocks {
     }
     ByteBuffer b = ByteBuffer.wrap(got.bytes());
     if (b.remaining() < ENCODED || b.get() != MAGIC) {
-      // Not ours to judge: held by nobody known, never expired, so never taken over.
-      return Optional.of(new Lock(fileId, key, Owner.SWEEPER, Long.MAX_VALUE, got.version()));
+      LOG.log(System.Logger.Level.WARNING, key + " is not a lock this version can read: its"
+          + " data will not be swept; remove it by hand if no writer or sweeper uses it");
+      return Optional.of(new Lock(fileId, key, Owner.UNKNOWN, Long.MAX_VALUE, 0,
+          got.version()));
     }
-    Owner owner = b.get() == 'W' ? Owner.WRITER : Owner.SWEEPER;
-    return Optional.of(new Lock(fileId, key, owner, b.getLong(), got.version()));
+    byte owner = b.get();
+    return Optional.of(new Lock(fileId, key, owner == 'W' ? Owner.WRITER
+        : owner == 'S' ? Owner.SWEEPER : Owner.UNKNOWN, b.getLong(), b.getLong(),
+        got.version()));
   }
 
   /** A writer's lock on its fresh file id, taken before any data blob exists. */
   Lock takeForWriter(String fileId, Duration lease) throws IOException {
-    long expires = System.currentTimeMillis() + lease.toMillis();
-    String key = key(fileId);
-    ns.calls().put(key, encode(Owner.WRITER, expires), PutMode.CREATE);
-    return stamped(fileId, Owner.WRITER, expires);
+    long expires = expiry(lease);
+    long nonce = NONCES.nextLong();
+    ns.calls().put(key(fileId), encode(Owner.WRITER, expires, nonce), PutMode.CREATE);
+    return stamped(fileId, nonce);
   }
 
   /**
@@ -95,14 +108,16 @@ final class DataLocks {
    * held: it expired and a sweeper took it, so the writer's data may be gone.
    */
   Lock renew(Lock held, Duration lease) throws IOException {
-    long expires = System.currentTimeMillis() + lease.toMillis();
+    long expires = expiry(lease);
+    long nonce = NONCES.nextLong();
     try {
-      ns.calls().putIfVersion(held.key(), encode(Owner.WRITER, expires), held.version());
+      ns.calls().putIfVersion(held.key(), encode(Owner.WRITER, expires, nonce),
+          held.version());
     } catch (TransactionConflictException e) {
-      throw new IOException("the writer's lease on its data expired and the orphan sweeper"
-          + " took it (" + held.key() + "); its data may be gone", e);
+      throw new IOException("the writer's lease on its data ran out and the orphan sweeper"
+          + " took it (" + held.key() + "): its data may be gone, so nothing is published", e);
     }
-    return stamped(held.fileId(), Owner.WRITER, expires);
+    return stamped(held.fileId(), nonce);
   }
 
   /**
@@ -112,23 +127,23 @@ final class DataLocks {
    */
   Optional<Lock> takeForSweeper(String fileId, Optional<Lock> seen, Duration hold)
       throws IOException {
-    long expires = System.currentTimeMillis() + hold.toMillis();
-    String key = key(fileId);
+    long nonce = NONCES.nextLong();
+    ByteBuffer content = encode(Owner.SWEEPER, expiry(hold), nonce);
     try {
       if (seen.isEmpty()) {
-        ns.calls().put(key, encode(Owner.SWEEPER, expires), PutMode.CREATE);
+        ns.calls().put(key(fileId), content, PutMode.CREATE);
       } else {
-        ns.calls().putIfVersion(key, encode(Owner.SWEEPER, expires), seen.get().version());
+        ns.calls().putIfVersion(key(fileId), content, seen.get().version());
       }
     } catch (TransactionConflictException | BlobAlreadyExistsException e) {
       return Optional.empty();
     }
-    return Optional.of(stamped(fileId, Owner.SWEEPER, expires));
+    return Optional.of(stamped(fileId, nonce));
   }
 
   /**
-   * Removes a lock if it is still the one held. Best effort: a lock left behind is taken
-   * over by a later sweep once it expires, and until then only delays sweeping.
+   * Removes a lock if it is still the one held. Best effort: a lock left behind expires,
+   * and is then removed by the next sweep or rename that meets it.
    */
   void release(Lock held) {
     try {
@@ -141,23 +156,25 @@ final class DataLocks {
   }
 
   /**
-   * For a rename of the file with this id: returns the lock as it is when no sweeper holds
-   * it (empty: no lock), waiting up to {@link #SWEEPER_WAIT} while one does. A transaction
-   * makes its move conditional on the lock staying as returned.
+   * For a rename of the file with this id: returns the lock as it is once no live sweeper
+   * holds it (empty: no lock), waiting up to {@link #SWEEPER_WAIT} while one does. A
+   * returned lock of a sweeper has expired: the caller removes it, conditionally, in the
+   * step that removes the old name (or in a transaction with it), so that the sweeper,
+   * which checks its lock before it deletes anything, stands down.
    */
   Optional<Lock> awaitNoSweeper(String fileId, FsPath path) throws IOException {
     long deadline = System.nanoTime() + SWEEPER_WAIT.toNanos();
     long pauseMillis = 10;
     while (true) {
       Optional<Lock> lock = read(fileId);
-      if (lock.isEmpty() || lock.get().owner() != Owner.SWEEPER) {
+      if (lock.isEmpty() || lock.get().owner() != Owner.SWEEPER
+          || lock.get().expired(System.currentTimeMillis())) {
         return lock;
       }
       if (System.nanoTime() > deadline) {
         throw new IOException("the orphan sweeper has held the data of " + path + " ("
-            + lock.get().key() + ") for over " + SWEEPER_WAIT.toSeconds() + " s; retry the"
-            + " rename once it is done (a lock of a sweeper that died is taken over by the"
-            + " next sweep)");
+            + lock.get().key() + ") for over " + SWEEPER_WAIT.toSeconds() + " s; retry once"
+            + " it is done (a lock of a sweeper that died is removed once it expires)");
       }
       try {
         Thread.sleep(pauseMillis);
@@ -169,18 +186,40 @@ final class DataLocks {
     }
   }
 
+  /**
+   * Removes an expired sweeper's lock met by a rename, if it is still as read (else a new
+   * holder has it, whose own checks apply). Non-transactional stores only: a transaction
+   * does it as one of its steps.
+   */
+  void breakExpired(Lock lock) throws IOException {
+    try {
+      ns.calls().deleteIfVersion(lock.key(), lock.version());
+    } catch (TransactionConflictException e) {
+      throw new TransactionConflictException("the lock of " + lock.key()
+          + " changed while a rename was removing the expired one");
+    }
+  }
+
   /** The version of a lock just written, read back: put does not return it. */
-  private Lock stamped(String fileId, Owner owner, long expires) throws IOException {
+  private Lock stamped(String fileId, long nonce) throws IOException {
     Optional<Lock> now = read(fileId);
-    if (now.isEmpty() || now.get().owner() != owner || now.get().expiresMillis() != expires) {
-      throw new IOException("lock " + key(fileId) + " changed right after it was taken");
+    if (now.isEmpty() || now.get().nonce() != nonce) {
+      throw new TransactionConflictException("lock " + key(fileId)
+          + " changed right after it was taken");
     }
     return now.get();
   }
 
-  private static ByteBuffer encode(Owner owner, long expiresMillis) {
+  private static long expiry(Duration d) {
+    long now = System.currentTimeMillis();
+    return d.getSeconds() >= (Long.MAX_VALUE - now) / 1000 - 1 ? Long.MAX_VALUE - 1
+        : now + d.toMillis();
+  }
+
+  private static ByteBuffer encode(Owner owner, long expiresMillis, long nonce) {
     ByteBuffer b = ByteBuffer.allocate(ENCODED);
-    b.put(MAGIC).put((byte) (owner == Owner.WRITER ? 'W' : 'S')).putLong(expiresMillis);
+    b.put(MAGIC).put((byte) (owner == Owner.WRITER ? 'W' : 'S')).putLong(expiresMillis)
+        .putLong(nonce);
     return b.flip();
   }
 }

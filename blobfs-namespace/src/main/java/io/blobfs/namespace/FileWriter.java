@@ -130,7 +130,7 @@ public final class FileWriter implements Closeable {
 
   /** Sends the next bytes of the file; {@code ours}: the buffer may be recycled after. */
   private void send(ByteBuffer chunk, boolean ours) throws IOException {
-    holdLock();
+    holdLock(false);
     int bytes = chunk.remaining();
     long stripe = sent / options.stripeSize();
     long offset = sent % options.stripeSize();
@@ -147,18 +147,21 @@ public final class FileWriter implements Closeable {
 
   /**
    * Takes the lock on this file's data before the first stripe exists, and renews it once
-   * half its lease has passed, so that the orphan sweeper never takes the data of a
-   * writer still at work ({@link DataLocks}).
+   * a quarter of its lease has passed (always, with {@code beforePublishing}), so that the
+   * orphan sweeper never takes the data of a writer still at work ({@link DataLocks}).
    */
-  private void holdLock() throws IOException {
+  private void holdLock(boolean beforePublishing) throws IOException {
     Duration lease = options.writerLease();
+    long now = System.nanoTime(); // before the lease's expiry is computed: errs short
     try {
       if (lock == null) {
         lock = ns.locks().takeForWriter(fileId, lease);
-        lockRenewedNanos = System.nanoTime();
-      } else if (System.nanoTime() - lockRenewedNanos > lease.toNanos() / 2) {
+        lockRenewedNanos = now;
+      } else if (beforePublishing || now - lockRenewedNanos > lease.toNanos() / 4) {
+        // Before publishing, whatever the local clock says (a suspended VM's stops): the
+        // conditional renewal is what proves no sweeper took the data.
         lock = ns.locks().renew(lock, lease);
-        lockRenewedNanos = System.nanoTime();
+        lockRenewedNanos = now;
       }
     } catch (IOException e) {
       failure = e;
@@ -210,7 +213,7 @@ public final class FileWriter implements Closeable {
         while (!inFlight.isEmpty()) {
           awaitOldest();
         }
-        holdLock(); // renewed if half the lease has passed: the data is still ours
+        holdLock(true);
         record = FileRecord.striped(fileId, length, now, options.stripeSize());
       }
       buffer = null;
@@ -219,12 +222,11 @@ public final class FileWriter implements Closeable {
       discardData();
       throw e;
     }
-    try {
-      ns.commitFile(path, record, overwrite, this::discardData);
-    } finally {
-      // Published or not, the record (if any) is now what keeps the sweeper away.
-      releaseLock();
-    }
+    // A failure that surely published nothing has released the lock with the data
+    // (discardData); one whose outcome is unknown keeps it until the lease runs out, so
+    // that a put applied late still finds its data.
+    ns.commitFile(path, record, overwrite, this::discardData);
+    releaseLock(); // the record is now what keeps the sweeper away
   }
 
   private void releaseLock() {

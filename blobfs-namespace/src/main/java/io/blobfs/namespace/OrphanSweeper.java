@@ -18,13 +18,15 @@ import java.util.TreeMap;
  *
  * <p>A file id is swept only if, in this order: no record named it in a first scan; its
  * newest data blob is older than {@code minAge}; no writer holds its lock (a writer's
- * lease runs from its last write, {@link NamespaceOptions#writerLease()}); this sweeper
- * then took its lock (for {@code minAge}); a second scan of every record, made while the
- * lock is held, found no record naming it either; and the lock was still this sweeper's
- * after that scan. A record cannot slip past the second scan: renames
- * wait for the lock to be released before removing the old name, and a writer publishes
- * only under its own lock ({@link DataLocks}). So neither a writer at work, however idle
- * within its lease, nor a file renamed during the sweep loses data.
+ * lease, {@link NamespaceOptions#writerLease()}, renewed as it writes and before it
+ * publishes); this sweeper then took its lock; a second scan of every record, made while
+ * the lock is held, found no record naming it either; and the lock was still this
+ * sweeper's after that scan. A record cannot slip past the second scan: renames wait for
+ * a live sweeper's lock to go before removing the old name (and remove an expired one,
+ * which makes its sweeper stand down), and a writer publishes only after renewing its own
+ * lock conditionally ({@link DataLocks}). So neither a writer at work, however idle within
+ * its lease, nor a file renamed during the sweep loses data. Every client and sweeper of
+ * a store must run this version: older ones neither take nor honour the locks.
  */
 public final class OrphanSweeper {
   /**
@@ -37,25 +39,44 @@ public final class OrphanSweeper {
       List<String> orphanFileIds, int orphanBlobs, long orphanBytes, int deletedBlobs,
       int heldByWriters, int stillNamed) {}
 
+  /**
+   * How long a sweeper's lock on a candidate lasts: past it, renames and later sweeps may
+   * remove it, and this sweep then leaves that candidate alone. Its second scan of the
+   * names must fit in it.
+   */
+  public static final Duration DEFAULT_LOCK_HOLD = Duration.ofMinutes(10);
+
   private final BlobNamespace ns;
+  private final Duration lockHold;
 
   public OrphanSweeper(BlobNamespace ns) {
+    this(ns, DEFAULT_LOCK_HOLD);
+  }
+
+  public OrphanSweeper(BlobNamespace ns, Duration lockHold) {
     this.ns = ns;
+    this.lockHold = lockHold;
   }
 
   public Report sweep(Duration minAge, boolean dryRun) throws IOException {
     List<String> dataKeys = ns.scanAll(KeyLayout.DATA);
     Map<String, List<String>> blobsByFile = new TreeMap<>();
+    Set<String> locked = new HashSet<>();
     for (String key : dataKeys) {
       String id = KeyLayout.fileIdOf(key);
       if (id != null) {
         List<String> blobs = blobsByFile.computeIfAbsent(id, k -> new ArrayList<>());
-        if (!KeyLayout.isLock(key)) {
+        if (KeyLayout.isLock(key)) {
+          locked.add(id);
+        } else {
           blobs.add(key);
         }
       }
     }
     Set<String> referenced = namedFileIds();
+    if (!dryRun) {
+      removeExpiredLocksOfNamedFiles(locked, referenced);
+    }
     long now = System.currentTimeMillis();
     long cutoff = now - minAge.toMillis();
     Map<String, List<BlobInfo>> candidates = new HashMap<>();
@@ -71,8 +92,8 @@ public final class OrphanSweeper {
         continue; // written to recently
       }
       Optional<DataLocks.Lock> lock = ns.locks().read(id);
-      // A writer's lock whose lease ran out, or a sweeper's held past minAge (it died, or
-      // runs alongside: it checks its lock before deleting anything), may be taken over.
+      // A writer's lock whose lease ran out, or a sweeper's past its hold (it died, or runs
+      // alongside: it checks its lock before deleting anything), may be taken over.
       if (lock.isPresent() && !lock.get().expired(now)) {
         if (lock.get().owner() == DataLocks.Owner.WRITER) {
           heldByWriters++;
@@ -89,7 +110,7 @@ public final class OrphanSweeper {
     Map<String, DataLocks.Lock> held = new HashMap<>();
     try {
       for (String id : candidates.keySet()) {
-        ns.locks().takeForSweeper(id, seenLocks.get(id), minAge)
+        ns.locks().takeForSweeper(id, seenLocks.get(id), lockHold)
             .ifPresent(lock -> held.put(id, lock));
       }
       candidates.keySet().retainAll(held.keySet());
@@ -98,24 +119,32 @@ public final class OrphanSweeper {
       for (String id : List.copyOf(candidates.keySet())) {
         if (namedNow.contains(id)) {
           candidates.remove(id);
+          ns.locks().release(held.remove(id)); // at once: a rename of it may be waiting
           stillNamed++;
         } else if (!stillHeld(held.get(id))) {
-          // Taken over during the second scan (this sweep outlived its hold): renames may
-          // have gone on meanwhile, so the scan proves nothing. The new holder decides.
+          // Changed during the second scan (this sweep outlived its hold, and a rename or
+          // another sweep removed the lock): the scan proves nothing. Not ours to release.
           candidates.remove(id);
           held.remove(id);
         }
       }
       int deleted = 0;
-      for (String id : candidates.keySet()) {
-        deleted += deleteData(id);
-        ns.locks().release(held.remove(id));
+      for (Map.Entry<String, List<BlobInfo>> e : candidates.entrySet()) {
+        for (BlobInfo blob : e.getValue()) {
+          if (ns.calls().delete(blob.key())) {
+            deleted++;
+          }
+        }
+        // Stripes written after the first scan (by a writer whose lease ran out) are left
+        // for the next sweep: they are as unnamed and will be as old.
+        ns.locks().release(held.remove(e.getKey()));
       }
       return report(blobsByFile, referenced, candidates, deleted, heldByWriters,
           stillNamed);
     } finally {
       // Named after all, or a deletion failed: the lock goes so renames need not wait.
-      // A lock kept by a sweeper that died is taken over by the next sweep after minAge.
+      // A lock kept by a sweeper that died expires after its hold; then the next sweep or
+      // rename that meets it removes it.
       for (DataLocks.Lock lock : held.values()) {
         ns.locks().release(lock);
       }
@@ -152,15 +181,21 @@ public final class OrphanSweeper {
     return ids;
   }
 
-  /** Deletes every data blob of a file id as it is now (not as first listed). */
-  private int deleteData(String id) throws IOException {
-    int deleted = 0;
-    for (String key : ns.scanAll(KeyLayout.DATA + id + "/")) {
-      if (!KeyLayout.isLock(key) && ns.calls().delete(key)) {
-        deleted++;
+  /**
+   * A lock left on a named file (its writer or a sweeper could not release it) delays
+   * renames and sweeps of it: once expired it goes, if unchanged since read.
+   */
+  private void removeExpiredLocksOfNamedFiles(Set<String> locked, Set<String> named)
+      throws IOException {
+    long now = System.currentTimeMillis();
+    for (String id : locked) {
+      if (named.contains(id)) {
+        Optional<DataLocks.Lock> lock = ns.locks().read(id);
+        if (lock.isPresent() && lock.get().expired(now)) {
+          ns.locks().release(lock.get());
+        }
       }
     }
-    return deleted;
   }
 
   private static Report report(Map<String, List<String>> blobsByFile,

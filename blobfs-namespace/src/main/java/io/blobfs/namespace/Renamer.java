@@ -76,11 +76,24 @@ final class Renamer {
     String to = ns.layout().recordKey(dst);
     VersionedRecord read = ns.readRecord(from, true)
         .orElseThrow(() -> new FileNotFoundException("renamed away meanwhile: " + src));
-    if (ns.calls().transactional()) {
-      commitOrExplain(moveMutations(from, to, read, src), src, dst);
+    if (!ns.calls().transactional()) {
+      moveRecord(from, to, read, src, dst);
       return;
     }
-    moveRecord(from, to, read, src, dst);
+    for (int attempt = 1; ; attempt++) {
+      try {
+        ns.calls().commit(moveMutations(from, to, read, src));
+        return;
+      } catch (TransactionConflictException e) {
+        // Only a change of the data lock alone (a writer releasing it, a sweeper taking
+        // it) is retried; a source changed since it was read is the caller's to judge.
+        Optional<VersionedRecord> now = ns.readRecord(from, false);
+        if (attempt == BlobNamespace.RACE_ATTEMPTS || now.isEmpty()
+            || now.get().version() != read.version()) {
+          throw BlobNamespace.lostRace("rename " + src + " to " + dst, e);
+        }
+      }
+    }
   }
 
   /**
@@ -96,10 +109,37 @@ final class Renamer {
     if (read.record().stripeCount() > 0) {
       String id = read.record().fileId();
       Optional<DataLocks.Lock> lock = ns.locks().awaitNoSweeper(id, src);
-      moves.add(new BlobMutation.Check(ns.locks().key(id),
-          lock.map(DataLocks.Lock::version).orElse(BlobMutation.ABSENT)));
+      String key = ns.locks().key(id);
+      if (lock.isEmpty()) {
+        moves.add(new BlobMutation.Check(key, BlobMutation.ABSENT));
+      } else if (lock.get().owner() == DataLocks.Owner.SWEEPER) {
+        moves.add(new BlobMutation.Delete(key, lock.get().version())); // expired: stand down
+      } else {
+        moves.add(new BlobMutation.Check(key, lock.get().version()));
+      }
     }
     return moves;
+  }
+
+  /**
+   * Without transactions: returns once no live sweeper holds the data lock of the file
+   * being moved, having removed an expired sweeper's lock (that sweeper then stands down).
+   */
+  private void clearOfSweepers(VersionedRecord read, FsPath src) throws IOException {
+    for (int attempt = 1; ; attempt++) {
+      Optional<DataLocks.Lock> lock = ns.locks().awaitNoSweeper(read.record().fileId(), src);
+      if (lock.isEmpty() || lock.get().owner() != DataLocks.Owner.SWEEPER) {
+        return;
+      }
+      try {
+        ns.locks().breakExpired(lock.get());
+        return;
+      } catch (TransactionConflictException e) {
+        if (attempt == BlobNamespace.RACE_ATTEMPTS) {
+          throw e;
+        }
+      }
+    }
   }
 
   /**
@@ -116,6 +156,12 @@ final class Renamer {
    */
   private void moveRecord(String from, String to, VersionedRecord read, FsPath src,
       FsPath dst) throws IOException {
+    boolean hasData = read.record().stripeCount() > 0;
+    if (hasData) {
+      // Waits for a sweeper before the second name exists, so that a crash while waiting
+      // leaves one name, not two. Checked again below: a sweeper may come in between.
+      ns.locks().awaitNoSweeper(read.record().fileId(), src);
+    }
     try {
       ns.calls().put(to, read.record().encode(), PutMode.CREATE);
     } catch (BlobAlreadyExistsException e) {
@@ -124,11 +170,11 @@ final class Renamer {
       takeBack(to, read, src, dst, e); // the put may have applied before it failed
       throw new IOException("rename " + src + " to " + dst + " failed and changed nothing", e);
     }
-    if (read.record().stripeCount() > 0) {
+    if (hasData) {
       try {
         // Both names hold the file now: whatever sweeper takes the lock from here on sees
         // the new one, and one that holds it already will see the old one, kept till it is done.
-        ns.locks().awaitNoSweeper(read.record().fileId(), src);
+        clearOfSweepers(read, src);
       } catch (IOException e) {
         takeBack(to, read, src, dst, e);
         throw new IOException("rename " + src + " to " + dst + " failed and changed nothing", e);

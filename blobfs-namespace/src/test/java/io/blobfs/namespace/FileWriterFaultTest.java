@@ -37,6 +37,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 class FileWriterFaultTest {
   private static final int STRIPE = 64 << 10;
   private static final FsPath F = FsPath.parse("/f");
+  /** Short, so that a sweep can run after the lease of a writer whose close failed. */
+  private static final Duration LEASE = Duration.ofMillis(100);
 
   private final InMemoryBlobStore memory =
       new InMemoryBlobStore("close", new StoreLimits(1024, 1L << 30, Integer.MAX_VALUE));
@@ -47,7 +49,7 @@ class FileWriterFaultTest {
     faults = transactional ? FaultInjectingBlobStore.over(memory)
         : FaultInjectingBlobStore.over(memory, TransactionalBlobStore.class);
     ns = new BlobNamespace(faults.store(), new NamespaceOptions(STRIPE, 16 << 10, 64 << 10,
-        1024, false, 100, createPerformance), StoreCallCounters.NONE);
+        1024, false, 100, createPerformance, LEASE), StoreCallCounters.NONE);
     assertEquals(transactional, ns.hasAtomicRename());
   }
 
@@ -101,7 +103,9 @@ class FileWriterFaultTest {
   /** Sweeps with no minimum age, once the writers are done and the faults disarmed. */
   private OrphanSweeper.Report sweep() throws Exception {
     faults.clear();
-    Thread.sleep(5); // the sweeper takes only blobs modified strictly before now - minAge
+    // The sweeper takes only blobs modified strictly before now - minAge, and leaves a
+    // writer's data alone while its lease runs (kept by a close whose outcome is unknown).
+    Thread.sleep(LEASE.toMillis() + 20);
     return new OrphanSweeper(ns).sweep(Duration.ZERO, false);
   }
 

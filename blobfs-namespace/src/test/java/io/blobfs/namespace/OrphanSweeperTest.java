@@ -211,12 +211,75 @@ class OrphanSweeperTest {
     // The first sweeper "dies" after taking its lock: its deletes never happen, not even
     // the release of its lock.
     faults.on(Op.DELETE).keys("d/.*").always().failBefore();
-    assertThrows(IOException.class, () -> new OrphanSweeper(ns).sweep(Duration.ofMillis(1),
-        false));
+    assertThrows(IOException.class, () -> new OrphanSweeper(ns, Duration.ofMillis(1))
+        .sweep(Duration.ofMillis(1), false));
     faults.clear();
     Thread.sleep(20);
-    OrphanSweeper.Report r = new OrphanSweeper(ns).sweep(Duration.ofMillis(1), false);
+    OrphanSweeper.Report r = new OrphanSweeper(ns, Duration.ofMillis(1))
+        .sweep(Duration.ofMillis(1), false);
     assertEquals(1, r.orphanFileIds().size());
     assertEquals(List.of(), store.scan("d/", null, 100).keys(), "data and lock gone");
+  }
+
+  /** Leaves a sweeper's lock on the data of a named file, as a sweeper that died would. */
+  private String deadSweepersLockOn(String path, Duration hold) throws IOException {
+    String id = ns.getFileInfo(FsPath.parse(path)).record().fileId();
+    assertTrue(ns.locks().takeForSweeper(id, java.util.Optional.empty(), hold).isPresent());
+    return id;
+  }
+
+  @ParameterizedTest(name = "transactional={0}")
+  @ValueSource(booleans = {true, false})
+  void aRenameRemovesTheExpiredLockOfADeadSweeper(boolean transactional) throws Exception {
+    openStepwise(transactional);
+    write("/f", 200_000);
+    String id = deadSweepersLockOn("/f", Duration.ofMillis(1));
+    Thread.sleep(10);
+    assertTrue(ns.rename(FsPath.parse("/f"), FsPath.parse("/g")), "no wait, no failure");
+    assertTrue(ns.locks().read(id).isEmpty(), "the expired lock went with the rename");
+    assertArrayEquals(data(200_000), read("/g"));
+  }
+
+  @ParameterizedTest(name = "transactional={0}")
+  @ValueSource(booleans = {true, false})
+  void aRenameWaitsForALiveSweepersLockAndFailsCleanlyAfterItsBound(boolean transactional)
+      throws Exception {
+    openStepwise(transactional);
+    write("/f", 200_000);
+    String id = deadSweepersLockOn("/f", Duration.ofMillis(1500));
+    long start = System.nanoTime();
+    // Released within the wait: the rename goes on.
+    racer.submit(() -> {
+      Thread.sleep(300);
+      ns.locks().release(ns.locks().read(id).orElseThrow());
+      return null;
+    });
+    assertTrue(ns.rename(FsPath.parse("/f"), FsPath.parse("/g")));
+    assertTrue(System.nanoTime() - start > 250_000_000L, "it waited for the sweeper");
+    assertArrayEquals(data(200_000), read("/g"));
+  }
+
+  @Test
+  void aSweepRemovesAnExpiredLockLeftOnANamedFile() throws Exception {
+    write("/f", 200_000);
+    String id = deadSweepersLockOn("/f", Duration.ofMillis(1));
+    Thread.sleep(10);
+    OrphanSweeper.Report r = sweep();
+    assertEquals(List.of(), r.orphanFileIds());
+    assertTrue(ns.locks().read(id).isEmpty());
+    assertArrayEquals(data(200_000), read("/f"));
+  }
+
+  @Test
+  void aCloseWhoseOutcomeIsUnknownKeepsItsLockSoALateRecordFindsItsData() throws Exception {
+    FileWriter w = started(ns, "/f", 200_000);
+    faults.on(Op.PUT).keys("n/f").applyThenFail(); // the record is put, its answer lost
+    faults.on(Op.READ).keys("n/f").always().failBefore(); // and cannot be read back
+    assertThrows(IOException.class, w::close);
+    faults.clear();
+    String id = ns.getFileInfo(FsPath.parse("/f")).record().fileId();
+    assertTrue(ns.locks().read(id).isPresent(), "kept until its lease runs out");
+    assertEquals(List.of(), sweep().orphanFileIds());
+    assertArrayEquals(data(200_000), read("/f"));
   }
 }

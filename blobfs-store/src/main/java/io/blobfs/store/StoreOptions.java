@@ -58,7 +58,7 @@ public final class StoreOptions {
     return v.isEmpty() ? dflt : checkRange(key, parseBytes(fullKey(key), v.get()), min, max);
   }
 
-  /** A duration: plain milliseconds, or a number with ms/s/m/h suffix. */
+  /** A duration: plain milliseconds, or a number with an ms/s/m/h/d suffix. */
   public Duration getDuration(String key, Duration dflt) {
     Optional<String> v = get(key);
     if (v.isEmpty()) {
