@@ -38,6 +38,7 @@ final class BlobInputStream extends FSInputStream
   static final int DIRECT_READ_MIN = 1 << 20;
 
   private final FileReader reader;
+  private final boolean inProcess;
   private final long length;
   private final String path;
   private final int sequentialBuffer;
@@ -59,6 +60,7 @@ final class BlobInputStream extends FSInputStream
       long readAheadBytes, int randomMin, IOStatisticsStore fsStats,
       FileSystem.Statistics hadoopStats) {
     this.reader = reader;
+    this.inProcess = reader.inProcess();
     this.readAheadBytes = readAheadBytes;
     this.length = reader.length();
     this.path = reader.info().path().toString();
@@ -89,7 +91,9 @@ final class BlobInputStream extends FSInputStream
     }
     stats.incrementCounter(STREAM_READ_OPERATIONS);
     int n;
-    if (policy != ReadPolicy.RANDOM && readAheadBytes >= sequentialBuffer) {
+    if (inProcess) {
+      n = fetch(pos, ByteBuffer.wrap(b, off, len)); // a copy through a buffer costs more
+    } else if (policy != ReadPolicy.RANDOM && readAheadBytes >= sequentialBuffer) {
       n = readAhead(b, off, len);
     } else if (buffered(pos)) {
       n = Math.min(len, (int) (bufferStart + bufferLength - pos));

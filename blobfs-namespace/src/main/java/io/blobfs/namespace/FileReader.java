@@ -1,6 +1,7 @@
 package io.blobfs.namespace;
 
 import io.blobfs.store.BlobNotFoundException;
+import io.blobfs.store.InProcess;
 import java.io.EOFException;
 import java.io.FileNotFoundException;
 import java.io.IOException;
@@ -33,6 +34,14 @@ public final class FileReader {
 
   public long length() {
     return info.length();
+  }
+
+  /**
+   * True if the store serves calls in this process at memory speed ({@link InProcess}):
+   * a stream then reads straight into the caller's array, with no buffer or read-ahead.
+   */
+  public boolean inProcess() {
+    return ns.calls().store() instanceof InProcess;
   }
 
   /**

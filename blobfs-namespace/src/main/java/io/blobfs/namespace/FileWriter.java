@@ -2,6 +2,7 @@ package io.blobfs.namespace;
 
 import io.blobfs.store.CopiesOnWrite;
 import io.blobfs.store.Futures;
+import io.blobfs.store.InProcess;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -30,6 +31,7 @@ public final class FileWriter implements Closeable {
   private final NamespaceOptions options;
   private final long maxOp;
   private final boolean storeCopies;
+  private final boolean inProcess;
   private final ArrayDeque<InFlight> inFlight = new ArrayDeque<>();
   private long inFlightBytes;
   private ByteBuffer buffer;
@@ -54,6 +56,7 @@ public final class FileWriter implements Closeable {
     this.options = ns.options();
     this.maxOp = ns.calls().store().limits().maxOpBytes();
     this.storeCopies = ns.calls().store() instanceof CopiesOnWrite;
+    this.inProcess = ns.calls().store() instanceof InProcess;
   }
 
   public FsPath path() {
@@ -70,7 +73,13 @@ public final class FileWriter implements Closeable {
     Objects.checkFromIndexSize(off, len, b.length);
     // On a CopiesOnWrite store an application write at least as large as a write buffer,
     // with nothing buffered, is a store call of its own: copying it first would only cost.
-    if (storeCopies && len >= chunkLimit() && (buffer == null || buffer.position() == 0)) {
+    // On an InProcess store every write is, once the file is too long to be inline.
+    boolean direct = inProcess ? position() + len > options.inlineThreshold()
+        : storeCopies && len >= chunkLimit() && (buffer == null || buffer.position() == 0);
+    if (direct) {
+      if (buffer != null && buffer.position() > 0) {
+        send(); // the bytes gathered while the file could still be inline go first
+      }
       while (len > 0) {
         int n = (int) Math.min(len, chunkLimit());
         send(ByteBuffer.wrap(b, off, n), false);

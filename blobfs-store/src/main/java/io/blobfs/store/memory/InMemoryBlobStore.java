@@ -4,7 +4,7 @@ import io.blobfs.store.BlobAlreadyExistsException;
 import io.blobfs.store.BlobInfo;
 import io.blobfs.store.BlobMutation;
 import io.blobfs.store.BlobNotFoundException;
-import io.blobfs.store.CopiesOnWrite;
+import io.blobfs.store.InProcess;
 import io.blobfs.store.PlacementAware;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.ScanPage;
@@ -37,7 +37,7 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * per store, so a key deleted and re-created never gets an old version back.
  */
 public final class InMemoryBlobStore
-    implements TransactionalBlobStore, PlacementAware, CopiesOnWrite {
+    implements TransactionalBlobStore, PlacementAware, InProcess {
   private final String name;
   private final StoreLimits limits;
   private final ConcurrentSkipListMap<String, Blob> blobs = new ConcurrentSkipListMap<>();
