@@ -74,7 +74,8 @@ final class LocalReads {
 
   LocalReadStats stats() {
     CompletableFuture<LocalIdentity> id = identity;
-    boolean on = !off && id != null && id.isDone() && id.getNow(null) != null;
+    boolean on = !off && id != null && id.isDone() && !id.isCompletedExceptionally()
+        && id.join() != null;
     return new LocalReadStats(localReads.get(), localBytes.get(), fallbacks.get(), on);
   }
 
@@ -87,7 +88,13 @@ final class LocalReads {
     if (off) {
       return remote.get();
     }
-    return identity().thenCompose(id -> {
+    return identity().handle((id, err) -> {
+      if (err != null) {
+        fallbacks.incrementAndGet();
+        return null;
+      }
+      return id;
+    }).thenCompose(id -> {
       if (id == null) {
         return remote.get();
       }
@@ -166,41 +173,49 @@ final class LocalReads {
     }
   }
 
-  /** The node's directory if this process sees it; asked once (again after a lost call). */
+  /**
+   * The node's directory if this process sees it, else null; asked once, and again after
+   * a call that failed for want of a connection (then the future fails, and this read
+   * goes over the connection).
+   */
   private CompletableFuture<LocalIdentity> identity() {
     CompletableFuture<LocalIdentity> f = identity;
-    if (f != null) {
+    if (f != null && !f.isCompletedExceptionally()) {
       return f;
     }
     synchronized (this) {
-      if (identity == null) {
-        identity = calls.localInfo().handle((id, err) -> {
-          if (err != null) {
-            Throwable e = TyrClient.unwrap(err);
-            if (e instanceof TyrException t && t.code() == ErrorCode.UNAVAILABLE) {
-              identity = null; // the connection, not the answer: ask again next time
-              fallbacks.incrementAndGet();
+      if (identity == f) {
+        identity = calls.localInfo().thenApply(this::checked)
+            .exceptionally(err -> {
+              Throwable e = TyrClient.unwrap(err);
+              if (e instanceof TyrException t && t.code() == ErrorCode.UNAVAILABLE) {
+                throw new java.util.concurrent.CompletionException(t); // ask again later
+              }
+              turnOff("the node did not say where its files are: " + e);
               return null;
-            }
-            turnOff("the node did not say where its files are: " + e);
-            return null;
-          }
-          if (!id.visibleHere()) {
-            turnOff("this process does not see the node's files at " + id.directory()
-                + " (another host or file system, or another user)");
-            return null;
-          }
-          readers = Executors.newFixedThreadPool(4, r -> {
-            Thread t = new Thread(r, "tyr-local-read");
-            t.setDaemon(true);
-            return t;
-          });
-          LOG.info("Týr {}: reading from the node's files in {}", address, id.directory());
-          return id;
-        });
+            });
       }
       return identity;
     }
+  }
+
+  private LocalIdentity checked(LocalIdentity id) {
+    if (!id.visibleHere()) {
+      turnOff("this process does not see the node's files at " + id.directory()
+          + " (another host or file system, or another user)");
+      return null;
+    }
+    synchronized (this) {
+      if (readers == null) {
+        readers = Executors.newFixedThreadPool(4, r -> {
+          Thread t = new Thread(r, "tyr-local-read");
+          t.setDaemon(true);
+          return t;
+        });
+      }
+    }
+    LOG.info("Týr {}: reading from the node's files in {}", address, id.directory());
+    return id;
   }
 
   private void fellBack(Throwable e) {

@@ -47,6 +47,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * copied then, so the caller may reuse those at once; data in direct buffers of 64 KiB or
  * more is sent in place and must not change until the call completes (as
  * {@code BlobStore.write} requires of its callers anyway).
+ *
+ * <p>With {@link ClientConfig#localReads}, reads of a node whose files this process sees
+ * are served from those files, and go over the connection otherwise ({@link LocalReads}).
  */
 public final class TyrClient implements Closeable {
   private final ClientConfig config;
