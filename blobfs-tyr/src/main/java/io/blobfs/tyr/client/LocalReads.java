@@ -62,7 +62,10 @@ final class LocalReads {
   private final AtomicLong localReads = new AtomicLong();
   private final AtomicLong localBytes = new AtomicLong();
   private final AtomicLong fallbacks = new AtomicLong();
-  /** The node's files as seen here, null once local reads are off; not asked yet: null. */
+  /**
+   * The node's directory as this process sees it: completes with null if it does not see
+   * it, fails if the question was lost with its connection; null until first asked.
+   */
   private volatile CompletableFuture<LocalIdentity> identity;
   private volatile boolean off;
   private volatile ExecutorService readers;
