@@ -24,8 +24,9 @@ import org.knowm.xchart.CategoryChartBuilder;
 
 /**
  * Hadoop's own TestDFSIO, unchanged, side by side on HDFS (the daemons of
- * scripts/hdfs/hdfs.sh), blob:// on a Týr server process, blob:// on a Týr node embedded in
- * the job's JVM, blob:// on RADOS (the project's single-OSD cluster) and file://.
+ * scripts/hdfs/hdfs.sh), blob:// on a Týr server process (reading its files itself, or over
+ * TCP only: tyr-server-tcp), blob:// on a Týr node embedded in the job's JVM, blob:// on
+ * RADOS (the project's single-OSD cluster) and file://.
  *
  * <p>Every job is a JVM of its own, as {@code hadoop jar ... TestDFSIO} would be, running
  * the LocalJobRunner; the file system is chosen with {@code fs.defaultFS} and
