@@ -3,6 +3,7 @@
 # server process, blob:// on an embedded Týr node, blob:// on RADOS and file://:
 #   scripts/bench-dfsio.sh [--rounds N] [--files N] [--size S] [--buffer B] [--cold]
 #                          [--targets hdfs,tyr-server,tyr-embedded,rados,file] [--name REPORT]
+# (one more target, not in the default list: tyr-server-tcp, the server with local reads off)
 # Defaults: 3 rounds of 4 files x 256MB (S as TestDFSIO takes it: 256MB, 1GB), warm reads.
 # --cold drops the page cache between each write and its read (root only; it empties the
 # cache of everything else on the machine too). Starts (or reuses) the project's

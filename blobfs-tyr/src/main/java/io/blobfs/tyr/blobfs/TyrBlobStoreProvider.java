@@ -39,6 +39,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * fs.blob.store.NAME.max-object-bytes 1t
  * fs.blob.store.NAME.max-key-bytes    1024  (the server's limit)
  * fs.blob.store.NAME.tls-trust        PEM certificates to trust: TLS to the server
+ * fs.blob.store.NAME.local-reads      true  read from the node's files when this process
+ *                                     sees them (same host and user), else over TCP
  * </pre>
  *
  * Clients are shared per address within a JVM (Spark opens many file systems), and an
@@ -58,6 +60,7 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
   public static final String MAX_OBJECT_BYTES = "max-object-bytes";
   public static final String MAX_KEY_BYTES = "max-key-bytes";
   public static final String TLS_TRUST = "tls-trust";
+  public static final String LOCAL_READS = "local-reads";
 
   private static final Map<Path, TyrServer> EMBEDDED = new ConcurrentHashMap<>();
   private static final Map<String, Shared> CLIENTS = new ConcurrentHashMap<>();
@@ -80,7 +83,8 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
   @Override
   public Set<String> optionKeys() {
     return Set.of(ADDRESS, EMBEDDED_DIR, EMBEDDED_SYNC, SECRET_FILE, CONNECT_TIMEOUT,
-        OP_TIMEOUT, CONNECTIONS, MAX_OP_BYTES, MAX_OBJECT_BYTES, MAX_KEY_BYTES, TLS_TRUST);
+        OP_TIMEOUT, CONNECTIONS, MAX_OP_BYTES, MAX_OBJECT_BYTES, MAX_KEY_BYTES, TLS_TRUST,
+        LOCAL_READS);
   }
 
   @Override
@@ -127,7 +131,10 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
         o.getDuration(CONNECT_TIMEOUT, Duration.ofSeconds(10)),
         o.getDuration(OP_TIMEOUT, Duration.ofSeconds(60)),
         (int) o.getLong(CONNECTIONS, 2, 1, 64), maxOp + (1 << 20),
-        o.get(TLS_TRUST).map(Path::of).orElse(null));
+        o.get(TLS_TRUST).map(Path::of).orElse(null),
+        // On by default: it acts only where the node's token proves this process sees its
+        // files, and any failure reads over the connection as before.
+        o.getBoolean(LOCAL_READS, true));
     TyrClient client = acquire(config);
     return new TyrBlobStore(storeName, client, limits, List.of(hostName(host)),
         () -> release(config));
@@ -162,7 +169,7 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
   private static String keyOf(ClientConfig c) {
     return c.address() + "|" + java.util.Arrays.hashCode(c.secret()) + "|" + c.connectTimeout()
         + "|" + c.requestTimeout() + "|" + c.connections() + "|" + c.maxFrameBytes() + "|"
-        + c.tlsTrust();
+        + c.tlsTrust() + "|" + c.localReads();
   }
 
   private static TyrClient acquire(ClientConfig config) {

@@ -18,9 +18,20 @@ import java.util.Objects;
  *     carries many requests at once; more spread the work over the server's I/O threads)
  * @param maxFrameBytes the server's frame limit: larger requests fail before being sent
  * @param tlsTrust PEM certificates to trust, which turns TLS on (null: plain TCP)
+ * @param localReads read blobs from the node's files directly when this process sees them
+ *     (same host and file system, same user), falling back to the connection otherwise;
+ *     see {@link LocalReads}
  */
 public record ClientConfig(String host, int port, byte[] secret, Duration connectTimeout,
-    Duration requestTimeout, int connections, int maxFrameBytes, Path tlsTrust) {
+    Duration requestTimeout, int connections, int maxFrameBytes, Path tlsTrust,
+    boolean localReads) {
+
+  /** Without local reads. */
+  public ClientConfig(String host, int port, byte[] secret, Duration connectTimeout,
+      Duration requestTimeout, int connections, int maxFrameBytes, Path tlsTrust) {
+    this(host, port, secret, connectTimeout, requestTimeout, connections, maxFrameBytes,
+        tlsTrust, false);
+  }
 
   public ClientConfig {
     Objects.requireNonNull(host, "host");
@@ -41,27 +52,32 @@ public record ClientConfig(String host, int port, byte[] secret, Duration connec
 
   public ClientConfig withSecret(byte[] s) {
     return new ClientConfig(host, port, s, connectTimeout, requestTimeout, connections,
-        maxFrameBytes, tlsTrust);
+        maxFrameBytes, tlsTrust, localReads);
   }
 
   public ClientConfig withTimeouts(Duration connect, Duration request) {
     return new ClientConfig(host, port, secret, connect, request, connections, maxFrameBytes,
-        tlsTrust);
+        tlsTrust, localReads);
   }
 
   public ClientConfig withConnections(int n) {
     return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, n,
-        maxFrameBytes, tlsTrust);
+        maxFrameBytes, tlsTrust, localReads);
   }
 
   public ClientConfig withMaxFrameBytes(int n) {
     return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, connections,
-        n, tlsTrust);
+        n, tlsTrust, localReads);
   }
 
   public ClientConfig withTlsTrust(Path pem) {
     return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, connections,
-        maxFrameBytes, pem);
+        maxFrameBytes, pem, localReads);
+  }
+
+  public ClientConfig withLocalReads(boolean on) {
+    return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, connections,
+        maxFrameBytes, tlsTrust, on);
   }
 
   public String address() {

@@ -47,6 +47,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * copied then, so the caller may reuse those at once; data in direct buffers of 64 KiB or
  * more is sent in place and must not change until the call completes (as
  * {@code BlobStore.write} requires of its callers anyway).
+ *
+ * <p>With {@link ClientConfig#localReads}, reads of a node whose files this process sees
+ * are served from those files, and go over the connection otherwise ({@link LocalReads}).
  */
 public final class TyrClient implements Closeable {
   private final ClientConfig config;
@@ -55,6 +58,7 @@ public final class TyrClient implements Closeable {
   private final ByteBufAllocator alloc = PooledByteBufAllocator.DEFAULT;
   private final Connection[] slots;
   private final AtomicInteger next = new AtomicInteger();
+  private final LocalReads local;
   private volatile boolean closed;
 
   /**
@@ -70,6 +74,7 @@ public final class TyrClient implements Closeable {
     this.group = new NioEventLoopGroup(Math.min(config.connections(), 4),
         new DefaultThreadFactory("tyr-client", true));
     this.slots = new Connection[config.connections()];
+    this.local = config.localReads() ? new LocalReads(new LocalCalls(), config.address()) : null;
   }
 
   public ClientConfig config() {
@@ -99,6 +104,18 @@ public final class TyrClient implements Closeable {
    * (fewer than it has room for only at the blob's end); completes with the version read.
    */
   public CompletableFuture<BlobStat> read(String key, long offset, ByteBuffer dst) {
+    if (local != null && dst.hasRemaining()) {
+      return local.read(key, offset, dst, () -> readRemote(key, offset, dst));
+    }
+    return readRemote(key, offset, dst);
+  }
+
+  /** What local reads did (all zeros, off, if the config does not ask for them). */
+  public LocalReadStats localReadStats() {
+    return local == null ? new LocalReadStats(0, 0, 0, false) : local.stats();
+  }
+
+  private CompletableFuture<BlobStat> readRemote(String key, long offset, ByteBuffer dst) {
     return call(new Request.Read(key, offset, dst.remaining()), f -> {
       ByteBuf p = f.payload();
       long version = p.readLong();
@@ -228,6 +245,12 @@ public final class TyrClient implements Closeable {
   // ------------------------------------------------------------------ plumbing
 
   private <T> CompletableFuture<T> call(Request request, Decoder<T> decoder) {
+    return call(null, request, decoder);
+  }
+
+  /** A call on {@code target} (null: the next connection in turn). */
+  private <T> CompletableFuture<T> call(CompletableFuture<Connection> target, Request request,
+      Decoder<T> decoder) {
     if (closed) {
       return CompletableFuture.failedFuture(new TyrException(ErrorCode.UNAVAILABLE,
           "the Týr client is closed"));
@@ -247,7 +270,7 @@ public final class TyrClient implements Closeable {
     }
     int opcode = Messages.opcodeOf(request);
     CompletableFuture<T> result = new CompletableFuture<>();
-    connection().whenComplete((conn, err) -> {
+    (target == null ? connection() : target).whenComplete((conn, err) -> {
       if (err != null) {
         payload.release();
         result.completeExceptionally(unwrap(err));
@@ -333,8 +356,32 @@ public final class TyrClient implements Closeable {
     return conn;
   }
 
+  /** Local reads' calls: a grant is released on the connection that holds it. */
+  private final class LocalCalls implements LocalReads.Calls {
+    @Override
+    public CompletableFuture<io.blobfs.tyr.api.LocalIdentity> localInfo() {
+      return call(new Request.LocalInfo(), f -> Messages.decodeLocalInfo(f.payload()));
+    }
+
+    @Override
+    public CompletableFuture<LocalReads.Granted> grant(String key, long offset, int length) {
+      CompletableFuture<Connection> on = connection();
+      return call(on, new Request.Grant(key, offset, length),
+          f -> new LocalReads.Granted(Messages.decodeGrant(key, f.payload()), on));
+    }
+
+    @Override
+    public void release(LocalReads.Granted g) {
+      // Unanswered is fine: a connection that is gone has released its grants already.
+      call(g.connection(), new Request.Release(g.grant().id()), f -> null);
+    }
+  }
+
   @Override
   public void close() {
+    if (local != null) {
+      local.close();
+    }
     closed = true;
     synchronized (slots) {
       for (Connection c : slots) {

@@ -56,8 +56,11 @@ final class LogReclaimer {
      */
     CompletableFuture<CommitResult> logRelocation(CommitPlanner.Body body) throws IOException;
 
-    /** Deletes segments under the segment lock held exclusively: no read is in progress. */
-    void deleteWithoutReaders(Set<Long> segments) throws IOException;
+    /**
+     * Deletes segments under the segment lock held exclusively (no read is in progress),
+     * except those a local reader's grant pins; returns those deleted.
+     */
+    Set<Long> deleteWithoutReaders(Set<Long> segments) throws IOException;
 
     void checkOpen() throws TyrException;
 
@@ -149,8 +152,13 @@ final class LogReclaimer {
         }
       }
       // Reads in progress finish first; new ones are given no state naming a victim.
-      engine.deleteWithoutReaders(unreferenced);
-      int deleted = unreferenced.size();
+      Set<Long> gone = engine.deleteWithoutReaders(unreferenced);
+      for (long id : unreferenced) {
+        if (!gone.contains(id)) {
+          reclaimed -= sealed.get(id); // pinned by a local reader: kept until the next one
+        }
+      }
+      int deleted = gone.size();
       if (deleted > 0) {
         LOG.info("Týr compaction at {}: deleted {} segments ({} MiB), moved {} MiB",
             config.directory(), deleted, reclaimed >> 20, moved >> 20);

@@ -3,6 +3,8 @@ package io.blobfs.tyr.engine;
 import io.blobfs.tyr.api.BlobStat;
 import io.blobfs.tyr.api.CommitResult;
 import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.LocalGrant;
+import io.blobfs.tyr.api.LocalIdentity;
 import io.blobfs.tyr.api.ReadCheck;
 import io.blobfs.tyr.api.ScanResult;
 import io.blobfs.tyr.api.TxRequest;
@@ -11,7 +13,9 @@ import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -53,8 +57,9 @@ import org.slf4j.LoggerFactory;
  *   <li>{@link LogReclaimer}'s compaction monitor: one compaction or checkpoint at a time.
  *   <li>{@link #commitLock}: validating, planning and logging a record, giving it its commit
  *       number, and staging it; closing.
- *   <li>{@link #segmentLock}: shared by readers while they read extents, exclusive while
- *       segments are deleted, so that no read is ever cut off by a compaction.
+ *   <li>{@link #segmentLock}: shared by readers while they read extents and by local
+ *       grants while they pin segments, exclusive while segments are deleted, so that no
+ *       read is ever cut off by a compaction and no pinned segment is deleted.
  *   <li>{@link BlobVersions}' publish lock: exclusive to publish a commit and to see visible
  *       and staged states as one; shared by a scan page.
  *   <li>{@link LogSyncer}'s queue of commits waiting for the disk.
@@ -83,6 +88,8 @@ public final class TyrEngine implements Closeable {
    * Guarded by the commit lock.
    */
   private long lastNumber;
+  private final SegmentPins pins = new SegmentPins();
+  private LocalIdentity identity;
   private volatile boolean closed;
   private volatile IOException failure;
 
@@ -178,7 +185,29 @@ public final class TyrEngine implements Closeable {
   }
 
   private void readState(BlobState s, long offset, ByteBuffer dst) throws IOException {
-    long end = Math.min(s.size, offset + dst.remaining());
+    walk(s, offset, dst.remaining(), (segment, position, length) -> {
+      if (segment < 0) {
+        zeros(dst, length);
+      } else {
+        log.read(segment, position, dst.slice(dst.position(), length));
+        dst.position(dst.position() + length);
+      }
+    });
+  }
+
+  /** One piece of a walk over a state: log bytes, or {@code segment} -1 for zeros. */
+  @FunctionalInterface
+  private interface PieceSink {
+    void piece(long segment, long position, int length) throws IOException;
+  }
+
+  /**
+   * Walks {@code [offset, offset+length)} of a state, cut at its size, in order: the
+   * extents that hold its bytes and the holes between them.
+   */
+  private static void walk(BlobState s, long offset, long length, PieceSink sink)
+      throws IOException {
+    long end = Math.min(s.size, offset + length);
     int chunkBytes = s.chunkBytes();
     for (long at = offset; at < end; ) {
       int index = s.chunkIndex(at);
@@ -186,13 +215,15 @@ public final class TyrEngine implements Closeable {
       int to = (int) Math.min(chunkBytes, from + (end - at));
       int cursor = from;
       for (Extent e : s.chunk(index).covering(from, to)) {
-        zeros(dst, e.start() - cursor);
-        ByteBuffer part = dst.slice(dst.position(), e.length());
-        log.read(e.segment(), e.position(), part);
-        dst.position(dst.position() + e.length());
+        if (e.start() > cursor) {
+          sink.piece(-1, 0, e.start() - cursor);
+        }
+        sink.piece(e.segment(), e.position(), e.length());
         cursor = e.end();
       }
-      zeros(dst, to - cursor);
+      if (to > cursor) {
+        sink.piece(-1, 0, to - cursor);
+      }
       at += to - from;
     }
   }
@@ -201,6 +232,79 @@ public final class TyrEngine implements Closeable {
     for (int i = 0; i < n; i++) {
       dst.put((byte) 0);
     }
+  }
+
+  // ------------------------------------------------------------------ local reads
+
+  /**
+   * Grants a reader on this host {@code [offset, offset+maxLength)} of the newest visible
+   * version of a blob (cut at its size) as pieces of log segment files, and pins those
+   * segments against deletion until {@link #release} or for {@code lease} at most; see
+   * {@link LocalGrant}. NOT_FOUND if the blob is absent.
+   */
+  public LocalGrant grant(String key, long offset, int maxLength, Duration lease)
+      throws IOException {
+    checkOpen();
+    if (offset < 0 || maxLength < 0) {
+      throw new TyrException(ErrorCode.BAD_REQUEST, "negative offset or length: " + offset
+          + ", " + maxLength);
+    }
+    // Shared, as a read: compaction deletes segments with it held exclusively and skips
+    // pinned ones, so every segment named here exists until the pin ends.
+    segmentLock.readLock().lock();
+    try {
+      BlobState s = versions.visible(key);
+      if (s == null) {
+        throw new TyrException(ErrorCode.NOT_FOUND, "no blob " + key);
+      }
+      List<LocalGrant.Piece> pieces = new ArrayList<>();
+      Set<Long> segments = new HashSet<>();
+      long[] last = {-2, 0}; // the previous piece's segment and end, to merge contiguous ones
+      walk(s, offset, maxLength, (segment, position, length) -> {
+        int n = pieces.size();
+        LocalGrant.Piece prev = n == 0 ? null : pieces.get(n - 1);
+        // A large write spans chunks as extents that follow each other in one file, and
+        // holes in a row are one hole: merged, they are one file read each.
+        if (prev != null && last[0] == segment && (segment < 0 || last[1] == position)
+            && (long) prev.length() + length <= Integer.MAX_VALUE) {
+          pieces.set(n - 1, new LocalGrant.Piece(prev.file(), prev.position(),
+              prev.length() + length));
+        } else {
+          pieces.add(new LocalGrant.Piece(segment < 0 ? null : WriteAheadLog.fileName(segment),
+              segment < 0 ? 0 : position, length));
+        }
+        last[0] = segment;
+        last[1] = position + length;
+        if (segment >= 0) {
+          segments.add(segment);
+        }
+      });
+      return new LocalGrant(pins.pin(segments, lease.toNanos()), s.stat(), pieces);
+    } finally {
+      segmentLock.readLock().unlock();
+    }
+  }
+
+  /** Ends a grant's pin; false if it had already ended (released, or its lease ran out). */
+  public boolean release(long grantId) {
+    return pins.release(grantId);
+  }
+
+  /** Grants whose pins have not ended (expired ones count until compaction looks). */
+  public int pinnedGrants() {
+    return pins.count();
+  }
+
+  /**
+   * The proof that a reader sees this node's directory: a random token the node keeps in
+   * a file there (readable by its owner only, like every file of the node). A client that
+   * reads the same token from that path shares this host and file system view.
+   */
+  public synchronized LocalIdentity localIdentity() throws IOException {
+    if (identity == null) {
+      identity = LocalIdentities.create(config.directory().toAbsolutePath());
+    }
+    return identity;
   }
 
   /**
@@ -498,12 +602,19 @@ public final class TyrEngine implements Closeable {
     }
 
     @Override
-    public void deleteWithoutReaders(Set<Long> segments) throws IOException {
+    public Set<Long> deleteWithoutReaders(Set<Long> segments) throws IOException {
       segmentLock.writeLock().lock();
       try {
+        // A pinned segment stays for its local reader; the next compaction takes it.
+        Set<Long> pinned = pins.pinned();
+        Set<Long> deleted = new java.util.TreeSet<>();
         for (long id : segments) {
-          log.deleteSegment(id);
+          if (!pinned.contains(id)) {
+            log.deleteSegment(id);
+            deleted.add(id);
+          }
         }
+        return deleted;
       } finally {
         segmentLock.writeLock().unlock();
       }

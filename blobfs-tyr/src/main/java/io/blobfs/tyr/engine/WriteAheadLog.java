@@ -372,7 +372,12 @@ final class WriteAheadLog implements Closeable {
   }
 
   private Path segmentPath(long id) {
-    return dir.resolve(String.format("%020d%s", id, SUFFIX));
+    return dir.resolve(fileName(id));
+  }
+
+  /** The name of segment {@code id}'s file in the log's directory. */
+  static String fileName(long id) {
+    return String.format("%020d%s", id, SUFFIX);
   }
 
   // ------------------------------------------------------------------ reading

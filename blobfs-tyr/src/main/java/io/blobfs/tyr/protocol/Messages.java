@@ -3,6 +3,8 @@ package io.blobfs.tyr.protocol;
 import io.blobfs.tyr.api.BlobStat;
 import io.blobfs.tyr.api.CommitResult;
 import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.LocalGrant;
+import io.blobfs.tyr.api.LocalIdentity;
 import io.blobfs.tyr.api.ReadCheck;
 import io.blobfs.tyr.api.ScanResult;
 import io.blobfs.tyr.api.TxOp;
@@ -47,6 +49,12 @@ public final class Messages {
       return Opcode.COMMIT;
     } else if (r instanceof Request.Scan) {
       return Opcode.SCAN;
+    } else if (r instanceof Request.LocalInfo) {
+      return Opcode.LOCAL_INFO;
+    } else if (r instanceof Request.Grant) {
+      return Opcode.GRANT;
+    } else if (r instanceof Request.Release) {
+      return Opcode.RELEASE;
     }
     return Opcode.PING;
   }
@@ -78,6 +86,10 @@ public final class Messages {
         writeString(b, s.cursor());
       }
       return b.writeInt(s.limit()).writeInt(s.headBytes());
+    } else if (r instanceof Request.Grant g) {
+      return writeString(alloc.buffer(), g.key()).writeLong(g.offset()).writeInt(g.length());
+    } else if (r instanceof Request.Release rel) {
+      return alloc.buffer(8).writeLong(rel.grantId());
     }
     return alloc.buffer(0);
   }
@@ -93,6 +105,9 @@ public final class Messages {
         case Opcode.SCAN -> new Request.Scan(readString(in),
             in.readBoolean() ? readString(in) : null, in.readInt(), in.readInt());
         case Opcode.PING -> new Request.Ping();
+        case Opcode.LOCAL_INFO -> new Request.LocalInfo();
+        case Opcode.GRANT -> new Request.Grant(readString(in), in.readLong(), in.readInt());
+        case Opcode.RELEASE -> new Request.Release(in.readLong());
         default -> throw new MalformedFrameException("unknown opcode " + opcode);
       };
       if (in.isReadable()) {
@@ -292,6 +307,45 @@ public final class Messages {
       }
     }
     return new ScanResult(keys, heads, in.readBoolean() ? readString(in) : null);
+  }
+
+  public static ByteBuf encodeLocalInfo(LocalIdentity id, ByteBufAllocator alloc) {
+    return writeString(alloc.buffer(), id.directory().toString()).writeShort(id.token().length)
+        .writeBytes(id.token());
+  }
+
+  public static LocalIdentity decodeLocalInfo(ByteBuf in) {
+    String dir = readString(in);
+    return new LocalIdentity(java.nio.file.Path.of(dir), readBytes(in, in.readUnsignedShort()));
+  }
+
+  /** A grant: id, version, size, then each piece (a file name, empty for a hole). */
+  public static ByteBuf encodeGrant(LocalGrant g, ByteBufAllocator alloc) {
+    ByteBuf b = alloc.buffer().writeLong(g.id()).writeLong(g.stat().version())
+        .writeLong(g.stat().size()).writeInt(g.pieces().size());
+    for (LocalGrant.Piece p : g.pieces()) {
+      writeString(b, p.isHole() ? "" : p.file()).writeLong(p.position()).writeInt(p.length());
+    }
+    return b;
+  }
+
+  public static LocalGrant decodeGrant(String key, ByteBuf in) throws MalformedFrameException {
+    long id = in.readLong();
+    long version = in.readLong();
+    long size = in.readLong();
+    int n = count(in, 14);
+    List<LocalGrant.Piece> pieces = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      String file = readString(in);
+      long position = in.readLong();
+      int length = in.readInt();
+      if (length < 0 || position < 0 || file.contains("/") || file.equals("..")) {
+        throw new MalformedFrameException("bad piece in a grant: " + file + " @" + position
+            + " +" + length);
+      }
+      pieces.add(new LocalGrant.Piece(file.isEmpty() ? null : file, position, length));
+    }
+    return new LocalGrant(id, new BlobStat(key, true, size, version, 0), pieces);
   }
 
   /** The first frame on a connection: the nonce to prove the secret against. */

@@ -8,6 +8,11 @@ public final class Opcode {
   public static final int COMMIT = 4;
   public static final int SCAN = 5;
   public static final int PING = 6;
+  /** Local reads: where the node's files are, for a client that may share its host. */
+  public static final int LOCAL_INFO = 7;
+  /** Local reads: a version's pieces of segment files, pinned until RELEASE. */
+  public static final int GRANT = 8;
+  public static final int RELEASE = 9;
 
   /** Sent by the server as soon as a connection opens: the nonce to authenticate with. */
   public static final int CHALLENGE = 0x40;
@@ -17,6 +22,6 @@ public final class Opcode {
   private Opcode() {}
 
   public static boolean isRequest(int opcode) {
-    return opcode >= HELLO && opcode <= PING;
+    return opcode >= HELLO && opcode <= RELEASE;
   }
 }

@@ -21,4 +21,11 @@ public sealed interface Request {
   record Scan(String prefix, String cursor, int limit, int headBytes) implements Request {}
 
   record Ping() implements Request {}
+
+  record LocalInfo() implements Request {}
+
+  /** Leave to read {@code [offset, offset+length)} of the newest version from the files. */
+  record Grant(String key, long offset, int length) implements Request {}
+
+  record Release(long grantId) implements Request {}
 }

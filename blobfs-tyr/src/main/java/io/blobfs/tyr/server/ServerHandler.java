@@ -4,6 +4,8 @@ import io.blobfs.tyr.api.BlobStat;
 import io.blobfs.tyr.api.CasFailedException;
 import io.blobfs.tyr.api.CommitResult;
 import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.LocalGrant;
+import io.blobfs.tyr.api.LocalIdentity;
 import io.blobfs.tyr.api.ScanResult;
 import io.blobfs.tyr.api.TyrException;
 import io.blobfs.tyr.protocol.Frame;
@@ -57,6 +59,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
   private final long maxHeld;
   private final FrameDecoder decoder;
   private final RequestMemory memory;
+  private final ConnectionGrants grants;
   private final byte[] nonce = new byte[32];
   /** Requests received while the connection was at a limit, in arrival order. */
   private final ArrayDeque<Waiting> waiting = new ArrayDeque<>();
@@ -78,6 +81,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     this.maxHeld = maxConnectionMemory;
     this.decoder = decoder;
     this.memory = memory;
+    this.grants = service.grantsFor();
   }
 
   @Override
@@ -240,7 +244,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     Runnable work = () -> {
       CompletableFuture<Object> handled;
       try {
-        handled = service.handle(request, ctx.alloc());
+        handled = service.handle(request, ctx.alloc(), grants);
       } catch (Throwable t) {
         handled = CompletableFuture.failedFuture(t);
       }
@@ -279,6 +283,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
   /** Requests that never started are dropped with the connection, and their memory freed. */
   @Override
   public void channelInactive(ChannelHandlerContext ctx) {
+    grants.closeAll(); // a local reader that went away needs its segments no more
     for (Waiting w = waiting.poll(); w != null; w = waiting.poll()) {
       long bytes = w.frame().payload().capacity();
       w.frame().release();
@@ -300,6 +305,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
       payload = Messages.encodeCommit(c, ctx.alloc());
     } else if (result instanceof ScanResult s) {
       payload = Messages.encodeScan(s, ctx.alloc());
+    } else if (result instanceof LocalGrant g) {
+      payload = Messages.encodeGrant(g, ctx.alloc());
+    } else if (result instanceof LocalIdentity li) {
+      payload = Messages.encodeLocalInfo(li, ctx.alloc());
     } else {
       payload = Unpooled.EMPTY_BUFFER;
     }

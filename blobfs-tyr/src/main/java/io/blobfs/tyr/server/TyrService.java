@@ -2,11 +2,13 @@ package io.blobfs.tyr.server;
 
 import io.blobfs.tyr.api.BlobStat;
 import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.LocalGrant;
 import io.blobfs.tyr.api.TyrException;
 import io.blobfs.tyr.engine.TyrEngine;
 import io.blobfs.tyr.protocol.Request;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -26,9 +28,38 @@ final class TyrService {
     this.maxReadBytes = maxReadBytes;
   }
 
-  /** Completes with the request's result object, or with a {@link TyrException}. */
-  CompletableFuture<Object> handle(Request request, ByteBufAllocator alloc) {
+  /**
+   * How long a local reader's grant pins its segments at most: it needs them only until
+   * it has opened the files (an open file outlives its deletion), and releases the grant
+   * when done; the lease bounds what a client that never does holds.
+   */
+  static final Duration LOCAL_READ_LEASE = Duration.ofSeconds(60);
+
+  ConnectionGrants grantsFor() {
+    return new ConnectionGrants(engine);
+  }
+
+  /**
+   * Completes with the request's result object, or with a {@link TyrException}; local-read
+   * grants are made for, and released only by, {@code grants}' connection.
+   */
+  CompletableFuture<Object> handle(Request request, ByteBufAllocator alloc,
+      ConnectionGrants grants) {
     try {
+      if (request instanceof Request.LocalInfo) {
+        return CompletableFuture.completedFuture(engine.localIdentity());
+      } else if (request instanceof Request.Grant g) {
+        if (g.length() < 0 || g.length() > maxReadBytes) {
+          throw new TyrException(ErrorCode.TOO_LARGE, "grant of " + g.length()
+              + " bytes; at most " + maxReadBytes + " per request");
+        }
+        LocalGrant granted = engine.grant(g.key(), g.offset(), g.length(), LOCAL_READ_LEASE);
+        grants.add(granted.id());
+        return CompletableFuture.completedFuture(granted);
+      } else if (request instanceof Request.Release r) {
+        grants.release(r.grantId());
+        return CompletableFuture.completedFuture(Boolean.TRUE);
+      }
       if (request instanceof Request.Stat s) {
         return CompletableFuture.completedFuture(engine.stat(s.key()));
       } else if (request instanceof Request.Read r) {

@@ -24,8 +24,9 @@ import org.knowm.xchart.CategoryChartBuilder;
 
 /**
  * Hadoop's own TestDFSIO, unchanged, side by side on HDFS (the daemons of
- * scripts/hdfs/hdfs.sh), blob:// on a Týr server process, blob:// on a Týr node embedded in
- * the job's JVM, blob:// on RADOS (the project's single-OSD cluster) and file://.
+ * scripts/hdfs/hdfs.sh), blob:// on a Týr server process (reading its files itself, or over
+ * TCP only: tyr-server-tcp), blob:// on a Týr node embedded in the job's JVM, blob:// on
+ * RADOS (the project's single-OSD cluster) and file://.
  *
  * <p>Every job is a JVM of its own, as {@code hadoop jar ... TestDFSIO} would be, running
  * the LocalJobRunner; the file system is chosen with {@code fs.defaultFS} and
@@ -75,7 +76,7 @@ public final class DfsioReport {
     Files.createDirectories(tyrData);
     // Synced every 100 ms, like the embedded node's default: HDFS does not sync a block
     // before acknowledging it either.
-    try (TyrServerProcess tyr = wanted.contains("tyr-server")
+    try (TyrServerProcess tyr = wanted.contains("tyr-server") || wanted.contains("tyr-server-tcp")
         ? new TyrServerProcess(tyrData, "--sync", "interval", "--threads", "4").start() : null) {
       List<Target> targets = new ArrayList<>();
       for (String name : wanted) {
@@ -116,12 +117,18 @@ public final class DfsioReport {
         return new Target(name, "HDFS (NameNode + DataNode processes)",
             fsOptions(uri), List.of(ClusterEnv.required("HDFS_CONF_DIR")));
       }
-      case "tyr-server": {
+      case "tyr-server":
+      case "tyr-server-tcp": {
+        // The job runs on the server's host: by default it reads the server's files itself
+        // (local reads); tyr-server-tcp turns that off, so every byte comes over TCP.
+        boolean tcp = name.equals("tyr-server-tcp");
         List<String> o = new ArrayList<>(blob);
         o.add("-Dfs.blob.store.tyrsrv.type=tyr");
         o.add("-Dfs.blob.store.tyrsrv.address=" + tyr.address());
+        o.add("-Dfs.blob.store.tyrsrv.local-reads=" + !tcp);
         o.addAll(fsOptions("blob://tyrsrv"));
-        return new Target(name, "blob:// on a Týr server process", o, List.of());
+        return new Target(name, tcp ? "blob:// on a Týr server process, reads over TCP"
+            : "blob:// on a Týr server process, local reads", o, List.of());
       }
       case "tyr-embedded": {
         List<String> o = new ArrayList<>(blob);
@@ -144,7 +151,7 @@ public final class DfsioReport {
             List.of());
       default:
         throw new IllegalArgumentException("unknown target " + name
-            + " (hdfs, tyr-server, tyr-embedded, rados, file)");
+            + " (hdfs, tyr-server, tyr-server-tcp, tyr-embedded, rados, file)");
     }
   }
 

@@ -211,6 +211,9 @@ public final class TyrBenchmarkReport {
     String p = "fs.blob.store.tyrbench.";
     c.set(p + "type", "tyr");
     c.set(p + "address", server.address());
+    // Over TCP like the raw client, so the ratio measures BlobFS's layer alone (local reads
+    // are measured side by side in scripts/bench-dfsio.sh: tyr-server, tyr-server-tcp).
+    c.set(p + "local-reads", "false");
     c.set(p + "stripe.size", Long.toString(BLOB));
     c.set(p + "write.buffer.size", Integer.toString(REQUEST));
     c.set(p + "write.max-inflight", Long.toString((long) IN_FLIGHT * REQUEST));

@@ -1,0 +1,249 @@
+package io.blobfs.tyr.client;
+
+import io.blobfs.tyr.api.BlobStat;
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.LocalGrant;
+import io.blobfs.tyr.api.LocalIdentity;
+import io.blobfs.tyr.api.TyrException;
+import java.io.EOFException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.StandardOpenOption;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Short-circuit reads: when this process sees the node's files, a read asks the node for a
+ * grant (the pieces of log segment files that hold one committed version of the range,
+ * pinned against compaction) and reads them itself, straight into the caller's buffer,
+ * instead of having the bytes sent over the connection. Segments are append-only and
+ * their numbers never reused, and a file opened stays readable after it is deleted, so
+ * the bytes are exactly the version granted however the blob is overwritten or compacted
+ * meanwhile.
+ *
+ * <p><b>When.</b> Once per client, the node names its directory and a token it wrote
+ * there; local reads are on only if this process reads that token at that path (same host,
+ * same file system view, and the permission to read the node's files: its directory is
+ * owner-only, so in practice the node's own user). Grants are answered on authenticated
+ * connections only, like every request.
+ *
+ * <p><b>Fallback.</b> Any failure of a local read (no grant, a file that cannot be opened
+ * or is short) makes that read go over the connection, counted in {@link LocalReadStats#fallbacks}.
+ * A failure that will not go away (the node does not know grants, the files are not ours
+ * to read) turns local reads off for this client.
+ */
+final class LocalReads {
+  private static final Logger LOG = LoggerFactory.getLogger(LocalReads.class);
+  private static final ByteBuffer ZEROS = ByteBuffer.allocateDirect(64 << 10);
+
+  /** What this needs of the client: calls, on a connection the caller can call again. */
+  interface Calls {
+    CompletableFuture<LocalIdentity> localInfo();
+
+    /** A grant and the connection it was made on (its release must go there). */
+    CompletableFuture<Granted> grant(String key, long offset, int length);
+
+    void release(Granted g);
+  }
+
+  record Granted(LocalGrant grant, CompletableFuture<Connection> connection) {}
+
+  private final Calls calls;
+  private final String address;
+  private final AtomicLong localReads = new AtomicLong();
+  private final AtomicLong localBytes = new AtomicLong();
+  private final AtomicLong fallbacks = new AtomicLong();
+  /**
+   * The node's directory as this process sees it: completes with null if it does not see
+   * it, fails if the question was lost with its connection; null until first asked.
+   */
+  private volatile CompletableFuture<LocalIdentity> identity;
+  private volatile boolean off;
+  private volatile ExecutorService readers;
+
+  LocalReads(Calls calls, String address) {
+    this.calls = calls;
+    this.address = address;
+  }
+
+  LocalReadStats stats() {
+    CompletableFuture<LocalIdentity> id = identity;
+    boolean on = !off && id != null && id.isDone() && !id.isCompletedExceptionally()
+        && id.join() != null;
+    return new LocalReadStats(localReads.get(), localBytes.get(), fallbacks.get(), on);
+  }
+
+  /**
+   * Reads into {@code dst} from the node's files, or through {@code remote} if that is not
+   * possible; completes with the version read.
+   */
+  CompletableFuture<BlobStat> read(String key, long offset, ByteBuffer dst,
+      Supplier<CompletableFuture<BlobStat>> remote) {
+    if (off) {
+      return remote.get();
+    }
+    return identity().handle((id, err) -> {
+      if (err != null) {
+        fallbacks.incrementAndGet();
+        return null;
+      }
+      return id;
+    }).thenCompose(id -> {
+      if (id == null) {
+        return remote.get();
+      }
+      int before = dst.position();
+      return calls.grant(key, offset, dst.remaining())
+          .thenApplyAsync(g -> readGranted(id, g, dst), readers)
+          .handle((stat, err) -> {
+            if (err == null) {
+              return CompletableFuture.completedFuture(stat);
+            }
+            Throwable e = TyrClient.unwrap(err);
+            if (e instanceof TyrException t && t.code() == ErrorCode.NOT_FOUND) {
+              return CompletableFuture.<BlobStat>failedFuture(t); // the TCP read says the same
+            }
+            fellBack(e);
+            dst.position(before);
+            return remote.get();
+          }).thenCompose(f -> f);
+    });
+  }
+
+  private BlobStat readGranted(LocalIdentity id, Granted granted, ByteBuffer dst) {
+    LocalGrant g = granted.grant();
+    Map<String, FileChannel> open = new HashMap<>();
+    try {
+      if (g.length() > dst.remaining()) {
+        throw new IOException("grant of " + g.length() + " bytes for " + dst.remaining());
+      }
+      for (LocalGrant.Piece p : g.pieces()) {
+        if (p.isHole()) {
+          zeros(dst, p.length());
+          continue;
+        }
+        FileChannel ch = open.get(p.file());
+        if (ch == null) {
+          ch = FileChannel.open(id.directory().resolve(p.file()), StandardOpenOption.READ);
+          open.put(p.file(), ch);
+        }
+        readFully(ch, p.position(), dst.slice(dst.position(), p.length()));
+        dst.position(dst.position() + p.length());
+      }
+      localReads.incrementAndGet();
+      localBytes.addAndGet(g.length());
+      return g.stat();
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    } finally {
+      for (FileChannel ch : open.values()) {
+        try {
+          ch.close();
+        } catch (IOException ignored) {
+          // read-only: nothing to lose
+        }
+      }
+      calls.release(granted); // the files are read: the node may reclaim them
+    }
+  }
+
+  private static void readFully(FileChannel ch, long position, ByteBuffer dst)
+      throws IOException {
+    long at = position;
+    while (dst.hasRemaining()) {
+      int n = ch.read(dst, at);
+      if (n < 0) {
+        throw new EOFException("segment ends at " + at + " within a granted piece");
+      }
+      at += n;
+    }
+  }
+
+  private static void zeros(ByteBuffer dst, int n) {
+    while (n > 0) {
+      int k = Math.min(n, ZEROS.capacity());
+      dst.put(ZEROS.duplicate().limit(k));
+      n -= k;
+    }
+  }
+
+  /**
+   * The node's directory if this process sees it, else null; asked once, and again after
+   * a call that failed for want of a connection (then the future fails, and this read
+   * goes over the connection).
+   */
+  private CompletableFuture<LocalIdentity> identity() {
+    CompletableFuture<LocalIdentity> f = identity;
+    if (f != null && !f.isCompletedExceptionally()) {
+      return f;
+    }
+    synchronized (this) {
+      if (identity == f) {
+        identity = calls.localInfo().thenApply(this::checked)
+            .exceptionally(err -> {
+              Throwable e = TyrClient.unwrap(err);
+              if (e instanceof TyrException t && t.code() == ErrorCode.UNAVAILABLE) {
+                throw new java.util.concurrent.CompletionException(t); // ask again later
+              }
+              turnOff("the node did not say where its files are: " + e);
+              return null;
+            });
+      }
+      return identity;
+    }
+  }
+
+  private LocalIdentity checked(LocalIdentity id) {
+    if (!id.visibleHere()) {
+      turnOff("this process does not see the node's files at " + id.directory()
+          + " (another host or file system, or another user)");
+      return null;
+    }
+    synchronized (this) {
+      if (readers == null) {
+        readers = Executors.newFixedThreadPool(4, r -> {
+          Thread t = new Thread(r, "tyr-local-read");
+          t.setDaemon(true);
+          return t;
+        });
+      }
+    }
+    LOG.info("Týr {}: reading from the node's files in {}", address, id.directory());
+    return id;
+  }
+
+  private void fellBack(Throwable e) {
+    long n = fallbacks.incrementAndGet();
+    Throwable c = e instanceof java.io.UncheckedIOException u ? u.getCause() : e;
+    if (c instanceof AccessDeniedException || (c instanceof TyrException t
+        && (t.code() == ErrorCode.BAD_REQUEST || t.code() == ErrorCode.UNAUTHENTICATED))) {
+      turnOff("a local read failed: " + c);
+    } else if (n == 1 || n % 1000 == 0) {
+      LOG.warn("Týr {}: a local read fell back to the connection ({} so far): {}", address, n,
+          c.toString());
+    }
+  }
+
+  private void turnOff(String why) {
+    if (!off) {
+      off = true;
+      LOG.info("Týr {}: local reads off, reading over the connection: {}", address, why);
+    }
+  }
+
+  void close() {
+    ExecutorService r = readers;
+    if (r != null) {
+      r.shutdown();
+    }
+  }
+}

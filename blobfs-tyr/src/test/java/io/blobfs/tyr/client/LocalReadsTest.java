@@ -1,0 +1,151 @@
+package io.blobfs.tyr.client;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+
+import io.blobfs.tyr.api.BlobStat;
+import io.blobfs.tyr.api.LocalIdentity;
+import io.blobfs.tyr.api.TxOp;
+import io.blobfs.tyr.api.TxRequest;
+import io.blobfs.tyr.engine.EngineConfig;
+import io.blobfs.tyr.engine.SyncPolicy;
+import io.blobfs.tyr.server.ServerConfig;
+import io.blobfs.tyr.server.TyrServer;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Random;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Local reads against a server in this JVM on loopback TCP: the files, or the fallback. */
+class LocalReadsTest {
+  @TempDir
+  Path dir;
+  private TyrServer server;
+
+  @BeforeEach
+  void start() throws IOException {
+    server = TyrServer.start(ServerConfig.local(new EngineConfig(dir, 64 << 10, 1 << 20,
+        SyncPolicy.INTERVAL, Duration.ofMillis(20), 1024, 1L << 30, 64, Duration.ZERO, 0.5)));
+  }
+
+  @AfterEach
+  void stop() throws IOException {
+    server.close();
+  }
+
+  private TyrClient client(boolean local) {
+    return new TyrClient(ClientConfig.of("127.0.0.1", server.port()).withLocalReads(local));
+  }
+
+  private static byte[] random(int n, long seed) {
+    byte[] b = new byte[n];
+    new Random(seed).nextBytes(b);
+    return b;
+  }
+
+  private static void put(TyrClient c, String key, byte[] data) throws IOException {
+    TyrClient.await(c.commit(TxRequest.of(new TxOp.Put(key, ByteBuffer.wrap(data), false))));
+  }
+
+  private static byte[] read(TyrClient c, String key, long offset, int n, boolean direct)
+      throws IOException {
+    ByteBuffer b = direct ? ByteBuffer.allocateDirect(n) : ByteBuffer.allocate(n);
+    TyrClient.await(c.read(key, offset, b));
+    byte[] out = new byte[b.flip().remaining()];
+    b.get(out);
+    return out;
+  }
+
+  @Test
+  void readsFromTheFilesIntoHeapAndDirectBuffers() throws IOException {
+    byte[] data = random(300_000, 1);
+    try (TyrClient c = client(true)) {
+      put(c, "k", data);
+      assertArrayEquals(data, read(c, "k", 0, data.length, false));
+      assertArrayEquals(java.util.Arrays.copyOfRange(data, 70_000, 270_000),
+          read(c, "k", 70_000, 200_000, true));
+      // Past the end: what is there, as over TCP.
+      assertThat(read(c, "k", 299_000, 5000, false)).hasSize(1000);
+      LocalReadStats s = c.localReadStats();
+      assertThat(s.on()).isTrue();
+      assertThat(s.localReads()).isEqualTo(3);
+      assertThat(s.localBytes()).isEqualTo(data.length + 200_000 + 1000);
+      assertThat(s.fallbacks()).isZero();
+      // Every grant was released: nothing stays pinned.
+      awaitNoPins();
+    }
+  }
+
+  @Test
+  void offByConfigurationReadsOverTheConnection() throws IOException {
+    byte[] data = random(100_000, 2);
+    try (TyrClient c = client(false)) {
+      put(c, "k", data);
+      assertArrayEquals(data, read(c, "k", 0, data.length, false));
+      assertThat(c.localReadStats()).isEqualTo(new LocalReadStats(0, 0, 0, false));
+    }
+  }
+
+  @Test
+  void aClientThatDoesNotSeeTheNodesTokenStaysOnTheConnection() throws IOException {
+    byte[] data = random(100_000, 3);
+    try (TyrClient c = client(true)) {
+      put(c, "k", data);
+      server.engine().localIdentity(); // the token exists; now another one is there
+      Files.write(dir.resolve(LocalIdentity.FILE), random(32, 4));
+      assertArrayEquals(data, read(c, "k", 0, data.length, false));
+      assertThat(c.localReadStats()).isEqualTo(new LocalReadStats(0, 0, 0, false));
+    }
+  }
+
+  @Test
+  void aLocalReadThatFailsFallsBackToTheConnection() throws IOException {
+    byte[] data = random(100_000, 5);
+    try (TyrClient c = client(true)) {
+      put(c, "k", data);
+      assertArrayEquals(java.util.Arrays.copyOf(data, 10), read(c, "k", 0, 10, false));
+      assertThat(c.localReadStats().on()).isTrue();
+      Path[] segments;
+      try (Stream<Path> s = Files.list(dir)) {
+        segments = s.filter(p -> p.toString().endsWith(".tyrlog")).toArray(Path[]::new);
+      }
+      // The node keeps its files open; only this client's open by name fails.
+      for (Path p : segments) {
+        Files.move(p, p.resolveSibling(p.getFileName() + ".away"));
+      }
+      byte[] got = read(c, "k", 0, data.length, false);
+      for (Path p : segments) {
+        Files.move(p.resolveSibling(p.getFileName() + ".away"), p);
+      }
+      assertArrayEquals(data, got);
+      assertThat(c.localReadStats().fallbacks()).isEqualTo(1);
+      assertThat(c.localReadStats().on()).isTrue(); // a missing file is not permanent
+      awaitNoPins();
+    }
+  }
+
+  private void awaitNoPins() {
+    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+    while (server.engine().pinnedGrants() > 0 && System.nanoTime() < deadline) {
+      Thread.onSpinWait();
+    }
+    assertThat(server.engine().pinnedGrants()).isZero();
+  }
+
+  /**
+   * The snapshot under fire: writers replace the blob whole while the engine compacts,
+   * and every local read must return one version, exactly the one it reports.
+   */
+  @Test
+  void eachReadIsExactlyTheVersionItReportsUnderOverwriteAndCompaction() throws Exception {
+    LocalSnapshotCheck.run(client(true), () -> server.engine().compact(), dir,
+        Duration.ofSeconds(4));
+  }
+}
