@@ -8,6 +8,7 @@ import io.blobfs.tyr.client.ClientConfig;
 import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.engine.EngineConfig;
 import io.blobfs.tyr.engine.SyncPolicy;
+import io.blobfs.tyr.protocol.Frame;
 import io.blobfs.tyr.protocol.Transport;
 import io.blobfs.tyr.server.Authenticator;
 import io.blobfs.tyr.server.ServerConfig;
@@ -35,7 +36,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * fs.blob.store.NAME.connect-timeout  10s
  * fs.blob.store.NAME.op-timeout       60s   every request fails after this, never hangs
  * fs.blob.store.NAME.connections      2
- * fs.blob.store.NAME.max-op-bytes     16m   reads and writes are split at this size
+ * fs.blob.store.NAME.max-op-bytes     16m   reads and writes are split at this size; the
+ *                                           client's frame limit is this plus 1 MiB, and a
+ *                                           transaction must fit one frame
  * fs.blob.store.NAME.max-object-bytes 1t
  * fs.blob.store.NAME.max-key-bytes    1024  (the server's limit)
  * fs.blob.store.NAME.tls-trust        PEM certificates to trust: TLS to the server
@@ -129,8 +132,20 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
         (int) o.getLong(CONNECTIONS, 2, 1, 64), maxOp + (1 << 20),
         o.get(TLS_TRUST).map(Path::of).orElse(null));
     TyrClient client = acquire(config);
-    return new TyrBlobStore(storeName, client, limits, List.of(hostName(host)),
-        () -> release(config));
+    return new TyrBlobStore(storeName, client,
+        limits.withMaxCommitBytes(maxCommitBytes(config.maxFrameBytes())),
+        List.of(hostName(host)), () -> release(config));
+  }
+
+  /**
+   * The largest transaction, in {@link StoreLimits#commitBytes} terms, that fits one frame
+   * of {@code maxFrameBytes}: a commit is one frame, which the client refuses to send when
+   * larger. The frame's header and the transaction's two counts come off; each mutation's
+   * count (keys twice, content, 32 bytes) is above what Týr encodes for it (a put: key,
+   * content and 8 bytes; a conditional delete: key twice and 14 bytes).
+   */
+  static long maxCommitBytes(int maxFrameBytes) {
+    return maxFrameBytes - Frame.HEADER_BYTES - 2 * Integer.BYTES;
   }
 
   private static synchronized TyrServer embedded(Path dir, SyncPolicy sync, byte[] secret)

@@ -4,17 +4,22 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 
+import io.blobfs.store.BlobMutation;
 import io.blobfs.store.BlobStore;
 import io.blobfs.store.HeadScanning;
 import io.blobfs.store.PlacementAware;
 import io.blobfs.store.PutMode;
+import io.blobfs.store.StoreLimits;
 import io.blobfs.store.StoreOptions;
+import io.blobfs.store.TransactionalBlobStore;
 import io.blobfs.store.StoreUnavailableException;
 import io.blobfs.store.TransactionalBlobStoreContract;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -58,6 +63,40 @@ class TyrBlobStoreTest extends TransactionalBlobStoreContract {
     assertThat(heads.keySet()).containsExactlyInAnyOrder("n/h/a", "n/h/b");
     assertArrayEquals(new byte[] {1, 2}, heads.get("n/h/a"));
     assertArrayEquals(new byte[] {4}, heads.get("n/h/b"));
+  }
+
+  /**
+   * The limit the namespace splits directory renames and deletes by is one Týr can carry:
+   * a transaction that counts exactly {@code maxCommitBytes}, in the shapes a rename
+   * sends (exclusive puts, conditional deletes), goes through the client's frame check.
+   */
+  @Test
+  void aTransactionAtTheCommitLimitIsApplied() throws IOException {
+    long limit = store.limits().maxCommitBytes();
+    assertThat(limit).isEqualTo(TyrBlobStoreProvider.maxCommitBytes((16 << 20) + (1 << 20)));
+    String longName = "n/limit/" + "k".repeat(900) + "/";
+    List<BlobMutation> tx = new ArrayList<>();
+    for (int i = 0; i < 200; i++) {
+      store.put(longName + "old" + i, ByteBuffer.wrap(new byte[] {1}), PutMode.CREATE);
+      tx.add(new BlobMutation.Delete(longName + "old" + i, store.stat(longName + "old" + i)
+          .version()));
+    }
+    int i = 0;
+    while (limit - StoreLimits.commitBytes(tx) > 70_000) {
+      tx.add(new BlobMutation.Put(longName + "new" + i++, ByteBuffer.allocate(60_000),
+          PutMode.CREATE));
+    }
+    BlobMutation.Put probe = new BlobMutation.Put("n/limit/last", ByteBuffer.allocate(0),
+        PutMode.CREATE);
+    long rest = limit - StoreLimits.commitBytes(tx) - StoreLimits.commitBytes(probe);
+    tx.add(new BlobMutation.Put("n/limit/last", ByteBuffer.allocate((int) rest),
+        PutMode.CREATE));
+    assertThat(StoreLimits.commitBytes(tx)).isEqualTo(limit);
+
+    ((TransactionalBlobStore) store).commit(tx);
+
+    assertThat(store.stat(longName + "old0").exists()).isFalse();
+    assertThat(store.stat("n/limit/last").size()).isEqualTo(rest);
   }
 
   @Test
