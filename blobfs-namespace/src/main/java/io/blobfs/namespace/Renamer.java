@@ -14,10 +14,11 @@ import java.util.Optional;
 /**
  * Renames without moving data: a file's record is written under the new name and the old
  * one removed; a directory's records likewise, in one transaction where the store has
- * them. A record is moved only if the source still holds it when the move applies. A
- * source renamed away or replaced after it was read makes the rename fail with an
- * IOException ("conflicted ... retry") and change nothing: without transactions, the copy
- * already put at the destination is taken back.
+ * them and the directory fits in one ({@link DirectoryMove} splits a larger one). A record
+ * is moved only if the source still holds it when the move applies. A source renamed away
+ * or replaced after it was read makes the rename fail with an IOException ("conflicted
+ * ... retry") and change nothing: without transactions, the copy already put at the
+ * destination is taken back.
  */
 final class Renamer {
   private final BlobNamespace ns;
@@ -43,6 +44,26 @@ final class Renamer {
     }
     if (dst.isAtOrUnder(src)) {
       return false;
+    }
+    if (srcInfo.isDirectory() && ns.calls().transactional()) {
+      // A rename of this directory or of one below it that was cut off part-way is
+      // finished first; if it was this very rename, retried, it is now done.
+      boolean retried = false;
+      List<RenameIntent> finished = DirectoryMove.finishAtOrUnder(ns, this, src);
+      for (RenameIntent done : finished) {
+        retried |= done.sameAs(src, dst);
+      }
+      if (retried) {
+        ns.keepVisible(src.parent());
+        return true;
+      }
+      if (!finished.isEmpty()) {
+        found = ns.probe(src);
+        if (found.isEmpty()) {
+          return false;
+        }
+        srcInfo = found.get();
+      }
     }
     FsPath target = dst;
     Optional<FileInfo> dstInfo = ns.probe(dst);
@@ -77,11 +98,21 @@ final class Renamer {
     VersionedRecord read = ns.readRecord(from, true)
         .orElseThrow(() -> new FileNotFoundException("renamed away meanwhile: " + src));
     if (ns.calls().transactional()) {
-      commitOrExplain(List.of(new BlobMutation.Put(to, read.record().encode(), PutMode.CREATE),
-          new BlobMutation.Delete(from, read.version())), src, dst);
+      commitOrExplain(moveMutations(from, to, read), src, dst);
       return;
     }
     moveRecord(from, to, read, src, dst);
+  }
+
+  /**
+   * The mutations that move one record, as read, from {@code from} to {@code to} in a
+   * transaction: the new name created exclusively, the old one deleted only if it still
+   * holds what was read. Every transactional move (a file, each file of a directory, in
+   * one transaction or in chunks) is built here.
+   */
+  List<BlobMutation> moveMutations(String from, String to, VersionedRecord read) {
+    return List.of(new BlobMutation.Put(to, read.record().encode(), PutMode.CREATE),
+        new BlobMutation.Delete(from, read.version()));
   }
 
   /**
@@ -154,6 +185,11 @@ final class Renamer {
   }
 
   private void renameDirectory(FsPath src, FsPath dst) throws IOException {
+    if (ns.calls().transactional()) {
+      DirectoryMove.rename(ns, this, src, dst);
+      return;
+    }
+    // Without transactions: name by name, each move conditional on what was read.
     List<String> names = ns.scanAll(ns.layout().dirPrefix(src));
     List<String[]> moves = new ArrayList<>(names.size());
     for (String key : names) {
@@ -162,21 +198,9 @@ final class Renamer {
       moves.add(new String[] {key,
           KeyLayout.isMarker(key) ? ns.layout().dirPrefix(moved) : ns.layout().recordKey(moved)});
     }
-    List<BlobMutation> mutations = new ArrayList<>(2 * moves.size());
     List<VersionedRecord> reads = new ArrayList<>(moves.size());
     for (String[] move : moves) {
-      Optional<VersionedRecord> read = ns.readRecord(move[0], true);
-      if (read.isEmpty()) {
-        reads.add(null);
-        continue; // deleted since the scan
-      }
-      reads.add(read.get());
-      mutations.add(new BlobMutation.Put(move[1], read.get().record().encode(), PutMode.CREATE));
-      mutations.add(new BlobMutation.Delete(move[0], read.get().version()));
-    }
-    if (ns.calls().transactional()) {
-      commitOrExplain(mutations, src, dst);
-      return;
+      reads.add(ns.readRecord(move[0], true).orElse(null)); // null: deleted since the scan
     }
     for (int i = 0; i < moves.size(); i++) {
       if (reads.get(i) != null) {
@@ -187,7 +211,7 @@ final class Renamer {
     }
   }
 
-  private void commitOrExplain(List<BlobMutation> mutations, FsPath src, FsPath dst)
+  void commitOrExplain(List<BlobMutation> mutations, FsPath src, FsPath dst)
       throws IOException {
     try {
       ns.calls().commit(mutations);
