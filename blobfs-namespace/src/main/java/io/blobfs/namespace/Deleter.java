@@ -156,7 +156,8 @@ final class Deleter {
    * are held. A chunk that conflicts ends the pass; the chunks before it stay deleted.
    */
   private TransactionConflictException deleteInChunks(String prefix) throws IOException {
-    CommitBatch batch = new CommitBatch(ns.calls().store().limits().maxCommitBytes());
+    CommitBatch batch = new CommitBatch(ns.calls().transactions(),
+        ns.calls().store().limits().maxCommitBytes());
     List<FileRecord> files = new ArrayList<>();
     EntryIterator<String> keys = ns.scanKeys(prefix);
     while (keys.hasNext()) {

@@ -4,6 +4,7 @@ import io.blobfs.store.BlobMutation;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.TransactionConflictException;
+import io.blobfs.store.TransactionalBlobStore;
 import io.blobfs.store.VersionedBytes;
 import java.io.FileNotFoundException;
 import java.io.IOException;
@@ -98,10 +99,10 @@ final class DirectoryMove {
   private void run(boolean resumed) throws IOException {
     FsPath src = intent.src();
     BlobMutation.Put create = new BlobMutation.Put(intentKey, intent.encode(), PutMode.CREATE);
-    long reserve = StoreLimits.commitBytes(create)
-        + StoreLimits.commitBytes(new BlobMutation.Delete(intentKey, 1));
-    CommitBatch batch = new CommitBatch(
-        ns.calls().store().limits().maxCommitBytes() - reserve);
+    TransactionalBlobStore tx = ns.calls().transactions();
+    // Room for the intent's creation and removal, so the first and last chunks fit too.
+    long reserve = tx.commitBytes(List.of(create, new BlobMutation.Delete(intentKey, 1)));
+    CommitBatch batch = new CommitBatch(tx, tx.limits().maxCommitBytes() - reserve);
     boolean chunked = resumed;
     EntryIterator<String> keys = ns.scanKeys(ns.layout().dirPrefix(src));
     while (keys.hasNext()) {

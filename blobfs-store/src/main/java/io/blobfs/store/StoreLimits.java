@@ -1,8 +1,5 @@
 package io.blobfs.store;
 
-import java.nio.charset.StandardCharsets;
-import java.util.List;
-
 /**
  * Limits of a backend, used to validate keys before any call, to size stripes and to
  * split work that one transaction cannot carry.
@@ -11,19 +8,16 @@ import java.util.List;
  * @param maxObjectBytes largest blob (RADOS: osd_max_object_size)
  * @param maxOpBytes largest single read or write (RADOS: osd_max_write_size)
  * @param maxCommitBytes largest {@link TransactionalBlobStore#commit transaction}, as the
- *     sum of {@link #commitBytes(BlobMutation)} over its mutations: a commit within it is
- *     never refused for its size. {@link #UNBOUNDED} for a store without such a limit or
- *     without transactions. Týr derives it from its frame limit, since a transaction
- *     travels in one frame.
+ *     sum of {@link TransactionalBlobStore#commitBytes} over its mutations: a commit
+ *     within it is never refused for its size. {@link #UNBOUNDED} for a store without such
+ *     a limit or without transactions. Týr derives it from its frame limit, since a
+ *     transaction travels in one frame.
  */
 public record StoreLimits(int maxKeyBytes, long maxObjectBytes, long maxOpBytes,
     long maxCommitBytes) {
 
   /** {@link #maxCommitBytes} of a store that takes transactions of any size. */
   public static final long UNBOUNDED = Long.MAX_VALUE;
-
-  /** What a mutation counts beyond its keys and content (op codes, lengths, versions). */
-  public static final int MUTATION_OVERHEAD_BYTES = 32;
 
   public StoreLimits {
     if (maxKeyBytes <= 0 || maxObjectBytes <= 0 || maxOpBytes <= 0 || maxCommitBytes <= 0) {
@@ -40,26 +34,5 @@ public record StoreLimits(int maxKeyBytes, long maxObjectBytes, long maxOpBytes,
   /** The same limits with another {@link #maxCommitBytes}. */
   public StoreLimits withMaxCommitBytes(long bytes) {
     return new StoreLimits(maxKeyBytes, maxObjectBytes, maxOpBytes, bytes);
-  }
-
-  /**
-   * What one mutation counts against {@link #maxCommitBytes}: its key twice (a store may
-   * name it in the op and again in the op's precondition), its content, and
-   * {@link #MUTATION_OVERHEAD_BYTES}. A bound of its encoded size, not an exact one, so
-   * that callers can size a transaction without knowing the store's wire format.
-   */
-  public static long commitBytes(BlobMutation m) {
-    long content = m instanceof BlobMutation.Put p ? p.content().remaining() : 0;
-    return 2L * m.key().getBytes(StandardCharsets.UTF_8).length + content
-        + MUTATION_OVERHEAD_BYTES;
-  }
-
-  /** The sum of {@link #commitBytes(BlobMutation)} over a transaction. */
-  public static long commitBytes(List<? extends BlobMutation> mutations) {
-    long total = 0;
-    for (BlobMutation m : mutations) {
-      total += commitBytes(m);
-    }
-    return total;
   }
 }

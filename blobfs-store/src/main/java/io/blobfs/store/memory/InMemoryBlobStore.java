@@ -223,7 +223,7 @@ public final class InMemoryBlobStore
 
   @Override
   public void commit(List<BlobMutation> mutations) throws IOException {
-    long bytes = StoreLimits.commitBytes(mutations);
+    long bytes = commitBytes(mutations);
     if (bytes > limits.maxCommitBytes()) {
       // As Týr refuses a transaction over its frame limit: tests of the layers above can
       // give this store a small limit and see what a large directory does on Týr.

@@ -43,7 +43,7 @@ class InMemoryBlobStoreTest extends TransactionalBlobStoreContract {
     List<BlobMutation> tx = List.of(
         new BlobMutation.Put("n/a", ByteBuffer.allocate(10), PutMode.CREATE),
         new BlobMutation.Delete("n/b", BlobMutation.ANY_VERSION));
-    long bytes = StoreLimits.commitBytes(tx);
+    long bytes = ((InMemoryBlobStore) store).commitBytes(tx);
     assertEquals((2 * 3 + 10 + 32) + (2 * 3 + 32), bytes);
     InMemoryBlobStore small = new InMemoryBlobStore("small",
         new StoreLimits(1024, MAX_OBJECT, Integer.MAX_VALUE, bytes - 1));

@@ -9,6 +9,7 @@ import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.engine.EngineConfig;
 import io.blobfs.tyr.engine.SyncPolicy;
 import io.blobfs.tyr.protocol.Frame;
+import io.blobfs.tyr.protocol.Messages;
 import io.blobfs.tyr.protocol.Transport;
 import io.blobfs.tyr.server.Authenticator;
 import io.blobfs.tyr.server.ServerConfig;
@@ -138,14 +139,13 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
   }
 
   /**
-   * The largest transaction, in {@link StoreLimits#commitBytes} terms, that fits one frame
-   * of {@code maxFrameBytes}: a commit is one frame, which the client refuses to send when
-   * larger. The frame's header and the transaction's two counts come off; each mutation's
-   * count (keys twice, content, 32 bytes) is above what Týr encodes for it (a put: key,
-   * content and 8 bytes; a conditional delete: key twice and 14 bytes).
+   * The largest transaction, counted by {@link TyrBlobStore#commitBytes} (the bytes of
+   * its read checks and ops), that fits one frame of {@code maxFrameBytes}: a commit is
+   * one frame, which the client refuses to send when larger. The frame's header and the
+   * transaction's two counts come off.
    */
   static long maxCommitBytes(int maxFrameBytes) {
-    return maxFrameBytes - Frame.HEADER_BYTES - 2 * Integer.BYTES;
+    return maxFrameBytes - Frame.HEADER_BYTES - Messages.TX_HEADER_BYTES;
   }
 
   private static synchronized TyrServer embedded(Path dir, SyncPolicy sync, byte[] secret)
