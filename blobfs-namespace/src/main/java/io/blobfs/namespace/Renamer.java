@@ -14,10 +14,11 @@ import java.util.Optional;
 /**
  * Renames without moving data: a file's record is written under the new name and the old
  * one removed; a directory's records likewise, in one transaction where the store has
- * them. A record is moved only if the source still holds it when the move applies. A
- * source renamed away or replaced after it was read makes the rename fail with an
- * IOException ("conflicted ... retry") and change nothing: without transactions, the copy
- * already put at the destination is taken back.
+ * them and the directory fits in one ({@link DirectoryMove} splits a larger one). A record
+ * is moved only if the source still holds it when the move applies. A source renamed away
+ * or replaced after it was read makes the rename fail with an IOException ("conflicted
+ * ... retry") and change nothing: without transactions, the copy already put at the
+ * destination is taken back.
  */
 final class Renamer {
   private final BlobNamespace ns;
@@ -43,6 +44,26 @@ final class Renamer {
     }
     if (dst.isAtOrUnder(src)) {
       return false;
+    }
+    if (srcInfo.isDirectory() && ns.calls().transactional()) {
+      // A rename of this directory or of one below it that was cut off part-way is
+      // finished first; if it was this very rename, retried, it is now done.
+      boolean retried = false;
+      List<RenameIntent> finished = DirectoryMove.finishAtOrUnder(ns, this, src);
+      for (RenameIntent done : finished) {
+        retried |= done.sameAs(src, dst);
+      }
+      if (retried) {
+        ns.keepVisible(src.parent());
+        return true;
+      }
+      if (!finished.isEmpty()) {
+        found = ns.probe(src);
+        if (found.isEmpty()) {
+          return false;
+        }
+        srcInfo = found.get();
+      }
     }
     FsPath target = dst;
     Optional<FileInfo> dstInfo = ns.probe(dst);
@@ -82,7 +103,7 @@ final class Renamer {
     }
     for (int attempt = 1; ; attempt++) {
       try {
-        ns.calls().commit(moveMutations(from, to, read, src));
+        ns.calls().commit(moveMutations(from, to, read));
         return;
       } catch (TransactionConflictException e) {
         // Only a change of the data lock alone (a writer releasing it, a sweeper taking
@@ -94,31 +115,6 @@ final class Renamer {
         }
       }
     }
-  }
-
-  /**
-   * One record's move in a transaction: created at the new name, deleted at the old one if
-   * unchanged, and, for a file with data blobs, only while no orphan sweeper holds them
-   * (the sweeper could otherwise miss the record on both names: {@link DataLocks}).
-   */
-  private List<BlobMutation> moveMutations(String from, String to, VersionedRecord read,
-      FsPath src) throws IOException {
-    List<BlobMutation> moves = new ArrayList<>(3);
-    moves.add(new BlobMutation.Put(to, read.record().encode(), PutMode.CREATE));
-    moves.add(new BlobMutation.Delete(from, read.version()));
-    if (read.record().stripeCount() > 0) {
-      String id = read.record().fileId();
-      Optional<DataLocks.Lock> lock = ns.locks().awaitNoSweeper(id, src);
-      String key = ns.locks().key(id);
-      if (lock.isEmpty()) {
-        moves.add(new BlobMutation.Check(key, BlobMutation.ABSENT));
-      } else if (lock.get().owner() == DataLocks.Owner.SWEEPER) {
-        moves.add(new BlobMutation.Delete(key, lock.get().version())); // expired: stand down
-      } else {
-        moves.add(new BlobMutation.Check(key, lock.get().version()));
-      }
-    }
-    return moves;
   }
 
   /**
@@ -140,6 +136,35 @@ final class Renamer {
         }
       }
     }
+  }
+
+  /**
+   * The mutations that move one record, as read, from {@code from} to {@code to} in a
+   * transaction: the new name created exclusively, the old one deleted only if it still
+   * holds what was read, and, for a file with data blobs, only while no orphan sweeper
+   * holds them (the sweeper could otherwise miss the record on both names:
+   * {@link DataLocks}); an expired sweeper's lock is removed with the move. Every
+   * transactional move (a file, each file of a directory, in one transaction or in chunks)
+   * is built here.
+   */
+  List<BlobMutation> moveMutations(String from, String to, VersionedRecord read)
+      throws IOException {
+    List<BlobMutation> moves = new ArrayList<>(3);
+    moves.add(new BlobMutation.Put(to, read.record().encode(), PutMode.CREATE));
+    moves.add(new BlobMutation.Delete(from, read.version()));
+    if (read.record().stripeCount() > 0) {
+      String id = read.record().fileId();
+      Optional<DataLocks.Lock> lock = ns.locks().awaitNoSweeper(id, ns.layout().pathOf(from));
+      String key = ns.locks().key(id);
+      if (lock.isEmpty()) {
+        moves.add(new BlobMutation.Check(key, BlobMutation.ABSENT));
+      } else if (lock.get().owner() == DataLocks.Owner.SWEEPER) {
+        moves.add(new BlobMutation.Delete(key, lock.get().version())); // expired: stand down
+      } else {
+        moves.add(new BlobMutation.Check(key, lock.get().version()));
+      }
+    }
+    return moves;
   }
 
   /**
@@ -228,6 +253,11 @@ final class Renamer {
   }
 
   private void renameDirectory(FsPath src, FsPath dst) throws IOException {
+    if (ns.calls().transactional()) {
+      DirectoryMove.rename(ns, this, src, dst);
+      return;
+    }
+    // Without transactions: name by name, each move conditional on what was read.
     List<String> names = ns.scanAll(ns.layout().dirPrefix(src));
     List<String[]> moves = new ArrayList<>(names.size());
     for (String key : names) {
@@ -236,26 +266,9 @@ final class Renamer {
       moves.add(new String[] {key,
           KeyLayout.isMarker(key) ? ns.layout().dirPrefix(moved) : ns.layout().recordKey(moved)});
     }
-    List<BlobMutation> mutations = new ArrayList<>(2 * moves.size());
     List<VersionedRecord> reads = new ArrayList<>(moves.size());
     for (String[] move : moves) {
-      Optional<VersionedRecord> read = ns.readRecord(move[0], true);
-      if (read.isEmpty()) {
-        reads.add(null);
-        continue; // deleted since the scan
-      }
-      reads.add(read.get());
-    }
-    if (ns.calls().transactional()) {
-      for (int i = 0; i < moves.size(); i++) {
-        if (reads.get(i) != null) {
-          String[] move = moves.get(i);
-          mutations.addAll(moveMutations(move[0], move[1], reads.get(i),
-              ns.layout().pathOf(move[0])));
-        }
-      }
-      commitOrExplain(mutations, src, dst);
-      return;
+      reads.add(ns.readRecord(move[0], true).orElse(null)); // null: deleted since the scan
     }
     for (int i = 0; i < moves.size(); i++) {
       if (reads.get(i) != null) {
@@ -266,7 +279,7 @@ final class Renamer {
     }
   }
 
-  private void commitOrExplain(List<BlobMutation> mutations, FsPath src, FsPath dst)
+  void commitOrExplain(List<BlobMutation> mutations, FsPath src, FsPath dst)
       throws IOException {
     try {
       ns.calls().commit(mutations);

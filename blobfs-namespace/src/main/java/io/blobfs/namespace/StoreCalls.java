@@ -109,6 +109,11 @@ final class StoreCalls {
     return ((HeadScanning) store).scanWithHeads(prefix, cursor, limit, headBytes);
   }
 
+  /** The store's transactions, for sizing them; only where {@link #transactional()}. */
+  TransactionalBlobStore transactions() {
+    return (TransactionalBlobStore) store;
+  }
+
   void commit(List<BlobMutation> mutations) throws IOException {
     counters.increment(StoreCallCounters.COMMIT, 1);
     ((TransactionalBlobStore) store).commit(mutations);

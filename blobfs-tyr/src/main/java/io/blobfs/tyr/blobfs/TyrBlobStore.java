@@ -23,6 +23,7 @@ import io.blobfs.tyr.api.TxOp;
 import io.blobfs.tyr.api.TxRequest;
 import io.blobfs.tyr.api.TyrException;
 import io.blobfs.tyr.client.TyrClient;
+import io.blobfs.tyr.protocol.Messages;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -151,23 +152,50 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
     List<ReadCheck> reads = new ArrayList<>();
     List<TxOp> ops = new ArrayList<>(mutations.size());
     for (BlobMutation m : mutations) {
-      if (m instanceof BlobMutation.Put p) {
-        ops.add(new TxOp.Put(p.key(), p.content(), p.mode() == PutMode.CREATE));
-      } else if (m instanceof BlobMutation.Delete d) {
-        boolean conditional = d.ifVersion() != BlobMutation.ANY_VERSION;
-        if (conditional) {
-          reads.add(new ReadCheck(d.key(), d.ifVersion()));
-        }
-        ops.add(new TxOp.Delete(d.key(), conditional));
-      } else if (m instanceof BlobMutation.Check c) {
-        reads.add(new ReadCheck(c.key(), c.version()));
-      }
+      translate(m, reads, ops);
     }
     try {
       TyrClient.await(client.commit(new TxRequest(reads, ops)));
     } catch (TyrException e) {
       throw conflictOrIo(e, mutations.get(0).key());
     }
+  }
+
+  /** The read checks and ops a mutation is sent as. */
+  private static void translate(BlobMutation m, List<ReadCheck> reads, List<TxOp> ops) {
+    if (m instanceof BlobMutation.Put p) {
+      ops.add(new TxOp.Put(p.key(), p.content(), p.mode() == PutMode.CREATE));
+    } else if (m instanceof BlobMutation.Delete d) {
+      boolean conditional = d.ifVersion() != BlobMutation.ANY_VERSION;
+      if (conditional) {
+        reads.add(new ReadCheck(d.key(), d.ifVersion()));
+      }
+      ops.add(new TxOp.Delete(d.key(), conditional));
+    } else if (m instanceof BlobMutation.Check c) {
+      reads.add(new ReadCheck(c.key(), c.version()));
+    }
+  }
+
+  /**
+   * Exactly the bytes a mutation adds to a commit's frame, so that a directory that fits
+   * one frame is renamed in one transaction, as it was before transactions were sized.
+   */
+  @Override
+  public long commitBytes(BlobMutation m) {
+    List<ReadCheck> reads = new ArrayList<>(1);
+    List<TxOp> ops = new ArrayList<>(1);
+    translate(m, reads, ops);
+    if (ops.isEmpty() && reads.isEmpty()) {
+      return TransactionalBlobStore.super.commitBytes(m); // a kind this store does not send
+    }
+    long bytes = 0;
+    for (ReadCheck r : reads) {
+      bytes += Messages.encodedBytes(r);
+    }
+    for (TxOp op : ops) {
+      bytes += Messages.encodedBytes(op);
+    }
+    return bytes;
   }
 
   /** A broken precondition of a transaction, whichever check caught it, is a conflict. */

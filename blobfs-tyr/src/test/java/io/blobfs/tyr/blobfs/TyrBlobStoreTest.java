@@ -4,17 +4,22 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 
+import io.blobfs.namespace.FileRecord;
+import io.blobfs.store.BlobMutation;
 import io.blobfs.store.BlobStore;
 import io.blobfs.store.HeadScanning;
 import io.blobfs.store.PlacementAware;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.StoreOptions;
+import io.blobfs.store.TransactionalBlobStore;
 import io.blobfs.store.StoreUnavailableException;
 import io.blobfs.store.TransactionalBlobStoreContract;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -58,6 +63,69 @@ class TyrBlobStoreTest extends TransactionalBlobStoreContract {
     assertThat(heads.keySet()).containsExactlyInAnyOrder("n/h/a", "n/h/b");
     assertArrayEquals(new byte[] {1, 2}, heads.get("n/h/a"));
     assertArrayEquals(new byte[] {4}, heads.get("n/h/b"));
+  }
+
+  /**
+   * The limit the namespace splits directory renames and deletes by is exactly what Týr
+   * carries: a transaction in the shapes a rename sends (exclusive puts, conditional
+   * deletes) that counts {@code maxCommitBytes} goes through the client's frame check, and
+   * one byte more is refused, applying nothing.
+   */
+  @Test
+  void aTransactionAtTheCommitLimitIsAppliedAndOneByteMoreIsRefused() throws IOException {
+    TransactionalBlobStore tx = (TransactionalBlobStore) store;
+    long limit = store.limits().maxCommitBytes();
+    assertThat(limit).isEqualTo(TyrBlobStoreProvider.maxCommitBytes((16 << 20) + (1 << 20)));
+    String longName = "n/limit/" + "k".repeat(900) + "/";
+    List<BlobMutation> base = new ArrayList<>();
+    for (int i = 0; i < 200; i++) {
+      store.put(longName + "old" + i, ByteBuffer.wrap(new byte[] {1}), PutMode.CREATE);
+      base.add(new BlobMutation.Delete(longName + "old" + i,
+          store.stat(longName + "old" + i).version()));
+    }
+    for (int i = 0; limit - tx.commitBytes(base) > 70_000; i++) {
+      base.add(new BlobMutation.Put(longName + "new" + i, ByteBuffer.allocate(60_000),
+          PutMode.CREATE));
+    }
+    long rest = limit - tx.commitBytes(base) - tx.commitBytes(
+        new BlobMutation.Put("n/limit/last", ByteBuffer.allocate(0), PutMode.CREATE));
+
+    List<BlobMutation> over = new ArrayList<>(base);
+    over.add(new BlobMutation.Put("n/limit/last", ByteBuffer.allocate((int) rest + 1),
+        PutMode.CREATE));
+    assertThat(tx.commitBytes(over)).isEqualTo(limit + 1);
+    assertThatThrownBy(() -> tx.commit(over)).isInstanceOf(IOException.class)
+        .hasMessageContaining("frame limit");
+    assertThat(store.stat(longName + "old0").exists()).isTrue();
+
+    List<BlobMutation> exact = new ArrayList<>(base);
+    exact.add(new BlobMutation.Put("n/limit/last", ByteBuffer.allocate((int) rest),
+        PutMode.CREATE));
+    assertThat(tx.commitBytes(exact)).isEqualTo(limit);
+    tx.commit(exact);
+    assertThat(store.stat(longName + "old0").exists()).isFalse();
+    assertThat(store.stat("n/limit/last").size()).isEqualTo(rest);
+  }
+
+  /**
+   * The figures docs/semantics.md quotes: with 60-character paths, a file moved by a
+   * rename counts 272 bytes (its record, not inline, 67) and a name deleted 136, so one
+   * default frame carries a rename of 65,000 files and a delete of 131,000.
+   */
+  @Test
+  void theSizesTheSemanticsPageQuotes() {
+    TransactionalBlobStore tx = (TransactionalBlobStore) store;
+    String src = "n/" + "s".repeat(59);
+    String dst = "n/" + "d".repeat(59);
+    ByteBuffer record = FileRecord.striped("0".repeat(32), 1L << 30, 0, 64L << 20).encode();
+    assertThat(record.remaining()).isEqualTo(67);
+    long rename = tx.commitBytes(List.of(new BlobMutation.Put(dst, record, PutMode.CREATE),
+        new BlobMutation.Delete(src, 7)));
+    long delete = tx.commitBytes(new BlobMutation.Delete(src, 7));
+    assertThat(rename).isEqualTo(272);
+    assertThat(delete).isEqualTo(136);
+    assertThat(store.limits().maxCommitBytes() / rename).isBetween(65_000L, 66_000L);
+    assertThat(store.limits().maxCommitBytes() / delete).isBetween(131_000L, 132_000L);
   }
 
   @Test
