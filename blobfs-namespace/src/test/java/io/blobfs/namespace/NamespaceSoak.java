@@ -86,11 +86,6 @@ public final class NamespaceSoak {
           !"checkpoints".equals(System.getProperty("blobfs.soak.sweeper", "concurrent")),
           Boolean.getBoolean("blobfs.soak.keep-going"));
     }
-
-    public Config withSweeper(boolean concurrent) {
-      return new Config(seed, threads, duration, checkpointEveryOps, faultRate, sweepMinAge,
-          slowWriterRate, concurrent, keepGoing);
-    }
   }
 
   /** What a run did: its counts and the failures of its checkpoints. */
@@ -102,7 +97,8 @@ public final class NamespaceSoak {
       if (!failures.isEmpty()) {
         throw new AssertionError(failures.size() + " failure(s) in the soak of " + binding
             + " (seed " + config.seed() + "; replay with -Dblobfs.soak.seed=" + config.seed()
-            + "):\n" + String.join("\n", failures.subList(0, Math.min(5, failures.size())))
+            + "), the first ones:\n"
+            + String.join("\n", failures.subList(0, Math.min(5, failures.size())))
             + "\n" + summary);
       }
     }
@@ -183,6 +179,13 @@ public final class NamespaceSoak {
     checkpoints++;
     String summary = summary(checkpoints, (System.nanoTime() - t0) / 1_000_000);
     System.out.println(summary);
+    for (String f : failures) {
+      System.out.println("  FAILED " + f.lines().findFirst().orElse(""));
+    }
+    for (String r : model.reported()) {
+      System.out.println("  REPORTED (a rename said both names may refer to one file) "
+          + r.lines().findFirst().orElse(""));
+    }
     Map<String, Long> snapshot = new TreeMap<>();
     counts.forEach((k, v) -> snapshot.put(k, v.sum()));
     return new Result(binding, config, summary, List.copyOf(failures), snapshot);
@@ -270,7 +273,7 @@ public final class NamespaceSoak {
     FsPath path = pickFile(rnd);
     boolean overwrite = rnd.nextInt(10) < 7;
     boolean slow = rnd.nextDouble() < config.slowWriterRate();
-    int length = rnd.nextInt(10) < 3 || !slow && rnd.nextBoolean()
+    int length = !slow && rnd.nextInt(10) < 4
         ? SoakContent.HEADER + rnd.nextInt(INLINE - SoakContent.HEADER + 1)
         : STRIPE + rnd.nextInt(4 * STRIPE);
     slow &= length > STRIPE;
@@ -515,10 +518,35 @@ public final class NamespaceSoak {
       b.append(String.format("%n  %-12s %s", e.getKey(), e.getValue()));
     }
     return String.format("[soak %s] seed %d, %d threads, %.1f s, %d operations, %d checkpoints,"
-        + " sweeper %s, %d faults fired, %d failure(s)%s", binding, config.seed(),
+        + " sweeper %s, %d faults fired, %d name(s) whose way there the model could not"
+        + " settle, %d outcome(s) a rename reported, %d failure(s)%s%s", binding,
+        config.seed(),
         config.threads(), millis / 1000.0, total, checkpoints,
         config.concurrentSweeper() ? "concurrent (min age " + config.sweepMinAge().toMillis()
-            + " ms)" : "at checkpoints only", faultsFired, failures.size(), b);
+            + " ms)" : "at checkpoints only", faultsFired, model.inconclusive(),
+        model.reported().size(), failures.size(),
+        failureKinds(), b);
+  }
+
+  /** How many failures of each kind, for a long run that goes on after them. */
+  private String failureKinds() {
+    Map<String, Integer> kinds = new TreeMap<>();
+    synchronized (failures) {
+      for (String f : failures) {
+        String kind = f.contains("paused longer than the minimum age")
+            ? "data loss: sweeper and idle writer"
+            : f.contains("a rename of its name ran during the sweep")
+            ? "data loss: sweeper and rename"
+            : f.contains("DATA LOSS") ? "data loss: other"
+            : f.contains("share file id") ? "two names share a file"
+            : f.contains("MISSING") ? "missing"
+            : f.contains("ORPHANS") ? "orphans"
+            : f.contains("could bring it") ? "at a name no rename could bring it to"
+            : "other";
+        kinds.merge(kind, 1, Integer::sum);
+      }
+    }
+    return kinds.isEmpty() ? "" : " " + kinds;
   }
 
   private static String stackOf(Throwable e) {

@@ -31,6 +31,12 @@ import java.util.concurrent.atomic.AtomicLong;
 final class SoakModel {
   enum Outcome { PENDING, OK, FAILED, IN_DOUBT }
 
+  /** What a search of the renames found; UNKNOWN when it went deeper or longer than allowed. */
+  enum Reach { YES, NO, UNKNOWN }
+
+  /** Names a search of the renames expands at most. */
+  private static final int MAX_SEARCH = 20_000;
+
   /** Files nested deeper than this are deleted at a checkpoint. */
   private static final int MAX_DEPTH = 4;
 
@@ -120,8 +126,20 @@ final class SoakModel {
   /** Where each live write was at the last checkpoint (touched only while quiescent). */
   private Map<Long, FsPath> liveAt = new HashMap<>();
   private long windowStart;
+  /** Names whose way there the search could not settle (counted, not failed). */
+  private long inconclusive;
+  /** What followed from a rename that said both names may refer to one file. */
+  private final List<String> reported = new ArrayList<>();
   private volatile List<FsPath> files = List.of();
   private volatile List<FsPath> dirs = List.of();
+
+  long inconclusive() {
+    return inconclusive;
+  }
+
+  List<String> reported() {
+    return reported;
+  }
 
   long tick() {
     return clock.incrementAndGet();
@@ -196,9 +214,7 @@ final class SoakModel {
     List<Op> acted = ops.stream().filter(o -> !o.result.equals("false")).toList();
     List<Op> renames = acted.stream().filter(o -> o.kind == Kind.RENAME
         && !o.b.isAtOrUnder(o.a)).toList();
-    // Each rename nests what it moves at most one level deeper.
-    int maxDepth = liveAt.values().stream().mapToInt(FsPath::depth).max().orElse(2) + 1
-        + renames.size();
+    int maxDepth = depthBound(ops);
     Map<String, Write> byFileId = new HashMap<>();
     for (Write w : writes.values()) {
       if (w.fileId != null) {
@@ -207,15 +223,38 @@ final class SoakModel {
     }
 
     Map<FsPath, Seen> seen = readAll(ns);
-    Map<Long, List<FsPath>> namesOf = new HashMap<>();
     Map<String, List<FsPath>> namesOfFile = new HashMap<>();
     for (Seen s : seen.values()) {
       namesOfFile.computeIfAbsent(s.fileId(), k -> new ArrayList<>()).add(s.path());
+    }
+    for (Map.Entry<String, List<FsPath>> e : namesOfFile.entrySet()) {
+      List<FsPath> names = e.getValue();
+      if (names.size() < 2) {
+        continue;
+      }
+      Write w = byFileId.get(e.getKey());
+      String what = "names " + names + " share file id " + e.getKey()
+          + explain(e.getKey(), w, Set.copyOf(names), ops);
+      if (!reportedBothNamed(w, Set.copyOf(names), ops)) {
+        failures.add(what);
+        continue;
+      }
+      // The rename said so, as documented: keep one name, drop the other records (not the
+      // data, which the kept name needs), so that the run goes on from a sound namespace.
+      reported.add(what);
+      for (FsPath extra : names.subList(1, names.size())) {
+        raw.delete(ns.layout().recordKey(extra));
+        seen.remove(extra);
+      }
+    }
+    Map<Long, List<FsPath>> namesOf = new HashMap<>();
+    for (Seen s : seen.values()) {
       if (s.problem() != null) {
         Write w = byFileId.get(s.fileId());
-        failures.add("DATA LOSS at " + s.path() + ": " + s.problem() + "; it names "
+        String what = "DATA LOSS at " + s.path() + ": " + s.problem() + "; it names "
             + (w == null ? "file id " + s.fileId() + " (no write of this window)" : w)
-            + explain(s.fileId(), w, Set.of(s.path()), ops));
+            + explain(s.fileId(), w, Set.of(s.path()), ops);
+        (reportedBothNamed(w, Set.of(s.path()), ops) ? reported : failures).add(what);
         continue;
       }
       namesOf.computeIfAbsent(s.writeId(), k -> new ArrayList<>()).add(s.path());
@@ -227,12 +266,6 @@ final class SoakModel {
         failures.add(s.path() + " holds " + w + ", whose close failed for sure");
       }
     }
-    namesOfFile.forEach((fileId, names) -> {
-      if (names.size() > 1) {
-        failures.add("names " + names + " share file id " + fileId + explain(fileId,
-            byFileId.get(fileId), Set.copyOf(names), ops));
-      }
-    });
 
     for (Write w : writes.values()) {
       FsPath origin = liveAt.get(w.id);
@@ -246,7 +279,10 @@ final class SoakModel {
       }
       List<FsPath> at = namesOf.getOrDefault(w.id, List.of());
       for (FsPath p : at) {
-        if (!canReach(origin, from, p, false, Long.MAX_VALUE, renames, maxDepth)) {
+        Reach r = canReach(origin, from, p, false, Long.MAX_VALUE, renames, maxDepth);
+        if (r == Reach.UNKNOWN) {
+          inconclusive++;
+        } else if (r == Reach.NO) {
           failures.add(p + " holds " + w + ", but no rename of the window could bring it"
               + " there from " + origin + explain(w.fileId, w, Set.of(p, origin), ops));
         }
@@ -297,6 +333,23 @@ final class SoakModel {
     return failures;
   }
 
+  /**
+   * Whether a rename of the window answered that both names may refer to one file (its
+   * read-back failed too): two names on one file, and the loss of both files' data when
+   * one is deleted, are then what the namespace said could happen.
+   */
+  private boolean reportedBothNamed(Write w, Set<FsPath> names, List<Op> ops) {
+    Set<FsPath> all = new HashSet<>(names);
+    if (w != null) {
+      all.add(w.path);
+      if (liveAt.containsKey(w.id)) {
+        all.add(liveAt.get(w.id));
+      }
+    }
+    return ops.stream().anyMatch(o -> o.kind == Kind.RENAME
+        && o.result.contains("both names may refer") && o.touches(all));
+  }
+
   /** A name that still holds this write's record but lost its data was reported already. */
   private static boolean seenLost(Map<FsPath, Seen> seen, Write w) {
     return seen.values().stream().anyMatch(s -> s.problem() != null && s.fileId().equals(w.fileId));
@@ -345,7 +398,8 @@ final class SoakModel {
     do {
       ScanPage page = raw.scan(KeyLayout.DATA, cursor, 1000);
       for (String key : page.keys()) {
-        String id = key.substring(KeyLayout.DATA.length(), key.indexOf('/', KeyLayout.DATA.length()));
+        int start = KeyLayout.DATA.length();
+        String id = key.substring(start, key.indexOf('/', start));
         if (!liveIds.contains(id)) {
           left.add(key);
         }
@@ -373,9 +427,9 @@ final class SoakModel {
    * rename may bring it to its destination, or into it when that is a directory. Searched
    * backwards from the target, keeping per name the latest time the write may be there
    * and still arrive in time: going forwards, directory renames into directories nest
-   * names without bound.
+   * names without bound. UNKNOWN if it had to stop (too deep, or too many names).
    */
-  static boolean canReach(FsPath origin, long from, FsPath target, boolean subtree, long until,
+  static Reach canReach(FsPath origin, long from, FsPath target, boolean subtree, long until,
       List<Op> renames, int maxDepth) {
     record Node(FsPath path, boolean subtree) {}
     Map<Node, Long> latest = new HashMap<>();
@@ -383,11 +437,15 @@ final class SoakModel {
     Node goal = new Node(target, subtree);
     latest.put(goal, until);
     work.add(goal);
-    while (!work.isEmpty()) {
+    boolean truncated = false;
+    for (int expanded = 0; !work.isEmpty(); expanded++) {
+      if (expanded == MAX_SEARCH) {
+        return Reach.UNKNOWN;
+      }
       Node n = work.poll();
       long by = latest.get(n);
       if ((n.subtree() ? origin.isAtOrUnder(n.path()) : origin.equals(n.path())) && from < by) {
-        return true;
+        return Reach.YES;
       }
       for (Op r : renames) {
         if (r.start >= by || r.a.isRoot()) {
@@ -401,17 +459,38 @@ final class SoakModel {
           } else if (n.subtree() && dest.isAtOrUnder(n.path())) {
             pre = new Node(r.a, true); // all it moves lands under the target
           }
-          if (pre != null && pre.path().depth() <= maxDepth) {
-            Long old = latest.get(pre);
-            if (old == null || before > old) {
-              latest.put(pre, before);
-              work.add(pre);
-            }
+          if (pre == null) {
+            continue;
+          }
+          if (pre.path().depth() > maxDepth) {
+            truncated = true;
+            continue;
+          }
+          Long old = latest.get(pre);
+          if (old == null || before > old) {
+            latest.put(pre, before);
+            work.add(pre);
           }
         }
       }
     }
-    return false;
+    return truncated ? Reach.UNKNOWN : Reach.NO;
+  }
+
+  /**
+   * How deep the search follows names: one level below the deepest name the window's
+   * operations or the last checkpoint named. A write can pass deeper only through
+   * directory renames into directories in a row; the search then says it cannot tell.
+   */
+  private int depthBound(List<Op> ops) {
+    int d = liveAt.values().stream().mapToInt(FsPath::depth).max().orElse(0);
+    for (Op o : ops) {
+      d = Math.max(d, o.a.depth());
+      if (o.b != null) {
+        d = Math.max(d, o.b.depth() + 1);
+      }
+    }
+    return d + 1;
   }
 
   /**
@@ -425,7 +504,7 @@ final class SoakModel {
           && d.write.outcome != Outcome.FAILED;
       if ((d.kind == Kind.DELETE || overwrite)
           && canReach(origin, from, d.a, d.kind == Kind.DELETE && d.flag, d.end, renames,
-              maxDepth)) {
+              maxDepth) != Reach.NO) {
         return true;
       }
     }

@@ -1,10 +1,12 @@
 package io.blobfs.namespace;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.blobfs.namespace.SoakModel.Kind;
 import io.blobfs.namespace.SoakModel.Op;
+import io.blobfs.namespace.SoakModel.Reach;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -27,20 +29,33 @@ class SoakModelTest {
   @Test
   void aRenameThatCouldActAfterTheWriteArrivedMovesIt() {
     List<Op> renames = List.of(rename("/a", "/b", 5, 9));
-    assertTrue(SoakModel.canReach(p("/a/f"), 7, p("/b/f"), false, Long.MAX_VALUE, renames, 8));
-    assertTrue(SoakModel.canReach(p("/a/f"), 7, p("/b/a/f"), false, Long.MAX_VALUE, renames, 8),
+    assertEquals(Reach.YES, SoakModel.canReach(
+        p("/a/f"), 7, p("/b/f"), false, Long.MAX_VALUE, renames, 8));
+    assertEquals(Reach.YES, SoakModel.canReach(
+        p("/a/f"), 7, p("/b/a/f"), false, Long.MAX_VALUE, renames, 8),
         "into /b when /b is a directory");
-    assertFalse(SoakModel.canReach(p("/a/f"), 9, p("/b/f"), false, Long.MAX_VALUE, renames, 8),
+    assertEquals(Reach.NO, SoakModel.canReach(
+        p("/a/f"), 9, p("/b/f"), false, Long.MAX_VALUE, renames, 8),
         "the rename had ended when the write arrived");
-    assertFalse(SoakModel.canReach(p("/a/f"), 1, p("/c/f"), false, Long.MAX_VALUE, renames, 8));
+    assertEquals(Reach.NO, SoakModel.canReach(
+        p("/a/f"), 1, p("/c/f"), false, Long.MAX_VALUE, renames, 8));
   }
 
   @Test
   void renamesChainOnlyInAnOrderTheirTimesAllow() {
     List<Op> forward = List.of(rename("/a/f", "/b/f", 1, 3), rename("/b", "/c", 2, 4));
-    assertTrue(SoakModel.canReach(p("/a/f"), 0, p("/c/f"), false, Long.MAX_VALUE, forward, 8));
+    assertEquals(Reach.YES, SoakModel.canReach(
+        p("/a/f"), 0, p("/c/f"), false, Long.MAX_VALUE, forward, 8));
     List<Op> tooEarly = List.of(rename("/a/f", "/b/f", 5, 6), rename("/b", "/c", 1, 3));
-    assertFalse(SoakModel.canReach(p("/a/f"), 0, p("/c/f"), false, Long.MAX_VALUE, tooEarly, 8));
+    assertEquals(Reach.NO, SoakModel.canReach(
+        p("/a/f"), 0, p("/c/f"), false, Long.MAX_VALUE, tooEarly, 8));
+  }
+
+  @Test
+  void aSearchThatWouldGoDeeperThanItsBoundCannotTell() {
+    List<Op> renames = List.of(rename("/a", "/b/c/d", 1, 2));
+    assertEquals(Reach.UNKNOWN, SoakModel.canReach(
+        p("/a/f"), 0, p("/b/c/d/f"), false, Long.MAX_VALUE, renames, 1));
   }
 
   @Test
