@@ -48,7 +48,7 @@ public final class NamespaceSoak {
   private static final int INLINE = 256;
   /** A scan page of 7 keys: listings, sweeps and recursive deletes span several pages. */
   private static final NamespaceOptions OPTIONS =
-      new NamespaceOptions(STRIPE, 1024, 4096, INLINE, false, 7);
+      new NamespaceOptions(STRIPE, 1024, 4096, INLINE, false, 7).withWriterLease(SoakModel.LEASE);
   /** 3 directories of 8 names (and a fourth directory name for renames): ops collide. */
   private static final int DIRS = 3;
   private static final int NAMES = 8;
@@ -402,7 +402,7 @@ public final class NamespaceSoak {
 
   private void sweep() {
     BlobNamespace ns = namespace();
-    OrphanSweeper sweeper = new OrphanSweeper(ns);
+    OrphanSweeper sweeper = new OrphanSweeper(ns, SoakModel.LEASE);
     Random rnd = new Random(config.seed() * 31 - 1);
     while (!stop.get()) {
       quiesce.readLock().lock();

@@ -29,6 +29,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * failed for sure: that write must never be read anywhere.
  */
 final class SoakModel {
+  /**
+   * The writers' lease and the sweepers' hold on a lock: short, so that what a failed
+   * close or release leaves behind is swept by the next checkpoint; longer than a slow
+   * writer's pause, so that the concurrent sweeper leaves it alone.
+   */
+  static final Duration LEASE = Duration.ofMillis(600);
+
   enum Outcome { PENDING, OK, FAILED, IN_DOUBT }
 
   /** What a search of the renames found; UNKNOWN when it went deeper or longer than allowed. */
@@ -385,12 +392,14 @@ final class SoakModel {
   private void checkNoOrphansAfterSweep(BlobNamespace ns, BlobStore raw, Map<FsPath, Seen> seen,
       List<String> failures) throws IOException {
     try {
-      Thread.sleep(2); // the sweep keeps blobs written in its own millisecond
+      // The sweep keeps blobs written in its own millisecond, and the data of a writer
+      // (a lock) while its lease runs: a close whose outcome was unknown keeps it.
+      Thread.sleep(LEASE.toMillis() + 20);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new java.io.InterruptedIOException();
     }
-    new OrphanSweeper(ns).sweep(Duration.ZERO, false);
+    new OrphanSweeper(ns, LEASE).sweep(Duration.ZERO, false);
     Set<String> liveIds = new HashSet<>();
     seen.values().forEach(s -> liveIds.add(s.fileId()));
     Set<String> left = new HashSet<>();
