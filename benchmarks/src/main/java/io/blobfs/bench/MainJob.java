@@ -31,7 +31,7 @@ import org.apache.spark.package$;
  *
  * Options (defaults in brackets): {@code --size} bytes of text input, the other inputs
  * being fractions of it [8m]; {@code --seed} [1]; {@code --stores} any of
- * embedded,file,hdfs,tyr,rados,cephfs [embedded,file] (file:// always runs first: it is the
+ * embedded,memory,file,hdfs,tyr,rados,cephfs [embedded,file] (file:// always runs first: it is the
  * reference); {@code --workloads} [all]; {@code --master} [local[2]]; {@code --warm-up} one untimed
  * submission first [true]; {@code --markers}
  * fs.blob.directory.markers none/keep [none]; {@code --data-dir} the embedded Týr node's log
@@ -138,6 +138,8 @@ public final class MainJob {
             Path.of(a.get("work-dir"), "file-store", run));
         case "embedded" -> StoreTarget.blob("embedded", "main", run, Map.of("type", "tyr",
             "embedded-dir", Path.of(a.get("data-dir")).toAbsolutePath().toString()),
+            a.get("markers"));
+        case "memory" -> StoreTarget.blob("memory", "mem", run, Map.of("type", "memory"),
             a.get("markers"));
         case "hdfs" -> StoreTarget.hdfs(required(a, "hdfs-uri", n), run);
         case "tyr" -> StoreTarget.blob("tyr", "tyr", run, Map.of("type", "tyr",

@@ -30,6 +30,7 @@ public record StoreTarget(String name, Path base, Map<String, String> hadoop,
   private static Map<String, String> knownStores() {
     Map<String, String> m = new LinkedHashMap<>();
     m.put("embedded", "nothing: a Týr node inside the job's JVM (blob://main)");
+    m.put("memory", "nothing: BlobFS's in-memory store in the job's JVM (blob://mem)");
     m.put("file", "nothing: file:// on the local disk (also the reference every check uses)");
     m.put("hdfs", "HDFS daemons: eval \"$(scripts/hdfs/hdfs.sh start)\" (exports HDFS_URI), "
         + "or --hdfs-uri hdfs://HOST:PORT");
