@@ -388,9 +388,14 @@ public class FlatNamespaceFileSystem extends FileSystem implements IOStatisticsS
       String flat = flatOf(path);
       // A file: one delete of its flat name (false if there is none).
       if (flat != null && underlying(() -> under.delete(underPath(flat), false))) {
+        keepParent(path);
         return true;
       }
-      return timed(ShimStatistics.RMDIR, () -> deleteDirectory(path, flat, recursive));
+      boolean deleted = timed(ShimStatistics.RMDIR, () -> deleteDirectory(path, flat, recursive));
+      if (deleted && flat != null) {
+        keepParent(path);
+      }
+      return deleted;
     });
   }
 
@@ -428,8 +433,8 @@ public class FlatNamespaceFileSystem extends FileSystem implements IOStatisticsS
    * A file: one rename on the underlying file system. A directory: a scan, then one rename
    * per name under it; not atomic. Into an existing directory the source keeps its name.
    * Returns false for a missing source, a destination that exists (a file, or a directory
-   * that already holds the source's name), a destination under the source, or the root.
-   * The destination's parents are neither made nor checked.
+   * that already holds the source's name), a destination under the source or under a file
+   * (one lookup per level), or the root. The destination's parent need not exist.
    */
   @Override
   public boolean rename(Path src, Path dst) throws IOException {
@@ -463,6 +468,10 @@ public class FlatNamespaceFileSystem extends FileSystem implements IOStatisticsS
           return false;
         }
       }
+      if (to != null && target.equals(to) && fileAbove(dst)) {
+        return false;
+      }
+      keepParent(src);
       if (srcFile.isPresent()) {
         String t = target;
         return underlying(() -> under.rename(underPath(from), underPath(t)));
@@ -566,6 +575,27 @@ public class FlatNamespaceFileSystem extends FileSystem implements IOStatisticsS
     }
     return new Path(uri.getScheme(), uri.getAuthority(),
         FlatNames.toPath(flat).orElseThrow());
+  }
+
+  /**
+   * A delete or rename leaves the parent a directory for this instance, as on HDFS, even
+   * when it took the last name under it (nothing is written: the instance remembers it).
+   */
+  private void keepParent(Path path) {
+    Path parent = makeQualified(path).getParent();
+    if (parent != null && !parent.isRoot()) {
+      made.add(flatOf(parent));
+    }
+  }
+
+  /** A file above {@code path}: one lookup per level, as mkdirs does. */
+  private boolean fileAbove(Path path) throws IOException {
+    for (Path p = makeQualified(path).getParent(); p != null && !p.isRoot(); p = p.getParent()) {
+      if (fileAt(flatOf(p)).isPresent()) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The file stored under a flat name, as seen through this file system. */

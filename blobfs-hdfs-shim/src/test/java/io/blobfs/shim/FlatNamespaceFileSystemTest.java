@@ -202,8 +202,9 @@ class FlatNamespaceFileSystemTest {
     write("/a/f", "data");
     long calls = counter(ShimStatistics.UNDERLYING_CALLS);
     assertTrue(fs.rename(new Path("/a/f"), new Path("/b/g")));
-    // a lookup of the source and of the destination, a scan for a directory there, the rename
-    assertEquals(4, counter(ShimStatistics.UNDERLYING_CALLS) - calls);
+    // a lookup of the source and of the destination, a scan for a directory there, a lookup
+    // of the destination's parent (no file above it), the rename
+    assertEquals(5, counter(ShimStatistics.UNDERLYING_CALLS) - calls);
     assertEquals(new TreeSet<>(List.of("b g")), rootNames());
     assertEquals("data", read("/b/g"));
   }
@@ -246,6 +247,28 @@ class FlatNamespaceFileSystemTest {
     assertFalse(fs.rename(new Path("/a"), new Path("/d2")));
     assertTrue(fs.rename(new Path("/a"), new Path("/a")));
     assertEquals(new TreeSet<>(List.of("a", "b", "d2 a", "dir f")), rootNames());
+  }
+
+  @Test
+  void renameRefusesADestinationUnderAFile() throws IOException {
+    write("/file", "1");
+    write("/src", "2");
+    assertFalse(fs.rename(new Path("/src"), new Path("/file/sub/dst")));
+    assertEquals(new TreeSet<>(List.of("file", "src")), rootNames());
+  }
+
+  @Test
+  void theParentOfWhatIsDeletedOrRenamedAwayStaysADirectoryForThisInstance() throws IOException {
+    write("/d/f", "1");
+    write("/e/g", "2");
+    assertTrue(fs.delete(new Path("/d/f"), false));
+    assertTrue(fs.rename(new Path("/e/g"), new Path("/g")));
+    assertEquals(new TreeSet<>(List.of("g")), rootNames());
+    assertTrue(fs.getFileStatus(new Path("/d")).isDirectory());
+    assertEquals(List.of(), list("/e"));
+    try (FlatNamespaceFileSystem other = newInstance()) {
+      assertFalse(other.exists(new Path("/d")));
+    }
   }
 
   @Test
