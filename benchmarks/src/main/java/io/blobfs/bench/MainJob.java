@@ -177,8 +177,12 @@ public final class MainJob {
     table.add(new ResultTable.Row(name, seconds, calls, check.run()));
   }
 
-  /** Counts the lines of a committed output (and, for Sort, that they are in order). */
-  private static String checkOutput(FileSystem fs, Path dir, long expected, boolean sorted)
+  /**
+   * Counts the lines of a committed output (and, for Sort, that they are in order): the
+   * check value of a result row ({@code ok}, or what is wrong). Also used by
+   * {@code io.blobfs.bench.shim}.
+   */
+  public static String checkOutput(FileSystem fs, Path dir, long expected, boolean sorted)
       throws IOException {
     Path success = new Path(dir, "_SUCCESS");
     if (!fs.exists(success) || !fs.getFileStatus(success).isFile()) {
