@@ -450,7 +450,7 @@ public class FlatNamespaceFileSystem extends FileSystem implements IOStatisticsS
         return false;
       }
       if (from.equals(to)) {
-        return true;
+        return srcFile.isPresent(); // as HDFS: a file onto itself is true, a directory false
       }
       if (to != null && to.startsWith(FlatNames.childPrefix(from))) {
         return false;
@@ -672,9 +672,14 @@ public class FlatNamespaceFileSystem extends FileSystem implements IOStatisticsS
         s.getGroup(), toPath(flat));
   }
 
+  /**
+   * A directory has no entry of its own to hold a permission: it reports the default one
+   * under the umask configured now, what mkdirs would have given it on HDFS.
+   */
   private FileStatus directoryStatus(String flat) {
-    return new FileStatus(0, true, 0, 0, 0, 0, FsPermission.getDirDefault(), owner, group,
-        toPath(flat));
+    FsPermission permission =
+        FsPermission.getDirDefault().applyUMask(FsPermission.getUMask(getConf()));
+    return new FileStatus(0, true, 0, 0, 0, 0, permission, owner, group, toPath(flat));
   }
 
   private static <T> RemoteIterator<T> remote(List<T> items) {

@@ -129,6 +129,14 @@ class FlatNamespaceFileSystemTest {
   }
 
   @Test
+  void aDirectoryReportsTheDefaultPermissionUnderTheUmaskConfiguredNow() throws IOException {
+    fs.mkdirs(new Path("/d"));
+    assertEquals(0755, fs.getFileStatus(new Path("/d")).getPermission().toShort());
+    fs.getConf().set("fs.permissions.umask-mode", "062");
+    assertEquals(0715, fs.getFileStatus(new Path("/d")).getPermission().toShort());
+  }
+
+  @Test
   void mkdirsRefusesAFileAtThePathOrAboveIt() throws IOException {
     write("/f", "x");
     assertThrows(FileAlreadyExistsException.class, () -> fs.mkdirs(new Path("/f")));
@@ -246,6 +254,7 @@ class FlatNamespaceFileSystemTest {
     write("/d2/a", "taken");
     assertFalse(fs.rename(new Path("/a"), new Path("/d2")));
     assertTrue(fs.rename(new Path("/a"), new Path("/a")));
+    assertFalse(fs.rename(new Path("/dir"), new Path("/dir"))); // HDFS: a directory onto itself
     assertEquals(new TreeSet<>(List.of("a", "b", "d2 a", "dir f")), rootNames());
   }
 
