@@ -53,8 +53,12 @@ import org.apache.hadoop.util.Progressable;
  *   <li>listing a directory, and probing whether a path is one: a scan of the flat root
  *       filtered by the directory's prefix;
  *   <li>deleting a directory: that scan, then a delete per name; renaming one: that scan,
- *       then a rename per name.
+ *       then a rename per name; a rename also refuses a file above its destination (one
+ *       lookup per level).
  * </ul>
+ *
+ * The parent of what a delete or rename took away stays a directory for this instance,
+ * as on HDFS (remembered, not written).
  *
  * A file rename is one rename on the underlying file system, as atomic as it is there; a
  * directory rename or delete is not atomic: a reader, or a crash, can see it half done.
