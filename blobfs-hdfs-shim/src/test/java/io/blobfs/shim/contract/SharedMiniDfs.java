@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileUtil;
 import org.apache.hadoop.hdfs.HdfsConfiguration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 
@@ -28,6 +29,7 @@ final class SharedMiniDfs {
 
   private static MiniDFSCluster start() {
     File base = new File("target/minidfs-" + ProcessHandle.current().pid()).getAbsoluteFile();
+    removeStale(base.getParentFile());
     Configuration conf = new HdfsConfiguration();
     conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, base.getPath());
     conf.setLong("dfs.blocksize", 1024 * 1024);
@@ -40,6 +42,20 @@ final class SharedMiniDfs {
       return c;
     } catch (IOException e) {
       throw new UncheckedIOException("MiniDFSCluster did not start under " + base, e);
+    }
+  }
+
+  /**
+   * The exit hook does not always finish before the forked JVM is halted, so a run can
+   * leave its directory behind: those of processes that are gone are removed.
+   */
+  private static void removeStale(File target) {
+    File[] dirs = target.listFiles((d, name) -> name.matches("minidfs-\\d+"));
+    for (File dir : dirs == null ? new File[0] : dirs) {
+      long pid = Long.parseLong(dir.getName().substring("minidfs-".length()));
+      if (ProcessHandle.of(pid).isEmpty()) {
+        FileUtil.fullyDelete(dir);
+      }
     }
   }
 }
