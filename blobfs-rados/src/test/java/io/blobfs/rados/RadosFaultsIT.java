@@ -211,19 +211,19 @@ class RadosFaultsIT {
     try (FileSystem fs = fs(c)) {
       assertFalse(fs.exists(new Path("/faults/killed")), "a killed writer publishes nothing");
       Thread.sleep(1100); // RADOS mtimes have one-second resolution
-      BlobNamespace ns = ((BlobFileSystem) fs).namespace();
+      BlobNamespace names = ((BlobFileSystem) fs).namespace();
       // Its lease (a day) keeps the data of a writer that may only be idle...
-      OrphanSweeper.Report now = new OrphanSweeper(ns).sweep(Duration.ofMillis(1), false);
+      OrphanSweeper.Report now = new OrphanSweeper(names).sweep(Duration.ofMillis(1), false);
       assertEquals(List.of(), now.orphanFileIds(), now.toString());
       assertEquals(1, now.heldByWriters(), now.toString());
       // ...and a day later it is the sweeper's.
       Clock dayLater = Clock.offset(Clock.systemUTC(), Duration.ofDays(1).plusMinutes(1));
-      OrphanSweeper.Report r = new OrphanSweeper(ns, OrphanSweeper.DEFAULT_LOCK_HOLD, dayLater)
+      OrphanSweeper.Report r = new OrphanSweeper(names, OrphanSweeper.DEFAULT_LOCK_HOLD, dayLater)
           .sweep(Duration.ofMillis(1), false);
       assertEquals(1, r.orphanFileIds().size(), r.toString());
       assertTrue(r.orphanBytes() >= 8L << 20, r.toString());
       assertEquals(r.orphanBlobs(), r.deletedBlobs());
-      OrphanSweeper.Report again = new OrphanSweeper(ns).sweep(Duration.ofMillis(1), false);
+      OrphanSweeper.Report again = new OrphanSweeper(names).sweep(Duration.ofMillis(1), false);
       assertEquals(0, again.dataBlobs(), "nothing left in this namespace");
     }
   }
