@@ -98,7 +98,9 @@ final class Renamer {
     VersionedRecord read = ns.readRecord(from, true)
         .orElseThrow(() -> new FileNotFoundException("renamed away meanwhile: " + src));
     if (!ns.calls().transactional()) {
-      moveRecord(from, to, read, src, dst);
+      if (!moveLocked(from, to, read, src, dst, false)) {
+        throw new FileNotFoundException("renamed away meanwhile: " + src);
+      }
       return;
     }
     for (int attempt = 1; ; attempt++) {
@@ -112,27 +114,6 @@ final class Renamer {
         if (attempt == BlobNamespace.RACE_ATTEMPTS || now.isEmpty()
             || now.get().version() != read.version()) {
           throw BlobNamespace.lostRace("rename " + src + " to " + dst, e);
-        }
-      }
-    }
-  }
-
-  /**
-   * Without transactions: returns once no live sweeper holds the data lock of the file
-   * being moved, having removed an expired sweeper's lock (that sweeper then stands down).
-   */
-  private void clearOfSweepers(VersionedRecord read, FsPath src) throws IOException {
-    for (int attempt = 1; ; attempt++) {
-      Optional<DataLocks.Lock> lock = ns.locks().awaitNoSweeper(read.record().fileId(), src);
-      if (lock.isEmpty() || lock.get().owner() != DataLocks.Owner.SWEEPER) {
-        return;
-      }
-      try {
-        ns.locks().breakExpired(lock.get());
-        return;
-      } catch (TransactionConflictException e) {
-        if (attempt == BlobNamespace.RACE_ATTEMPTS) {
-          throw e;
         }
       }
     }
@@ -179,14 +160,42 @@ final class Renamer {
    * file's data, which a later delete of either would destroy. Where the read-back cannot
    * tell, the error names both paths.
    */
-  private void moveRecord(String from, String to, VersionedRecord read, FsPath src,
-      FsPath dst) throws IOException {
-    boolean hasData = read.record().stripeCount() > 0;
-    if (hasData) {
-      // Waits for a sweeper before the second name exists, so that a crash while waiting
-      // leaves one name, not two. Checked again below: a sweeper may come in between.
-      ns.locks().awaitNoSweeper(read.record().fileId(), src);
+  /**
+   * Without transactions, moves the record at {@code from} while holding its file's lock
+   * ({@link DataLocks#takeForRename}), read again under the lock. Returns false if the
+   * source is gone by then; if it changed, a directory's move ({@code followChanges})
+   * moves what is there now, a file's rename reports the lost race.
+   */
+  private boolean moveLocked(String from, String to, VersionedRecord read, FsPath src,
+      FsPath dst, boolean followChanges) throws IOException {
+    if (read.record().kind() != FileRecord.Kind.FILE) {
+      moveRecord(from, to, read, src, dst, null); // a directory marker: no data, no lock
+      return true;
     }
+    for (int attempt = 1; ; attempt++) {
+      DataLocks.Lock lock = ns.locks().takeForRename(read.record().fileId(), src);
+      try {
+        Optional<VersionedRecord> now = ns.readRecord(from, true);
+        if (now.isEmpty()) {
+          return false;
+        }
+        if (now.get().version() == read.version()) {
+          moveRecord(from, to, read, src, dst, lock);
+          return true;
+        }
+        if (!followChanges || attempt == BlobNamespace.RACE_ATTEMPTS) {
+          throw BlobNamespace.lostRace("rename " + src + " to " + dst,
+              new TransactionConflictException(src + " changed after it was read"));
+        }
+        read = now.get(); // replaced meanwhile: move the new file, under its own lock
+      } finally {
+        ns.locks().release(lock);
+      }
+    }
+  }
+
+  private void moveRecord(String from, String to, VersionedRecord read, FsPath src,
+      FsPath dst, DataLocks.Lock lock) throws IOException {
     try {
       ns.calls().put(to, read.record().encode(), PutMode.CREATE);
     } catch (BlobAlreadyExistsException e) {
@@ -195,14 +204,21 @@ final class Renamer {
       takeBack(to, read, src, dst, e); // the put may have applied before it failed
       throw new IOException("rename " + src + " to " + dst + " failed and changed nothing", e);
     }
-    if (hasData) {
+    if (lock != null) {
+      boolean held;
       try {
-        // Both names hold the file now: whatever sweeper takes the lock from here on sees
-        // the new one, and one that holds it already will see the old one, kept till it is done.
-        clearOfSweepers(read, src);
+        held = ns.locks().stillHeld(lock);
       } catch (IOException e) {
         takeBack(to, read, src, dst, e);
         throw new IOException("rename " + src + " to " + dst + " failed and changed nothing", e);
+      }
+      if (!held) {
+        // Stalled past the lock's lease and taken over (by a sweeper, which then sees the
+        // source it scans for; or by another rename): back off rather than race it.
+        IOException e = new IOException("rename " + src + " to " + dst + " outlived its"
+            + " lock (" + lock.key() + ") and changed nothing; retry");
+        takeBack(to, read, src, dst, e);
+        throw e;
       }
     }
     try {
@@ -273,8 +289,9 @@ final class Renamer {
     for (int i = 0; i < moves.size(); i++) {
       if (reads.get(i) != null) {
         String[] move = moves.get(i);
-        moveRecord(move[0], move[1], reads.get(i), ns.layout().pathOf(move[0]),
-            ns.layout().pathOf(move[1]));
+        // false: renamed or deleted meanwhile, so no longer in this directory
+        moveLocked(move[0], move[1], reads.get(i), ns.layout().pathOf(move[0]),
+            ns.layout().pathOf(move[1]), true);
       }
     }
   }

@@ -62,14 +62,10 @@ public final class NamespaceSoak {
    *     checkpoints, while nothing runs)
    * @param keepGoing after a failed checkpoint, remove the broken names and go on (to
    *     count failures over a long run) instead of stopping
-   * @param directoryRenames rename directories too. Without transactions a directory
-   *     rename can carry away the copy that a racing file rename put at its destination,
-   *     leaving two names on one file (RenameCopyRaceTest, not fixed yet); the short run
-   *     leaves them out there, the soak and {@code -Dblobfs.soak.dir-renames=true} keep them
    */
   public record Config(long seed, int threads, Duration duration, int checkpointEveryOps,
       double faultRate, Duration sweepMinAge, double slowWriterRate, boolean concurrentSweeper,
-      boolean keepGoing, boolean directoryRenames) {
+      boolean keepGoing) {
 
     /**
      * The short default run of {@code seconds}, or with {@code -Dblobfs.soak=true} a soak:
@@ -78,7 +74,7 @@ public final class NamespaceSoak {
      * {@code .faults}, {@code .checkpoint-ops}, {@code .sweeper} ({@code concurrent} or
      * {@code checkpoints}), {@code .keep-going}.
      */
-    public static Config fromSystemProperties(int seconds, boolean transactional) {
+    public static Config fromSystemProperties(int seconds) {
       boolean soak = Boolean.getBoolean("blobfs.soak");
       long seed = Long.getLong("blobfs.soak.seed", System.nanoTime());
       return new Config(seed,
@@ -88,8 +84,7 @@ public final class NamespaceSoak {
           Double.parseDouble(System.getProperty("blobfs.soak.faults", soak ? "0.04" : "0.02")),
           Duration.ofMillis(100), 0.03,
           !"checkpoints".equals(System.getProperty("blobfs.soak.sweeper", "concurrent")),
-          Boolean.getBoolean("blobfs.soak.keep-going"),
-          transactional || soak || Boolean.getBoolean("blobfs.soak.dir-renames"));
+          Boolean.getBoolean("blobfs.soak.keep-going"));
     }
   }
 
@@ -245,11 +240,7 @@ public final class NamespaceSoak {
       FsPath src = pickFile(rnd);
       rename(ns, "rename.file", src, rnd.nextInt(10) < 7 ? pickFile(rnd) : pickDir(rnd), thread);
     } else if (dice < 47) {
-      if (config.directoryRenames()) {
-        rename(ns, "rename.dir", pickDir(rnd), pickDir(rnd), thread);
-      } else {
-        rename(ns, "rename.file", pickFile(rnd), pickFile(rnd), thread);
-      }
+      rename(ns, "rename.dir", pickDir(rnd), pickDir(rnd), thread);
     } else if (dice < 55) {
       delete(ns, "delete.file", pickFile(rnd), false, thread);
     } else if (dice < 57) {

@@ -17,6 +17,6 @@ class NamespaceSoakTest {
     InMemoryBlobStore store =
         new InMemoryBlobStore("soak", new StoreLimits(1024, 1L << 30, Integer.MAX_VALUE));
     NamespaceSoak.run("memory" + (transactional ? "" : " without transactions"), store,
-        transactional, NamespaceSoak.Config.fromSystemProperties(5, transactional)).assertNoFailures();
+        transactional, NamespaceSoak.Config.fromSystemProperties(5)).assertNoFailures();
   }
 }

@@ -2,6 +2,7 @@ package io.blobfs.namespace;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.blobfs.store.FaultInjectingBlobStore;
@@ -16,8 +17,8 @@ import java.util.Random;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -26,7 +27,8 @@ import org.junit.jupiter.api.Test;
  * runs in between moves both the source and the copy. The file rename then finds its
  * source gone, looks for its copy to take back, does not find it where it put it, and
  * reports that nothing moved, while two names now refer to one file's data: deleting
- * either destroys the other.
+ * either destroys the other. Now a rename without transactions holds the file's lock from
+ * before its copy until the source is gone, and the directory rename waits for it.
  */
 class RenameCopyRaceTest {
   private static final int STRIPE = 64 << 10;
@@ -45,8 +47,6 @@ class RenameCopyRaceTest {
   }
 
   @Test
-  @Disabled("known bug, not fixed: a rename without transactions cannot take back a copy"
-      + " that a concurrent directory rename carried away (docs/testing.md, soak test)")
   void aDirectoryRenameBetweenTheCopyAndTheSourceDeleteLeavesOneName() throws Exception {
     byte[] data = new byte[2 * STRIPE + 5];
     new Random(1).nextBytes(data);
@@ -64,16 +64,25 @@ class RenameCopyRaceTest {
       }
     });
     held.awaitReached();
-    assertTrue(ns.rename(FsPath.parse("/a"), FsPath.parse("/b")));
-    held.release();
-    Object outcome = rename.get();
-
+    ExecutorService dirRenamer = Executors.newSingleThreadExecutor();
+    try {
+      Future<Boolean> dir = dirRenamer.submit(
+          () -> ns.rename(FsPath.parse("/a"), FsPath.parse("/b")));
+      Thread.sleep(300);
+      // Before: it carried away the source and the copy, and two names shared the data.
+      assertFalse(dir.isDone(), "the directory rename waits for the file's rename");
+      held.release();
+      Object outcome = rename.get(30, TimeUnit.SECONDS);
+      assertEquals(Boolean.TRUE, outcome);
+      assertTrue(dir.get(30, TimeUnit.SECONDS));
+    } finally {
+      dirRenamer.shutdownNow();
+    }
     List<String> names = new ArrayList<>();
     for (FileInfo info : ns.list(FsPath.parse("/b"))) {
       names.add(info.path().toString());
     }
-    assertEquals(1, names.size(), "one file, one name; the rename answered " + outcome
-        + " and left " + names);
-    assertArrayEquals(data, NamespaceSoak.readWhole(ns, ns.getFileInfo(FsPath.parse(names.get(0)))));
+    assertEquals(List.of("/b/g"), names, "one file, one name: the rename, then the directory's");
+    assertArrayEquals(data, NamespaceSoak.readWhole(ns, ns.getFileInfo(FsPath.parse("/b/g"))));
   }
 }

@@ -21,7 +21,7 @@ class RadosNamespaceSoakIT {
         CephTestCluster.storeOptions(env, env.pool(), "soak-" + System.nanoTime()));
     try (BlobStore store = new RadosBlobStoreProvider().open("soak", options)) {
       try {
-        NamespaceSoak.run("RADOS", store, false, NamespaceSoak.Config.fromSystemProperties(30, false))
+        NamespaceSoak.run("RADOS", store, false, NamespaceSoak.Config.fromSystemProperties(30))
             .assertNoFailures();
       } finally {
         removeAll(store);

@@ -28,7 +28,7 @@ class TyrNamespaceSoakIT {
         BlobStore store = new TyrBlobStoreProvider().open("soak", new StoreOptions(
             "fs.blob.store.soak.", Map.of(TyrBlobStoreProvider.ADDRESS, server.address())))) {
       NamespaceSoak.run("Týr server process" + (transactional ? "" : " without transactions"),
-          store, transactional, NamespaceSoak.Config.fromSystemProperties(20, transactional)).assertNoFailures();
+          store, transactional, NamespaceSoak.Config.fromSystemProperties(20)).assertNoFailures();
     }
   }
 }
