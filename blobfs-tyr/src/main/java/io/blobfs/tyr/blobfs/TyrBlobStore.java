@@ -25,6 +25,9 @@ import io.blobfs.tyr.api.TyrException;
 import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.protocol.Messages;
 import java.io.IOException;
+import io.blobfs.store.LendsReads;
+import io.blobfs.store.LendsReads.ReadLoan;
+import io.netty.buffer.ByteBuf;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -39,7 +42,7 @@ import java.util.concurrent.CompletionException;
  * set holds the version the caller read.
  */
 public final class TyrBlobStore implements TransactionalBlobStore, PlacementAware,
-    CopiesOnWrite, HeadScanning {
+    CopiesOnWrite, HeadScanning, LendsReads {
   private final String name;
   private final TyrClient client;
   private final StoreLimits limits;
@@ -67,8 +70,16 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
   @Override
   public VersionedBytes readWithVersion(String key, int maxBytes) throws IOException {
     ReadResult r = await(client.read(key, 0, maxBytes), key);
-    byte[] bytes = new byte[r.data().remaining()];
-    r.data().get(bytes);
+    ByteBuffer data = r.data();
+    // The client decoded into an array of exactly this size: take it, no second copy.
+    byte[] bytes;
+    if (data.hasArray() && data.arrayOffset() == 0 && data.position() == 0
+        && data.remaining() == data.array().length) {
+      bytes = data.array();
+    } else {
+      bytes = new byte[data.remaining()];
+      data.get(bytes);
+    }
     return new VersionedBytes(bytes, r.version());
   }
 
@@ -82,6 +93,46 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
       int n = dst.position() - before;
       return n == 0 && offset >= s.size() ? -1 : n;
     });
+  }
+
+  /** Over TCP only: a local read lands in the caller's buffer straight from the file. */
+  @Override
+  public boolean lendsReads() {
+    return !client.config().localReads();
+  }
+
+  @Override
+  public CompletableFuture<ReadLoan> lendRead(String key, long offset, int length) {
+    return translate(client.readLent(key, offset, length), key)
+        .thenApply(r -> new NettyLoan(r.data()));
+  }
+
+  /** A read's bytes in the buffers Netty received them in. */
+  private static final class NettyLoan implements ReadLoan {
+    private final ByteBuf data;
+    private final java.util.concurrent.atomic.AtomicBoolean released =
+        new java.util.concurrent.atomic.AtomicBoolean();
+
+    NettyLoan(ByteBuf data) {
+      this.data = data;
+    }
+
+    @Override
+    public int length() {
+      return data.readableBytes();
+    }
+
+    @Override
+    public void copyTo(int at, byte[] dst, int off, int len) {
+      data.getBytes(data.readerIndex() + at, dst, off, len);
+    }
+
+    @Override
+    public void release() {
+      if (released.compareAndSet(false, true)) {
+        data.release();
+      }
+    }
   }
 
   @Override

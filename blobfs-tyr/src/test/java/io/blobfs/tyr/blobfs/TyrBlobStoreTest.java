@@ -2,7 +2,7 @@ package io.blobfs.tyr.blobfs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.*;
 
 import io.blobfs.namespace.FileRecord;
 import io.blobfs.store.BlobMutation;
@@ -152,5 +152,38 @@ class TyrBlobStoreTest extends TransactionalBlobStoreContract {
         Map.of("address", "nohost")))).hasMessageContaining("host:port");
     assertThatThrownBy(() -> p.open("b", new StoreOptions("fs.blob.store.b.",
         Map.of("address", "h:1", "embedded-dir", "/tmp/x")))).hasMessageContaining("exclusive");
+  }
+
+  @Test
+  void overTcpReadsLendTheBuffersTheyArrivedIn() throws Exception {
+    byte[] data = new byte[3 << 20];
+    new java.util.Random(3).nextBytes(data);
+    try (BlobStore tcp = node.store("tcp", Map.of("local-reads", "false"))) {
+      io.blobfs.store.LendsReads lending = (io.blobfs.store.LendsReads) tcp;
+      assertTrue(lending.lendsReads());
+      tcp.put("lend/a", ByteBuffer.wrap(data), PutMode.CREATE);
+      io.blobfs.store.LendsReads.ReadLoan loan =
+          lending.lendRead("lend/a", 1_000_000, 2 << 20).get();
+      assertEquals(2 << 20, loan.length());
+      byte[] back = new byte[1_000];
+      loan.copyTo(1_500_000, back, 0, back.length);
+      assertArrayEquals(java.util.Arrays.copyOfRange(data, 2_500_000, 2_501_000), back);
+      loan.release();
+      loan.release(); // idempotent: a second release must not free Netty's buffer twice
+      // At the end: fewer bytes, then none.
+      assertEquals(100, lending.lendRead("lend/a", data.length - 100, 1_000).get().length());
+      io.blobfs.store.LendsReads.ReadLoan none =
+          lending.lendRead("lend/a", data.length, 10).get();
+      assertEquals(0, none.length());
+      none.release();
+      java.util.concurrent.ExecutionException e = assertThrows(
+          java.util.concurrent.ExecutionException.class,
+          () -> lending.lendRead("lend/missing", 0, 10).get());
+      assertInstanceOf(io.blobfs.store.BlobNotFoundException.class, e.getCause());
+    }
+    // With local reads on, a read lands in the caller's buffer from the file: no loans.
+    try (BlobStore local = node.store("loc", Map.of("local-reads", "true"))) {
+      assertFalse(((io.blobfs.store.LendsReads) local).lendsReads());
+    }
   }
 }
