@@ -76,7 +76,7 @@ public final class WorkloadBench {
     Map<StoreTarget, Path> bases = new LinkedHashMap<>();
     Map<StoreTarget, Map<Dataset, Path>> inputs = new LinkedHashMap<>();
     for (StoreTarget store : stores) {
-      FileSystem fs = store.base().getFileSystem(store.configuration());
+      FileSystem fs = tracedFileSystem(store);
       Path base = fs.makeQualified(store.base());
       fileSystems.put(store, fs);
       bases.put(store, base);
@@ -106,6 +106,21 @@ public final class WorkloadBench {
       fileSystems.get(store).delete(bases.get(store), true);
     }
     return results;
+  }
+
+  /**
+   * The store's file system as Hadoop's cache holds it, which is the instance Spark's jobs
+   * in this JVM will use too. The cache ignores configuration: an untraced instance cached
+   * earlier in this JVM (by another job or test) would be returned and nothing counted, so
+   * it is closed, which takes it out of the cache, and the traced one made in its place.
+   */
+  private static FileSystem tracedFileSystem(StoreTarget store) throws IOException {
+    FileSystem fs = store.base().getFileSystem(store.configuration());
+    if (!(fs instanceof Traced)) {
+      fs.close();
+      fs = store.base().getFileSystem(store.configuration());
+    }
+    return fs;
   }
 
   private Map<Dataset, Path> generate(StoreTarget store, FileSystem fs, Path base)
