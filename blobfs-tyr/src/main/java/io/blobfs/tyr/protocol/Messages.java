@@ -9,6 +9,8 @@ import io.blobfs.tyr.api.ReadCheck;
 import io.blobfs.tyr.api.ScanResult;
 import io.blobfs.tyr.api.TxOp;
 import io.blobfs.tyr.api.TxRequest;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.ring.Ring;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
@@ -55,6 +57,10 @@ public final class Messages {
       return Opcode.GRANT;
     } else if (r instanceof Request.Release) {
       return Opcode.RELEASE;
+    } else if (r instanceof Request.RingInfo) {
+      return Opcode.RING;
+    } else if (r instanceof Request.Routed) {
+      return Opcode.ROUTED;
     }
     return Opcode.PING;
   }
@@ -90,6 +96,11 @@ public final class Messages {
       return writeString(alloc.buffer(), g.key()).writeLong(g.offset()).writeInt(g.length());
     } else if (r instanceof Request.Release rel) {
       return alloc.buffer(8).writeLong(rel.grantId());
+    } else if (r instanceof Request.Routed rt) {
+      // The inner payload may hold data sent in place: composed, never copied.
+      ByteBuf head = alloc.buffer(9).writeLong(rt.epoch()).writeByte(opcodeOf(rt.inner()));
+      return alloc.compositeBuffer(Integer.MAX_VALUE).addComponents(true, head,
+          encode(rt.inner(), alloc));
     }
     return alloc.buffer(0);
   }
@@ -108,6 +119,15 @@ public final class Messages {
         case Opcode.LOCAL_INFO -> new Request.LocalInfo();
         case Opcode.GRANT -> new Request.Grant(readString(in), in.readLong(), in.readInt());
         case Opcode.RELEASE -> new Request.Release(in.readLong());
+        case Opcode.RING -> new Request.RingInfo();
+        case Opcode.ROUTED -> {
+          long epoch = in.readLong();
+          int inner = in.readUnsignedByte();
+          if (inner == Opcode.ROUTED || inner == Opcode.HELLO) {
+            throw new MalformedFrameException("opcode " + inner + " cannot be routed");
+          }
+          yield new Request.Routed(epoch, decodeRequest(inner, in));
+        }
         default -> throw new MalformedFrameException("unknown opcode " + opcode);
       };
       if (in.isReadable()) {
@@ -346,6 +366,29 @@ public final class Messages {
       pieces.add(new LocalGrant.Piece(file.isEmpty() ? null : file, position, length));
     }
     return new LocalGrant(id, new BlobStat(key, true, size, version, 0), pieces);
+  }
+
+  /** A ring: epoch u64, vnodes u16, replication u8, members u16, each host and port u16. */
+  public static ByteBuf encodeRing(Ring ring, ByteBuf b) {
+    b.writeLong(ring.epoch()).writeShort(ring.vnodes()).writeByte(ring.replication())
+        .writeShort(ring.members().size());
+    for (Member m : ring.members()) {
+      writeString(b, m.host()).writeShort(m.port());
+    }
+    return b;
+  }
+
+  /** @throws IllegalArgumentException (or an index error) for a malformed or bad ring */
+  public static Ring decodeRing(ByteBuf in) {
+    long epoch = in.readLong();
+    int vnodes = in.readUnsignedShort();
+    int replication = in.readUnsignedByte();
+    int n = in.readUnsignedShort();
+    List<Member> members = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      members.add(new Member(readString(in), in.readUnsignedShort()));
+    }
+    return new Ring(epoch, members, vnodes, replication);
   }
 
   /** The first frame on a connection: the nonce to prove the secret against. */

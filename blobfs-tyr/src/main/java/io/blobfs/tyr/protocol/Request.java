@@ -28,4 +28,19 @@ public sealed interface Request {
   record Grant(String key, long offset, int length) implements Request {}
 
   record Release(long grantId) implements Request {}
+
+  /** The node's ring. */
+  record RingInfo() implements Request {}
+
+  /**
+   * {@code inner} made under ring {@code epoch}: served only if that is the node's epoch
+   * and the node holds {@code inner}'s keys (see {@code WrongEpochException}).
+   */
+  record Routed(long epoch, Request inner) implements Request {
+    public Routed {
+      if (inner instanceof Routed || inner instanceof Hello) {
+        throw new IllegalArgumentException("cannot route a " + inner);
+      }
+    }
+  }
 }

@@ -22,10 +22,13 @@ final class TyrService {
 
   private final TyrEngine engine;
   private final int maxReadBytes;
+  /** Null for a lone node. */
+  private final Membership membership;
 
-  TyrService(TyrEngine engine, int maxReadBytes) {
+  TyrService(TyrEngine engine, int maxReadBytes, Membership membership) {
     this.engine = engine;
     this.maxReadBytes = maxReadBytes;
+    this.membership = membership;
   }
 
   /**
@@ -46,6 +49,20 @@ final class TyrService {
   CompletableFuture<Object> handle(Request request, ByteBufAllocator alloc,
       ConnectionGrants grants) {
     try {
+      if (request instanceof Request.RingInfo) {
+        if (membership == null) {
+          throw new TyrException(ErrorCode.BAD_REQUEST, "this Týr node is not in a cluster");
+        }
+        return CompletableFuture.completedFuture(membership.ring());
+      }
+      if (membership != null) {
+        membership.check(request); // refused unless under our epoch and for our keys
+      } else if (request instanceof Request.Routed) {
+        throw new TyrException(ErrorCode.BAD_REQUEST, "this Týr node is not in a cluster");
+      }
+      if (request instanceof Request.Routed routed) {
+        request = routed.inner();
+      }
       if (request instanceof Request.LocalInfo) {
         return CompletableFuture.completedFuture(engine.localIdentity());
       } else if (request instanceof Request.Grant g) {
