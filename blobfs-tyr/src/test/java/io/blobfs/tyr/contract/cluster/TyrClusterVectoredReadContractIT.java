@@ -5,7 +5,7 @@ import org.apache.hadoop.fs.contract.AbstractFSContract;
 import org.apache.hadoop.fs.contract.AbstractContractVectoredReadTest;
 
 public class TyrClusterVectoredReadContractIT extends AbstractContractVectoredReadTest {
-  public TyrVectoredReadContractIT(String bufferType) {
+  public TyrClusterVectoredReadContractIT(String bufferType) {
     super(bufferType);
   }
 
