@@ -150,12 +150,13 @@ public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
   private <T> T onOwner(String key, Call<T> call) throws IOException {
     for (int attempt = 1; ; attempt++) {
       Ring r = ring;
+      Member owner = r.primary(key);
       try {
-        return call.on(node(r.primary(key)).store());
+        return call.on(node(owner).store());
       } catch (IOException e) {
         WrongEpochException w = wrongEpoch(e);
         if (w == null) {
-          throw e;
+          throw lost(r, owner, key, e);
         }
         if (attempt >= ATTEMPTS) {
           throw refusedTooOften(key, w);
@@ -171,9 +172,10 @@ public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
   private <T> CompletableFuture<T> onOwnerAsync(String key,
       Function<TyrBlobStore, CompletableFuture<T>> call, int attempt) {
     Ring r = ring;
+    Member owner = r.primary(key);
     CompletableFuture<T> f;
     try {
-      f = call.apply(node(r.primary(key)).store());
+      f = call.apply(node(owner).store());
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
     }
@@ -181,7 +183,8 @@ public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
       Throwable e = unwrap(err);
       WrongEpochException w = wrongEpoch(e);
       if (w == null) {
-        return CompletableFuture.failedFuture(e);
+        return CompletableFuture.failedFuture(e instanceof IOException io
+            ? lost(r, owner, key, io) : e);
       }
       if (attempt >= ATTEMPTS) {
         return CompletableFuture.failedFuture(refusedTooOften(key, w));
@@ -191,6 +194,21 @@ public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
               CompletableFuture.delayedExecutor(delay, TimeUnit.MILLISECONDS))
           .thenCompose(x -> onOwnerAsync(key, call, attempt + 1));
     });
+  }
+
+  /**
+   * An unreachable node, said with what it costs: which node, which key, and that no
+   * other replica holds it (R = 1). Other errors pass unchanged.
+   */
+  private IOException lost(Ring r, Member node, String key, IOException e) {
+    if (!(e instanceof StoreUnavailableException)) {
+      return e;
+    }
+    List<Member> replicas = r.owners(key);
+    return new StoreUnavailableException("Týr cluster " + name + ": node " + node
+        + " is unreachable, and it holds '" + key + "' (ring epoch " + r.epoch()
+        + (replicas.size() == 1 ? ", R = 1: no other replica holds this key's range"
+            : ", replicas " + replicas) + "): " + e.getMessage(), e);
   }
 
   private static WrongEpochException wrongEpoch(Throwable e) {
@@ -331,15 +349,18 @@ public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
       boolean more = false;
       WrongEpochException refused = null;
       IOException failed = null;
-      for (CompletableFuture<ScanResult> part : parts) {
+      for (int i = 0; i < parts.size(); i++) {
         try {
-          ScanResult s = TyrClient.await(part);
+          ScanResult s = TyrClient.await(parts.get(i));
           merged.addAll(s.keys());
           more |= s.nextCursor() != null;
         } catch (WrongEpochException w) {
           refused = w;
         } catch (TyrException e) {
-          failed = TyrBlobStore.toIo(e, prefix);
+          IOException io = TyrBlobStore.toIo(e, prefix);
+          failed = io instanceof StoreUnavailableException ? new StoreUnavailableException(
+              "Týr cluster " + name + ": node " + r.members().get(i) + " is unreachable, so '"
+                  + prefix + "*' cannot be listed whole: " + e.getMessage(), e) : io;
         }
       }
       if (failed != null) {

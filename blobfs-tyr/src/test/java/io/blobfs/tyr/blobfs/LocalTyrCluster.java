@@ -23,6 +23,7 @@ import java.util.Map;
  */
 final class LocalTyrCluster implements AutoCloseable {
   final List<TyrServer> servers = new ArrayList<>();
+  private final java.util.Set<TyrServer> stopped = new java.util.HashSet<>();
   final List<Member> members = new ArrayList<>();
   final Ring ring;
 
@@ -79,10 +80,19 @@ final class LocalTyrCluster implements AutoCloseable {
         new StoreOptions("fs.blob.store." + name + ".", options));
   }
 
+  /** Stops node {@code i} (as if its host went away): it listens no more. */
+  void stop(int i) throws IOException {
+    if (stopped.add(servers.get(i))) {
+      servers.get(i).close();
+    }
+  }
+
   @Override
   public void close() throws IOException {
     for (TyrServer s : servers) {
-      s.close();
+      if (stopped.add(s)) {
+        s.close();
+      }
     }
   }
 }

@@ -209,6 +209,45 @@ class TyrClusterTest {
     }
   }
 
+  /** R = 1: a lost node's keys fail fast and say so; every other key is served. */
+  @Test
+  void aLostNodeCostsItsKeysOnlyAndSaysWhich() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1);
+        TyrClusterBlobStore store = c.store("l", "connect-timeout", "2s", "op-timeout", "3s")) {
+      List<String> keys = new ArrayList<>();
+      for (int i = 0; i < 60; i++) {
+        keys.add("l/" + i);
+        store.put("l/" + i, utf8("v" + i), PutMode.OVERWRITE);
+      }
+      Member lost = c.members.get(1);
+      c.stop(1);
+      int lostKeys = 0;
+      for (String k : keys) {
+        if (c.ring.primary(k).equals(lost)) {
+          lostKeys++;
+          long start = System.nanoTime();
+          assertThatThrownBy(() -> store.readWithVersion(k, 10))
+              .isInstanceOf(StoreUnavailableException.class)
+              .hasMessageContaining("node " + lost + " is unreachable")
+              .hasMessageContaining("'" + k + "'")
+              .hasMessageContaining("R = 1: no other replica");
+          assertThatThrownBy(() -> io.blobfs.store.Futures.await(
+              store.read(k, 0, ByteBuffer.allocate(4))))
+              .isInstanceOf(StoreUnavailableException.class)
+              .hasMessageContaining("node " + lost + " is unreachable");
+          assertThat(System.nanoTime() - start).isLessThan(8_000_000_000L);
+        } else {
+          assertArrayEquals(("v" + k.substring(2)).getBytes(),
+              store.readWithVersion(k, 10).bytes());
+        }
+      }
+      assertThat(lostKeys).isBetween(5, 40);
+      assertThatThrownBy(() -> store.scan("l/", null, 100))
+          .isInstanceOf(StoreUnavailableException.class)
+          .hasMessageContaining("node " + lost + " is unreachable");
+    }
+  }
+
   @Test
   void aLoneNodeHasNoRing() throws Exception {
     try (TyrServer lone = TyrServer.start(ServerConfig.local(EngineConfig.defaults(dir)));
