@@ -33,11 +33,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * BlobFS's store SPI on a cluster of Týr nodes (replication factor 1 for now).
+ * BlobFS's store SPI on a cluster of Týr nodes.
  *
- * <p>The client fetches the ring once from a seed node and computes every key's owner
- * itself, so each single-key call goes straight to the node holding the key (one hop, no
- * lookup). Each call is made under the ring's epoch; a node whose ring differs, or that
+ * <p>The client fetches the ring once from a seed node and computes every key's owners
+ * itself, so each single-key call goes straight to a node holding the key (one hop, no
+ * lookup): writes, and every call that shows or checks a version, to the key's primary
+ * (which forwards writes to its backups before acknowledging, see the server's
+ * {@code Replicator}); plain reads of bytes to any replica, the next one if a replica
+ * cannot be reached. Each call is made under the ring's epoch; a node whose ring differs, or that
  * does not hold the key, refuses it with its own ring ({@link WrongEpochException}), and
  * the call is retried on the owner under the newer ring. A node refuses before doing
  * anything, so no call ever reads or writes the wrong node.
@@ -171,11 +174,24 @@ public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
   /** {@link #onOwner} for the asynchronous calls. */
   private <T> CompletableFuture<T> onOwnerAsync(String key,
       Function<TyrBlobStore, CompletableFuture<T>> call, int attempt) {
+    return onReplicas(key, call, false, attempt, null, 0);
+  }
+
+  /**
+   * {@code call} on the key's primary or, with {@code anyReplica}, on its replicas in
+   * turn (this host's first, if it holds one), the next one when a replica cannot be
+   * reached; again under a newer ring when refused.
+   */
+  private <T> CompletableFuture<T> onReplicas(String key,
+      Function<TyrBlobStore, CompletableFuture<T>> call, boolean anyReplica, int attempt,
+      List<Member> order, int tried) {
     Ring r = ring;
-    Member owner = r.primary(key);
+    List<Member> candidates = order != null ? order
+        : anyReplica ? readOrder(r.owners(key)) : List.of(r.primary(key));
+    Member target = candidates.get(tried);
     CompletableFuture<T> f;
     try {
-      f = call.apply(node(owner).store());
+      f = call.apply(node(target).store());
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
     }
@@ -183,8 +199,12 @@ public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
       Throwable e = unwrap(err);
       WrongEpochException w = wrongEpoch(e);
       if (w == null) {
+        if (e instanceof StoreUnavailableException && tried + 1 < candidates.size()
+            && ring == r) {
+          return onReplicas(key, call, anyReplica, attempt, candidates, tried + 1); // next
+        }
         return CompletableFuture.failedFuture(e instanceof IOException io
-            ? lost(r, owner, key, io) : e);
+            ? lost(r, target, key, io) : e);
       }
       if (attempt >= ATTEMPTS) {
         return CompletableFuture.failedFuture(refusedTooOften(key, w));
@@ -192,8 +212,50 @@ public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
       long delay = adopt(w.ring(), r) ? 0 : pauseMillis(attempt);
       return CompletableFuture.supplyAsync(() -> null,
               CompletableFuture.delayedExecutor(delay, TimeUnit.MILLISECONDS))
-          .thenCompose(x -> onOwnerAsync(key, call, attempt + 1));
+          .thenCompose(x -> onReplicas(key, call, anyReplica, attempt + 1, null, 0));
     });
+  }
+
+  /**
+   * The replicas in the order a read tries them: one on this host first (no network
+   * hop), then the others starting at a random one, so reads spread over the replicas.
+   */
+  private List<Member> readOrder(List<Member> owners) {
+    if (owners.size() == 1) {
+      return owners;
+    }
+    List<Member> order = new ArrayList<>(owners.size());
+    int start = java.util.concurrent.ThreadLocalRandom.current().nextInt(owners.size());
+    for (int i = 0; i < owners.size(); i++) {
+      order.add(owners.get((start + i) % owners.size()));
+    }
+    for (int i = 0; i < order.size(); i++) {
+      if (LOCAL_ADDRESSES.contains(order.get(i).host())) {
+        order.add(0, order.remove(i));
+        break;
+      }
+    }
+    return order;
+  }
+
+  /** This host's addresses, as text, to find a replica on it; loopback ones excluded. */
+  private static final java.util.Set<String> LOCAL_ADDRESSES = localAddresses();
+
+  private static java.util.Set<String> localAddresses() {
+    java.util.Set<String> out = new java.util.HashSet<>();
+    try {
+      for (java.net.NetworkInterface ni : java.util.Collections.list(
+          java.net.NetworkInterface.getNetworkInterfaces())) {
+        for (InetAddress a : java.util.Collections.list(ni.getInetAddresses())) {
+          if (!a.isLoopbackAddress()) {
+            out.add(a.getHostAddress());
+          }
+        }
+      }
+    } catch (IOException e) {
+      // no preference then
+    }
+    return java.util.Set.copyOf(out);
   }
 
   /**
@@ -258,9 +320,14 @@ public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
     return onOwner(key, n -> n.readWithVersion(key, maxBytes));
   }
 
+  /**
+   * From any replica: a write is acknowledged only once every replica has it, so each
+   * holds every acknowledged write. (Calls that show or check versions go to the primary:
+   * each replica numbers its own commits.)
+   */
   @Override
   public CompletableFuture<Integer> read(String key, long offset, ByteBuffer dst) {
-    return onOwnerAsync(key, n -> n.read(key, offset, dst), 1);
+    return onReplicas(key, n -> n.read(key, offset, dst), true, 1, null, 0);
   }
 
   @Override

@@ -93,6 +93,11 @@ public final class TyrClient implements Closeable {
     this.epoch = epoch;
   }
 
+  /** Node to node: a primary's writes for a backup (see {@code Replicator}). */
+  public CompletableFuture<CommitResult> replicate(Request.Replicate r) {
+    return call(r, f -> Messages.decodeCommit(f.payload()));
+  }
+
   /** The node's ring; BAD_REQUEST from a node that is not in a cluster. */
   public CompletableFuture<io.blobfs.tyr.ring.Ring> ring() {
     return call(new Request.RingInfo(), f -> Messages.decodeRing(f.payload()));

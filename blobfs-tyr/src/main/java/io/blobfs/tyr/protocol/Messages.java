@@ -61,6 +61,8 @@ public final class Messages {
       return Opcode.RING;
     } else if (r instanceof Request.Routed) {
       return Opcode.ROUTED;
+    } else if (r instanceof Request.Replicate) {
+      return Opcode.REPLICATE;
     }
     return Opcode.PING;
   }
@@ -96,6 +98,14 @@ public final class Messages {
       return writeString(alloc.buffer(), g.key()).writeLong(g.offset()).writeInt(g.length());
     } else if (r instanceof Request.Release rel) {
       return alloc.buffer(8).writeLong(rel.grantId());
+    } else if (r instanceof Request.Replicate rp) {
+      ByteBuf head = writeString(alloc.buffer().writeLong(rp.epoch()), rp.source())
+          .writeLong(rp.incarnation()).writeLong(rp.firstSeq()).writeInt(rp.txs().size());
+      CompositeByteBuf out = alloc.compositeBuffer(Integer.MAX_VALUE).addComponent(true, head);
+      for (TxRequest tx : rp.txs()) {
+        out.addComponent(true, encodeTx(tx, alloc));
+      }
+      return out;
     } else if (r instanceof Request.Routed rt) {
       // The inner payload may hold data sent in place: composed, never copied.
       ByteBuf head = alloc.buffer(9).writeLong(rt.epoch()).writeByte(opcodeOf(rt.inner()));
@@ -120,10 +130,22 @@ public final class Messages {
         case Opcode.GRANT -> new Request.Grant(readString(in), in.readLong(), in.readInt());
         case Opcode.RELEASE -> new Request.Release(in.readLong());
         case Opcode.RING -> new Request.RingInfo();
+        case Opcode.REPLICATE -> {
+          long epoch = in.readLong();
+          String source = readString(in);
+          long incarnation = in.readLong();
+          long firstSeq = in.readLong();
+          int n = count(in, 8);
+          List<TxRequest> txs = new ArrayList<>(n);
+          for (int i = 0; i < n; i++) {
+            txs.add(decodeTx(in));
+          }
+          yield new Request.Replicate(epoch, source, incarnation, firstSeq, txs);
+        }
         case Opcode.ROUTED -> {
           long epoch = in.readLong();
           int inner = in.readUnsignedByte();
-          if (inner == Opcode.ROUTED || inner == Opcode.HELLO) {
+          if (inner == Opcode.ROUTED || inner == Opcode.HELLO || inner == Opcode.REPLICATE) {
             throw new MalformedFrameException("opcode " + inner + " cannot be routed");
           }
           yield new Request.Routed(epoch, decodeRequest(inner, in));

@@ -21,6 +21,11 @@ public final class Opcode {
    * and it holds every key the request names.
    */
   public static final int ROUTED = 11;
+  /**
+   * Cluster, node to node: a primary's committed writes for its backup, numbered in the
+   * primary's commit order (see {@code Replicator}).
+   */
+  public static final int REPLICATE = 12;
 
   /** Sent by the server as soon as a connection opens: the nonce to authenticate with. */
   public static final int CHALLENGE = 0x40;
@@ -30,6 +35,6 @@ public final class Opcode {
   private Opcode() {}
 
   public static boolean isRequest(int opcode) {
-    return opcode >= HELLO && opcode <= ROUTED;
+    return opcode >= HELLO && opcode <= REPLICATE;
   }
 }

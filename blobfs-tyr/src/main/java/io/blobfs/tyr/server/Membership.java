@@ -14,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.Executors;
@@ -94,6 +95,10 @@ public final class Membership implements Closeable {
   void check(Request request) throws WrongEpochException {
     Ring r = ring;
     Request inner = request;
+    if (request instanceof Request.Replicate rep) {
+      checkReplicate(r, rep);
+      return;
+    }
     if (request instanceof Request.Routed routed) {
       if (routed.epoch() != r.epoch()) {
         throw new WrongEpochException("request made under ring epoch " + routed.epoch()
@@ -108,14 +113,43 @@ public final class Membership implements Closeable {
     } else if (inner instanceof Request.Grant g) {
       own(r, g.key());
     } else if (inner instanceof Request.Commit c) {
+      // Writes go to the primary, which orders them and forwards them to the backups;
+      // checks too, as versions are the primary's commit numbers.
       for (ReadCheck rc : c.tx().reads()) {
-        own(r, rc.key());
+        primary(r, rc.key());
       }
       for (TxOp op : c.tx().ops()) {
-        own(r, op.key());
+        primary(r, op.key());
       }
     }
     // A scan names no key: each node lists its own, and clients merge them.
+  }
+
+  private void primary(Ring r, String key) throws WrongEpochException {
+    if (!r.primary(key).equals(self)) {
+      throw new WrongEpochException("node " + self + " is not the primary of '" + key
+          + "' under ring epoch " + r.epoch() + " (its replicas: " + r.owners(key)
+          + "): writes go to the primary", r);
+    }
+  }
+
+  /** A backup takes writes only from the primary of each key, under the same ring. */
+  private void checkReplicate(Ring r, Request.Replicate rep) throws WrongEpochException {
+    if (rep.epoch() != r.epoch()) {
+      throw new WrongEpochException("replication from " + rep.source() + " under ring epoch "
+          + rep.epoch() + ", node " + self + " is at epoch " + r.epoch(), r);
+    }
+    for (io.blobfs.tyr.api.TxRequest tx : rep.txs()) {
+      for (TxOp op : tx.ops()) {
+        List<Member> owners = r.owners(op.key());
+        if (!owners.get(0).id().equals(rep.source()) || !owners.contains(self)
+            || owners.get(0).equals(self)) {
+          throw new WrongEpochException("node " + self + " is not a backup of '" + op.key()
+              + "' with primary " + rep.source() + " under ring epoch " + r.epoch()
+              + " (its replicas: " + owners + ")", r);
+        }
+      }
+    }
   }
 
   private void own(Ring r, String key) throws WrongEpochException {

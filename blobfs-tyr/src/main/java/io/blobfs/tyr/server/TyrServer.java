@@ -39,6 +39,7 @@ public final class TyrServer implements Closeable {
   private final Channel listener;
   private final RequestMemory memory;
   private final Membership membership;
+  private final Replicator replicator;
 
   private TyrServer(ServerConfig config, Membership membership) throws IOException {
     this.config = config;
@@ -48,7 +49,10 @@ public final class TyrServer implements Closeable {
     this.io = new NioEventLoopGroup(0, new DefaultThreadFactory("tyr-io", true));
     this.workers = Executors.newFixedThreadPool(config.threads(),
         new DefaultThreadFactory("tyr-worker", true));
-    TyrService service = new TyrService(engine, config.maxFrameBytes() - 64, membership);
+    this.replicator = membership == null ? null
+        : new Replicator(membership, engine, config.secret(), config.maxFrameBytes());
+    TyrService service = new TyrService(engine, config.maxFrameBytes() - 64, membership,
+        replicator);
     memory = new RequestMemory(config.maxRequestMemory());
     Authenticator auth = new Authenticator(config.secret());
     SslContext tls;
@@ -147,6 +151,9 @@ public final class TyrServer implements Closeable {
       membership.close();
     }
     shutdownThreads();
+    if (replicator != null) {
+      replicator.close(); // after the workers: running requests may still be forwarding
+    }
     engine.close();
   }
 

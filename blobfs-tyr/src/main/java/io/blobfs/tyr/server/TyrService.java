@@ -22,13 +22,16 @@ final class TyrService {
 
   private final TyrEngine engine;
   private final int maxReadBytes;
-  /** Null for a lone node. */
+  /** Null for a lone node (and then {@link #replicator} too). */
   private final Membership membership;
+  private final Replicator replicator;
 
-  TyrService(TyrEngine engine, int maxReadBytes, Membership membership) {
+  TyrService(TyrEngine engine, int maxReadBytes, Membership membership,
+      Replicator replicator) {
     this.engine = engine;
     this.maxReadBytes = maxReadBytes;
     this.membership = membership;
+    this.replicator = replicator;
   }
 
   /**
@@ -60,6 +63,12 @@ final class TyrService {
       } else if (request instanceof Request.Routed) {
         throw new TyrException(ErrorCode.BAD_REQUEST, "this Týr node is not in a cluster");
       }
+      if (request instanceof Request.Replicate rep) {
+        if (replicator == null) {
+          throw new TyrException(ErrorCode.BAD_REQUEST, "this Týr node is not in a cluster");
+        }
+        return replicator.apply(rep);
+      }
       if (request instanceof Request.Routed routed) {
         request = routed.inner();
       }
@@ -82,7 +91,9 @@ final class TyrService {
       } else if (request instanceof Request.Read r) {
         return CompletableFuture.completedFuture(read(r, alloc));
       } else if (request instanceof Request.Commit c) {
-        return engine.commit(c.tx()).thenApply(x -> x);
+        // A cluster member's writes reach its backups before they are acknowledged.
+        return (replicator != null ? replicator.commit(c.tx()) : engine.commit(c.tx()))
+            .thenApply(x -> x);
       } else if (request instanceof Request.Scan s) {
         if (s.limit() < 1 || s.limit() > 100_000 || s.headBytes() < 0
             || (long) s.limit() * s.headBytes() > maxReadBytes) {

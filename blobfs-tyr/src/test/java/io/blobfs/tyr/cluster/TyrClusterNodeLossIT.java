@@ -62,6 +62,67 @@ class TyrClusterNodeLossIT {
     }
   }
 
+  /**
+   * R = 2: with one node killed, every blob still reads (from its other replica); writes
+   * whose replicas include the dead node fail unacknowledged, the others succeed. Once it
+   * is back, writing the failed ones again leaves both replicas of every blob equal.
+   */
+  @Test
+  void withTwoReplicasAKilledNodeLosesNoRead() throws Exception {
+    try (TyrProcessCluster cluster = TyrProcessCluster.start(dir, 3, 128, 2);
+        TyrClusterBlobStore store = (TyrClusterBlobStore) new TyrBlobStoreProvider().open("r2",
+            new StoreOptions("fs.blob.store.r2.", Map.of("nodes", cluster.nodesOption(),
+                "connect-timeout", "2s", "op-timeout", "4s")))) {
+      List<String> keys = new ArrayList<>();
+      for (int i = 0; i < 300; i++) {
+        keys.add("k/" + i);
+        store.put("k/" + i, ByteBuffer.wrap(value("k/" + i)), PutMode.OVERWRITE);
+      }
+      Member victim = cluster.members().get(2);
+      cluster.node(2).kill();
+      List<String> failed = new ArrayList<>();
+      for (String k : keys) {
+        byte[] want = value(k);
+        ByteBuffer b = ByteBuffer.allocate(want.length);
+        assertThat(io.blobfs.store.Futures.await(store.read(k, 0, b))).isEqualTo(want.length);
+        assertArrayEquals(want, b.array(), k);
+        byte[] next = ("again " + k).getBytes(StandardCharsets.UTF_8);
+        if (store.ring().owners(k).contains(victim)) {
+          assertThatThrownBy(() -> store.put(k, ByteBuffer.wrap(next), PutMode.OVERWRITE))
+              .isInstanceOf(StoreUnavailableException.class);
+          failed.add(k);
+        } else {
+          store.put(k, ByteBuffer.wrap(next), PutMode.OVERWRITE);
+        }
+      }
+      assertThat(failed.size()).isBetween(150, 250); // 2/3 of keys have it as a replica
+      cluster.node(2).start();
+      for (String k : failed) {
+        store.put(k, ByteBuffer.wrap(("again " + k).getBytes(StandardCharsets.UTF_8)),
+            PutMode.OVERWRITE);
+      }
+      for (String k : keys) {
+        byte[] want = ("again " + k).getBytes(StandardCharsets.UTF_8);
+        for (Member m : store.ring().owners(k)) {
+          assertArrayEquals(want, readOn(m, k, store.ring().epoch()), k + " on " + m);
+        }
+      }
+    }
+  }
+
+  /** The blob as one replica holds it (a request routed to that node only). */
+  private static byte[] readOn(Member m, String key, long epoch) throws Exception {
+    try (io.blobfs.tyr.client.TyrClient raw = new io.blobfs.tyr.client.TyrClient(
+        io.blobfs.tyr.client.ClientConfig.of(m.host(), m.port()))) {
+      raw.routeUnder(() -> epoch);
+      io.blobfs.tyr.api.ReadResult r = io.blobfs.tyr.client.TyrClient.await(
+          raw.read(key, 0, 1000));
+      byte[] b = new byte[r.data().remaining()];
+      r.data().get(b);
+      return b;
+    }
+  }
+
   private static void checkOnlyVictimLost(TyrClusterBlobStore store, List<String> keys,
       Member victim, long boundMillis) throws Exception {
     int lost = 0;
