@@ -28,6 +28,12 @@ final class LocalTyrCluster implements AutoCloseable {
   final Ring ring;
 
   LocalTyrCluster(Path dir, int n, int vnodes, int replication) throws IOException {
+    this(dir, n, vnodes, replication, null);
+  }
+
+  /** Nodes that demand {@code secret} of every peer, clients and other nodes alike. */
+  LocalTyrCluster(Path dir, int n, int vnodes, int replication, byte[] secret)
+      throws IOException {
     for (int i = 0; i < n; i++) {
       members.add(new Member("127.0.0.1", freePort()));
     }
@@ -38,7 +44,7 @@ final class LocalTyrCluster implements AutoCloseable {
             .withSyncPolicy(SyncPolicy.NONE);
         ServerConfig config = new ServerConfig("127.0.0.1", members.get(i).port(), engine,
             80 << 20, null, 8, 64, Duration.ofSeconds(60), 512L << 20, 128L << 20,
-            Duration.ofSeconds(60), null);
+            Duration.ofSeconds(60), null).withSecret(secret);
         servers.add(TyrServer.start(config, new Membership(members.get(i), ring)));
       }
     } catch (IOException | RuntimeException e) {

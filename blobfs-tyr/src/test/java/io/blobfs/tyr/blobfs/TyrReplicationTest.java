@@ -188,6 +188,32 @@ class TyrReplicationTest {
     }
   }
 
+  /**
+   * Node-to-node streams prove the shared secret like clients: with a secret, replication
+   * works, and a peer without it cannot even say hello.
+   */
+  @Test
+  void replicationAuthenticatesLikeClients() throws Exception {
+    byte[] secret = "cluster secret".getBytes(StandardCharsets.UTF_8);
+    java.nio.file.Path secretFile = dir.resolve("secret");
+    java.nio.file.Files.write(secretFile, secret);
+    try (LocalTyrCluster c = new LocalTyrCluster(dir.resolve("nodes"), 3, 64, 2, secret);
+        TyrClusterBlobStore store = c.store("a", "secret-file", secretFile.toString())) {
+      store.put("a/1", utf8("secret data"), PutMode.OVERWRITE);
+      List<Member> owners = store.ring().owners("a/1");
+      assertArrayEquals("secret data".getBytes(), bytesOn(c.server(owners.get(1)), "a/1"));
+      Member backup = owners.get(1);
+      try (TyrClient anonymous = new TyrClient(ClientConfig.of(backup.host(), backup.port()))) {
+        TxRequest tx = TxRequest.of(new TxOp.Put("a/1", utf8("forged"), false));
+        assertThatThrownBy(() -> TyrClient.await(anonymous.replicate(
+            new Request.Replicate(1, owners.get(0).id(), 7, 1, List.of(tx)))))
+            .isInstanceOfSatisfying(io.blobfs.tyr.api.TyrException.class,
+                e -> assertEquals(io.blobfs.tyr.api.ErrorCode.UNAUTHENTICATED, e.code()));
+      }
+      assertArrayEquals("secret data".getBytes(), bytesOn(c.server(backup), "a/1"));
+    }
+  }
+
   /** Writes go to the primary only; a backup takes replication from its primary only. */
   @Test
   void writesAtABackupAndReplicationFromANonPrimaryAreRefused() throws Exception {
