@@ -119,15 +119,14 @@ public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
   }
 
   private Node node(Member m) {
-    Node n = nodes.computeIfAbsent(m, k -> {
+    if (closed) {
+      throw new IllegalStateException("store " + name + " is closed");
+    }
+    return nodes.computeIfAbsent(m, k -> {
       TyrClient c = new TyrClient(at(template, k));
       c.routeUnder(() -> ring.epoch());
       return new Node(c, new TyrBlobStore(name + "@" + k, c, limits, hostsOf(k), () -> {}));
     });
-    if (closed) {
-      throw new IllegalStateException("store " + name + " is closed");
-    }
-    return n;
   }
 
   /**
