@@ -16,13 +16,13 @@ status=0
 mvn -B -ntp verify "$@" || status=$?
 
 # Hadoop 3.4.2: Spark 4.0.1 ships 3.4.1, but users run 3.4.2 too. The contract suites of
-# each binding (memory store, Týr, RADOS), compiled and run against 3.4.2; the profile
+# each binding (memory store, Týr, RADOS, flat:// over HDFS), compiled and run against 3.4.2; the profile
 # builds into target/hadoop-3.4.2, so the run above keeps its classes and reports.
 # Suites are chosen by package and suffix: every contract suite lives under a package
 # named contract; surefire runs the *Test ones and failsafe the *IT ones. (Surefire's
 # -Dtest overrides its excludes, so a suffix-less pattern would run *IT suites twice; and
 # -Dit.test overrides the includes of both RADOS runs, so the native one is skipped.)
-CONTRACT_MODULES=blobfs-core,blobfs-tyr,blobfs-rados
+CONTRACT_MODULES=blobfs-core,blobfs-tyr,blobfs-rados,blobfs-hdfs-shim
 if [ $status -eq 0 ]; then
   mvn -B -ntp -P hadoop-3.4.2 verify -pl "$CONTRACT_MODULES" -am \
     -Dtest='**/contract/**/*Test' -Dit.test='**/contract/**/*IT' \

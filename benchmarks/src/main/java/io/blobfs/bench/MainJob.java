@@ -1,67 +1,66 @@
 package io.blobfs.bench;
 
-import io.blobfs.bench.workloads.Committer;
-import io.blobfs.bench.workloads.Grep;
-import io.blobfs.bench.workloads.Sort;
-import io.blobfs.bench.workloads.TextDataGenerator;
-import java.io.BufferedReader;
+import io.blobfs.bench.run.CallReport;
+import io.blobfs.bench.run.SparkSubmitRunner;
+import io.blobfs.bench.run.StoreTarget;
+import io.blobfs.bench.run.Workload;
+import io.blobfs.bench.run.WorkloadBench;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.Comparator;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import org.apache.hadoop.fs.FSDataInputStream;
-import org.apache.hadoop.fs.FileStatus;
-import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.Path;
-import org.apache.spark.SparkConf;
-import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.package$;
 
 /**
- * Runs the Spark workloads on BlobFS's embedded default store ({@code blob://main/...}: a
- * Týr node inside this JVM, persisting to a local directory; no external service) in
- * Spark local mode and prints, per workload, the seconds it took, the
- * storage calls it made, and whether its output checked out.
+ * The main job: the paper's five Spark workloads (Sort, Grep, Decision Tree, Connected
+ * Components, Tokenizer), each submitted through SparkSubmit as a user would, on each chosen
+ * back end, every output checked against the same workload's output on file:// and against
+ * its generator; prints progress, then one table of times, bandwidths, storage calls and
+ * Table 2's directory operations, and writes {@code main-job.md} (a table per workload) and
+ * {@code storage-calls-STORE.png} (Figure 3) to {@code --results}.
  *
  * <pre>
- *   mvn -pl benchmarks exec:exec@main-job -Dbench.args="--size 64m --committers classic,manifest"
+ *   mvn -pl benchmarks exec:exec@main-job -Dbench.args="--size 64m --stores embedded,file"
  * </pre>
  *
- * Options (defaults in brackets): {@code --size} input bytes [32m], {@code --files} input
- * files [8], {@code --partitions} Sort's output partitions [4], {@code --seed} [1],
- * {@code --pattern} Grep's string [ceph], {@code --store} store name [main],
- * {@code --committers} comma-separated classic/manifest [classic,manifest],
- * {@code --master} [local[2]], {@code --markers} fs.blob.directory.markers none/keep [none],
- * {@code --backend} the store's type, tyr (embedded) or memory [tyr], {@code --data-dir}
- * where the embedded Týr node keeps its log [target/main-job-tyr].
- * Exits non-zero (throws) if any workload's output is wrong.
+ * Options (defaults in brackets): {@code --size} bytes of text input, the other inputs
+ * being fractions of it [8m]; {@code --seed} [1]; {@code --stores} any of
+ * embedded,memory,file,hdfs,tyr,rados,cephfs [embedded,file] (file:// always runs first: it is the
+ * reference); {@code --workloads} [all]; {@code --master} [local[2]]; {@code --warm-up} one untimed
+ * submission first [true]; {@code --markers}
+ * fs.blob.directory.markers none/keep [none]; {@code --data-dir} the embedded Týr node's log
+ * [target/main-job-tyr]; {@code --work-dir} file:// runs and the application jar
+ * [target/main-job-work]; {@code --results} [target/main-job]; for the stores that need a
+ * service: {@code --hdfs-uri} [$HDFS_URI], {@code --tyr-address}, {@code --rados-pool},
+ * {@code --ceph-conf} [$CEPH_CONF], {@code --cephfs-dir}.
+ * Throws (exit status non-zero) if any output is wrong.
  */
 public final class MainJob {
-  /** The configuration value a user sets: BlobFS is named, never linked against. */
-  public static final String BLOBFS_IMPL = "io.blobfs.hadoop.BlobFileSystem";
-
   private MainJob() {}
 
   static Map<String, String> defaults() {
     Map<String, String> d = new LinkedHashMap<>();
-    d.put("size", "32m");
-    d.put("files", "8");
-    d.put("partitions", "4");
+    d.put("size", "8m");
     d.put("seed", "1");
-    d.put("pattern", "ceph");
-    d.put("store", "main");
-    d.put("committers", "classic,manifest");
+    d.put("stores", "embedded,file");
+    d.put("workloads", "all");
     d.put("master", "local[2]");
+    d.put("warm-up", "true");
     d.put("markers", "none");
-    d.put("backend", "tyr");
     d.put("data-dir", "target/main-job-tyr");
+    d.put("work-dir", "target/main-job-work");
+    d.put("results", "target/main-job");
+    d.put("hdfs-uri", envOr("HDFS_URI", ""));
+    d.put("tyr-address", "");
+    d.put("rados-pool", "");
+    d.put("ceph-conf", envOr("CEPH_CONF", "/etc/ceph/ceph.conf"));
+    d.put("cephfs-dir", "");
     return d;
   }
 
@@ -70,137 +69,103 @@ public final class MainJob {
   }
 
   /**
-   * Runs everything, prints the report to {@code out}, and returns the measured rows.
+   * Runs everything, prints progress and the report to {@code out}, returns the results.
    *
-   * @throws IllegalStateException after printing, if a workload's output was wrong
+   * @throws IllegalStateException after printing, if an output was wrong
    */
-  public static ResultTable run(String[] args, PrintStream out) throws IOException {
+  public static List<WorkloadBench.Result> run(String[] args, PrintStream out)
+      throws IOException {
     Args a = Args.parse(args, defaults());
-    TextDataGenerator.Spec spec =
-        new TextDataGenerator.Spec(a.getBytes("size"), a.getInt("files"), a.getLong("seed"));
-    List<Committer> committers = new ArrayList<>();
-    for (String c : a.get("committers").split(",")) {
-      committers.add(Committer.parse(c));
+    String run = "run-" + System.currentTimeMillis();
+    List<StoreTarget> stores = stores(a, run);
+    Path work = Path.of(a.get("work-dir")).toAbsolutePath();
+    WorkloadBench.Options options = new WorkloadBench.Options(a.getBytes("size"),
+        a.getLong("seed"), a.get("master"), Workload.parseList(a.get("workloads")),
+        sparkConf(), SparkSubmitRunner.appJar(work), a.get("warm-up").equals("true"));
+
+    out.printf(Locale.ROOT, "BlobFS main job: Spark %s, master %s, %d workloads on %s, "
+        + "text input %s (seed %d); each workload is a spark-submit of its own application%n",
+        package$.MODULE$.SPARK_VERSION(), options.master(), options.workloads().size(),
+        stores.stream().map(s -> s.name() + " (" + s.base() + ")").toList(), a.get("size"),
+        options.seed());
+    long t0 = System.nanoTime();
+    List<WorkloadBench.Result> results =
+        new WorkloadBench(options, line -> out.println(line)).run(stores);
+    out.printf(Locale.ROOT, "%nall runs took %.1f s; MB/s = bytes over the job's wall time; "
+        + "calls: paper section 6, then Table 2's directory operations (see "
+        + "benchmarks/README.md for where each count comes from)%n%n",
+        (System.nanoTime() - t0) / 1e9);
+    CallReport.printTable(results, out);
+
+    Path dir = Path.of(a.get("results")).toAbsolutePath();
+    Files.createDirectories(dir);
+    Files.writeString(dir.resolve("main-job.md"), "# Main job: storage calls per workload\n\n"
+        + CallReport.markdown(results), StandardCharsets.UTF_8);
+    for (StoreTarget s : stores) {
+      CallReport.chart(results, s.name(), dir.resolve("storage-calls-" + s.name() + ".png"));
     }
-    String pattern = a.get("pattern");
-    int partitions = a.getInt("partitions");
+    out.println();
+    out.println("tables per workload: " + dir.resolve("main-job.md") + "; charts: "
+        + dir + "/storage-calls-*.png");
 
-    SparkConf conf = new SparkConf()
-        .setMaster(a.get("master"))
-        .setAppName("blobfs-main-job")
-        .set("spark.ui.enabled", "false")
-        .set("spark.log.level", "WARN")
-        .set("spark.driver.host", "127.0.0.1")
-        .set("spark.driver.bindAddress", "127.0.0.1")
-        .set("spark.hadoop.fs.blob.impl", BLOBFS_IMPL)
-        .set("spark.hadoop.fs.blob.directory.markers", a.get("markers"));
-    String store = "spark.hadoop.fs.blob.store." + a.get("store") + ".";
-    switch (a.get("backend")) {
-      case "tyr" -> conf.set(store + "type", "tyr").set(store + "embedded-dir",
-          java.nio.file.Path.of(a.get("data-dir")).toAbsolutePath().toString());
-      case "memory" -> conf.set(store + "type", "memory");
-      default -> throw new IllegalArgumentException("--backend must be tyr or memory, not "
-          + a.get("backend"));
-    }
-
-    ResultTable table = new ResultTable();
-    try (JavaSparkContext sc = new JavaSparkContext(conf)) {
-      Path base = new Path("blob://" + a.get("store") + "/bench-" + System.currentTimeMillis());
-      FileSystem fs = base.getFileSystem(sc.hadoopConfiguration());
-      Path input = new Path(base, "input");
-      out.printf(Locale.ROOT, "BlobFS MainJob: Spark %s, master %s, file system %s, "
-          + "store %s (%s), markers=%s%n", sc.version(), sc.master(), fs.getClass().getName(),
-          a.get("store"), a.get("backend"), a.get("markers"));
-
-      // Expected results, from the generator alone (no file system involved).
-      long expectedLines = 0;
-      long expectedMatches = 0;
-      for (int i = 0; i < spec.files(); i++) {
-        for (Iterator<String> it = TextDataGenerator.lines(spec, i); it.hasNext(); ) {
-          expectedLines++;
-          if (it.next().contains(pattern)) {
-            expectedMatches++;
-          }
-        }
-      }
-      final long lines = expectedLines;
-      final long matches = expectedMatches;
-
-      TextDataGenerator.Summary[] summary = new TextDataGenerator.Summary[1];
-      measure(table, "generate", fs,
-          () -> summary[0] = TextDataGenerator.generate(fs, input, spec),
-          () -> summary[0].lines() == lines ? ResultTable.CHECK_OK
-              : "wrote " + summary[0].lines() + " lines, expected " + lines);
-      out.printf(Locale.ROOT, "input %s: %d files, %d lines, %d bytes (seed %d)%n",
-          input, summary[0].files(), summary[0].lines(), summary[0].bytes(), spec.seed());
-
-      for (Committer c : committers) {
-        Path grepOut = new Path(base, "grep-" + c.id());
-        Path sortOut = new Path(base, "sort-" + c.id());
-        measure(table, "grep/" + c.id(), fs,
-            () -> Grep.run(sc, input.toString(), grepOut.toString(), pattern, c),
-            () -> checkOutput(fs, grepOut, matches, false));
-        measure(table, "sort/" + c.id(), fs,
-            () -> Sort.run(sc, input.toString(), sortOut.toString(), partitions, c),
-            () -> checkOutput(fs, sortOut, lines, true));
-      }
-      out.println();
-      table.print(out);
-      fs.delete(base, true);
-    }
-    List<String> failed = table.rows().stream().filter(r -> !r.ok())
-        .map(r -> r.workload() + ": " + r.check()).toList();
+    List<String> failed = results.stream().filter(r -> !r.ok())
+        .map(r -> r.store() + "/" + r.workload().id() + ": " + r.check()).toList();
     if (!failed.isEmpty()) {
       throw new IllegalStateException("wrong output: " + failed);
     }
-    return table;
+    return results;
   }
 
-  @FunctionalInterface
-  interface Step {
-    void run() throws IOException;
+  /** What every submission gets: local, quiet, on the loopback address. */
+  static Map<String, String> sparkConf() {
+    Map<String, String> c = new LinkedHashMap<>();
+    c.put("spark.ui.enabled", "false");
+    c.put("spark.log.level", "WARN");
+    c.put("spark.driver.host", "127.0.0.1");
+    c.put("spark.driver.bindAddress", "127.0.0.1");
+    return c;
   }
 
-  @FunctionalInterface
-  interface Check {
-    String run() throws IOException;
-  }
-
-  private static void measure(ResultTable table, String name, FileSystem fs, Step step,
-      Check check) throws IOException {
-    StorageCounters before = StorageCounters.of(fs);
-    long t0 = System.nanoTime();
-    step.run();
-    double seconds = (System.nanoTime() - t0) / 1e9;
-    StorageCounters calls = StorageCounters.of(fs).minus(before);
-    // The check reads the output back: after the snapshot, so it is not counted.
-    table.add(new ResultTable.Row(name, seconds, calls, check.run()));
-  }
-
-  /** Counts the lines of a committed output (and, for Sort, that they are in order). */
-  private static String checkOutput(FileSystem fs, Path dir, long expected, boolean sorted)
-      throws IOException {
-    Path success = new Path(dir, "_SUCCESS");
-    if (!fs.exists(success) || !fs.getFileStatus(success).isFile()) {
-      return "no _SUCCESS";
+  /** The chosen back ends, file:// first as the reference; a missing requirement fails. */
+  static List<StoreTarget> stores(Args a, String run) {
+    List<String> names = new ArrayList<>(StoreTarget.parseList(a.get("stores")));
+    names.remove("file");
+    names.add(0, "file");
+    List<StoreTarget> out = new ArrayList<>();
+    for (String n : names) {
+      out.add(switch (n) {
+        case "file" -> StoreTarget.local("file",
+            Path.of(a.get("work-dir"), "file-store", run));
+        case "embedded" -> StoreTarget.blob("embedded", "main", run, Map.of("type", "tyr",
+            "embedded-dir", Path.of(a.get("data-dir")).toAbsolutePath().toString()),
+            a.get("markers"));
+        case "memory" -> StoreTarget.blob("memory", "mem", run, Map.of("type", "memory"),
+            a.get("markers"));
+        case "hdfs" -> StoreTarget.hdfs(required(a, "hdfs-uri", n), run);
+        case "tyr" -> StoreTarget.blob("tyr", "tyr", run, Map.of("type", "tyr",
+            "address", required(a, "tyr-address", n)), a.get("markers"));
+        case "rados" -> StoreTarget.blob("rados", "rados", run, Map.of("type", "rados",
+            "pool", required(a, "rados-pool", n), "conf", a.get("ceph-conf")),
+            a.get("markers"));
+        case "cephfs" -> StoreTarget.local("cephfs",
+            Path.of(required(a, "cephfs-dir", n), "blobfs-main-job", run));
+        default -> throw new IllegalArgumentException("unknown store " + n);
+      });
     }
-    FileStatus[] parts = fs.listStatus(dir, p -> p.getName().startsWith("part-"));
-    Arrays.sort(parts, Comparator.comparing(s -> s.getPath().getName()));
-    long count = 0;
-    String previous = null;
-    for (FileStatus part : parts) {
-      try (FSDataInputStream in = fs.open(part.getPath());
-          BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
-        for (String line = r.readLine(); line != null; line = r.readLine()) {
-          if (sorted && previous != null && previous.compareTo(line) > 0) {
-            return "out of order at line " + count;
-          }
-          previous = line;
-          count++;
-        }
-      }
+    return out;
+  }
+
+  private static String required(Args a, String option, String store) {
+    String v = a.get(option);
+    if (v.isBlank()) {
+      throw new IllegalArgumentException("--stores " + store + " needs --" + option + "; "
+          + store + " needs " + StoreTarget.KNOWN.get(store));
     }
-    return count == expected ? ResultTable.CHECK_OK
-        : count + " lines, expected " + expected;
+    return v;
+  }
+
+  private static String envOr(String name, String fallback) {
+    String v = System.getenv(name);
+    return v == null ? fallback : v;
   }
 }

@@ -1,5 +1,6 @@
 package io.blobfs.bench;
 
+import io.blobfs.bench.trace.Traced;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.Map;
@@ -14,8 +15,10 @@ import org.apache.hadoop.fs.StorageStatistics.LongStatistic;
  * {@code store_*} counters, or whatever another file system reports), plus Hadoop's
  * per-scheme {@link FileSystem.Statistics} (bytes and read/write operations) under the
  * names {@code fs.bytesRead}, {@code fs.bytesWritten}, {@code fs.readOps},
- * {@code fs.largeReadOps} and {@code fs.writeOps}. Snapshots subtract, so a workload's calls
- * are {@code after.minus(before)}.
+ * {@code fs.largeReadOps} and {@code fs.writeOps} (summed over every file system class of the
+ * scheme: for file:// the raw local file system counts the bytes, not LocalFileSystem), plus,
+ * when {@code fs} is {@link Traced}, its call counts ({@code trace.*}).
+ * Snapshots subtract, so a workload's calls are {@code after.minus(before)}.
  *
  * <p>In Spark local mode the driver and the tasks share one cached file system instance
  * per store, so a snapshot taken on the driver sees the tasks' calls too.
@@ -31,7 +34,7 @@ public final class StorageCounters {
   }
 
   /** The counters of {@code fs} now. */
-  @SuppressWarnings("deprecation") // FileSystem.getStatistics(scheme, class): the shared per-scheme totals
+  @SuppressWarnings("deprecation") // FileSystem.getAllStatistics(): the shared per-scheme totals
   public static StorageCounters of(FileSystem fs) {
     Map<String, Long> v = new TreeMap<>();
     StorageStatistics stats = fs.getStorageStatistics();
@@ -43,12 +46,24 @@ public final class StorageCounters {
     }
     String scheme = fs.getUri().getScheme();
     if (scheme != null) {
-      FileSystem.Statistics st = FileSystem.getStatistics(scheme, fs.getClass());
-      v.put(SCHEME_PREFIX + "bytesRead", st.getBytesRead());
-      v.put(SCHEME_PREFIX + "bytesWritten", st.getBytesWritten());
-      v.put(SCHEME_PREFIX + "readOps", (long) st.getReadOps());
-      v.put(SCHEME_PREFIX + "largeReadOps", (long) st.getLargeReadOps());
-      v.put(SCHEME_PREFIX + "writeOps", (long) st.getWriteOps());
+      long[] sums = new long[5];
+      for (FileSystem.Statistics st : FileSystem.getAllStatistics()) {
+        if (scheme.equals(st.getScheme())) {
+          sums[0] += st.getBytesRead();
+          sums[1] += st.getBytesWritten();
+          sums[2] += st.getReadOps();
+          sums[3] += st.getLargeReadOps();
+          sums[4] += st.getWriteOps();
+        }
+      }
+      v.put(SCHEME_PREFIX + "bytesRead", sums[0]);
+      v.put(SCHEME_PREFIX + "bytesWritten", sums[1]);
+      v.put(SCHEME_PREFIX + "readOps", sums[2]);
+      v.put(SCHEME_PREFIX + "largeReadOps", sums[3]);
+      v.put(SCHEME_PREFIX + "writeOps", sums[4]);
+    }
+    if (fs instanceof Traced traced) {
+      v.putAll(traced.counts());
     }
     return new StorageCounters(v);
   }

@@ -118,9 +118,9 @@ final class BlobInputStream extends FSInputStream
     if (readAhead == null) {
       readAhead = new ReadAhead(reader, sequentialBuffer, readAheadBytes);
     }
-    java.nio.ByteBuffer view;
+    int n;
     try {
-      view = readAhead.at(pos);
+      n = readAhead.read(pos, b, off, len);
     } catch (IOException e) {
       stats.incrementCounter(STREAM_READ_EXCEPTIONS);
       throw e;
@@ -128,8 +128,6 @@ final class BlobInputStream extends FSInputStream
     long fetched = readAhead.bytesRequested();
     stats.incrementCounter(STREAM_READ_TOTAL_BYTES, fetched - readAheadCounted);
     readAheadCounted = fetched;
-    int n = Math.min(len, view.remaining());
-    view.get(b, off, n);
     return n;
   }
 

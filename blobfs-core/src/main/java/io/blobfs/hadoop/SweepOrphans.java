@@ -12,7 +12,9 @@ import org.apache.hadoop.util.ToolRunner;
 /**
  * The orphan sweeper as a command:
  * {@code hadoop jar blobfs-bundle.jar io.blobfs.hadoop.SweepOrphans [-dry-run]
- * [-min-age 1h] blob://STORE/}. Prints what it found; exit code 0 on success.
+ * [-min-age 1h] [-finish-renames] blob://STORE/}. Prints what it found; exit code 0 on
+ * success. {@code -finish-renames} first finishes the directory renames that were cut off
+ * part-way ({@link io.blobfs.namespace.BlobNamespace#finishInterruptedRenames}).
  */
 public final class SweepOrphans extends Configured implements Tool {
   public static void main(String[] args) throws Exception {
@@ -22,11 +24,13 @@ public final class SweepOrphans extends Configured implements Tool {
   @Override
   public int run(String[] args) throws Exception {
     boolean dryRun = false;
+    boolean finishRenames = false;
     Duration minAge = Duration.ofHours(1);
     URI store = null;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "-dry-run", "--dry-run" -> dryRun = true;
+        case "-finish-renames", "--finish-renames" -> finishRenames = true;
         case "-min-age", "--min-age" -> {
           if (++i == args.length) {
             return usage("-min-age needs a value");
@@ -45,9 +49,17 @@ public final class SweepOrphans extends Configured implements Tool {
     if (store == null) {
       return usage("no blob://STORE/ given");
     }
+    if (finishRenames && dryRun) {
+      return usage("-finish-renames moves names, so it does not go with -dry-run");
+    }
     try (FileSystem fs = FileSystem.newInstance(store, getConf())) {
       if (!(fs instanceof BlobFileSystem blob)) {
         return usage(store + " is not a BlobFS file system (fs.blob.impl unset?)");
+      }
+      if (finishRenames) {
+        for (String done : blob.namespace().finishInterruptedRenames()) {
+          System.out.println("finished " + done);
+        }
       }
       OrphanSweeper.Report r = new OrphanSweeper(blob.namespace()).sweep(minAge, dryRun);
       System.out.printf("data blobs %d, file ids %d, referenced %d, orphaned file ids %d "
@@ -65,7 +77,8 @@ public final class SweepOrphans extends Configured implements Tool {
 
   private static int usage(String why) {
     System.err.println("SweepOrphans: " + why);
-    System.err.println("usage: SweepOrphans [-dry-run] [-min-age 1h] blob://STORE/");
+    System.err.println("usage: SweepOrphans [-dry-run] [-min-age 1h] [-finish-renames]"
+        + " blob://STORE/");
     return 2;
   }
 }

@@ -18,6 +18,7 @@ import java.nio.file.NotDirectoryException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.NoSuchElementException;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -274,6 +275,23 @@ public final class BlobNamespace {
     return renamer.rename(src, dst);
   }
 
+  /**
+   * Finishes every directory rename that was cut off part-way (a crash or a failed store
+   * call between its chunks; only renames too large for one transaction have parts):
+   * moves what is still under each source to its destination. Returns what it finished,
+   * as "rename SRC to DST". Nothing to do on a store without transactions, whose renames
+   * go name by name and record nothing.
+   */
+  public List<String> finishInterruptedRenames() throws IOException {
+    List<String> done = new ArrayList<>();
+    if (calls.transactional()) {
+      for (RenameIntent i : DirectoryMove.finishAtOrUnder(this, renamer, FsPath.ROOT)) {
+        done.add(i.toString());
+      }
+    }
+    return done;
+  }
+
   /** The answer to a mutation that found what it read changed, and applied nothing. */
   static IOException lostRace(String what, IOException e) {
     return new IOException(what + " conflicted with a concurrent change and was not applied;"
@@ -321,6 +339,10 @@ public final class BlobNamespace {
 
   PendingDirectories pending() {
     return pending;
+  }
+
+  Renamer renamer() {
+    return renamer;
   }
 
   /**
@@ -493,14 +515,44 @@ public final class BlobNamespace {
   }
 
   List<String> scanAll(String prefix) throws IOException {
-    List<String> keys = new ArrayList<>();
-    String cursor = null;
-    do {
-      ScanPage page = calls.scan(prefix, cursor, options.scanPageSize());
-      keys.addAll(page.keys());
-      cursor = page.nextCursor();
-    } while (cursor != null);
-    return keys;
+    return scanKeys(prefix).drain();
+  }
+
+  /**
+   * The keys under {@code prefix}, one scan page at a time, so that no more than a page is
+   * held. Keys removed behind the scan do not disturb it: the next page starts after the
+   * last key returned.
+   */
+  EntryIterator<String> scanKeys(String prefix) {
+    return new EntryIterator<>() {
+      private List<String> page = List.of();
+      private int next;
+      private String cursor;
+      private boolean started;
+
+      @Override
+      public boolean hasNext() throws IOException {
+        while (next == page.size()) {
+          if (started && cursor == null) {
+            return false;
+          }
+          ScanPage p = calls.scan(prefix, cursor, options.scanPageSize());
+          started = true;
+          page = p.keys();
+          next = 0;
+          cursor = p.nextCursor();
+        }
+        return true;
+      }
+
+      @Override
+      public String next() throws IOException {
+        if (!hasNext()) {
+          throw new NoSuchElementException();
+        }
+        return page.get(next++);
+      }
+    };
   }
 
   /** With markers kept, an emptied directory stays visible, as in HDFS. */

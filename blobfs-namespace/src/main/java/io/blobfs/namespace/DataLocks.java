@@ -50,8 +50,19 @@ final class DataLocks {
   /** How long a rename waits for a sweeper to finish looking at a file before failing. */
   static final Duration SWEEPER_WAIT = Duration.ofSeconds(60);
 
-  /** UNKNOWN: content this code cannot read; never expires, never blocks a rename. */
-  enum Owner { WRITER, SWEEPER, UNKNOWN }
+  /**
+   * How long a rename's lock lasts if its holder dies: past it, others take it over (a
+   * rename that stalled that long finds its lock gone and backs off). The writer lease, if
+   * shorter (tests).
+   */
+  static final Duration RENAME_LEASE = Duration.ofSeconds(30);
+
+  /**
+   * RENAMER: a rename without transactions, for the moment between its copy and the
+   * removal of the source. UNKNOWN: content this code cannot read; never expires, never
+   * blocks a rename.
+   */
+  enum Owner { WRITER, SWEEPER, RENAMER, UNKNOWN }
 
   /**
    * A lock as read or taken: who holds it, until when (wall clock of its holder), and the
@@ -91,8 +102,8 @@ final class DataLocks {
     }
     byte owner = b.get();
     return Optional.of(new Lock(fileId, key, owner == 'W' ? Owner.WRITER
-        : owner == 'S' ? Owner.SWEEPER : Owner.UNKNOWN, b.getLong(), b.getLong(),
-        got.version()));
+        : owner == 'S' ? Owner.SWEEPER : owner == 'R' ? Owner.RENAMER : Owner.UNKNOWN,
+        b.getLong(), b.getLong(), got.version()));
   }
 
   /** A writer's lock on its fresh file id, taken before any data blob exists. */
@@ -146,12 +157,15 @@ final class DataLocks {
    * and is then removed by the next sweep or rename that meets it.
    */
   void release(Lock held) {
-    try {
-      ns.calls().deleteIfVersion(held.key(), held.version());
-    } catch (TransactionConflictException e) {
-      // Taken over meanwhile: it is the new holder's to release.
-    } catch (IOException | RuntimeException e) {
-      LOG.log(System.Logger.Level.DEBUG, "could not release " + held.key(), e);
+    for (int attempt = 1; attempt <= 2; attempt++) {
+      try {
+        ns.calls().deleteIfVersion(held.key(), held.version());
+        return;
+      } catch (TransactionConflictException e) {
+        return; // taken over meanwhile (or a first try applied): not ours any more
+      } catch (IOException | RuntimeException e) {
+        LOG.log(System.Logger.Level.DEBUG, "could not release " + held.key(), e);
+      }
     }
   }
 
@@ -187,17 +201,55 @@ final class DataLocks {
   }
 
   /**
-   * Removes an expired sweeper's lock met by a rename, if it is still as read (else a new
-   * holder has it, whose own checks apply). Non-transactional stores only: a transaction
-   * does it as one of its steps.
+   * Without transactions, a rename of a file holds its lock from before it reads the
+   * source until the source is gone: two renames of one file, one of them part of a
+   * directory rename, then never interleave their copy-then-delete steps (one could carry
+   * away the other's copy, leaving two names on one file), and no sweeper looks at the file
+   * meanwhile. Waits (up to {@link #SWEEPER_WAIT}) while a live sweeper or rename holds it;
+   * takes over a writer's lock (the file is named: its writer is done) and expired ones.
    */
-  void breakExpired(Lock lock) throws IOException {
-    try {
-      ns.calls().deleteIfVersion(lock.key(), lock.version());
-    } catch (TransactionConflictException e) {
-      throw new TransactionConflictException("the lock of " + lock.key()
-          + " changed while a rename was removing the expired one");
+  Lock takeForRename(String fileId, FsPath path) throws IOException {
+    long deadline = System.nanoTime() + SWEEPER_WAIT.toNanos();
+    long pauseMillis = 5;
+    while (true) {
+      Optional<Lock> lock = read(fileId);
+      boolean busy = lock.isPresent() && !lock.get().expired(System.currentTimeMillis())
+          && (lock.get().owner() == Owner.SWEEPER || lock.get().owner() == Owner.RENAMER);
+      if (!busy) {
+        long nonce = NONCES.nextLong();
+        Duration lease = RENAME_LEASE.compareTo(ns.options().writerLease()) < 0
+            ? RENAME_LEASE : ns.options().writerLease();
+        ByteBuffer content = encode(Owner.RENAMER, expiry(lease), nonce);
+        try {
+          if (lock.isEmpty()) {
+            ns.calls().put(key(fileId), content, PutMode.CREATE);
+          } else {
+            ns.calls().putIfVersion(key(fileId), content, lock.get().version());
+          }
+          return stamped(fileId, nonce);
+        } catch (TransactionConflictException | BlobAlreadyExistsException e) {
+          continue; // someone else changed it first: look again
+        }
+      }
+      if (System.nanoTime() > deadline) {
+        throw new IOException("the data of " + path + " (" + lock.get().key() + ") has been"
+            + " held by " + (lock.get().owner() == Owner.SWEEPER ? "the orphan sweeper"
+            : "another rename") + " for over " + SWEEPER_WAIT.toSeconds() + " s; retry");
+      }
+      try {
+        Thread.sleep(pauseMillis);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new InterruptedIOException("interrupted waiting for the lock of " + path);
+      }
+      pauseMillis = Math.min(pauseMillis * 2, 500);
     }
+  }
+
+  /** Whether {@code held} is still the lock there: nobody took it over since. */
+  boolean stillHeld(Lock held) throws IOException {
+    Optional<Lock> now = read(held.fileId());
+    return now.isPresent() && now.get().version() == held.version();
   }
 
   /** The version of a lock just written, read back: put does not return it. */
@@ -218,7 +270,8 @@ final class DataLocks {
 
   private static ByteBuffer encode(Owner owner, long expiresMillis, long nonce) {
     ByteBuffer b = ByteBuffer.allocate(ENCODED);
-    b.put(MAGIC).put((byte) (owner == Owner.WRITER ? 'W' : 'S')).putLong(expiresMillis)
+    b.put(MAGIC).put((byte) (owner == Owner.WRITER ? 'W' : owner == Owner.RENAMER ? 'R' : 'S'))
+        .putLong(expiresMillis)
         .putLong(nonce);
     return b.flip();
   }

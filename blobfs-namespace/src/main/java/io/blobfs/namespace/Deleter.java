@@ -12,7 +12,10 @@ import java.util.Optional;
  * Deletes of files and directories over the flat store. A name is deleted only if it still
  * holds the record read, and a file's data only once the name that held it is gone: a
  * file renamed away meanwhile keeps its data, and one replaced meanwhile is read again
- * and deleted as it is now.
+ * and deleted as it is now. With transactions, a directory's names go in one transaction
+ * if they fit in one, else in chunks of the store's commit limit, each atomic: a delete
+ * cut off part-way leaves the names of the chunks not yet committed, each whole, and is
+ * finished by deleting again.
  */
 final class Deleter {
   private final BlobNamespace ns;
@@ -55,6 +58,11 @@ final class Deleter {
       if (!recursive && !ns.pending().childNames(path).isEmpty()) {
         throw new DirectoryNotEmptyException(path.toString());
       }
+      if (recursive && ns.calls().transactional()) {
+        // A rename cut off part-way below is finished first, so that its intent does not
+        // outlive its source and act on a later directory of the same name.
+        DirectoryMove.finishAtOrUnder(ns, ns.renamer(), path);
+      }
       deleteDirectory(path, recursive);
       break;
     }
@@ -91,42 +99,27 @@ final class Deleter {
    * (the pass is then to be repeated on what is there now), else null.
    */
   private TransactionConflictException deleteAllUnder(String prefix) throws IOException {
+    if (ns.calls().transactional()) {
+      return deleteInChunks(prefix);
+    }
     List<BlobMutation.Delete> deletes = new ArrayList<>();
     List<FileRecord> files = new ArrayList<>();
     for (String key : ns.scanAll(prefix)) {
-      if (KeyLayout.isMarker(key)) {
-        deletes.add(new BlobMutation.Delete(key, BlobMutation.ANY_VERSION));
-        files.add(null);
-        continue;
-      }
-      Optional<VersionedRecord> read = ns.readRecord(key, false);
-      if (read.isPresent()) {
-        deletes.add(new BlobMutation.Delete(key, read.get().version()));
-        files.add(read.get().record());
-      }
+      deleteOf(key, files).ifPresent(deletes::add); // without transactions, name by name
     }
     List<FileRecord> gone = new ArrayList<>(files.size());
     TransactionConflictException lost = null;
-    if (ns.calls().transactional()) {
-      try {
-        ns.calls().commit(List.copyOf(deletes));
-        gone = files;
-      } catch (TransactionConflictException e) {
-        return e;
+    for (int i = 0; i < deletes.size(); i++) {
+      BlobMutation.Delete d = deletes.get(i);
+      if (d.ifVersion() == BlobMutation.ANY_VERSION) {
+        ns.calls().delete(d.key());
+        continue;
       }
-    } else {
-      for (int i = 0; i < deletes.size(); i++) {
-        BlobMutation.Delete d = deletes.get(i);
-        if (d.ifVersion() == BlobMutation.ANY_VERSION) {
-          ns.calls().delete(d.key());
-          continue;
-        }
-        try {
-          ns.calls().deleteIfVersion(d.key(), d.ifVersion());
-          gone.add(files.get(i));
-        } catch (TransactionConflictException e) {
-          lost = e;
-        }
+      try {
+        ns.calls().deleteIfVersion(d.key(), d.ifVersion());
+        gone.add(files.get(i));
+      } catch (TransactionConflictException e) {
+        lost = e;
       }
     }
     for (FileRecord file : gone) {
@@ -135,5 +128,71 @@ final class Deleter {
       }
     }
     return lost;
+  }
+
+  /**
+   * The delete of one name as read: a marker whatever it holds, a record only at the
+   * version read (its record added to {@code files}, null for a marker). Empty if the
+   * name is gone since the scan.
+   */
+  private Optional<BlobMutation.Delete> deleteOf(String key, List<FileRecord> files)
+      throws IOException {
+    if (KeyLayout.isMarker(key)) {
+      files.add(null);
+      return Optional.of(new BlobMutation.Delete(key, BlobMutation.ANY_VERSION));
+    }
+    Optional<VersionedRecord> read = ns.readRecord(key, false);
+    if (read.isEmpty()) {
+      return Optional.empty();
+    }
+    files.add(read.get().record());
+    return Optional.of(new BlobMutation.Delete(key, read.get().version()));
+  }
+
+  /**
+   * The pass with transactions, streaming the scan: the names go in one transaction when
+   * they fit in one (the store's commit limit), else a chunk is committed each time the
+   * limit is reached and its files' data removed, so only one page of keys and one chunk
+   * are held. A chunk that conflicts ends the pass; the chunks before it stay deleted.
+   */
+  private TransactionConflictException deleteInChunks(String prefix) throws IOException {
+    CommitBatch batch = new CommitBatch(ns.calls().transactions(),
+        ns.calls().store().limits().maxCommitBytes());
+    List<FileRecord> files = new ArrayList<>();
+    EntryIterator<String> keys = ns.scanKeys(prefix);
+    while (keys.hasNext()) {
+      List<FileRecord> read = new ArrayList<>(1);
+      Optional<BlobMutation.Delete> d = deleteOf(keys.next(), read);
+      if (d.isEmpty()) {
+        continue;
+      }
+      if (!batch.fits(List.of(d.get()))) {
+        TransactionConflictException lost = commitChunk(batch, files);
+        if (lost != null) {
+          return lost;
+        }
+      }
+      batch.add(List.of(d.get()));
+      files.addAll(read);
+    }
+    return commitChunk(batch, files);
+  }
+
+  /** Commits one chunk, then removes its files' data; returns a conflict, else null. */
+  private TransactionConflictException commitChunk(CommitBatch batch, List<FileRecord> files)
+      throws IOException {
+    try {
+      ns.calls().commit(batch.with(List.of()));
+    } catch (TransactionConflictException e) {
+      return e;
+    }
+    for (FileRecord file : files) {
+      if (file != null) {
+        ns.deleteData(file);
+      }
+    }
+    batch.clear();
+    files.clear();
+    return null;
   }
 }

@@ -2,6 +2,8 @@ package io.blobfs.namespace;
 
 import io.blobfs.store.BlobNotFoundException;
 import io.blobfs.store.InProcess;
+import io.blobfs.store.LendsReads;
+import io.blobfs.store.LendsReads.ReadLoan;
 import java.io.EOFException;
 import java.io.FileNotFoundException;
 import java.io.IOException;
@@ -9,6 +11,7 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 /**
  * Positioned reads of one file, straight from the blobs that hold the bytes: a read is
@@ -88,24 +91,103 @@ public final class FileReader {
   private CompletableFuture<Void> readPart(String key, long offset, ByteBuffer slice, int n) {
     return ns.calls().read(key, offset, slice).handle((got, error) -> {
       if (error != null) {
-        Throwable cause = error instanceof java.util.concurrent.CompletionException
-            && error.getCause() != null ? error.getCause() : error;
-        if (cause instanceof BlobNotFoundException) {
-          throw new java.util.concurrent.CompletionException(new FileNotFoundException(
-              info.path() + " was deleted or overwritten while open (" + key + " is gone)"));
-        }
-        throw new java.util.concurrent.CompletionException(cause);
+        throw failure(key, error);
       }
       return got;
     }).thenCompose(got -> {
       if (got < 0) {
-        return CompletableFuture.failedFuture(new EOFException("data blob " + key
-            + " of " + info.path() + " ends before the length its record gives"));
+        return CompletableFuture.failedFuture(endedEarly(key));
       }
       if (got < n) {
         return readPart(key, offset + got, slice, n - got);
       }
       return CompletableFuture.completedFuture(null);
     });
+  }
+
+  /**
+   * True if {@link #lend} serves this file: the store lends the buffers its reads arrive
+   * in ({@link LendsReads}) and the bytes are not inline in the record.
+   */
+  public boolean lends() {
+    return ns.calls().lendsReads() && !record.isInline();
+  }
+
+  /**
+   * The bytes {@code [position, position + length)}, which must lie within the file, as
+   * the store's own buffers, in order; only where {@link #lends}. The caller releases
+   * every loan; on failure none is left unreleased.
+   */
+  public CompletableFuture<List<ReadLoan>> lend(long position, int length) {
+    if (position < 0 || length < 0 || position > info.length() - length) {
+      throw new IllegalArgumentException("range " + position + "+" + length
+          + " is not within the " + info.length() + " bytes of " + info.path());
+    }
+    long stripeSize = record.stripeSize();
+    List<CompletableFuture<List<ReadLoan>>> parts = new ArrayList<>();
+    for (int done = 0; done < length; ) {
+      long pos = position + done;
+      long offset = pos % stripeSize;
+      int n = (int) Math.min(Math.min(length - done, stripeSize - offset), maxOp);
+      parts.add(lendPart(ns.layout().dataKey(record.fileId(), pos / stripeSize), offset, n));
+      done += n;
+    }
+    return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]))
+        .handle((v, error) -> {
+          List<ReadLoan> all = new ArrayList<>();
+          for (CompletableFuture<List<ReadLoan>> p : parts) {
+            if (!p.isCompletedExceptionally()) {
+              all.addAll(p.join());
+            }
+          }
+          if (error != null) {
+            all.forEach(ReadLoan::release);
+            throw error instanceof CompletionException c ? c : new CompletionException(error);
+          }
+          return all;
+        });
+  }
+
+  /** Exactly {@code n} bytes of one blob, in as many loans as the store answers with. */
+  private CompletableFuture<List<ReadLoan>> lendPart(String key, long offset, int n) {
+    return ns.calls().lendRead(key, offset, n).handle((loan, error) -> {
+      if (error != null) {
+        throw failure(key, error);
+      }
+      return loan;
+    }).thenCompose(loan -> {
+      int got = loan.length();
+      if (got == 0) {
+        loan.release();
+        return CompletableFuture.failedFuture(endedEarly(key));
+      }
+      if (got >= n) {
+        return CompletableFuture.completedFuture(new ArrayList<>(List.of(loan)));
+      }
+      return lendPart(key, offset + got, n - got).handle((rest, error) -> {
+        if (error != null) {
+          loan.release();
+          throw error instanceof CompletionException c ? c : new CompletionException(error);
+        }
+        rest.add(0, loan);
+        return rest;
+      });
+    });
+  }
+
+  /** A store's failure as the file's: a blob gone means the file was deleted or replaced. */
+  private CompletionException failure(String key, Throwable error) {
+    Throwable cause = error instanceof CompletionException && error.getCause() != null
+        ? error.getCause() : error;
+    if (cause instanceof BlobNotFoundException) {
+      return new CompletionException(new FileNotFoundException(
+          info.path() + " was deleted or overwritten while open (" + key + " is gone)"));
+    }
+    return new CompletionException(cause);
+  }
+
+  private EOFException endedEarly(String key) {
+    return new EOFException("data blob " + key + " of " + info.path()
+        + " ends before the length its record gives");
   }
 }

@@ -63,6 +63,11 @@ public final class FileWriter implements Closeable {
     return path;
   }
 
+  /** The fresh id naming this file's data blobs (the soak test maps ids to its writes). */
+  String fileId() {
+    return fileId;
+  }
+
   /** Bytes written so far. */
   public long position() {
     return sent + (buffer == null ? 0 : buffer.position());

@@ -14,14 +14,19 @@ import java.nio.charset.StandardCharsets;
  *       rename rewrites records and leaves data where it is.
  *   <li>{@code d/FILEID/lock}: while it exists, a writer or the orphan sweeper is at work
  *       on that file's data ({@link DataLocks}).
+ *   <li>{@code r/a}: the intent of a directory rename of {@code /a} too large for one
+ *       transaction, from its first step to its last ({@link RenameIntent}). No path maps
+ *       here, so no file can be mistaken for one.
  * </ul>
  *
- * Listing a directory is a scan of {@code n/a/}; data keys never match a name scan.
+ * Listing a directory is a scan of {@code n/a/}; data keys and intents never match a name
+ * scan.
  */
 public final class KeyLayout {
   static final String NAMES = "n";
   static final String DATA = "d/";
   static final String LOCK = "lock";
+  static final String RENAMES = "r";
 
   private final StoreLimits limits;
 
@@ -37,6 +42,19 @@ public final class KeyLayout {
   /** Key of the marker of directory {@code path}; also the prefix of all names under it. */
   public String dirPrefix(FsPath path) {
     return path.isRoot() ? NAMES + "/" : checked(path, NAMES + path + "/");
+  }
+
+  /**
+   * Key of the intent of a chunked rename of directory {@code src}: as long as its record
+   * key, so any path that passes {@link #checkPath} has one.
+   */
+  public String renameIntentKey(FsPath src) {
+    return checked(src, RENAMES + src);
+  }
+
+  /** Prefix of the intents of renames of {@code dir} and of directories below it. */
+  String renameIntentPrefix(FsPath dir) {
+    return dir.isRoot() ? RENAMES + "/" : RENAMES + dir;
   }
 
   /** Path named by a record or marker key; markers yield their directory. */

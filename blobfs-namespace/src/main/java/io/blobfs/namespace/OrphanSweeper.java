@@ -2,6 +2,7 @@ package io.blobfs.namespace;
 
 import io.blobfs.store.BlobInfo;
 import java.io.IOException;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -48,14 +49,24 @@ public final class OrphanSweeper {
 
   private final BlobNamespace ns;
   private final Duration lockHold;
+  private final Clock clock;
 
   public OrphanSweeper(BlobNamespace ns) {
     this(ns, DEFAULT_LOCK_HOLD);
   }
 
   public OrphanSweeper(BlobNamespace ns, Duration lockHold) {
+    this(ns, lockHold, Clock.systemUTC());
+  }
+
+  /**
+   * With the clock that decides which leases have run out and which blobs are old enough:
+   * a test stands in for "a day later" with an offset clock.
+   */
+  public OrphanSweeper(BlobNamespace ns, Duration lockHold, Clock clock) {
     this.ns = ns;
     this.lockHold = lockHold;
+    this.clock = clock;
   }
 
   public Report sweep(Duration minAge, boolean dryRun) throws IOException {
@@ -77,7 +88,7 @@ public final class OrphanSweeper {
     if (!dryRun) {
       removeExpiredLocksOfNamedFiles(locked, referenced);
     }
-    long now = System.currentTimeMillis();
+    long now = clock.millis();
     long cutoff = now - minAge.toMillis();
     Map<String, List<BlobInfo>> candidates = new HashMap<>();
     Map<String, Optional<DataLocks.Lock>> seenLocks = new HashMap<>();
@@ -187,7 +198,7 @@ public final class OrphanSweeper {
    */
   private void removeExpiredLocksOfNamedFiles(Set<String> locked, Set<String> named)
       throws IOException {
-    long now = System.currentTimeMillis();
+    long now = clock.millis();
     for (String id : locked) {
       if (named.contains(id)) {
         Optional<DataLocks.Lock> lock = ns.locks().read(id);

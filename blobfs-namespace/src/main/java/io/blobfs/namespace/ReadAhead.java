@@ -1,10 +1,14 @@
 package io.blobfs.namespace;
 
 import io.blobfs.store.Futures;
+import io.blobfs.store.LendsReads.ReadLoan;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 /**
  * Sequential read-ahead over a {@link FileReader}: the chunks that follow the reader's
@@ -12,12 +16,25 @@ import java.util.ArrayDeque;
  * store with per-call latency serves several at once (on RADOS, from several objects and
  * OSDs in parallel). Memory stays bounded by {@code maxBytes} plus one chunk whatever
  * the file size. Not thread-safe: one per input stream.
+ *
+ * <p>A chunk is either read into a direct buffer of ours (librados reads into it in
+ * place) or, where the store lends the buffers its reads arrive in ({@link
+ * FileReader#lends}, Týr over TCP), kept in those: each byte is then copied once, into
+ * the caller's array, instead of into our buffer first.
  */
 public final class ReadAhead {
-  private record Chunk(long start, int length, ByteBuffer buffer,
-      java.util.concurrent.CompletableFuture<Integer> done) {}
+  /** A chunk's bytes, whichever way they were fetched. */
+  private interface Bytes {
+    void copyTo(int at, byte[] b, int off, int len);
+
+    /** Done with them: a loan goes back to the store; our buffer may be reused. */
+    void release();
+  }
+
+  private record Chunk(long start, int length, CompletableFuture<Bytes> bytes) {}
 
   private final FileReader reader;
+  private final boolean lend;
   private final int chunkSize;
   private final long maxBytes;
   private final ArrayDeque<Chunk> chunks = new ArrayDeque<>();
@@ -32,22 +49,26 @@ public final class ReadAhead {
           + " bytes cannot hold one chunk of " + chunkSize);
     }
     this.reader = reader;
+    this.lend = reader.lends();
     this.chunkSize = chunkSize;
     this.maxBytes = maxBytes;
   }
 
   /**
-   * The bytes of the file from {@code pos} to the end of the chunk that holds it (at least
-   * one), as a view valid until the next call; null at or past the end of the file.
+   * Copies bytes of the file from {@code pos} into {@code b}: {@code len} of them, or
+   * fewer up to the end of the chunk that holds {@code pos} (at least one). Returns the
+   * count, or -1 at or past the end of the file.
    */
-  public ByteBuffer at(long pos) throws IOException {
+  public int read(long pos, byte[] b, int off, int len) throws IOException {
     if (pos >= reader.length()) {
-      return null;
+      return -1;
     }
     while (!chunks.isEmpty() && chunks.peek().start() + chunks.peek().length() <= pos) {
       Chunk done = chunks.poll();
-      if (done.done().isDone() && done.buffer().capacity() == chunkSize) {
-        free.add(done.buffer());
+      if (done.bytes().isDone() && !done.bytes().isCompletedExceptionally()) {
+        done.bytes().join().release();
+      } else {
+        discard(done);
       }
     }
     if (chunks.isEmpty() || chunks.peek().start() > pos) {
@@ -56,15 +77,11 @@ public final class ReadAhead {
     }
     topUp();
     Chunk c = chunks.peek();
-    int n = Futures.await(c.done());
-    if (n < c.length()) {
-      throw new EOFException(reader.info().path() + " ended at " + (c.start() + Math.max(n, 0))
-          + " before the " + reader.length() + " bytes its record gives");
-    }
-    ByteBuffer view = c.buffer().duplicate();
-    view.limit(c.length());
-    view.position((int) (pos - c.start()));
-    return view;
+    Bytes bytes = Futures.await(c.bytes());
+    int at = (int) (pos - c.start());
+    int n = Math.min(len, c.length() - at);
+    bytes.copyTo(at, b, off, n);
+    return n;
   }
 
   private void topUp() {
@@ -75,23 +92,105 @@ public final class ReadAhead {
     long length = reader.length();
     while (next < length && (chunks.isEmpty() || inFlight + chunkSize <= maxBytes)) {
       int n = (int) Math.min(chunkSize, length - next);
-      // Direct: a store in native code (librados) reads into it without a copy of its own.
-      ByteBuffer buf = free.isEmpty() ? ByteBuffer.allocateDirect(chunkSize) : free.poll();
-      buf.clear().limit(n);
-      chunks.add(new Chunk(next, n, buf, reader.read(next, buf)));
+      chunks.add(new Chunk(next, n, lend ? lent(next, n) : buffered(next, n)));
       next += n;
       inFlight += n;
       requested += n;
     }
   }
 
-  /** Forgets every chunk; reads still in flight finish into buffers nobody keeps. */
+  private CompletableFuture<Bytes> lent(long start, int n) {
+    return reader.lend(start, n).thenApply(Lent::new);
+  }
+
+  private CompletableFuture<Bytes> buffered(long start, int n) {
+    // Direct: a store in native code (librados) reads into it without a copy of its own.
+    ByteBuffer buf = free.isEmpty() ? ByteBuffer.allocateDirect(chunkSize) : free.poll();
+    buf.clear().limit(n);
+    return reader.read(start, buf).thenApply(got -> {
+      if (got < n) {
+        throw new CompletionException(new EOFException(reader.info().path() + " ended at "
+            + (start + Math.max(got, 0)) + " before the " + reader.length()
+            + " bytes its record gives"));
+      }
+      return new Buffered(buf);
+    });
+  }
+
+  /** Forgets every chunk; loans still in flight are released when they arrive. */
   public void clear() {
-    chunks.clear();
+    while (!chunks.isEmpty()) {
+      discard(chunks.poll());
+    }
+  }
+
+  /**
+   * A chunk nobody will read: its loans go back whenever they arrive; a buffer of ours
+   * still being filled is left to the garbage collector, since the store writes into it.
+   */
+  private static void discard(Chunk c) {
+    c.bytes().thenAccept(bytes -> {
+      if (bytes instanceof Lent) {
+        bytes.release();
+      }
+    });
   }
 
   /** Bytes asked of the store so far. */
   public long bytesRequested() {
     return requested;
+  }
+
+  private final class Buffered implements Bytes {
+    private final ByteBuffer buffer;
+
+    Buffered(ByteBuffer buffer) {
+      this.buffer = buffer;
+    }
+
+    @Override
+    public void copyTo(int at, byte[] b, int off, int len) {
+      buffer.get(at, b, off, len);
+    }
+
+    /** On the reader's thread only (the free list is not shared). */
+    @Override
+    public void release() {
+      if (buffer.capacity() == chunkSize) {
+        free.add(buffer);
+      }
+    }
+  }
+
+  /** A chunk as the store's loans, in order (one per stripe a chunk spans, or more). */
+  private static final class Lent implements Bytes {
+    private final List<ReadLoan> loans;
+
+    Lent(List<ReadLoan> loans) {
+      this.loans = loans;
+    }
+
+    @Override
+    public void copyTo(int at, byte[] b, int off, int len) {
+      for (ReadLoan loan : loans) {
+        if (len == 0) {
+          return;
+        }
+        if (at >= loan.length()) {
+          at -= loan.length();
+          continue;
+        }
+        int n = Math.min(len, loan.length() - at);
+        loan.copyTo(at, b, off, n);
+        off += n;
+        len -= n;
+        at = 0;
+      }
+    }
+
+    @Override
+    public void release() {
+      loans.forEach(ReadLoan::release);
+    }
   }
 }

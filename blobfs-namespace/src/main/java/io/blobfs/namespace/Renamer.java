@@ -14,10 +14,11 @@ import java.util.Optional;
 /**
  * Renames without moving data: a file's record is written under the new name and the old
  * one removed; a directory's records likewise, in one transaction where the store has
- * them. A record is moved only if the source still holds it when the move applies. A
- * source renamed away or replaced after it was read makes the rename fail with an
- * IOException ("conflicted ... retry") and change nothing: without transactions, the copy
- * already put at the destination is taken back.
+ * them and the directory fits in one ({@link DirectoryMove} splits a larger one). A record
+ * is moved only if the source still holds it when the move applies. A source renamed away
+ * or replaced after it was read makes the rename fail with an IOException ("conflicted
+ * ... retry") and change nothing: without transactions, the copy already put at the
+ * destination is taken back.
  */
 final class Renamer {
   private final BlobNamespace ns;
@@ -43,6 +44,26 @@ final class Renamer {
     }
     if (dst.isAtOrUnder(src)) {
       return false;
+    }
+    if (srcInfo.isDirectory() && ns.calls().transactional()) {
+      // A rename of this directory or of one below it that was cut off part-way is
+      // finished first; if it was this very rename, retried, it is now done.
+      boolean retried = false;
+      List<RenameIntent> finished = DirectoryMove.finishAtOrUnder(ns, this, src);
+      for (RenameIntent done : finished) {
+        retried |= done.sameAs(src, dst);
+      }
+      if (retried) {
+        ns.keepVisible(src.parent());
+        return true;
+      }
+      if (!finished.isEmpty()) {
+        found = ns.probe(src);
+        if (found.isEmpty()) {
+          return false;
+        }
+        srcInfo = found.get();
+      }
     }
     FsPath target = dst;
     Optional<FileInfo> dstInfo = ns.probe(dst);
@@ -77,12 +98,14 @@ final class Renamer {
     VersionedRecord read = ns.readRecord(from, true)
         .orElseThrow(() -> new FileNotFoundException("renamed away meanwhile: " + src));
     if (!ns.calls().transactional()) {
-      moveRecord(from, to, read, src, dst);
+      if (!moveLocked(from, to, read, src, dst, false)) {
+        throw new FileNotFoundException("renamed away meanwhile: " + src);
+      }
       return;
     }
     for (int attempt = 1; ; attempt++) {
       try {
-        ns.calls().commit(moveMutations(from, to, read, src));
+        ns.calls().commit(moveMutations(from, to, read));
         return;
       } catch (TransactionConflictException e) {
         // Only a change of the data lock alone (a writer releasing it, a sweeper taking
@@ -97,18 +120,22 @@ final class Renamer {
   }
 
   /**
-   * One record's move in a transaction: created at the new name, deleted at the old one if
-   * unchanged, and, for a file with data blobs, only while no orphan sweeper holds them
-   * (the sweeper could otherwise miss the record on both names: {@link DataLocks}).
+   * The mutations that move one record, as read, from {@code from} to {@code to} in a
+   * transaction: the new name created exclusively, the old one deleted only if it still
+   * holds what was read, and, for a file with data blobs, only while no orphan sweeper
+   * holds them (the sweeper could otherwise miss the record on both names:
+   * {@link DataLocks}); an expired sweeper's lock is removed with the move. Every
+   * transactional move (a file, each file of a directory, in one transaction or in chunks)
+   * is built here.
    */
-  private List<BlobMutation> moveMutations(String from, String to, VersionedRecord read,
-      FsPath src) throws IOException {
+  List<BlobMutation> moveMutations(String from, String to, VersionedRecord read)
+      throws IOException {
     List<BlobMutation> moves = new ArrayList<>(3);
     moves.add(new BlobMutation.Put(to, read.record().encode(), PutMode.CREATE));
     moves.add(new BlobMutation.Delete(from, read.version()));
     if (read.record().stripeCount() > 0) {
       String id = read.record().fileId();
-      Optional<DataLocks.Lock> lock = ns.locks().awaitNoSweeper(id, src);
+      Optional<DataLocks.Lock> lock = ns.locks().awaitNoSweeper(id, ns.layout().pathOf(from));
       String key = ns.locks().key(id);
       if (lock.isEmpty()) {
         moves.add(new BlobMutation.Check(key, BlobMutation.ABSENT));
@@ -119,27 +146,6 @@ final class Renamer {
       }
     }
     return moves;
-  }
-
-  /**
-   * Without transactions: returns once no live sweeper holds the data lock of the file
-   * being moved, having removed an expired sweeper's lock (that sweeper then stands down).
-   */
-  private void clearOfSweepers(VersionedRecord read, FsPath src) throws IOException {
-    for (int attempt = 1; ; attempt++) {
-      Optional<DataLocks.Lock> lock = ns.locks().awaitNoSweeper(read.record().fileId(), src);
-      if (lock.isEmpty() || lock.get().owner() != DataLocks.Owner.SWEEPER) {
-        return;
-      }
-      try {
-        ns.locks().breakExpired(lock.get());
-        return;
-      } catch (TransactionConflictException e) {
-        if (attempt == BlobNamespace.RACE_ATTEMPTS) {
-          throw e;
-        }
-      }
-    }
   }
 
   /**
@@ -154,14 +160,42 @@ final class Renamer {
    * file's data, which a later delete of either would destroy. Where the read-back cannot
    * tell, the error names both paths.
    */
-  private void moveRecord(String from, String to, VersionedRecord read, FsPath src,
-      FsPath dst) throws IOException {
-    boolean hasData = read.record().stripeCount() > 0;
-    if (hasData) {
-      // Waits for a sweeper before the second name exists, so that a crash while waiting
-      // leaves one name, not two. Checked again below: a sweeper may come in between.
-      ns.locks().awaitNoSweeper(read.record().fileId(), src);
+  /**
+   * Without transactions, moves the record at {@code from} while holding its file's lock
+   * ({@link DataLocks#takeForRename}), read again under the lock. Returns false if the
+   * source is gone by then; if it changed, a directory's move ({@code followChanges})
+   * moves what is there now, a file's rename reports the lost race.
+   */
+  private boolean moveLocked(String from, String to, VersionedRecord read, FsPath src,
+      FsPath dst, boolean followChanges) throws IOException {
+    if (read.record().kind() != FileRecord.Kind.FILE) {
+      moveRecord(from, to, read, src, dst, null); // a directory marker: no data, no lock
+      return true;
     }
+    for (int attempt = 1; ; attempt++) {
+      DataLocks.Lock lock = ns.locks().takeForRename(read.record().fileId(), src);
+      try {
+        Optional<VersionedRecord> now = ns.readRecord(from, true);
+        if (now.isEmpty()) {
+          return false;
+        }
+        if (now.get().version() == read.version()) {
+          moveRecord(from, to, read, src, dst, lock);
+          return true;
+        }
+        if (!followChanges || attempt == BlobNamespace.RACE_ATTEMPTS) {
+          throw BlobNamespace.lostRace("rename " + src + " to " + dst,
+              new TransactionConflictException(src + " changed after it was read"));
+        }
+        read = now.get(); // replaced meanwhile: move the new file, under its own lock
+      } finally {
+        ns.locks().release(lock);
+      }
+    }
+  }
+
+  private void moveRecord(String from, String to, VersionedRecord read, FsPath src,
+      FsPath dst, DataLocks.Lock lock) throws IOException {
     try {
       ns.calls().put(to, read.record().encode(), PutMode.CREATE);
     } catch (BlobAlreadyExistsException e) {
@@ -170,14 +204,21 @@ final class Renamer {
       takeBack(to, read, src, dst, e); // the put may have applied before it failed
       throw new IOException("rename " + src + " to " + dst + " failed and changed nothing", e);
     }
-    if (hasData) {
+    if (lock != null) {
+      boolean held;
       try {
-        // Both names hold the file now: whatever sweeper takes the lock from here on sees
-        // the new one, and one that holds it already will see the old one, kept till it is done.
-        clearOfSweepers(read, src);
+        held = ns.locks().stillHeld(lock);
       } catch (IOException e) {
         takeBack(to, read, src, dst, e);
         throw new IOException("rename " + src + " to " + dst + " failed and changed nothing", e);
+      }
+      if (!held) {
+        // Stalled past the lock's lease and taken over (by a sweeper, which then sees the
+        // source it scans for; or by another rename): back off rather than race it.
+        IOException e = new IOException("rename " + src + " to " + dst + " outlived its"
+            + " lock (" + lock.key() + ") and changed nothing; retry");
+        takeBack(to, read, src, dst, e);
+        throw e;
       }
     }
     try {
@@ -228,6 +269,11 @@ final class Renamer {
   }
 
   private void renameDirectory(FsPath src, FsPath dst) throws IOException {
+    if (ns.calls().transactional()) {
+      DirectoryMove.rename(ns, this, src, dst);
+      return;
+    }
+    // Without transactions: name by name, each move conditional on what was read.
     List<String> names = ns.scanAll(ns.layout().dirPrefix(src));
     List<String[]> moves = new ArrayList<>(names.size());
     for (String key : names) {
@@ -236,37 +282,21 @@ final class Renamer {
       moves.add(new String[] {key,
           KeyLayout.isMarker(key) ? ns.layout().dirPrefix(moved) : ns.layout().recordKey(moved)});
     }
-    List<BlobMutation> mutations = new ArrayList<>(2 * moves.size());
     List<VersionedRecord> reads = new ArrayList<>(moves.size());
     for (String[] move : moves) {
-      Optional<VersionedRecord> read = ns.readRecord(move[0], true);
-      if (read.isEmpty()) {
-        reads.add(null);
-        continue; // deleted since the scan
-      }
-      reads.add(read.get());
-    }
-    if (ns.calls().transactional()) {
-      for (int i = 0; i < moves.size(); i++) {
-        if (reads.get(i) != null) {
-          String[] move = moves.get(i);
-          mutations.addAll(moveMutations(move[0], move[1], reads.get(i),
-              ns.layout().pathOf(move[0])));
-        }
-      }
-      commitOrExplain(mutations, src, dst);
-      return;
+      reads.add(ns.readRecord(move[0], true).orElse(null)); // null: deleted since the scan
     }
     for (int i = 0; i < moves.size(); i++) {
       if (reads.get(i) != null) {
         String[] move = moves.get(i);
-        moveRecord(move[0], move[1], reads.get(i), ns.layout().pathOf(move[0]),
-            ns.layout().pathOf(move[1]));
+        // false: renamed or deleted meanwhile, so no longer in this directory
+        moveLocked(move[0], move[1], reads.get(i), ns.layout().pathOf(move[0]),
+            ns.layout().pathOf(move[1]), true);
       }
     }
   }
 
-  private void commitOrExplain(List<BlobMutation> mutations, FsPath src, FsPath dst)
+  void commitOrExplain(List<BlobMutation> mutations, FsPath src, FsPath dst)
       throws IOException {
     try {
       ns.calls().commit(mutations);

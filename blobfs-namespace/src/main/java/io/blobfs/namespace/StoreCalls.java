@@ -4,6 +4,7 @@ import io.blobfs.store.BlobInfo;
 import io.blobfs.store.BlobMutation;
 import io.blobfs.store.BlobStore;
 import io.blobfs.store.HeadScanning;
+import io.blobfs.store.LendsReads;
 import io.blobfs.store.PlacementAware;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.ScanPage;
@@ -47,6 +48,18 @@ final class StoreCalls {
         counters.increment(StoreCallCounters.BYTES_READ, n);
       }
       return n;
+    });
+  }
+
+  boolean lendsReads() {
+    return store instanceof LendsReads l && l.lendsReads();
+  }
+
+  CompletableFuture<LendsReads.ReadLoan> lendRead(String key, long offset, int length) {
+    counters.increment(StoreCallCounters.READ, 1);
+    return ((LendsReads) store).lendRead(key, offset, length).thenApply(loan -> {
+      counters.increment(StoreCallCounters.BYTES_READ, loan.length());
+      return loan;
     });
   }
 
@@ -107,6 +120,11 @@ final class StoreCalls {
       throws IOException {
     counters.increment(StoreCallCounters.SCAN, 1);
     return ((HeadScanning) store).scanWithHeads(prefix, cursor, limit, headBytes);
+  }
+
+  /** The store's transactions, for sizing them; only where {@link #transactional()}. */
+  TransactionalBlobStore transactions() {
+    return (TransactionalBlobStore) store;
   }
 
   void commit(List<BlobMutation> mutations) throws IOException {

@@ -115,9 +115,9 @@ class UnknownOutcomeTest {
   void anOutcomeThatCannotBeReadBackIsReportedNamingBothPaths() throws IOException {
     write(ns, F, DATA);
     faults.on(Op.DELETE).keys("n/f").failBefore();
-    // The rename reads n/f twice (probe, then the record it moves); the third read is the
-    // read-back of the failed delete.
-    Fault readBack = faults.on(Op.READ).keys("n/f").nth(3).always().failBefore();
+    // The rename reads n/f three times (probe, the record it moves, again under the file's
+    // lock); the fourth read is the read-back of the failed delete.
+    Fault readBack = faults.on(Op.READ).keys("n/f").nth(4).always().failBefore();
     IOException e = assertThrows(IOException.class, () -> ns.rename(F, G));
     assertEquals(1, readBack.fired());
     assertTrue(e.getMessage().contains("both names may refer to the same file"),

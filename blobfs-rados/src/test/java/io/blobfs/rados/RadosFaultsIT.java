@@ -3,6 +3,7 @@ package io.blobfs.rados;
 import static org.junit.jupiter.api.Assertions.*;
 
 import io.blobfs.hadoop.BlobFileSystem;
+import io.blobfs.namespace.BlobNamespace;
 import io.blobfs.namespace.OrphanSweeper;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -10,6 +11,7 @@ import java.io.InputStreamReader;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -209,13 +211,19 @@ class RadosFaultsIT {
     try (FileSystem fs = fs(c)) {
       assertFalse(fs.exists(new Path("/faults/killed")), "a killed writer publishes nothing");
       Thread.sleep(1100); // RADOS mtimes have one-second resolution
-      OrphanSweeper.Report r = new OrphanSweeper(((BlobFileSystem) fs).namespace())
+      BlobNamespace names = ((BlobFileSystem) fs).namespace();
+      // Its lease (a day) keeps the data of a writer that may only be idle...
+      OrphanSweeper.Report now = new OrphanSweeper(names).sweep(Duration.ofMillis(1), false);
+      assertEquals(List.of(), now.orphanFileIds(), now.toString());
+      assertEquals(1, now.heldByWriters(), now.toString());
+      // ...and a day later it is the sweeper's.
+      Clock dayLater = Clock.offset(Clock.systemUTC(), Duration.ofDays(1).plusMinutes(1));
+      OrphanSweeper.Report r = new OrphanSweeper(names, OrphanSweeper.DEFAULT_LOCK_HOLD, dayLater)
           .sweep(Duration.ofMillis(1), false);
       assertEquals(1, r.orphanFileIds().size(), r.toString());
       assertTrue(r.orphanBytes() >= 8L << 20, r.toString());
       assertEquals(r.orphanBlobs(), r.deletedBlobs());
-      OrphanSweeper.Report again = new OrphanSweeper(((BlobFileSystem) fs).namespace())
-          .sweep(Duration.ofMillis(1), false);
+      OrphanSweeper.Report again = new OrphanSweeper(names).sweep(Duration.ofMillis(1), false);
       assertEquals(0, again.dataBlobs(), "nothing left in this namespace");
     }
   }

@@ -114,6 +114,15 @@ public final class TextDataGenerator {
    * Fails if a file already exists.
    */
   public static Summary generate(FileSystem fs, Path dir, Spec spec) throws IOException {
+    return writeFiles(fs, dir, spec, i -> lines(spec, i));
+  }
+
+  /**
+   * Writes file {@code i} of {@code spec} into {@code dir} with the lines {@code source}
+   * gives for it: what every data generator here shares. Fails if a file already exists.
+   */
+  public static Summary writeFiles(FileSystem fs, Path dir, Spec spec,
+      java.util.function.IntFunction<Iterator<String>> source) throws IOException {
     long lines = 0;
     long bytes = 0;
     for (int i = 0; i < spec.files(); i++) {
@@ -121,7 +130,7 @@ public final class TextDataGenerator {
       try (FSDataOutputStream out = fs.create(file, false);
           Writer w = new BufferedWriter(
               new OutputStreamWriter(out, StandardCharsets.UTF_8), 1 << 16)) {
-        for (Iterator<String> it = lines(spec, i); it.hasNext(); ) {
+        for (Iterator<String> it = source.apply(i); it.hasNext(); ) {
           String line = it.next();
           w.write(line);
           w.write('\n');
@@ -171,14 +180,14 @@ public final class TextDataGenerator {
   }
 
   /** SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and the same everywhere. */
-  static final class SplitMix64 {
+  public static final class SplitMix64 {
     private long state;
 
-    SplitMix64(long seed) {
+    public SplitMix64(long seed) {
       this.state = seed;
     }
 
-    long nextLong() {
+    public long nextLong() {
       long z = (state += 0x9E3779B97F4A7C15L);
       z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
       z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
@@ -186,12 +195,12 @@ public final class TextDataGenerator {
     }
 
     /** Uniform in [0, bound), bound &gt; 0 (bias negligible for the small bounds used). */
-    int nextInt(int bound) {
+    public int nextInt(int bound) {
       return (int) Long.remainderUnsigned(nextLong(), bound);
     }
 
     /** Uniform in [0, 1). */
-    double nextDouble() {
+    public double nextDouble() {
       return (nextLong() >>> 11) * 0x1.0p-53;
     }
   }

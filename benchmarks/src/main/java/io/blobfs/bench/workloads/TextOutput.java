@@ -21,6 +21,15 @@ public final class TextOutput {
       Configuration base) {
     Configuration conf = new Configuration(base);
     committer.configure(conf, new Path(output));
+    save(lines, output, conf);
+  }
+
+  /**
+   * As above, with whatever committer {@code conf} selects: what a spark-submitted
+   * application does, where the user picks the committer with {@code --conf
+   * spark.hadoop.mapreduce.outputcommitter.factory.scheme.SCHEME=...}.
+   */
+  public static void save(JavaRDD<String> lines, String output, Configuration conf) {
     lines.mapToPair(TextOutput::record)
         .saveAsNewAPIHadoopFile(output, NullWritable.class, Text.class,
             TextOutputFormat.class, conf);

@@ -2,11 +2,15 @@ package io.blobfs.store.memory;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
- * A growable byte array kept as fixed-size chunks, so that random writes and growth of
- * large blobs never copy what is already there. Not thread-safe: the owning blob locks.
+ * A growable byte array kept as chunks of up to {@link #CHUNK} bytes, so that random
+ * writes and growth of large blobs never copy more than one chunk. A chunk's array is only
+ * as long as its bytes written so far need (doubling as it grows), so a small blob, such as
+ * a file's record, takes about its size and not a whole chunk. Bytes past a chunk's array
+ * read as zeros. Not thread-safe: the owning blob locks.
  */
 final class ChunkedBytes {
   static final int CHUNK = 1 << 20;
@@ -30,12 +34,12 @@ final class ChunkedBytes {
       int co = (int) (pos % CHUNK);
       int n = Math.min(left, CHUNK - co);
       byte[] chunk = chunks.get(ci);
-      if (chunk == null) {
-        for (int i = 0; i < n; i++) {
-          dst.put((byte) 0);
-        }
-      } else {
-        dst.put(chunk, co, n);
+      int held = chunk == null ? 0 : Math.max(0, Math.min(n, chunk.length - co));
+      if (held > 0) {
+        dst.put(chunk, co, held);
+      }
+      for (int i = held; i < n; i++) {
+        dst.put((byte) 0);
       }
       pos += n;
       left -= n;
@@ -52,8 +56,10 @@ final class ChunkedBytes {
       int co = (int) (pos % CHUNK);
       int n = Math.min(src.remaining(), CHUNK - co);
       byte[] chunk = chunks.get(ci);
-      if (chunk == null) {
-        chunk = new byte[CHUNK];
+      if (chunk == null || chunk.length < co + n) {
+        int length = chunk == null ? co + n : Math.max(co + n, 2 * chunk.length);
+        chunk = chunk == null ? new byte[length]
+            : Arrays.copyOf(chunk, Math.min(CHUNK, length));
         chunks.set(ci, chunk);
       }
       src.get(chunk, co, n);
@@ -69,14 +75,23 @@ final class ChunkedBytes {
         chunks.remove(chunks.size() - 1);
       }
       int tail = (int) (newSize % CHUNK);
-      if (tail != 0 && chunks.get(keep - 1) != null) {
-        byte[] last = chunks.get(keep - 1);
-        java.util.Arrays.fill(last, tail, CHUNK, (byte) 0);
+      byte[] last = tail == 0 ? null : chunks.get(keep - 1);
+      if (last != null && tail < last.length) {
+        Arrays.fill(last, tail, last.length, (byte) 0);
       }
     } else {
       ensureChunks(newSize);
     }
     size = newSize;
+  }
+
+  /** Bytes of the arrays held: for tests of what a blob costs. */
+  long allocatedBytes() {
+    long total = 0;
+    for (byte[] c : chunks) {
+      total += c == null ? 0 : c.length;
+    }
+    return total;
   }
 
   private void ensureChunks(long end) {

@@ -23,7 +23,11 @@ import io.blobfs.tyr.api.TxOp;
 import io.blobfs.tyr.api.TxRequest;
 import io.blobfs.tyr.api.TyrException;
 import io.blobfs.tyr.client.TyrClient;
+import io.blobfs.tyr.protocol.Messages;
 import java.io.IOException;
+import io.blobfs.store.LendsReads;
+import io.blobfs.store.LendsReads.ReadLoan;
+import io.netty.buffer.ByteBuf;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -38,7 +42,7 @@ import java.util.concurrent.CompletionException;
  * set holds the version the caller read.
  */
 public final class TyrBlobStore implements TransactionalBlobStore, PlacementAware,
-    CopiesOnWrite, HeadScanning {
+    CopiesOnWrite, HeadScanning, LendsReads {
   private final String name;
   private final TyrClient client;
   private final StoreLimits limits;
@@ -66,8 +70,16 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
   @Override
   public VersionedBytes readWithVersion(String key, int maxBytes) throws IOException {
     ReadResult r = await(client.read(key, 0, maxBytes), key);
-    byte[] bytes = new byte[r.data().remaining()];
-    r.data().get(bytes);
+    ByteBuffer data = r.data();
+    // The client decoded into an array of exactly this size: take it, no second copy.
+    byte[] bytes;
+    if (data.hasArray() && data.arrayOffset() == 0 && data.position() == 0
+        && data.remaining() == data.array().length) {
+      bytes = data.array();
+    } else {
+      bytes = new byte[data.remaining()];
+      data.get(bytes);
+    }
     return new VersionedBytes(bytes, r.version());
   }
 
@@ -81,6 +93,46 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
       int n = dst.position() - before;
       return n == 0 && offset >= s.size() ? -1 : n;
     });
+  }
+
+  /** Over TCP only: a local read lands in the caller's buffer straight from the file. */
+  @Override
+  public boolean lendsReads() {
+    return !client.config().localReads();
+  }
+
+  @Override
+  public CompletableFuture<ReadLoan> lendRead(String key, long offset, int length) {
+    return translate(client.readLent(key, offset, length), key)
+        .thenApply(r -> new NettyLoan(r.data()));
+  }
+
+  /** A read's bytes in the buffers Netty received them in. */
+  private static final class NettyLoan implements ReadLoan {
+    private final ByteBuf data;
+    private final java.util.concurrent.atomic.AtomicBoolean released =
+        new java.util.concurrent.atomic.AtomicBoolean();
+
+    NettyLoan(ByteBuf data) {
+      this.data = data;
+    }
+
+    @Override
+    public int length() {
+      return data.readableBytes();
+    }
+
+    @Override
+    public void copyTo(int at, byte[] dst, int off, int len) {
+      data.getBytes(data.readerIndex() + at, dst, off, len);
+    }
+
+    @Override
+    public void release() {
+      if (released.compareAndSet(false, true)) {
+        data.release();
+      }
+    }
   }
 
   @Override
@@ -151,23 +203,50 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
     List<ReadCheck> reads = new ArrayList<>();
     List<TxOp> ops = new ArrayList<>(mutations.size());
     for (BlobMutation m : mutations) {
-      if (m instanceof BlobMutation.Put p) {
-        ops.add(new TxOp.Put(p.key(), p.content(), p.mode() == PutMode.CREATE));
-      } else if (m instanceof BlobMutation.Delete d) {
-        boolean conditional = d.ifVersion() != BlobMutation.ANY_VERSION;
-        if (conditional) {
-          reads.add(new ReadCheck(d.key(), d.ifVersion()));
-        }
-        ops.add(new TxOp.Delete(d.key(), conditional));
-      } else if (m instanceof BlobMutation.Check c) {
-        reads.add(new ReadCheck(c.key(), c.version()));
-      }
+      translate(m, reads, ops);
     }
     try {
       TyrClient.await(client.commit(new TxRequest(reads, ops)));
     } catch (TyrException e) {
       throw conflictOrIo(e, mutations.get(0).key());
     }
+  }
+
+  /** The read checks and ops a mutation is sent as. */
+  private static void translate(BlobMutation m, List<ReadCheck> reads, List<TxOp> ops) {
+    if (m instanceof BlobMutation.Put p) {
+      ops.add(new TxOp.Put(p.key(), p.content(), p.mode() == PutMode.CREATE));
+    } else if (m instanceof BlobMutation.Delete d) {
+      boolean conditional = d.ifVersion() != BlobMutation.ANY_VERSION;
+      if (conditional) {
+        reads.add(new ReadCheck(d.key(), d.ifVersion()));
+      }
+      ops.add(new TxOp.Delete(d.key(), conditional));
+    } else if (m instanceof BlobMutation.Check c) {
+      reads.add(new ReadCheck(c.key(), c.version()));
+    }
+  }
+
+  /**
+   * Exactly the bytes a mutation adds to a commit's frame, so that a directory that fits
+   * one frame is renamed in one transaction, as it was before transactions were sized.
+   */
+  @Override
+  public long commitBytes(BlobMutation m) {
+    List<ReadCheck> reads = new ArrayList<>(1);
+    List<TxOp> ops = new ArrayList<>(1);
+    translate(m, reads, ops);
+    if (ops.isEmpty() && reads.isEmpty()) {
+      return TransactionalBlobStore.super.commitBytes(m); // a kind this store does not send
+    }
+    long bytes = 0;
+    for (ReadCheck r : reads) {
+      bytes += Messages.encodedBytes(r);
+    }
+    for (TxOp op : ops) {
+      bytes += Messages.encodedBytes(op);
+    }
+    return bytes;
   }
 
   /** A broken precondition of a transaction, whichever check caught it, is a conflict. */

@@ -8,6 +8,8 @@ import io.blobfs.tyr.client.ClientConfig;
 import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.engine.EngineConfig;
 import io.blobfs.tyr.engine.SyncPolicy;
+import io.blobfs.tyr.protocol.Frame;
+import io.blobfs.tyr.protocol.Messages;
 import io.blobfs.tyr.protocol.Transport;
 import io.blobfs.tyr.server.Authenticator;
 import io.blobfs.tyr.server.ServerConfig;
@@ -39,7 +41,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * fs.blob.store.NAME.connect-timeout  10s
  * fs.blob.store.NAME.op-timeout       60s   every request fails after this, never hangs
  * fs.blob.store.NAME.connections      2
- * fs.blob.store.NAME.max-op-bytes     16m   reads and writes are split at this size
+ * fs.blob.store.NAME.max-op-bytes     16m   reads and writes are split at this size; the
+ *                                           client's frame limit is this plus 1 MiB, and a
+ *                                           transaction must fit one frame
  * fs.blob.store.NAME.max-object-bytes 1t
  * fs.blob.store.NAME.max-key-bytes    1024  (the server's limit)
  * fs.blob.store.NAME.tls-trust        PEM certificates to trust: TLS to the server
@@ -121,8 +125,9 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
         throw o.bad(NODES, o.get(NODES).get(), "host:port,host:port,...");
       }
       // Not presented as a TransactionalBlobStore: cross-node transactions are not built.
-      return TyrClusterBlobStore.open(storeName, seeds, clientConfig(o, "cluster", 1, secret,
-          maxOp), limits);
+      ClientConfig template = clientConfig(o, "cluster", 1, secret, maxOp);
+      return TyrClusterBlobStore.open(storeName, seeds, template, limits.withMaxCommitBytes(
+          maxCommitBytes(template.maxFrameBytes()) - Messages.ROUTED_HEADER_BYTES));
     }
     if (o.get(EMBEDDED_DIR).isPresent()) {
       if (o.get(ADDRESS).isPresent()) {
@@ -154,8 +159,9 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
     }
     ClientConfig config = clientConfig(o, host, port, secret, maxOp);
     TyrClient client = acquire(config);
-    return new TyrBlobStore(storeName, client, limits, List.of(hostName(host)),
-        () -> release(config));
+    return new TyrBlobStore(storeName, client,
+        limits.withMaxCommitBytes(maxCommitBytes(config.maxFrameBytes())),
+        List.of(hostName(host)), () -> release(config));
   }
 
   private static ClientConfig clientConfig(StoreOptions o, String host, int port,
@@ -168,6 +174,16 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
         // On by default: it acts only where the node's token proves this process sees its
         // files, and any failure reads over the connection as before.
         o.getBoolean(LOCAL_READS, true));
+  }
+
+  /**
+   * The largest transaction, counted by {@link TyrBlobStore#commitBytes} (the bytes of
+   * its read checks and ops), that fits one frame of {@code maxFrameBytes}: a commit is
+   * one frame, which the client refuses to send when larger. The frame's header and the
+   * transaction's two counts come off.
+   */
+  static long maxCommitBytes(int maxFrameBytes) {
+    return maxFrameBytes - Frame.HEADER_BYTES - Messages.TX_HEADER_BYTES;
   }
 
   private static synchronized TyrServer embedded(Path dir, SyncPolicy sync, byte[] secret)

@@ -149,6 +149,24 @@ public final class TyrClient implements Closeable {
     });
   }
 
+  /**
+   * Reads up to {@code length} bytes of one committed version over the connection (never
+   * locally) and lends the buffer they arrived in instead of copying them out: the caller
+   * must release {@link LentRead#data}.
+   */
+  public CompletableFuture<LentRead> readLent(String key, long offset, int length) {
+    return call(new Request.Read(key, offset, length), f -> {
+      ByteBuf p = f.payload();
+      long version = p.readLong();
+      long size = p.readLong();
+      return new LentRead(new BlobStat(key, true, size, version, 0),
+          p.readRetainedSlice(p.readableBytes()));
+    });
+  }
+
+  /** A read's version and its bytes, in the buffers they arrived in (the caller's to release). */
+  public record LentRead(BlobStat stat, ByteBuf data) {}
+
   public CompletableFuture<CommitResult> commit(TxRequest tx) {
     return call(new Request.Commit(tx), f -> Messages.decodeCommit(f.payload()));
   }
@@ -313,7 +331,10 @@ public final class TyrClient implements Closeable {
         }
         try {
           if (!result.isDone()) {
-            result.complete(decoder.decode(frame));
+            T value = decoder.decode(frame);
+            if (!result.complete(value) && value instanceof LentRead lent) {
+              lent.data().release(); // the call was cancelled meanwhile: nobody will
+            }
           }
         } catch (Exception e) {
           result.completeExceptionally(new TyrException(ErrorCode.SERVER_ERROR,

@@ -217,6 +217,38 @@ public final class Messages {
     return frame;
   }
 
+  /** Bytes of a commit's payload before its read checks and ops: their two counts. */
+  public static final int TX_HEADER_BYTES = 2 * Integer.BYTES;
+
+  /** What routing a request under an epoch adds to its payload: the epoch and its opcode. */
+  public static final int ROUTED_HEADER_BYTES = Long.BYTES + 1;
+
+  /** Bytes one read check takes in a commit's payload, as {@link #encodeTx} writes it. */
+  public static int encodedBytes(ReadCheck r) {
+    return stringBytes(r.key()) + Long.BYTES;
+  }
+
+  /** Bytes one op takes in a commit's payload, as {@link #encodeTx} writes it. */
+  public static int encodedBytes(TxOp op) {
+    int fields = 0; // create, append: the key only
+    if (op instanceof TxOp.Put || op instanceof TxOp.Delete) {
+      fields = 1;
+    } else if (op instanceof TxOp.Write || op instanceof TxOp.Truncate) {
+      fields = Long.BYTES;
+    } else if (op instanceof TxOp.Add) {
+      fields = 2 * Long.BYTES;
+    } else if (op instanceof TxOp.Cas) {
+      fields = 3 * Long.BYTES;
+    }
+    ByteBuffer data = data(op);
+    return 1 + stringBytes(op.key()) + fields
+        + (data == null ? 0 : Integer.BYTES + data.remaining());
+  }
+
+  private static int stringBytes(String s) {
+    return Short.BYTES + s.getBytes(StandardCharsets.UTF_8).length;
+  }
+
   private static ByteBuffer data(TxOp op) {
     if (op instanceof TxOp.Put p) {
       return p.data();

@@ -98,7 +98,10 @@ final class Replicator implements Closeable {
 
   private record Reserved(Stream stream, long incarnation, long seq, List<Integer> ops) {}
 
-  /** Data bytes in one replication request at most (the server's frame limit is larger). */
+  /**
+   * Bytes in one replication request at most, but for a single commit (which fits the
+   * backup's frame limit, as it fit the client's and a node's limit is far larger).
+   */
   private static final long BATCH_BYTES = 32L << 20;
   private static final int BATCH_COMMITS = 512;
 
@@ -218,9 +221,11 @@ final class Replicator implements Closeable {
     });
   }
 
+  /** About what a transaction takes in a frame: its data, keys and each op's fields. */
   private static long dataBytes(TxRequest tx) {
     long n = 0;
     for (TxOp op : tx.ops()) {
+      n += 3L * op.key().length() + 32;
       if (op instanceof TxOp.Put p) {
         n += p.data().remaining();
       } else if (op instanceof TxOp.Write w) {

@@ -22,8 +22,19 @@ final class LocalTyrNode implements AutoCloseable {
 
   /** A store named {@code name} on this node. */
   BlobStore store(String name) throws IOException {
-    return new TyrBlobStoreProvider().open(name, new StoreOptions("fs.blob.store." + name + ".",
-        Map.of("address", "127.0.0.1:" + server.port())));
+    return store(name, Map.of());
+  }
+
+  /** A store named {@code name} on this node, with more of its options. */
+  BlobStore store(String name, Map<String, String> options) throws IOException {
+    Map<String, String> all = new java.util.HashMap<>(options);
+    all.put("address", "127.0.0.1:" + server.port());
+    return new TyrBlobStoreProvider().open(name,
+        new StoreOptions("fs.blob.store." + name + ".", all));
+  }
+
+  int port() {
+    return server.port();
   }
 
   @Override

@@ -1,0 +1,59 @@
+package io.blobfs.bench.trace;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.util.concurrent.atomic.LongAdder;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.StreamCapabilities;
+import org.apache.hadoop.fs.Syncable;
+
+/**
+ * Counts every write call on a wrapped stream; flushes, syncs and capabilities go to it
+ * unchanged, so a committer or a writer probing {@code hflush} sees the real stream.
+ */
+final class CountingOutputStream extends OutputStream implements Syncable, StreamCapabilities {
+  private final FSDataOutputStream out;
+  private final LongAdder writes;
+
+  CountingOutputStream(FSDataOutputStream out, LongAdder writes) {
+    this.out = out;
+    this.writes = writes;
+  }
+
+  @Override
+  public void write(int b) throws IOException {
+    writes.increment();
+    out.write(b);
+  }
+
+  @Override
+  public void write(byte[] b, int off, int len) throws IOException {
+    writes.increment();
+    out.write(b, off, len);
+  }
+
+  @Override
+  public void flush() throws IOException {
+    out.flush();
+  }
+
+  @Override
+  public void hflush() throws IOException {
+    out.hflush();
+  }
+
+  @Override
+  public void hsync() throws IOException {
+    out.hsync();
+  }
+
+  @Override
+  public boolean hasCapability(String capability) {
+    return out.hasCapability(capability);
+  }
+
+  @Override
+  public void close() throws IOException {
+    out.close();
+  }
+}
