@@ -24,7 +24,12 @@ public enum ErrorCode {
   /** The server is shutting down or its log failed; nothing of the request was applied. */
   SERVER_ERROR(9, true),
   /** The peer speaks another protocol version. */
-  UNSUPPORTED_VERSION(10, false);
+  UNSUPPORTED_VERSION(10, false),
+  /**
+   * A cluster node refused the request: made under another ring epoch, or for a key the
+   * node does not hold. The reply carries the node's ring; nothing was applied.
+   */
+  WRONG_EPOCH(11, true);
 
   public final int wire;
   public final boolean retryable;

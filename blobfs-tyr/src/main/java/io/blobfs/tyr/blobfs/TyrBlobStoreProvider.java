@@ -30,6 +30,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * <pre>
  * fs.blob.store.NAME.type             tyr
  * fs.blob.store.NAME.address          host:port of the server (unless embedded)
+ * fs.blob.store.NAME.nodes            host:port,host:port,... a cluster's seed nodes instead:
+ *                                     the ring is fetched from the first that answers, and
+ *                                     every call goes to the node holding its key
+ *                                     ({@link TyrClusterBlobStore}; not transactional yet)
  * fs.blob.store.NAME.embedded-dir     run a node inside this JVM on this directory instead,
  *                                     reachable from this JVM only (no TCP port)
  * fs.blob.store.NAME.embedded-sync    always | interval | none   (default interval)
@@ -65,6 +69,7 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
   public static final String MAX_KEY_BYTES = "max-key-bytes";
   public static final String TLS_TRUST = "tls-trust";
   public static final String LOCAL_READS = "local-reads";
+  public static final String NODES = "nodes";
 
   private static final Map<Path, TyrServer> EMBEDDED = new ConcurrentHashMap<>();
   private static final Map<String, Shared> CLIENTS = new ConcurrentHashMap<>();
@@ -88,7 +93,7 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
   public Set<String> optionKeys() {
     return Set.of(ADDRESS, EMBEDDED_DIR, EMBEDDED_SYNC, SECRET_FILE, CONNECT_TIMEOUT,
         OP_TIMEOUT, CONNECTIONS, MAX_OP_BYTES, MAX_OBJECT_BYTES, MAX_KEY_BYTES, TLS_TRUST,
-        LOCAL_READS);
+        LOCAL_READS, NODES);
   }
 
   @Override
@@ -103,6 +108,27 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
     }
     String host;
     int port;
+    if (o.get(NODES).isPresent()) {
+      for (String other : List.of(ADDRESS, EMBEDDED_DIR, EMBEDDED_SYNC)) {
+        if (o.get(other).isPresent()) {
+          throw new IllegalArgumentException(o.fullKey(NODES) + " and " + o.fullKey(other)
+              + " are exclusive: one names a cluster, the other one node");
+        }
+      }
+      List<io.blobfs.tyr.ring.Member> seeds;
+      try {
+        seeds = io.blobfs.tyr.ring.Member.parseList(o.get(NODES).get());
+      } catch (IllegalArgumentException e) {
+        throw o.bad(NODES, o.get(NODES).get(), "host:port,host:port,...");
+      }
+      if (seeds.isEmpty()) {
+        throw o.bad(NODES, o.get(NODES).get(), "host:port,host:port,...");
+      }
+      // Not presented as a TransactionalBlobStore: cross-node transactions are not built.
+      ClientConfig template = clientConfig(o, "cluster", 1, secret, maxOp);
+      return TyrClusterBlobStore.open(storeName, seeds, template, limits.withMaxCommitBytes(
+          maxCommitBytes(template.maxFrameBytes()) - Messages.ROUTED_HEADER_BYTES));
+    }
     if (o.get(EMBEDDED_DIR).isPresent()) {
       if (o.get(ADDRESS).isPresent()) {
         throw new IllegalArgumentException(o.fullKey(ADDRESS) + " and "
@@ -131,7 +157,16 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
         throw o.bad(ADDRESS, address, "a port within 1..65535");
       }
     }
-    ClientConfig config = new ClientConfig(host, port, secret,
+    ClientConfig config = clientConfig(o, host, port, secret, maxOp);
+    TyrClient client = acquire(config);
+    return new TyrBlobStore(storeName, client,
+        limits.withMaxCommitBytes(maxCommitBytes(config.maxFrameBytes())),
+        List.of(hostName(host)), () -> release(config));
+  }
+
+  private static ClientConfig clientConfig(StoreOptions o, String host, int port,
+      byte[] secret, int maxOp) {
+    return new ClientConfig(host, port, secret,
         o.getDuration(CONNECT_TIMEOUT, Duration.ofSeconds(10)),
         o.getDuration(OP_TIMEOUT, Duration.ofSeconds(60)),
         (int) o.getLong(CONNECTIONS, 2, 1, 64), maxOp + (1 << 20),
@@ -139,10 +174,6 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
         // On by default: it acts only where the node's token proves this process sees its
         // files, and any failure reads over the connection as before.
         o.getBoolean(LOCAL_READS, true));
-    TyrClient client = acquire(config);
-    return new TyrBlobStore(storeName, client,
-        limits.withMaxCommitBytes(maxCommitBytes(config.maxFrameBytes())),
-        List.of(hostName(host)), () -> release(config));
   }
 
   /**

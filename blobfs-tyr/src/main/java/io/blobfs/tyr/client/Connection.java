@@ -110,8 +110,12 @@ final class Connection extends ChannelInboundHandlerAdapter {
     call.timer().cancel(false);
     if (frame.opcode() == Opcode.ERROR) {
       Messages.ErrorReply e;
+      io.blobfs.tyr.ring.Ring ring = null;
       try {
         e = Messages.decodeError(frame.payload());
+        if (e.code() == ErrorCode.WRONG_EPOCH) {
+          ring = Messages.decodeRing(frame.payload()); // the refusing node's ring
+        }
       } catch (RuntimeException malformed) {
         call.future().completeExceptionally(new TyrException(ErrorCode.SERVER_ERROR,
             "malformed error reply from " + config.address() + ": " + malformed, malformed));
@@ -121,6 +125,8 @@ final class Connection extends ChannelInboundHandlerAdapter {
       }
       call.future().completeExceptionally(e.code() == ErrorCode.CAS_FAILED
           ? new CasFailedException(e.message(), e.detail())
+          : ring != null ? new io.blobfs.tyr.ring.WrongEpochException("Týr server "
+              + config.address() + ": " + e.message(), ring)
           : new TyrException(e.code(), "Týr server " + config.address() + ": "
               + e.message()));
     } else {

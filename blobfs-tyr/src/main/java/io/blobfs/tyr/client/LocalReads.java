@@ -109,8 +109,10 @@ final class LocalReads {
               return CompletableFuture.completedFuture(stat);
             }
             Throwable e = TyrClient.unwrap(err);
-            if (e instanceof TyrException t && t.code() == ErrorCode.NOT_FOUND) {
-              return CompletableFuture.<BlobStat>failedFuture(t); // the TCP read says the same
+            if (e instanceof TyrException t && (t.code() == ErrorCode.NOT_FOUND
+                || t.code() == ErrorCode.WRONG_EPOCH)) {
+              // The TCP read would say the same; a cluster client retries on the right node.
+              return CompletableFuture.<BlobStat>failedFuture(t);
             }
             fellBack(e);
             dst.position(before);

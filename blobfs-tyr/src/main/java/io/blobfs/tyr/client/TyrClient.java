@@ -59,6 +59,8 @@ public final class TyrClient implements Closeable {
   private final Connection[] slots;
   private final AtomicInteger next = new AtomicInteger();
   private final LocalReads local;
+  /** Cluster: the ring epoch keyed requests are made under; null for a lone node. */
+  private volatile java.util.function.LongSupplier epoch;
   private volatile boolean closed;
 
   /**
@@ -79,6 +81,26 @@ public final class TyrClient implements Closeable {
 
   public ClientConfig config() {
     return config;
+  }
+
+  /**
+   * Makes every keyed request (stat, read, commit, scan, grant) under the ring epoch
+   * {@code epoch} gives at the time it is sent: a cluster node then refuses it with
+   * {@link io.blobfs.tyr.ring.WrongEpochException} unless that is its epoch and it holds
+   * the keys. For a client talking to one member of a cluster.
+   */
+  public void routeUnder(java.util.function.LongSupplier epoch) {
+    this.epoch = epoch;
+  }
+
+  /** Node to node: a primary's writes for a backup (see {@code Replicator}). */
+  public CompletableFuture<CommitResult> replicate(Request.Replicate r) {
+    return call(r, f -> Messages.decodeCommit(f.payload()));
+  }
+
+  /** The node's ring; BAD_REQUEST from a node that is not in a cluster. */
+  public CompletableFuture<io.blobfs.tyr.ring.Ring> ring() {
+    return call(new Request.RingInfo(), f -> Messages.decodeRing(f.payload()));
   }
 
   // ------------------------------------------------------------------ calls
@@ -269,6 +291,12 @@ public final class TyrClient implements Closeable {
   /** A call on {@code target} (null: the next connection in turn). */
   private <T> CompletableFuture<T> call(CompletableFuture<Connection> target, Request request,
       Decoder<T> decoder) {
+    java.util.function.LongSupplier routing = epoch;
+    if (routing != null && (request instanceof Request.Stat || request instanceof Request.Read
+        || request instanceof Request.Commit || request instanceof Request.Scan
+        || request instanceof Request.Grant)) {
+      request = new Request.Routed(routing.getAsLong(), request);
+    }
     if (closed) {
       return CompletableFuture.failedFuture(new TyrException(ErrorCode.UNAVAILABLE,
           "the Týr client is closed"));

@@ -9,6 +9,8 @@ import io.blobfs.tyr.api.ReadCheck;
 import io.blobfs.tyr.api.ScanResult;
 import io.blobfs.tyr.api.TxOp;
 import io.blobfs.tyr.api.TxRequest;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.ring.Ring;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
@@ -55,6 +57,12 @@ public final class Messages {
       return Opcode.GRANT;
     } else if (r instanceof Request.Release) {
       return Opcode.RELEASE;
+    } else if (r instanceof Request.RingInfo) {
+      return Opcode.RING;
+    } else if (r instanceof Request.Routed) {
+      return Opcode.ROUTED;
+    } else if (r instanceof Request.Replicate) {
+      return Opcode.REPLICATE;
     }
     return Opcode.PING;
   }
@@ -90,6 +98,19 @@ public final class Messages {
       return writeString(alloc.buffer(), g.key()).writeLong(g.offset()).writeInt(g.length());
     } else if (r instanceof Request.Release rel) {
       return alloc.buffer(8).writeLong(rel.grantId());
+    } else if (r instanceof Request.Replicate rp) {
+      ByteBuf head = writeString(alloc.buffer().writeLong(rp.epoch()), rp.source())
+          .writeLong(rp.incarnation()).writeLong(rp.firstSeq()).writeInt(rp.txs().size());
+      CompositeByteBuf out = alloc.compositeBuffer(Integer.MAX_VALUE).addComponent(true, head);
+      for (TxRequest tx : rp.txs()) {
+        out.addComponent(true, encodeTx(tx, alloc));
+      }
+      return out;
+    } else if (r instanceof Request.Routed rt) {
+      // The inner payload may hold data sent in place: composed, never copied.
+      ByteBuf head = alloc.buffer(9).writeLong(rt.epoch()).writeByte(opcodeOf(rt.inner()));
+      return alloc.compositeBuffer(Integer.MAX_VALUE).addComponents(true, head,
+          encode(rt.inner(), alloc));
     }
     return alloc.buffer(0);
   }
@@ -108,6 +129,27 @@ public final class Messages {
         case Opcode.LOCAL_INFO -> new Request.LocalInfo();
         case Opcode.GRANT -> new Request.Grant(readString(in), in.readLong(), in.readInt());
         case Opcode.RELEASE -> new Request.Release(in.readLong());
+        case Opcode.RING -> new Request.RingInfo();
+        case Opcode.REPLICATE -> {
+          long epoch = in.readLong();
+          String source = readString(in);
+          long incarnation = in.readLong();
+          long firstSeq = in.readLong();
+          int n = count(in, 8);
+          List<TxRequest> txs = new ArrayList<>(n);
+          for (int i = 0; i < n; i++) {
+            txs.add(decodeTx(in));
+          }
+          yield new Request.Replicate(epoch, source, incarnation, firstSeq, txs);
+        }
+        case Opcode.ROUTED -> {
+          long epoch = in.readLong();
+          int inner = in.readUnsignedByte();
+          if (inner == Opcode.ROUTED || inner == Opcode.HELLO || inner == Opcode.REPLICATE) {
+            throw new MalformedFrameException("opcode " + inner + " cannot be routed");
+          }
+          yield new Request.Routed(epoch, decodeRequest(inner, in));
+        }
         default -> throw new MalformedFrameException("unknown opcode " + opcode);
       };
       if (in.isReadable()) {
@@ -177,6 +219,9 @@ public final class Messages {
 
   /** Bytes of a commit's payload before its read checks and ops: their two counts. */
   public static final int TX_HEADER_BYTES = 2 * Integer.BYTES;
+
+  /** What routing a request under an epoch adds to its payload: the epoch and its opcode. */
+  public static final int ROUTED_HEADER_BYTES = Long.BYTES + 1;
 
   /** Bytes one read check takes in a commit's payload, as {@link #encodeTx} writes it. */
   public static int encodedBytes(ReadCheck r) {
@@ -375,6 +420,29 @@ public final class Messages {
       pieces.add(new LocalGrant.Piece(file.isEmpty() ? null : file, position, length));
     }
     return new LocalGrant(id, new BlobStat(key, true, size, version, 0), pieces);
+  }
+
+  /** A ring: epoch u64, vnodes u16, replication u8, members u16, each host and port u16. */
+  public static ByteBuf encodeRing(Ring ring, ByteBuf b) {
+    b.writeLong(ring.epoch()).writeShort(ring.vnodes()).writeByte(ring.replication())
+        .writeShort(ring.members().size());
+    for (Member m : ring.members()) {
+      writeString(b, m.host()).writeShort(m.port());
+    }
+    return b;
+  }
+
+  /** @throws IllegalArgumentException (or an index error) for a malformed or bad ring */
+  public static Ring decodeRing(ByteBuf in) {
+    long epoch = in.readLong();
+    int vnodes = in.readUnsignedShort();
+    int replication = in.readUnsignedByte();
+    int n = in.readUnsignedShort();
+    List<Member> members = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      members.add(new Member(readString(in), in.readUnsignedShort()));
+    }
+    return new Ring(epoch, members, vnodes, replication);
   }
 
   /** The first frame on a connection: the nonce to prove the secret against. */

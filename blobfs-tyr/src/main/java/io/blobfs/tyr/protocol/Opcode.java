@@ -13,6 +13,19 @@ public final class Opcode {
   /** Local reads: a version's pieces of segment files, pinned until RELEASE. */
   public static final int GRANT = 8;
   public static final int RELEASE = 9;
+  /** Cluster: the node's ring (members, virtual nodes, replication, epoch). */
+  public static final int RING = 10;
+  /**
+   * Cluster: another request made under a ring epoch (epoch u64, inner opcode u8, inner
+   * payload); the node refuses it with WRONG_EPOCH and its ring unless the epoch is its own
+   * and it holds every key the request names.
+   */
+  public static final int ROUTED = 11;
+  /**
+   * Cluster, node to node: a primary's committed writes for its backup, numbered in the
+   * primary's commit order (see {@code Replicator}).
+   */
+  public static final int REPLICATE = 12;
 
   /** Sent by the server as soon as a connection opens: the nonce to authenticate with. */
   public static final int CHALLENGE = 0x40;
@@ -22,6 +35,6 @@ public final class Opcode {
   private Opcode() {}
 
   public static boolean isRequest(int opcode) {
-    return opcode >= HELLO && opcode <= RELEASE;
+    return opcode >= HELLO && opcode <= REPLICATE;
   }
 }

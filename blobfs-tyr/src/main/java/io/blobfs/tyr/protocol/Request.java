@@ -28,4 +28,32 @@ public sealed interface Request {
   record Grant(String key, long offset, int length) implements Request {}
 
   record Release(long grantId) implements Request {}
+
+  /**
+   * From primary {@code source} to one of its backups: the physical writes of the
+   * primary's commits numbered {@code firstSeq}, {@code firstSeq + 1}, ... in stream
+   * {@code incarnation}, in the primary's commit order (an empty one: a commit that
+   * failed, sent so that the numbering has no gap), made under ring {@code epoch}.
+   */
+  record Replicate(long epoch, String source, long incarnation, long firstSeq,
+      java.util.List<TxRequest> txs) implements Request {
+    public Replicate {
+      txs = java.util.List.copyOf(txs);
+    }
+  }
+
+  /** The node's ring. */
+  record RingInfo() implements Request {}
+
+  /**
+   * {@code inner} made under ring {@code epoch}: served only if that is the node's epoch
+   * and the node holds {@code inner}'s keys (see {@code WrongEpochException}).
+   */
+  record Routed(long epoch, Request inner) implements Request {
+    public Routed {
+      if (inner instanceof Routed || inner instanceof Hello || inner instanceof Replicate) {
+        throw new IllegalArgumentException("cannot route a " + inner);
+      }
+    }
+  }
 }

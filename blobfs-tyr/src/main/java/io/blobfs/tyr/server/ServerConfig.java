@@ -39,6 +39,7 @@ import java.util.Set;
  * write-idle-timeout 60s      a peer that takes none of its answers this long is cut off
  * tls-keystore    (optional)  PKCS12 key store with the server's key and certificate: TLS on
  * tls-keystore-password-file  its password (required with tls-keystore)
+ * cluster-*       a member of a cluster: see {@link Membership} (parsed there)
  * </pre>
  */
 public record ServerConfig(String bind, int port, EngineConfig engine, int maxFrameBytes,
@@ -69,9 +70,10 @@ public record ServerConfig(String bind, int port, EngineConfig engine, int maxFr
   /** Parses options; {@code env} supplies TYR_SECRET when no secret file is named. */
   public static ServerConfig parse(StoreOptions o, String envSecret) throws IOException {
     for (String key : o.asMap().keySet()) {
-      if (!KEYS.contains(key)) {
+      if (!KEYS.contains(key) && !Membership.KEYS.contains(key)) {
         throw new IllegalArgumentException("unknown Týr server option " + o.fullKey(key)
-            + "; known: " + new java.util.TreeSet<>(KEYS));
+            + "; known: " + new java.util.TreeSet<>(KEYS) + " and the cluster's "
+            + new java.util.TreeSet<>(Membership.KEYS));
       }
     }
     Path dir = Path.of(o.get("data-dir").orElseThrow(() ->

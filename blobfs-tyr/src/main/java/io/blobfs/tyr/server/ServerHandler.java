@@ -14,6 +14,8 @@ import io.blobfs.tyr.protocol.MalformedFrameException;
 import io.blobfs.tyr.protocol.Messages;
 import io.blobfs.tyr.protocol.Opcode;
 import io.blobfs.tyr.protocol.Request;
+import io.blobfs.tyr.ring.Ring;
+import io.blobfs.tyr.ring.WrongEpochException;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
@@ -235,7 +237,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
 
   /** The frame's payload is already held; a read also reserves the answer it asks for. */
   private void dispatch(ChannelHandlerContext ctx, Frame frame, Request request) {
-    long reserved = request instanceof Request.Read r ? Math.max(0, r.length()) : 0;
+    Request inner = request instanceof Request.Routed rt ? rt.inner() : request;
+    long reserved = inner instanceof Request.Read r ? Math.max(0, r.length()) : 0;
     hold(reserved);
     long bytes = frame.payload().capacity() + reserved;
     inFlight++;
@@ -309,6 +312,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
       payload = Messages.encodeGrant(g, ctx.alloc());
     } else if (result instanceof LocalIdentity li) {
       payload = Messages.encodeLocalInfo(li, ctx.alloc());
+    } else if (result instanceof Ring ring) {
+      payload = Messages.encodeRing(ring, ctx.alloc().buffer());
     } else {
       payload = Unpooled.EMPTY_BUFFER;
     }
@@ -318,6 +323,11 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
   private static Frame failure(long id, Throwable err, ChannelHandlerContext ctx) {
     Throwable e = err instanceof CompletionException && err.getCause() != null
         ? err.getCause() : err;
+    if (e instanceof WrongEpochException w) {
+      // The node's ring rides along, so the client can adopt it and go to the right node.
+      return new Frame(Opcode.ERROR, id, Messages.encodeRing(w.ring(),
+          Messages.encodeError(w.code(), w.getMessage(), w.ring().epoch(), ctx.alloc())));
+    }
     if (e instanceof CasFailedException cas) {
       return error(ErrorCode.CAS_FAILED, cas.getMessage(), cas.actual(), ctx, id);
     }

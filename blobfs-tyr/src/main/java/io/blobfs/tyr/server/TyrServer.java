@@ -38,15 +38,21 @@ public final class TyrServer implements Closeable {
   private final ExecutorService workers;
   private final Channel listener;
   private final RequestMemory memory;
+  private final Membership membership;
+  private final Replicator replicator;
 
-  private TyrServer(ServerConfig config) throws IOException {
+  private TyrServer(ServerConfig config, Membership membership) throws IOException {
     this.config = config;
+    this.membership = membership;
     this.engine = TyrEngine.open(config.engine());
     this.boss = new NioEventLoopGroup(1, new DefaultThreadFactory("tyr-accept", true));
     this.io = new NioEventLoopGroup(0, new DefaultThreadFactory("tyr-io", true));
     this.workers = Executors.newFixedThreadPool(config.threads(),
         new DefaultThreadFactory("tyr-worker", true));
-    TyrService service = new TyrService(engine, config.maxFrameBytes() - 64);
+    this.replicator = membership == null ? null
+        : new Replicator(membership, engine, config.secret(), config.maxFrameBytes());
+    TyrService service = new TyrService(engine, config.maxFrameBytes() - 64, membership,
+        replicator);
     memory = new RequestMemory(config.maxRequestMemory());
     Authenticator auth = new Authenticator(config.secret());
     SslContext tls;
@@ -93,7 +99,18 @@ public final class TyrServer implements Closeable {
 
   /** Opens the engine (replaying its log) and starts listening. */
   public static TyrServer start(ServerConfig config) throws IOException {
-    return new TyrServer(config);
+    return new TyrServer(config, null);
+  }
+
+  /** A cluster member: keyed requests are checked against {@code membership}'s ring. */
+  public static TyrServer start(ServerConfig config, Membership membership)
+      throws IOException {
+    return new TyrServer(config, membership);
+  }
+
+  /** Its place in the cluster; null for a lone node. */
+  public Membership membership() {
+    return membership;
   }
 
   /** Where it listens: an {@code InetSocketAddress}, or a {@code LocalAddress} in-JVM. */
@@ -130,7 +147,13 @@ public final class TyrServer implements Closeable {
   @Override
   public void close() throws IOException {
     listener.close().syncUninterruptibly();
+    if (membership != null) {
+      membership.close();
+    }
     shutdownThreads();
+    if (replicator != null) {
+      replicator.close(); // after the workers: running requests may still be forwarding
+    }
     engine.close();
   }
 

@@ -30,15 +30,17 @@ public final class TyrServerMain {
 
   public static void main(String[] args) throws Exception {
     ServerConfig config;
+    Membership membership;
     try {
-      config = ServerConfig.parse(new StoreOptions(parseArgs(args), k -> "--" + k),
-          System.getenv("TYR_SECRET"));
+      StoreOptions options = new StoreOptions(parseArgs(args), k -> "--" + k);
+      config = ServerConfig.parse(options, System.getenv("TYR_SECRET"));
+      membership = Membership.fromOptions(options, config.bind(), config.port());
     } catch (IllegalArgumentException e) {
       System.err.println("tyr-server: " + e.getMessage());
       System.exit(2);
       return;
     }
-    TyrServer server = TyrServer.start(config);
+    TyrServer server = TyrServer.start(config, membership);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       try {
         server.close();

@@ -22,10 +22,16 @@ final class TyrService {
 
   private final TyrEngine engine;
   private final int maxReadBytes;
+  /** Null for a lone node (and then {@link #replicator} too). */
+  private final Membership membership;
+  private final Replicator replicator;
 
-  TyrService(TyrEngine engine, int maxReadBytes) {
+  TyrService(TyrEngine engine, int maxReadBytes, Membership membership,
+      Replicator replicator) {
     this.engine = engine;
     this.maxReadBytes = maxReadBytes;
+    this.membership = membership;
+    this.replicator = replicator;
   }
 
   /**
@@ -46,6 +52,26 @@ final class TyrService {
   CompletableFuture<Object> handle(Request request, ByteBufAllocator alloc,
       ConnectionGrants grants) {
     try {
+      if (request instanceof Request.RingInfo) {
+        if (membership == null) {
+          throw new TyrException(ErrorCode.BAD_REQUEST, "this Týr node is not in a cluster");
+        }
+        return CompletableFuture.completedFuture(membership.ring());
+      }
+      if (membership != null) {
+        membership.check(request); // refused unless under our epoch and for our keys
+      } else if (request instanceof Request.Routed) {
+        throw new TyrException(ErrorCode.BAD_REQUEST, "this Týr node is not in a cluster");
+      }
+      if (request instanceof Request.Replicate rep) {
+        if (replicator == null) {
+          throw new TyrException(ErrorCode.BAD_REQUEST, "this Týr node is not in a cluster");
+        }
+        return replicator.apply(rep);
+      }
+      if (request instanceof Request.Routed routed) {
+        request = routed.inner();
+      }
       if (request instanceof Request.LocalInfo) {
         return CompletableFuture.completedFuture(engine.localIdentity());
       } else if (request instanceof Request.Grant g) {
@@ -65,7 +91,9 @@ final class TyrService {
       } else if (request instanceof Request.Read r) {
         return CompletableFuture.completedFuture(read(r, alloc));
       } else if (request instanceof Request.Commit c) {
-        return engine.commit(c.tx()).thenApply(x -> x);
+        // A cluster member's writes reach its backups before they are acknowledged.
+        return (replicator != null ? replicator.commit(c.tx()) : engine.commit(c.tx()))
+            .thenApply(x -> x);
       } else if (request instanceof Request.Scan s) {
         if (s.limit() < 1 || s.limit() > 100_000 || s.headBytes() < 0
             || (long) s.limit() * s.headBytes() > maxReadBytes) {

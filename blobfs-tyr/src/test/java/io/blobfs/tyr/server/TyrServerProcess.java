@@ -21,22 +21,38 @@ import java.util.concurrent.TimeoutException;
 public final class TyrServerProcess implements AutoCloseable {
   private final Path dataDir;
   private final List<String> extraArgs;
+  /** What runs the JVM (e.g. {@code hosts.sh exec I}: on another host); empty: here. */
+  private final List<String> launcher;
+  private final String bind;
   private Process process;
   private int port;
   private final StringBuilder output = new StringBuilder();
 
   public TyrServerProcess(Path dataDir, String... extraArgs) {
+    this(dataDir, List.of(), "127.0.0.1", 0, extraArgs);
+  }
+
+  /**
+   * A server started through {@code launcher} (a command prefix, for a server on another
+   * host; empty: here), listening on {@code bind:port} (port 0: any free one).
+   */
+  public TyrServerProcess(Path dataDir, List<String> launcher, String bind, int port,
+      String... extraArgs) {
     this.dataDir = dataDir;
     this.extraArgs = List.of(extraArgs);
+    this.launcher = List.copyOf(launcher);
+    this.bind = bind;
+    this.port = port;
   }
 
   /** Starts the process (again, after a kill or stop, on the same data and port if known). */
   public synchronized TyrServerProcess start() throws IOException {
-    List<String> cmd = new ArrayList<>(List.of(
+    List<String> cmd = new ArrayList<>(launcher);
+    cmd.addAll(List.of(
         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "-Xmx1g", "-cp", System.getProperty("java.class.path"),
         TyrServerMain.class.getName(), "--data-dir", dataDir.toString(),
-        "--port", Integer.toString(port)));
+        "--bind", bind, "--port", Integer.toString(port)));
     cmd.addAll(extraArgs);
     process = new ProcessBuilder(cmd).redirectErrorStream(true).start();
     CompletableFuture<Integer> ready = new CompletableFuture<>();
@@ -74,7 +90,7 @@ public final class TyrServerProcess implements AutoCloseable {
   }
 
   public String address() {
-    return "127.0.0.1:" + port;
+    return bind + ":" + port;
   }
 
   public Path dataDir() {

@@ -1,0 +1,510 @@
+package io.blobfs.tyr.blobfs;
+
+import io.blobfs.store.BlobInfo;
+import io.blobfs.store.BlobMutation;
+import io.blobfs.store.BlobStore;
+import io.blobfs.store.PlacementAware;
+import io.blobfs.store.PutMode;
+import io.blobfs.store.ScanPage;
+import io.blobfs.store.StoreLimits;
+import io.blobfs.store.StoreUnavailableException;
+import io.blobfs.store.VersionedBytes;
+import io.blobfs.tyr.api.ScanResult;
+import io.blobfs.tyr.api.TyrException;
+import io.blobfs.tyr.client.ClientConfig;
+import io.blobfs.tyr.client.TyrClient;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.ring.Ring;
+import io.blobfs.tyr.ring.WrongEpochException;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.net.InetAddress;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * BlobFS's store SPI on a cluster of Týr nodes.
+ *
+ * <p>The client fetches the ring once from a seed node and computes every key's owners
+ * itself, so each single-key call goes straight to a node holding the key (one hop, no
+ * lookup): writes, and every call that shows or checks a version, to the key's primary
+ * (which forwards writes to its backups before acknowledging, see the server's
+ * {@code Replicator}); plain reads of bytes to any replica, the next one if a replica
+ * cannot be reached. Each call is made under the ring's epoch; a node whose ring differs, or that
+ * does not hold the key, refuses it with its own ring ({@link WrongEpochException}), and
+ * the call is retried on the owner under the newer ring. A node refuses before doing
+ * anything, so no call ever reads or writes the wrong node.
+ *
+ * <p>A scan asks every node for a page after the same cursor and merges them: each node
+ * lists its keys in order, and a node's cursor is just the last key it listed, so the
+ * global cursor is the last key of the merged page, valid for every node at once (the
+ * "composite cursor" collapses to one key). Pages are exact: no key is skipped or listed
+ * twice.
+ *
+ * <p><b>Not transactional yet.</b> Transactions whose keys live on several nodes need a
+ * two-phase commit with a recovery path (the next increment). Until then this store is
+ * not a {@code TransactionalBlobStore}, so BlobFS renames and deletes with its
+ * non-transactional paths (each step one single-key conditional call, safe on any store);
+ * {@link #commitOnOneNode} serves the transactions whose keys all live on one node. It is
+ * not {@code HeadScanning} either (a page merged from several nodes is not one committed
+ * state), nor {@code CopiesOnWrite} (a call retried under a new ring sends the caller's
+ * buffer again, so the caller must keep it until the call completes, as the SPI says).
+ */
+public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
+  private static final Logger LOG = LoggerFactory.getLogger(TyrClusterBlobStore.class);
+  /** Tries of a call refused for its epoch: enough for a ring that changes while it runs. */
+  static final int ATTEMPTS = 8;
+
+  private final String name;
+  private final ClientConfig template;
+  private final StoreLimits limits;
+  private final Map<Member, Node> nodes = new ConcurrentHashMap<>();
+  private final Map<Member, List<String>> hosts = new ConcurrentHashMap<>();
+  private volatile Ring ring;
+  private volatile boolean closed;
+
+  /** One member: its client (routed under our epoch) and the single-node store over it. */
+  private record Node(TyrClient client, TyrBlobStore store) {}
+
+  private TyrClusterBlobStore(String name, ClientConfig template, StoreLimits limits,
+      Ring ring) {
+    this.name = name;
+    this.template = template;
+    this.limits = limits;
+    this.ring = ring;
+  }
+
+  /**
+   * Joins the cluster: fetches the ring from the first seed that answers. {@code template}
+   * holds the settings of every node's client (its host and port are replaced).
+   */
+  public static TyrClusterBlobStore open(String name, List<Member> seeds, ClientConfig template,
+      StoreLimits limits) throws IOException {
+    IOException failed = null;
+    for (Member seed : seeds) {
+      try (TyrClient c = new TyrClient(at(template, seed))) {
+        Ring ring = TyrClient.await(c.ring());
+        LOG.info("store {}: joined {} through {}", name, ring, seed);
+        return new TyrClusterBlobStore(name, template, limits, ring);
+      } catch (IOException e) {
+        if (failed == null) {
+          failed = new StoreUnavailableException("no seed of Týr cluster " + seeds
+              + " answered with its ring", e);
+        } else {
+          failed.addSuppressed(e);
+        }
+      }
+    }
+    throw failed;
+  }
+
+  private static ClientConfig at(ClientConfig t, Member m) {
+    return new ClientConfig(m.host(), m.port(), t.secret(), t.connectTimeout(),
+        t.requestTimeout(), t.connections(), t.maxFrameBytes(), t.tlsTrust(), t.localReads());
+  }
+
+  /** The ring this client routes by now. */
+  public Ring ring() {
+    return ring;
+  }
+
+  private Node node(Member m) {
+    if (closed) {
+      throw new IllegalStateException("store " + name + " is closed");
+    }
+    return nodes.computeIfAbsent(m, k -> {
+      TyrClient c = new TyrClient(at(template, k));
+      c.routeUnder(() -> ring.epoch());
+      return new Node(c, new TyrBlobStore(name + "@" + k, c, limits, hostsOf(k), () -> {}));
+    });
+  }
+
+  /**
+   * Takes a node's ring if it is newer than ours; true if ours changed (by this call or
+   * another since {@code seen}), so a retry goes by a newer ring.
+   */
+  private synchronized boolean adopt(Ring theirs, Ring seen) {
+    if (theirs.epoch() > ring.epoch()) {
+      LOG.info("store {}: ring epoch {} -> {}", name, ring.epoch(), theirs.epoch());
+      ring = theirs;
+    }
+    return ring != seen;
+  }
+
+  // ------------------------------------------------------------------ routing
+
+  @FunctionalInterface
+  private interface Call<T> {
+    T on(TyrBlobStore node) throws IOException;
+  }
+
+  /** Runs {@code call} on the key's primary, again under a newer ring when refused. */
+  private <T> T onOwner(String key, Call<T> call) throws IOException {
+    for (int attempt = 1; ; attempt++) {
+      Ring r = ring;
+      Member owner = r.primary(key);
+      try {
+        return call.on(node(owner).store());
+      } catch (IOException e) {
+        WrongEpochException w = wrongEpoch(e);
+        if (w == null) {
+          throw lost(r, owner, key, e);
+        }
+        if (attempt >= ATTEMPTS) {
+          throw refusedTooOften(key, w);
+        }
+        if (!adopt(w.ring(), r)) {
+          pause(attempt); // the node is behind us: it will load the ring soon
+        }
+      }
+    }
+  }
+
+  /** {@link #onOwner} for the asynchronous calls. */
+  private <T> CompletableFuture<T> onOwnerAsync(String key,
+      Function<TyrBlobStore, CompletableFuture<T>> call, int attempt) {
+    return onReplicas(key, call, false, attempt, null, 0);
+  }
+
+  /**
+   * {@code call} on the key's primary or, with {@code anyReplica}, on its replicas in
+   * turn (this host's first, if it holds one), the next one when a replica cannot be
+   * reached; again under a newer ring when refused.
+   */
+  private <T> CompletableFuture<T> onReplicas(String key,
+      Function<TyrBlobStore, CompletableFuture<T>> call, boolean anyReplica, int attempt,
+      List<Member> order, int tried) {
+    Ring r = ring;
+    List<Member> candidates = order != null ? order
+        : anyReplica ? readOrder(r.owners(key)) : List.of(r.primary(key));
+    Member target = candidates.get(tried);
+    CompletableFuture<T> f;
+    try {
+      f = call.apply(node(target).store());
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return f.exceptionallyCompose(err -> {
+      Throwable e = unwrap(err);
+      WrongEpochException w = wrongEpoch(e);
+      if (w == null) {
+        if (e instanceof StoreUnavailableException && tried + 1 < candidates.size()
+            && ring == r) {
+          return onReplicas(key, call, anyReplica, attempt, candidates, tried + 1); // next
+        }
+        return CompletableFuture.failedFuture(e instanceof IOException io
+            ? lost(r, target, key, io) : e);
+      }
+      if (attempt >= ATTEMPTS) {
+        return CompletableFuture.failedFuture(refusedTooOften(key, w));
+      }
+      long delay = adopt(w.ring(), r) ? 0 : pauseMillis(attempt);
+      return CompletableFuture.supplyAsync(() -> null,
+              CompletableFuture.delayedExecutor(delay, TimeUnit.MILLISECONDS))
+          .thenCompose(x -> onReplicas(key, call, anyReplica, attempt + 1, null, 0));
+    });
+  }
+
+  /**
+   * The replicas in the order a read tries them: one on this host first (no network
+   * hop), then the others starting at a random one, so reads spread over the replicas.
+   */
+  private List<Member> readOrder(List<Member> owners) {
+    if (owners.size() == 1) {
+      return owners;
+    }
+    List<Member> order = new ArrayList<>(owners.size());
+    int start = java.util.concurrent.ThreadLocalRandom.current().nextInt(owners.size());
+    for (int i = 0; i < owners.size(); i++) {
+      order.add(owners.get((start + i) % owners.size()));
+    }
+    for (int i = 0; i < order.size(); i++) {
+      if (LOCAL_ADDRESSES.contains(order.get(i).host())) {
+        order.add(0, order.remove(i));
+        break;
+      }
+    }
+    return order;
+  }
+
+  /** This host's addresses, as text, to find a replica on it; loopback ones excluded. */
+  private static final java.util.Set<String> LOCAL_ADDRESSES = localAddresses();
+
+  private static java.util.Set<String> localAddresses() {
+    java.util.Set<String> out = new java.util.HashSet<>();
+    try {
+      for (java.net.NetworkInterface ni : java.util.Collections.list(
+          java.net.NetworkInterface.getNetworkInterfaces())) {
+        for (InetAddress a : java.util.Collections.list(ni.getInetAddresses())) {
+          if (!a.isLoopbackAddress()) {
+            out.add(a.getHostAddress());
+          }
+        }
+      }
+    } catch (IOException e) {
+      // no preference then
+    }
+    return java.util.Set.copyOf(out);
+  }
+
+  /**
+   * An unreachable node, said with what it costs: which node, which key, and that no
+   * other replica holds it (R = 1). Other errors pass unchanged.
+   */
+  private IOException lost(Ring r, Member node, String key, IOException e) {
+    if (!(e instanceof StoreUnavailableException)) {
+      return e;
+    }
+    List<Member> replicas = r.owners(key);
+    return new StoreUnavailableException("Týr cluster " + name + ": node " + node
+        + " is unreachable, and it holds '" + key + "' (ring epoch " + r.epoch()
+        + (replicas.size() == 1 ? ", R = 1: no other replica holds this key's range"
+            : ", replicas " + replicas) + "): " + e.getMessage(), e);
+  }
+
+  private static WrongEpochException wrongEpoch(Throwable e) {
+    for (Throwable c = e; c != null; c = c.getCause()) {
+      if (c instanceof WrongEpochException w) {
+        return w;
+      }
+    }
+    return null;
+  }
+
+  private IOException refusedTooOften(String key, WrongEpochException last) {
+    return new StoreUnavailableException("Týr cluster " + name + ": '" + key + "' refused "
+        + ATTEMPTS + " times for the ring (ours: epoch " + ring.epoch() + "); last: "
+        + last.getMessage(), last);
+  }
+
+  private static long pauseMillis(int attempt) {
+    return Math.min(1000, 20L << Math.min(attempt, 6));
+  }
+
+  private static void pause(int attempt) throws InterruptedIOException {
+    try {
+      Thread.sleep(pauseMillis(attempt));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new InterruptedIOException("interrupted waiting for the Týr ring");
+    }
+  }
+
+  private static Throwable unwrap(Throwable e) {
+    while (e instanceof CompletionException && e.getCause() != null) {
+      e = e.getCause();
+    }
+    return e;
+  }
+
+  // ------------------------------------------------------------------ single-key calls
+
+  @Override
+  public BlobInfo stat(String key) throws IOException {
+    return onOwner(key, n -> n.stat(key));
+  }
+
+  @Override
+  public VersionedBytes readWithVersion(String key, int maxBytes) throws IOException {
+    return onOwner(key, n -> n.readWithVersion(key, maxBytes));
+  }
+
+  /**
+   * From any replica: a write is acknowledged only once every replica has it, so each
+   * holds every acknowledged write. (Calls that show or check versions go to the primary:
+   * each replica numbers its own commits.)
+   */
+  @Override
+  public CompletableFuture<Integer> read(String key, long offset, ByteBuffer dst) {
+    return onReplicas(key, n -> n.read(key, offset, dst), true, 1, null, 0);
+  }
+
+  @Override
+  public CompletableFuture<Void> write(String key, long offset, ByteBuffer src) {
+    return onOwnerAsync(key, n -> n.write(key, offset, src), 1);
+  }
+
+  @Override
+  public void put(String key, ByteBuffer content, PutMode mode) throws IOException {
+    onOwner(key, n -> {
+      n.put(key, content, mode);
+      return null;
+    });
+  }
+
+  @Override
+  public void putIfVersion(String key, ByteBuffer content, long version) throws IOException {
+    onOwner(key, n -> {
+      n.putIfVersion(key, content, version);
+      return null;
+    });
+  }
+
+  @Override
+  public void truncate(String key, long size) throws IOException {
+    onOwner(key, n -> {
+      n.truncate(key, size);
+      return null;
+    });
+  }
+
+  @Override
+  public boolean delete(String key) throws IOException {
+    return onOwner(key, n -> n.delete(key));
+  }
+
+  @Override
+  public void deleteIfVersion(String key, long version) throws IOException {
+    onOwner(key, n -> {
+      n.deleteIfVersion(key, version);
+      return null;
+    });
+  }
+
+  /**
+   * A transaction whose keys all live on one node, applied there atomically. One that
+   * spans nodes is refused, nothing applied: cross-node transactions (two-phase commit
+   * with recovery) are the next increment, which is why this store is not a
+   * {@code TransactionalBlobStore}.
+   *
+   * @throws UnsupportedOperationException if the keys live on more than one node
+   */
+  public void commitOnOneNode(List<BlobMutation> mutations) throws IOException {
+    if (mutations.isEmpty()) {
+      return;
+    }
+    String first = mutations.get(0).key();
+    onOwner(first, n -> {
+      Ring r = ring;
+      Member owner = r.primary(first);
+      for (BlobMutation m : mutations) {
+        if (!r.primary(m.key()).equals(owner)) {
+          throw new UnsupportedOperationException("transaction spans nodes " + owner + " ('"
+              + first + "') and " + r.primary(m.key()) + " ('" + m.key()
+              + "'): cross-node transactions are not built yet");
+        }
+      }
+      n.commit(mutations);
+      return null;
+    });
+  }
+
+  // ------------------------------------------------------------------ scans
+
+  /** Every node's page after {@code cursor}, merged; see the class comment. */
+  @Override
+  public ScanPage scan(String prefix, String cursor, int limit) throws IOException {
+    int page = Math.min(limit, 10_000);
+    for (int attempt = 1; ; attempt++) {
+      Ring r = ring;
+      List<CompletableFuture<ScanResult>> parts = new ArrayList<>();
+      for (Member m : r.members()) {
+        parts.add(node(m).client().scan(prefix, cursor, page));
+      }
+      TreeSet<String> merged = new TreeSet<>();
+      boolean more = false;
+      WrongEpochException refused = null;
+      IOException failed = null;
+      for (int i = 0; i < parts.size(); i++) {
+        try {
+          ScanResult s = TyrClient.await(parts.get(i));
+          merged.addAll(s.keys());
+          more |= s.nextCursor() != null;
+        } catch (WrongEpochException w) {
+          refused = w;
+        } catch (TyrException e) {
+          IOException io = TyrBlobStore.toIo(e, prefix);
+          failed = io instanceof StoreUnavailableException ? new StoreUnavailableException(
+              "Týr cluster " + name + ": node " + r.members().get(i) + " is unreachable, so '"
+                  + prefix + "*' cannot be listed whole: " + e.getMessage(), e) : io;
+        }
+      }
+      if (failed != null) {
+        throw failed;
+      }
+      if (refused == null) {
+        List<String> keys = new ArrayList<>(page);
+        for (String k : merged) {
+          if (keys.size() == page) {
+            more = true;
+            break;
+          }
+          keys.add(k);
+        }
+        return new ScanPage(keys, more && !keys.isEmpty() ? keys.get(keys.size() - 1) : null);
+      }
+      if (attempt >= ATTEMPTS) {
+        throw refusedTooOften(prefix + "*", refused);
+      }
+      if (!adopt(refused.ring(), r)) {
+        pause(attempt);
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ placement
+
+  /** The hosts of the key's replicas, primary first, as the members are named. */
+  @Override
+  public List<String> hostsOf(String key) {
+    List<Member> owners = ring.owners(key);
+    if (owners.size() == 1) {
+      return hostsOf(owners.get(0));
+    }
+    List<String> out = new ArrayList<>(owners.size());
+    for (Member m : owners) {
+      out.addAll(hostsOf(m));
+    }
+    return out;
+  }
+
+  private List<String> hostsOf(Member m) {
+    // No reverse lookup: a member is named as schedulers know its host; loopback
+    // addresses are this machine, which schedulers call localhost.
+    return hosts.computeIfAbsent(m, k -> List.of(isLoopback(k.host()) ? "localhost"
+        : k.host()));
+  }
+
+  private static boolean isLoopback(String host) {
+    if (host.equals("localhost")) {
+      return true;
+    }
+    if (!host.matches("[0-9.]+") && !host.contains(":")) {
+      return false; // a name: never resolved here
+    }
+    try {
+      return InetAddress.getByName(host).isLoopbackAddress();
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  @Override
+  public StoreLimits limits() {
+    return limits;
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    for (Node n : nodes.values()) {
+      n.client().close();
+    }
+    nodes.clear();
+  }
+
+  @Override
+  public String toString() {
+    return "TyrClusterBlobStore[" + name + ", " + ring + "]";
+  }
+}

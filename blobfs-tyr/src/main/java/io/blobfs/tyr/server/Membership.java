@@ -1,0 +1,246 @@
+package io.blobfs.tyr.server;
+
+import io.blobfs.store.StoreOptions;
+import io.blobfs.tyr.api.ReadCheck;
+import io.blobfs.tyr.api.TxOp;
+import io.blobfs.tyr.protocol.Request;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.ring.Ring;
+import io.blobfs.tyr.ring.WrongEpochException;
+import java.io.Closeable;
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A node's place in a Týr cluster: who it is and the ring it serves under. Every keyed
+ * request is checked against the ring before the engine sees it: a request made under
+ * another epoch, or naming a key this node holds no replica of, is refused with
+ * {@link WrongEpochException} carrying this node's ring, and nothing is done. So a client
+ * with a stale ring learns the new one and goes elsewhere; it never reads or writes the
+ * wrong node.
+ *
+ * <p>Server options (all {@code cluster-*}; none: a lone node, no checks):
+ * <pre>
+ * cluster-nodes        host:port,host:port,...  the members, spelt as clients reach them
+ * cluster-self         this node's entry in the list (default bind:port)
+ * cluster-epoch        1      raise it whenever the list or settings change
+ * cluster-vnodes       128    points per member on the ring
+ * cluster-replication  1      replicas per key
+ * cluster-file         a properties file with nodes, epoch, vnodes, replication instead;
+ *                      re-read when it changes (checked every second), so a running node
+ *                      moves to a new ring; a ring with a lower epoch is ignored
+ * </pre>
+ *
+ * <p>A ring change moves no data yet (the next increment): it fences stale clients.
+ * The check is made when the request arrives; a ring installed while a request runs
+ * does not stop that request.
+ */
+public final class Membership implements Closeable {
+  private static final Logger LOG = LoggerFactory.getLogger(Membership.class);
+  public static final java.util.Set<String> KEYS = java.util.Set.of("cluster-nodes",
+      "cluster-self", "cluster-epoch", "cluster-vnodes", "cluster-replication", "cluster-file");
+
+  private final Member self;
+  private volatile Ring ring;
+  private ScheduledExecutorService watcher;
+
+  public Membership(Member self, Ring ring) {
+    this.self = self;
+    this.ring = ring;
+    if (!ring.members().contains(self)) {
+      throw new IllegalArgumentException("this node, " + self + ", is not a member of "
+          + ring + " (set cluster-self to its entry)");
+    }
+  }
+
+  public Member self() {
+    return self;
+  }
+
+  public Ring ring() {
+    return ring;
+  }
+
+  /**
+   * Moves to {@code next} if its epoch is newer; the same ring again is a no-op. A ring
+   * that is older, or different under the same epoch, is refused: epochs only go forward
+   * and name one ring each.
+   */
+  public synchronized void install(Ring next) {
+    Ring now = ring;
+    if (next.equals(now)) {
+      return;
+    }
+    if (next.epoch() <= now.epoch()) {
+      throw new IllegalArgumentException("ring epoch " + next.epoch() + " is not newer than "
+          + now.epoch() + ": " + next);
+    }
+    ring = next;
+    LOG.info("node {} now serves {}", self, next);
+  }
+
+  /** Refuses {@code request} unless it is made under this epoch and names only our keys. */
+  void check(Request request) throws WrongEpochException {
+    Ring r = ring;
+    Request inner = request;
+    if (request instanceof Request.Replicate rep) {
+      checkReplicate(r, rep);
+      return;
+    }
+    if (request instanceof Request.Routed routed) {
+      if (routed.epoch() != r.epoch()) {
+        throw new WrongEpochException("request made under ring epoch " + routed.epoch()
+            + ", node " + self + " is at epoch " + r.epoch(), r);
+      }
+      inner = routed.inner();
+    }
+    if (inner instanceof Request.Stat s) {
+      own(r, s.key());
+    } else if (inner instanceof Request.Read rd) {
+      own(r, rd.key());
+    } else if (inner instanceof Request.Grant g) {
+      own(r, g.key());
+    } else if (inner instanceof Request.Commit c) {
+      // Writes go to the primary, which orders them and forwards them to the backups;
+      // checks too, as versions are the primary's commit numbers.
+      for (ReadCheck rc : c.tx().reads()) {
+        primary(r, rc.key());
+      }
+      for (TxOp op : c.tx().ops()) {
+        primary(r, op.key());
+      }
+    }
+    // A scan names no key: each node lists its own, and clients merge them.
+  }
+
+  private void primary(Ring r, String key) throws WrongEpochException {
+    if (!r.primary(key).equals(self)) {
+      throw new WrongEpochException("node " + self + " is not the primary of '" + key
+          + "' under ring epoch " + r.epoch() + " (its replicas: " + r.owners(key)
+          + "): writes go to the primary", r);
+    }
+  }
+
+  /** A backup takes writes only from the primary of each key, under the same ring. */
+  private void checkReplicate(Ring r, Request.Replicate rep) throws WrongEpochException {
+    if (rep.epoch() != r.epoch()) {
+      throw new WrongEpochException("replication from " + rep.source() + " under ring epoch "
+          + rep.epoch() + ", node " + self + " is at epoch " + r.epoch(), r);
+    }
+    for (io.blobfs.tyr.api.TxRequest tx : rep.txs()) {
+      for (TxOp op : tx.ops()) {
+        List<Member> owners = r.owners(op.key());
+        if (!owners.get(0).id().equals(rep.source()) || !owners.contains(self)
+            || owners.get(0).equals(self)) {
+          throw new WrongEpochException("node " + self + " is not a backup of '" + op.key()
+              + "' with primary " + rep.source() + " under ring epoch " + r.epoch()
+              + " (its replicas: " + owners + ")", r);
+        }
+      }
+    }
+  }
+
+  private void own(Ring r, String key) throws WrongEpochException {
+    if (!r.isReplica(self, key)) {
+      throw new WrongEpochException("node " + self + " holds no replica of '" + key
+          + "' under ring epoch " + r.epoch() + " (its replicas: " + r.owners(key) + ")", r);
+    }
+  }
+
+  /** The membership the options describe, or null when they name no cluster. */
+  public static Membership fromOptions(StoreOptions o, String bind, int port)
+      throws IOException {
+    if (o.get("cluster-file").isPresent()) {
+      for (String k : KEYS) {
+        if (!k.equals("cluster-file") && !k.equals("cluster-self") && o.get(k).isPresent()) {
+          throw new IllegalArgumentException(o.fullKey(k) + " and " + o.fullKey("cluster-file")
+              + " are exclusive: the file holds the ring");
+        }
+      }
+      Path file = Path.of(o.get("cluster-file").get());
+      Ring ring = readRingFile(file);
+      Membership m = new Membership(self(o, bind, port), ring);
+      m.watch(file);
+      return m;
+    }
+    if (o.get("cluster-nodes").isEmpty()) {
+      for (String k : KEYS) {
+        if (o.get(k).isPresent()) {
+          throw new IllegalArgumentException(o.fullKey(k) + " needs "
+              + o.fullKey("cluster-nodes") + " (or " + o.fullKey("cluster-file") + ")");
+        }
+      }
+      return null;
+    }
+    Ring ring = new Ring(o.getLong("cluster-epoch", 1, 1, Long.MAX_VALUE),
+        Member.parseList(o.get("cluster-nodes").get()),
+        (int) o.getLong("cluster-vnodes", 128, 1, 4096),
+        (int) o.getLong("cluster-replication", 1, 1, 255));
+    return new Membership(self(o, bind, port), ring);
+  }
+
+  private static Member self(StoreOptions o, String bind, int port) {
+    return o.get("cluster-self").map(Member::parse).orElseGet(() -> new Member(bind, port));
+  }
+
+  /** A seed file: {@code nodes}, {@code epoch}, {@code vnodes} (128), {@code replication} (1). */
+  public static Ring readRingFile(Path file) throws IOException {
+    Properties p = new Properties();
+    try (Reader r = Files.newBufferedReader(file)) {
+      p.load(r);
+    }
+    Map<String, String> values = new HashMap<>();
+    p.stringPropertyNames().forEach(k -> values.put(k, p.getProperty(k).strip()));
+    StoreOptions o = new StoreOptions(values, k -> file + ": " + k);
+    for (String k : values.keySet()) {
+      if (!java.util.Set.of("nodes", "epoch", "vnodes", "replication").contains(k)) {
+        throw new IllegalArgumentException("unknown key " + o.fullKey(k)
+            + "; known: nodes, epoch, vnodes, replication");
+      }
+    }
+    return new Ring(o.getLong("epoch", 1, 1, Long.MAX_VALUE),
+        Member.parseList(o.get("nodes").orElseThrow(() ->
+            new IllegalArgumentException(o.fullKey("nodes") + " is required"))),
+        (int) o.getLong("vnodes", 128, 1, 4096), (int) o.getLong("replication", 1, 1, 255));
+  }
+
+  /** Re-reads the file when its modification time changes; a bad file is logged, kept out. */
+  private void watch(Path file) throws IOException {
+    FileTime[] seen = {Files.getLastModifiedTime(file)};
+    watcher = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "tyr-ring-watch");
+      t.setDaemon(true);
+      return t;
+    });
+    watcher.scheduleWithFixedDelay(() -> {
+      try {
+        FileTime t = Files.getLastModifiedTime(file);
+        if (!t.equals(seen[0])) {
+          seen[0] = t;
+          install(readRingFile(file));
+        }
+      } catch (IOException | RuntimeException e) {
+        LOG.warn("node {}: ring file {} not taken: {}", self, file, e.toString());
+      }
+    }, 1, 1, TimeUnit.SECONDS);
+  }
+
+  @Override
+  public void close() {
+    if (watcher != null) {
+      watcher.shutdownNow();
+    }
+  }
+}

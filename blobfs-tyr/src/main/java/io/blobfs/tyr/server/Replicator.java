@@ -1,0 +1,335 @@
+package io.blobfs.tyr.server;
+
+import io.blobfs.tyr.api.CommitResult;
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.TxOp;
+import io.blobfs.tyr.api.TxRequest;
+import io.blobfs.tyr.api.TyrException;
+import io.blobfs.tyr.client.ClientConfig;
+import io.blobfs.tyr.client.TyrClient;
+import io.blobfs.tyr.engine.TyrEngine;
+import io.blobfs.tyr.protocol.Request;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.ring.Ring;
+import java.io.Closeable;
+import java.nio.ByteBuffer;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+
+/**
+ * Primary-backup replication of a cluster node's writes (R &gt; 1).
+ *
+ * <p><b>As primary</b>, the node commits a client's transaction locally, then sends each
+ * backup of the keys it wrote the transaction's <em>physical</em> effect: appends, adds
+ * and compare-and-sets resolved to the bytes they wrote, exclusive creates and checks
+ * dropped (the primary decided them). The client's commit is acknowledged only when every
+ * backup has applied its part: a write acknowledged is on all R replicas. A backup that
+ * does not confirm fails the client's call with {@code UNAVAILABLE}; the write is then
+ * on the primary (and maybe some backups) but not acknowledged, and a retry of the same
+ * write makes the replicas equal again (puts and writes at an offset are idempotent).
+ *
+ * <p><b>Order.</b> Writes to one blob must reach a backup in the primary's commit order,
+ * or two overlapping writes could end differently on the two replicas. The primary
+ * numbers its commits per backup while its engine fixes their order ({@code seq}, taken
+ * under one lock together with the engine's commit call). Each backup gets one stream:
+ * at most one request in flight, carrying every commit ready in numbering order since
+ * the last (a batch, like a group commit), and the backup hands them to its engine in
+ * that order. One request at a time is what keeps the order whatever the transport and
+ * the server's thread pool do, and it cannot wedge the backup's per-connection limits.
+ * A commit that failed on the primary is still numbered and sent, empty, so the numbering
+ * has no gap. A stream whose request fails starts a new numbering ({@code incarnation}):
+ * the commits numbered in the old one and not yet sent fail, unacknowledged.
+ *
+ * <p><b>Versions</b> stay each node's own commit numbers, so calls that see or check a
+ * version (stat, versioned reads, conditional writes, transactions) go to the primary;
+ * plain reads of bytes may go to any replica.
+ *
+ * <p>Node-to-node connections authenticate with the cluster's shared secret exactly as
+ * clients do (mutual challenge-response). They do not use TLS yet.
+ */
+final class Replicator implements Closeable {
+  private static final SecureRandom RANDOM = new SecureRandom();
+  private static final Duration TIMEOUT = Duration.ofSeconds(30);
+
+  private final Membership membership;
+  private final TyrEngine engine;
+  private final byte[] secret;
+  private final int maxFrameBytes;
+  /** As primary: one numbered stream per backup. Guarded by {@code this}. */
+  private final Map<Member, Stream> streams = new HashMap<>();
+  /** As backup: what each primary has sent, by its id. Guarded by {@code this}. */
+  private final Map<String, Incoming> incoming = new HashMap<>();
+
+  /** One backup's stream. Guarded by itself. */
+  private static final class Stream {
+    final TyrClient client;
+    long incarnation = RANDOM.nextLong();
+    /** The next number to give a commit; the next to send. */
+    long next = 1;
+    long sendFrom = 1;
+    final TreeMap<Long, Item> ready = new TreeMap<>();
+    boolean sending;
+
+    Stream(TyrClient client) {
+      this.client = client;
+    }
+  }
+
+  /** A numbered commit's physical writes for one backup, and its confirmation. */
+  private record Item(TxRequest tx, CompletableFuture<Void> confirmed) {}
+
+  /** What a backup has applied of one primary's stream. */
+  private static final class Incoming {
+    final long incarnation;
+    long expected = 1;
+
+    Incoming(long incarnation) {
+      this.incarnation = incarnation;
+    }
+  }
+
+  private record Reserved(Stream stream, long incarnation, long seq, List<Integer> ops) {}
+
+  /**
+   * Bytes in one replication request at most, but for a single commit (which fits the
+   * backup's frame limit, as it fit the client's and a node's limit is far larger).
+   */
+  private static final long BATCH_BYTES = 32L << 20;
+  private static final int BATCH_COMMITS = 512;
+
+  Replicator(Membership membership, TyrEngine engine, byte[] secret, int maxFrameBytes) {
+    this.membership = membership;
+    this.engine = engine;
+    this.secret = secret;
+    this.maxFrameBytes = maxFrameBytes;
+  }
+
+  // ------------------------------------------------------------------ primary
+
+  /** A client's commit: local, then on every backup of the keys it writes. */
+  CompletableFuture<CommitResult> commit(TxRequest tx) {
+    Ring ring = membership.ring();
+    Map<Member, List<Integer>> perBackup = new LinkedHashMap<>();
+    for (int i = 0; i < tx.ops().size(); i++) {
+      List<Member> owners = ring.owners(tx.ops().get(i).key());
+      for (Member b : owners.subList(1, owners.size())) {
+        perBackup.computeIfAbsent(b, k -> new ArrayList<>()).add(i);
+      }
+    }
+    if (perBackup.isEmpty()) {
+      return engine.commit(tx); // R = 1, or nothing written
+    }
+    CompletableFuture<CommitResult> local;
+    List<Reserved> reserved = new ArrayList<>();
+    synchronized (this) {
+      local = engine.commit(tx); // fixes this commit's place in the engine's order
+      for (Map.Entry<Member, List<Integer>> e : perBackup.entrySet()) {
+        Stream s = stream(e.getKey());
+        synchronized (s) {
+          reserved.add(new Reserved(s, s.incarnation, s.next++, e.getValue()));
+        }
+      }
+    }
+    return local.handle((result, err) -> {
+      List<CompletableFuture<Void>> confirmed = new ArrayList<>();
+      for (Reserved r : reserved) {
+        TxRequest physical = err == null ? physical(tx, result, r.ops())
+            : new TxRequest(List.of(), List.of());
+        confirmed.add(offer(r, physical));
+      }
+      if (err != null) {
+        return CompletableFuture.<CommitResult>failedFuture(unwrap(err));
+      }
+      return CompletableFuture.allOf(confirmed.toArray(new CompletableFuture<?>[0]))
+          .handle((x, failed) -> {
+            if (failed != null) {
+              throw new CompletionException(backupFailed(unwrap(failed)));
+            }
+            return result;
+          });
+    }).thenCompose(f -> f);
+  }
+
+  /** Queues a numbered commit on its stream; completes once the backup has applied it. */
+  private CompletableFuture<Void> offer(Reserved r, TxRequest physical) {
+    Stream s = r.stream();
+    CompletableFuture<Void> confirmed = new CompletableFuture<>();
+    synchronized (s) {
+      if (s.incarnation != r.incarnation()) {
+        confirmed.completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
+            "the replication stream broke before this write was sent"));
+        return confirmed;
+      }
+      s.ready.put(r.seq(), new Item(physical, confirmed));
+      sendNext(s);
+    }
+    return confirmed;
+  }
+
+  /** Under the stream's lock: sends the ready commits that follow the last sent, if idle. */
+  private void sendNext(Stream s) {
+    if (s.sending || !s.ready.containsKey(s.sendFrom)) {
+      return;
+    }
+    long first = s.sendFrom;
+    List<TxRequest> txs = new ArrayList<>();
+    List<CompletableFuture<Void>> confirms = new ArrayList<>();
+    long bytes = 0;
+    for (Item it = s.ready.get(s.sendFrom); it != null && txs.size() < BATCH_COMMITS
+        && (txs.isEmpty() || bytes + dataBytes(it.tx()) <= BATCH_BYTES);
+        it = s.ready.get(s.sendFrom)) {
+      s.ready.remove(s.sendFrom++);
+      txs.add(it.tx());
+      confirms.add(it.confirmed());
+      bytes += dataBytes(it.tx());
+    }
+    s.sending = true;
+    long incarnation = s.incarnation;
+    Request.Replicate rep = new Request.Replicate(membership.ring().epoch(),
+        membership.self().id(), incarnation, first, txs);
+    s.client.replicate(rep).whenComplete((ok, failed) -> {
+      for (CompletableFuture<Void> c : confirms) {
+        if (failed == null) {
+          c.complete(null);
+        } else {
+          c.completeExceptionally(unwrap(failed));
+        }
+      }
+      synchronized (s) {
+        s.sending = false;
+        if (failed != null && s.incarnation == incarnation) {
+          // The backup may have applied part of it: number afresh, fail what waits.
+          s.incarnation = RANDOM.nextLong();
+          s.next = 1;
+          s.sendFrom = 1;
+          for (Item it : s.ready.values()) {
+            it.confirmed().completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
+                "the replication stream broke before this write was sent"));
+          }
+          s.ready.clear();
+        }
+        sendNext(s);
+      }
+    });
+  }
+
+  /** About what a transaction takes in a frame: its data, keys and each op's fields. */
+  private static long dataBytes(TxRequest tx) {
+    long n = 0;
+    for (TxOp op : tx.ops()) {
+      n += 3L * op.key().length() + 32;
+      if (op instanceof TxOp.Put p) {
+        n += p.data().remaining();
+      } else if (op instanceof TxOp.Write w) {
+        n += w.data().remaining();
+      }
+    }
+    return n;
+  }
+
+  private static TyrException backupFailed(Throwable e) {
+    ErrorCode code = e instanceof TyrException t && t.code() == ErrorCode.WRONG_EPOCH
+        ? ErrorCode.WRONG_EPOCH : ErrorCode.UNAVAILABLE;
+    if (code == ErrorCode.WRONG_EPOCH) {
+      return (TyrException) e; // the backup's ring goes back to the client
+    }
+    return new TyrException(code, "the write was applied on the primary but a backup did "
+        + "not confirm it, so it is not acknowledged (retry it): " + e.getMessage(), e);
+  }
+
+  private Stream stream(Member backup) {
+    return streams.computeIfAbsent(backup, b -> new Stream(new TyrClient(
+        ClientConfig.of(b.host(), b.port()).withSecret(secret)
+            .withTimeouts(Duration.ofSeconds(10), TIMEOUT).withConnections(1)
+            .withMaxFrameBytes(maxFrameBytes))));
+  }
+
+  /**
+   * Ops {@code which} of {@code tx} as the bytes they wrote on the primary: what a backup
+   * applies, with nothing left to decide.
+   */
+  static TxRequest physical(TxRequest tx, CommitResult result, List<Integer> which) {
+    List<TxOp> ops = new ArrayList<>(which.size());
+    for (int i : which) {
+      TxOp op = tx.ops().get(i);
+      long value = result.values()[i];
+      if (op instanceof TxOp.Create c) {
+        ops.add(new TxOp.Put(c.key(), ByteBuffer.allocate(0), false));
+      } else if (op instanceof TxOp.Put p) {
+        ops.add(new TxOp.Put(p.key(), p.data(), false));
+      } else if (op instanceof TxOp.Append a) {
+        ops.add(new TxOp.Write(a.key(), value, a.data()));
+      } else if (op instanceof TxOp.Add a) {
+        ops.add(new TxOp.Write(a.key(), a.offset(), ByteBuffer.allocate(8).putLong(0, value)));
+      } else if (op instanceof TxOp.Cas c) {
+        ops.add(new TxOp.Write(c.key(), c.offset(),
+            ByteBuffer.allocate(8).putLong(0, c.update())));
+      } else if (op instanceof TxOp.Delete d) {
+        ops.add(new TxOp.Delete(d.key(), false));
+      } else {
+        ops.add(op); // write at an offset, truncate: already physical
+      }
+    }
+    return new TxRequest(List.of(), ops);
+  }
+
+  // ------------------------------------------------------------------ backup
+
+  /**
+   * A batch of a primary's numbered writes: handed to the engine in their order (the
+   * engine's commit call fixes it), answered once all are applied. A batch that does not
+   * follow the last one applied from that primary is refused: the primary then numbers
+   * afresh.
+   */
+  CompletableFuture<Object> apply(Request.Replicate rep) {
+    List<CompletableFuture<CommitResult>> applied = new ArrayList<>();
+    synchronized (this) {
+      Incoming in = incoming.get(rep.source());
+      if (in == null || in.incarnation != rep.incarnation()) {
+        in = new Incoming(rep.incarnation());
+        incoming.put(rep.source(), in);
+      }
+      if (rep.firstSeq() != in.expected) {
+        return CompletableFuture.failedFuture(new TyrException(ErrorCode.BAD_REQUEST,
+            "replication from " + rep.source() + " resumes at " + rep.firstSeq()
+                + ", expected " + in.expected));
+      }
+      for (TxRequest tx : rep.txs()) {
+        in.expected++;
+        if (!tx.ops().isEmpty()) {
+          applied.add(engine.commit(tx));
+        }
+      }
+    }
+    return CompletableFuture.allOf(applied.toArray(new CompletableFuture<?>[0]))
+        .thenApply(x -> new CommitResult(0, new long[0]));
+  }
+
+  private static Throwable unwrap(Throwable e) {
+    while (e instanceof CompletionException && e.getCause() != null) {
+      e = e.getCause();
+    }
+    return e;
+  }
+
+  @Override
+  public void close() {
+    List<Stream> open;
+    synchronized (this) {
+      open = new ArrayList<>(streams.values());
+      streams.clear();
+    }
+    // Outside the lock: closing fails pending sends, whose callbacks take it (restart).
+    for (Stream s : open) {
+      s.client.close();
+    }
+  }
+}

@@ -1,0 +1,103 @@
+package io.blobfs.tyr.cluster;
+
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.server.TyrServerProcess;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * Test fixture: a Týr cluster of N server processes, each on a host of
+ * {@code scripts/hosts/hosts.sh} (its own network namespace and address where namespaces
+ * work; a loopback address of this machine otherwise, said on stderr). The nodes share a
+ * ring file, so a test can move them to a new ring ({@link #writeRing}).
+ */
+public final class TyrProcessCluster implements AutoCloseable {
+  private final Hosts hosts;
+  private final Path ringFile;
+  private final List<Member> members;
+  private final List<TyrServerProcess> nodes = new ArrayList<>();
+
+  private TyrProcessCluster(Hosts hosts, Path ringFile, List<Member> members) {
+    this.hosts = hosts;
+    this.ringFile = ringFile;
+    this.members = members;
+  }
+
+  public static TyrProcessCluster start(Path dir, int n, int vnodes, int replication)
+      throws IOException, InterruptedException {
+    Hosts hosts = Hosts.up(n);
+    List<Member> members = new ArrayList<>();
+    // A port of this run's own: a server left behind by a crashed run cannot answer for it.
+    int nsPort = 20_000 + ThreadLocalRandom.current().nextInt(10_000);
+    for (int i = 1; i <= n; i++) {
+      members.add(new Member(hosts.address(i), hosts.namespaces() ? nsPort : freePort()));
+    }
+    TyrProcessCluster c = new TyrProcessCluster(hosts, dir.resolve("ring.properties"),
+        List.copyOf(members));
+    c.writeRing(1, vnodes, replication);
+    try {
+      for (int i = 1; i <= n; i++) {
+        Member m = members.get(i - 1);
+        List<String> launcher = hosts.namespaces() ? hosts.command(i, List.of()) : List.of();
+        TyrServerProcess p = new TyrServerProcess(Files.createDirectories(
+            dir.resolve("node" + i)), launcher, m.host(), m.port(), "--sync", "interval",
+            "--cluster-file", c.ringFile.toString(), "--cluster-self", m.id());
+        c.nodes.add(p);
+        p.start();
+      }
+    } catch (IOException | RuntimeException e) {
+      c.close();
+      throw e;
+    }
+    return c;
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  /** Rewrites the ring file the nodes follow (they load it within about a second). */
+  public void writeRing(long epoch, int vnodes, int replication) throws IOException {
+    Path tmp = ringFile.resolveSibling("ring.tmp");
+    Files.writeString(tmp, "nodes=" + nodesOption() + "\nepoch=" + epoch + "\nvnodes="
+        + vnodes + "\nreplication=" + replication + "\n");
+    Files.move(tmp, ringFile, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+        java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+  }
+
+  /** The value of {@code fs.blob.store.NAME.nodes} for this cluster. */
+  public String nodesOption() {
+    StringBuilder b = new StringBuilder();
+    for (Member m : members) {
+      b.append(b.length() == 0 ? "" : ",").append(m.id());
+    }
+    return b.toString();
+  }
+
+  public List<Member> members() {
+    return members;
+  }
+
+  public TyrServerProcess node(int i) {
+    return nodes.get(i);
+  }
+
+  /** Whether the nodes run on hosts of their own (namespaces) rather than loopback. */
+  public boolean onOwnHosts() {
+    return hosts.namespaces();
+  }
+
+  @Override
+  public void close() {
+    for (TyrServerProcess p : nodes) {
+      p.close();
+    }
+  }
+}

@@ -1,0 +1,12 @@
+package io.blobfs.tyr.contract.cluster;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.contract.AbstractFSContract;
+import org.apache.hadoop.fs.contract.AbstractContractGetFileStatusTest;
+
+public class TyrClusterGetFileStatusContractIT extends AbstractContractGetFileStatusTest {
+  @Override
+  protected AbstractFSContract createContract(Configuration conf) {
+    return new TyrClusterContract(conf);
+  }
+}

@@ -1,0 +1,105 @@
+package io.blobfs.tyr.ring;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+class RingTest {
+  private static final List<Member> THREE = Member.parseList("h1:7400,h2:7400,h3:7400");
+
+  private static String key(Random r) {
+    return "d/" + Long.toHexString(r.nextLong()) + "/" + r.nextInt(100);
+  }
+
+  @Test
+  void ownersAreRDistinctMembersPrimaryFirstAndTheSameForEveryHolder() {
+    Ring a = new Ring(1, THREE, 128, 2);
+    Ring b = new Ring(1, Member.parseList("h1:7400, h2:7400 ,h3:7400"), 128, 2);
+    assertEquals(a, b);
+    Random r = new Random(1);
+    for (int i = 0; i < 10_000; i++) {
+      String k = key(r);
+      List<Member> owners = a.owners(k);
+      assertEquals(2, owners.size(), k);
+      assertNotEquals(owners.get(0), owners.get(1), k);
+      assertEquals(a.primary(k), owners.get(0), k);
+      assertEquals(owners, b.owners(k), k);
+      assertTrue(a.isReplica(owners.get(1), k));
+    }
+    Ring all = new Ring(1, THREE, 128, 3);
+    assertEquals(new HashSet<>(THREE), new HashSet<>(all.owners("x")));
+  }
+
+  @Test
+  void keysSpreadEvenlyOverMembers() {
+    Ring ring = new Ring(1, THREE, 128, 1);
+    Map<Member, Integer> counts = new HashMap<>();
+    Random r = new Random(2);
+    int n = 60_000;
+    for (int i = 0; i < n; i++) {
+      counts.merge(ring.primary(key(r)), 1, Integer::sum);
+    }
+    for (Member m : THREE) {
+      double share = counts.get(m) / (double) n;
+      assertTrue(share > 0.25 && share < 0.42, m + " holds " + share);
+    }
+  }
+
+  /** The consistent-hashing promise: a fourth node takes about 1/4, and only to itself. */
+  @Test
+  void aJoiningNodeTakesAboutItsShareAndNothingElseMoves() {
+    Ring before = new Ring(1, THREE, 128, 1);
+    Member fourth = Member.parse("h4:7400");
+    List<Member> four = new java.util.ArrayList<>(THREE);
+    four.add(fourth);
+    Ring after = new Ring(2, four, 128, 1);
+    Random r = new Random(3);
+    int n = 40_000;
+    int moved = 0;
+    for (int i = 0; i < n; i++) {
+      String k = key(r);
+      Member was = before.primary(k);
+      Member is = after.primary(k);
+      if (!was.equals(is)) {
+        moved++;
+        assertEquals(fourth, is, k + " moved between old members");
+      }
+    }
+    double share = moved / (double) n;
+    System.out.printf("a 4th node joining 3 (128 vnodes) moved %.3f of %d keys (ideal 0.250)%n",
+        share, n);
+    assertTrue(share > 0.17 && share < 0.33, "moved " + share);
+  }
+
+  @Test
+  void theHashIsFixed() {
+    // Changing the hash would move every stored key: these values (checked against an
+    // independent Python of FNV-1a + fmix64) must never change.
+    assertEquals(Ring.hash(""), Ring.hash(""));
+    assertEquals(-1166397803181037274L, Ring.hash(""));
+    assertEquals(-2024361323200824378L, Ring.hash("d/1/0"));
+    assertEquals(new Ring(7, THREE, 16, 1).owners("d/1/0"),
+        new Ring(7, THREE, 16, 1).owners("d/1/0"));
+  }
+
+  @Test
+  void badRingsAreRefused() {
+    assertThrows(IllegalArgumentException.class, () -> new Ring(0, THREE, 128, 1));
+    assertThrows(IllegalArgumentException.class, () -> new Ring(1, List.of(), 128, 1));
+    assertThrows(IllegalArgumentException.class, () -> new Ring(1, THREE, 128, 4));
+    assertThrows(IllegalArgumentException.class, () -> new Ring(1, THREE, 0, 1));
+    assertThrows(IllegalArgumentException.class,
+        () -> new Ring(1, Member.parseList("a:1,a:1"), 8, 1));
+    assertThrows(IllegalArgumentException.class, () -> Member.parse("nohost"));
+    assertThrows(IllegalArgumentException.class, () -> Member.parse("h:0"));
+    assertThrows(IllegalArgumentException.class, () -> Member.parse("h:x"));
+  }
+}
