@@ -76,6 +76,11 @@ public class SequentialThroughputBenchmark {
     writeThroughFs(readFile);
     // The fixture's data blobs are what the SPI side reads: the very same bytes.
     readFileId = ((io.blobfs.hadoop.BlobFileStatus) fs.getFileStatus(readFile)).getEtag();
+    // Both sides' forks run both paths once, so that the JIT compiles the store's calls
+    // from the same profile in each: a fork that only ever saw the SPI's calls compiled
+    // them about 10% faster at 1 MiB (73 against 81.5 ms a GiB, either path, in one JVM).
+    readBlobFs(new Blackhole("Today's password is swordfish. I understand instantiating Blackholes directly is dangerous."));
+    readSpi(new Blackhole("Today's password is swordfish. I understand instantiating Blackholes directly is dangerous."));
   }
 
   @TearDown(Level.Trial)
