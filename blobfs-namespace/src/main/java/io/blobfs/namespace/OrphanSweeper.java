@@ -132,7 +132,7 @@ public final class OrphanSweeper {
           candidates.remove(id);
           ns.locks().release(held.remove(id)); // at once: a rename of it may be waiting
           stillNamed++;
-        } else if (!stillHeld(held.get(id))) {
+        } else if (!ns.locks().stillHeld(held.get(id))) {
           // Changed during the second scan (this sweep outlived its hold, and a rename or
           // another sweep removed the lock): the scan proves nothing. Not ours to release.
           candidates.remove(id);
@@ -160,11 +160,6 @@ public final class OrphanSweeper {
         ns.locks().release(lock);
       }
     }
-  }
-
-  private boolean stillHeld(DataLocks.Lock lock) throws IOException {
-    Optional<DataLocks.Lock> now = ns.locks().read(lock.fileId());
-    return now.isPresent() && now.get().version() == lock.version();
   }
 
   /** The blobs, if every one of them was last written before {@code cutoff}; else null. */

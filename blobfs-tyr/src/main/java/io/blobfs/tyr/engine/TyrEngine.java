@@ -157,16 +157,10 @@ public final class TyrEngine implements Closeable {
   public BlobStat read(String key, long offset, int maxLength,
       IntFunction<ByteBuffer> buffers) throws IOException {
     checkOpen();
-    if (offset < 0 || maxLength < 0) {
-      throw new TyrException(ErrorCode.BAD_REQUEST, "negative offset or length: " + offset
-          + ", " + maxLength);
-    }
+    checkRange(offset, maxLength);
     segmentLock.readLock().lock();
     try {
-      BlobState s = versions.visible(key);
-      if (s == null) {
-        throw new TyrException(ErrorCode.NOT_FOUND, "no blob " + key);
-      }
+      BlobState s = visibleOrNotFound(key);
       int n = (int) Math.max(0, Math.min(maxLength, s.size - offset));
       ByteBuffer dst = buffers.apply(n);
       readState(s, offset, dst);
@@ -245,18 +239,12 @@ public final class TyrEngine implements Closeable {
   public LocalGrant grant(String key, long offset, int maxLength, Duration lease)
       throws IOException {
     checkOpen();
-    if (offset < 0 || maxLength < 0) {
-      throw new TyrException(ErrorCode.BAD_REQUEST, "negative offset or length: " + offset
-          + ", " + maxLength);
-    }
+    checkRange(offset, maxLength);
     // Shared, as a read: compaction deletes segments with it held exclusively and skips
     // pinned ones, so every segment named here exists until the pin ends.
     segmentLock.readLock().lock();
     try {
-      BlobState s = versions.visible(key);
-      if (s == null) {
-        throw new TyrException(ErrorCode.NOT_FOUND, "no blob " + key);
-      }
+      BlobState s = visibleOrNotFound(key);
       List<LocalGrant.Piece> pieces = new ArrayList<>();
       Set<Long> segments = new HashSet<>();
       long[] last = {-2, 0}; // the previous piece's segment and end, to merge contiguous ones
@@ -619,5 +607,20 @@ public final class TyrEngine implements Closeable {
         segmentLock.writeLock().unlock();
       }
     }
+  }
+
+  private static void checkRange(long offset, int maxLength) throws TyrException {
+    if (offset < 0 || maxLength < 0) {
+      throw new TyrException(ErrorCode.BAD_REQUEST, "negative offset or length: " + offset
+          + ", " + maxLength);
+    }
+  }
+
+  private BlobState visibleOrNotFound(String key) throws TyrException {
+    BlobState s = versions.visible(key);
+    if (s == null) {
+      throw new TyrException(ErrorCode.NOT_FOUND, "no blob " + key);
+    }
+    return s;
   }
 }
