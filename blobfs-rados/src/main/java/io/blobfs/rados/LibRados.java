@@ -105,4 +105,45 @@ interface LibRados extends Library {
       PointerByReference outs, NativeLongByReference outslen);
 
   void rados_buffer_free(Pointer buf);
+
+  // ---------------------------------------------------------------- omap (the name index)
+
+  /** {@code LIBRADOS_CMPXATTR_OP_EQ}: an omap_cmp assertion that the value is equal. */
+  byte LIBRADOS_CMPXATTR_OP_EQ = 1;
+
+  /** Blocks until the AIO has completed; the callers here wait on several in parallel. */
+  int rados_aio_wait_for_complete(Pointer completion);
+
+  int rados_aio_stat(Pointer io, byte[] oid, Pointer completion, LongByReference psize,
+      LongByReference pmtime);
+
+  /**
+   * Sets {@code num} omap keys (NUL-terminated UTF-8, as an array of pointers) to values of
+   * the given lengths ({@code size_t[]}).
+   */
+  void rados_write_op_omap_set(Pointer op, Pointer keys, Pointer vals, Pointer lens,
+      NativeLong num);
+
+  void rados_write_op_omap_rm_keys(Pointer op, Pointer keys, NativeLong keysLen);
+
+  /** Fails the whole write op with -ECANCELED unless the key's value compares as asked. */
+  void rados_write_op_omap_cmp(Pointer op, byte[] key, byte comparisonOperator, Pointer val,
+      NativeLong valLen, IntByReference prval);
+
+  /**
+   * Up to {@code maxReturn} omap entries after {@code startAfter} whose keys start with
+   * {@code filterPrefix}: the OSD seeks to the first candidate and stops at the first key
+   * past the prefix, so the cost is the entries returned, not the object's omap size.
+   */
+  void rados_read_op_omap_get_vals2(Pointer op, byte[] startAfter, byte[] filterPrefix,
+      long maxReturn, PointerByReference iter, com.sun.jna.ptr.ByteByReference pmore,
+      IntByReference prval);
+
+  /** A synchronous read of a small object (the index's description). */
+  int rados_read(Pointer io, byte[] oid, Pointer buf, NativeLong len, long off);
+
+  int rados_omap_get_next2(Pointer iter, PointerByReference key, PointerByReference val,
+      NativeLongByReference keyLen, NativeLongByReference valLen);
+
+  void rados_omap_get_end(Pointer iter);
 }

@@ -73,6 +73,11 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   private final RadosKeys keys;
   private final RadosListings listings;
   private final CephPlacement placement;
+  /** The name index, or null in the paper's pure-scan mode. */
+  private final RadosIndex index;
+  /** Whether scans may use the index yet (false while it is being built). */
+  private volatile boolean indexReady;
+  private volatile long nextIndexCheck;
   /**
    * Native calls hold the read lock; close() takes the write lock, so no call is inside
    * librados with a context or listing that close frees, and every later call fails.
@@ -81,8 +86,10 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   private boolean closed; // guarded by lifecycle
 
   RadosBlobStore(RadosCluster cluster, String pool, String baseNamespace, StoreLimits limits,
-      Duration opTimeout, Duration mapTtl) {
+      Duration opTimeout, Duration mapTtl, RadosIndexes.Opened index) {
     this.cluster = cluster;
+    this.index = index == null ? null : index.index();
+    this.indexReady = index != null && index.ready();
     this.placement = new CephPlacement(cluster::monCommand, mapTtl);
     this.pool = pool;
     this.baseNamespace = baseNamespace;
@@ -229,19 +236,40 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
       from = buf;
       keep = buf;
     }
+    String marker;
+    try {
+      // Data stripes are not indexed: this costs nothing on the data path.
+      marker = index == null || !RadosIndex.covers(key) ? null
+          : whileOpen(() -> index.beforeCreate(key));
+    } catch (IOException e) {
+      return CompletableFuture.failedFuture(e);
+    }
     Pointer op = LIB.rados_create_write_op();
     LIB.rados_write_op_write(op, from, new NativeLong(len), offset);
     CompletableFuture<Void> done = submit("write", key, keep, (io, completion) ->
         LIB.rados_aio_write_op_operate(op, io, completion, loc.oid(), null,
             LibRados.LIBRADOS_OPERATION_FULL_TRY), loc, (rc, version) -> null);
     // The op may be freed once librados has completed it (or refused to start it).
-    return done.whenComplete((v, t) -> LIB.rados_release_write_op(op));
+    CompletableFuture<Void> written = done.whenComplete((v, t) -> LIB.rados_release_write_op(op));
+    if (marker == null) {
+      return written;
+    }
+    return written.handle((v, t) -> {
+      try {
+        settleCreate(key, marker, t == null);
+      } catch (IOException closed) {
+        // the store closed meanwhile: the adding entry stays, which readers check
+      }
+      return null;
+    }).thenCompose(x -> written);
   }
 
   @Override
   public void put(String key, ByteBuffer content, PutMode mode) throws IOException {
     RadosKeys.Location loc = locate(key);
     Memory buf = wholeContent(key, content);
+    String marker = whileOpen(() -> index == null ? null : index.beforeCreate(key));
+    boolean exists = false;
     Pointer op = LIB.rados_create_write_op();
     try {
       if (mode == PutMode.CREATE) {
@@ -249,23 +277,52 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
       }
       // write_full replaces the object's content in one step: readers see old or new.
       LIB.rados_write_op_write_full(op, buf, new NativeLong(content.remaining()));
-      RadosErrors.check("put", key, whileOpen(() -> LIB.rados_write_op_operate(op, io(loc), loc.oid(),
-          null, LibRados.LIBRADOS_OPERATION_FULL_TRY)));
+      int rc = whileOpen(() -> LIB.rados_write_op_operate(op, io(loc), loc.oid(),
+          null, LibRados.LIBRADOS_OPERATION_FULL_TRY));
+      exists = rc == 0 || rc == -RadosErrors.EEXIST;
+      RadosErrors.check("put", key, rc);
     } finally {
       LIB.rados_release_write_op(op);
+      settleCreate(key, marker, exists);
+    }
+  }
+
+  /** The index step after an object step that may have created the key's object. */
+  private void settleCreate(String key, String marker, boolean exists) throws IOException {
+    if (marker != null) {
+      whileOpen(() -> {
+        index.afterCreate(key, marker, exists);
+        return null;
+      });
+    }
+  }
+
+  /** The index step after an object step that may have removed the key's object. */
+  private void settleDelete(String key, String marker, boolean gone) throws IOException {
+    if (marker != null) {
+      whileOpen(() -> {
+        index.afterDelete(key, marker, gone);
+        return null;
+      });
     }
   }
 
   @Override
   public void putIfVersion(String key, ByteBuffer content, long version) throws IOException {
     Memory buf = wholeContent(key, content);
+    // A conditional put never creates an object (version 0 asserts one that exists), but
+    // it is entered as one that may: then whatever happens the entry is a superset.
+    String marker = whileOpen(() -> index == null ? null : index.beforeCreate(key));
+    boolean exists = false;
     Pointer op = LIB.rados_create_write_op();
     try {
       LIB.rados_write_op_assert_version(op, version);
       LIB.rados_write_op_write_full(op, buf, new NativeLong(content.remaining()));
       operateIfVersion("put", key, version, op, LibRados.LIBRADOS_OPERATION_FULL_TRY);
+      exists = true;
     } finally {
       LIB.rados_release_write_op(op);
+      settleCreate(key, marker, exists);
     }
   }
 
@@ -283,13 +340,17 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
 
   @Override
   public void deleteIfVersion(String key, long version) throws IOException {
+    String marker = whileOpen(() -> index == null ? null : index.beforeDelete(key));
+    boolean gone = false;
     Pointer op = LIB.rados_create_write_op();
     try {
       LIB.rados_write_op_assert_version(op, version);
       LIB.rados_write_op_remove(op);
       operateIfVersion("delete", key, version, op, LibRados.LIBRADOS_OPERATION_FULL_TRY);
+      gone = true;
     } finally {
       LIB.rados_release_write_op(op);
+      settleDelete(key, marker, gone);
     }
   }
 
@@ -328,12 +389,15 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   @Override
   public boolean delete(String key) throws IOException {
     RadosKeys.Location loc = locate(key);
+    String marker = whileOpen(() -> index == null ? null : index.beforeDelete(key));
+    boolean gone = false;
     Pointer op = LIB.rados_create_write_op();
     try {
       LIB.rados_write_op_remove(op);
       // FULL_TRY: a delete frees space, so it must work on a full pool too.
       int rc = whileOpen(() -> LIB.rados_write_op_operate(op, io(loc), loc.oid(), null,
           LibRados.LIBRADOS_OPERATION_FULL_TRY));
+      gone = rc == 0 || rc == -RadosErrors.ENOENT;
       if (rc == -RadosErrors.ENOENT) {
         return false;
       }
@@ -341,6 +405,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
       return true;
     } finally {
       LIB.rados_release_write_op(op);
+      settleDelete(key, marker, gone);
     }
   }
 
@@ -369,15 +434,59 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   // ------------------------------------------------------------------ scan
 
   /**
-   * A filtered scan of the pool, as in the paper: RADOS lists objects in hash order and
-   * cannot filter by prefix, so names are filtered client-side ({@link RadosListings}).
+   * Names and intents come from the name index ({@link RadosIndex}): a server-side filtered
+   * read of its shards, whose cost does not grow with the pool. Any other prefix, and every
+   * scan in pure-scan mode or while the index is being built, is a filtered scan of the
+   * pool, as in the paper: RADOS lists objects in hash order and cannot filter by prefix,
+   * so names are filtered client-side ({@link RadosListings}).
    */
   @Override
   public ScanPage scan(String prefix, String cursor, int limit) throws IOException {
     if (limit <= 0) {
       throw new IllegalArgumentException("scan limit must be positive: " + limit);
     }
-    return whileOpen(() -> listings.page(prefix, cursor, limit));
+    return whileOpen(() -> {
+      // A scan keeps the kind it started with: index cursors carry their own mark.
+      boolean fromIndex = cursor != null ? cursor.startsWith(INDEX_CURSOR)
+          : index != null && RadosIndex.servesPrefix(prefix) && indexReady();
+      if (!fromIndex) {
+        return listings.page(prefix, cursor, limit);
+      }
+      ScanPage p = index.scan(prefix,
+          cursor == null ? null : cursor.substring(INDEX_CURSOR.length()), limit);
+      return p.isLast() ? p : new ScanPage(p.keys(), INDEX_CURSOR + p.nextCursor());
+    });
+  }
+
+  /** Marks the cursor of an index scan (the last key returned); listing cursors are UUIDs. */
+  private static final String INDEX_CURSOR = "index:";
+
+  /** While the index is being built, its description is read again at most once a second. */
+  private boolean indexReady() throws IOException {
+    if (indexReady) {
+      return true;
+    }
+    long now = System.nanoTime();
+    if (now - nextIndexCheck > 0) {
+      nextIndexCheck = now + TimeUnit.SECONDS.toNanos(1);
+      RadosIndexes.Meta meta = RadosIndexes.readMeta(cluster, pool, keys);
+      indexReady = meta != null && meta.ready();
+    }
+    return indexReady;
+  }
+
+  /** The name index, or null in pure-scan mode (tests and the index commands). */
+  RadosIndex index() {
+    return index;
+  }
+
+  interface ClusterCall<T> {
+    T call(RadosCluster cluster, String pool, RadosKeys keys) throws IOException;
+  }
+
+  /** Runs index maintenance on this store's connection while it is open (tests). */
+  <T> T withCluster(ClusterCall<T> call) throws IOException {
+    return whileOpen(() -> call.call(cluster, pool, keys));
   }
 
   /** Closes the listing behind a cursor whose caller stops before its last page. */

@@ -26,6 +26,12 @@ import java.util.Set;
  * fs.blob.store.NAME.max-key-bytes   1024
  * fs.blob.store.NAME.map-ttl         10s   how long block locations trust the cached OSD
  *                                          map before asking the monitor for its epoch
+ * fs.blob.store.NAME.index           omap  omap: names and intents are kept in a name index
+ *                                          (RadosIndex), made at the first open; scan: the
+ *                                          paper's pure-scan mode, refused on an indexed pool
+ * fs.blob.store.NAME.index-shards    8     shard objects of a new index (then fixed)
+ * fs.blob.store.NAME.index-grace     10m   how old a pending entry whose object is missing
+ *                                          must be before a reader removes it
  * </pre>
  */
 public final class RadosBlobStoreProvider implements BlobStoreProvider {
@@ -42,6 +48,9 @@ public final class RadosBlobStoreProvider implements BlobStoreProvider {
   public static final String MAX_OP_BYTES = "max-op-bytes";
   public static final String MAX_KEY_BYTES = "max-key-bytes";
   public static final String MAP_TTL = "map-ttl";
+  public static final String INDEX = "index";
+  public static final String INDEX_SHARDS = "index-shards";
+  public static final String INDEX_GRACE = "index-grace";
 
   @Override
   public String type() {
@@ -51,7 +60,8 @@ public final class RadosBlobStoreProvider implements BlobStoreProvider {
   @Override
   public Set<String> optionKeys() {
     return Set.of(POOL, CONF, MON_HOST, CLIENT_ID, KEYRING, NAMESPACE, OP_TIMEOUT,
-        CONNECT_TIMEOUT, MAX_OBJECT_BYTES, MAX_OP_BYTES, MAX_KEY_BYTES, MAP_TTL);
+        CONNECT_TIMEOUT, MAX_OBJECT_BYTES, MAX_OP_BYTES, MAX_KEY_BYTES, MAP_TTL, INDEX,
+        INDEX_SHARDS, INDEX_GRACE);
   }
 
   @Override
@@ -68,6 +78,12 @@ public final class RadosBlobStoreProvider implements BlobStoreProvider {
     long maxOp = options.getBytes(MAX_OP_BYTES, 64L << 20, 4096, 90_000_000L);
     int maxKey = (int) options.getLong(MAX_KEY_BYTES, 1024, 16, 2048);
     Duration mapTtl = options.getDuration(MAP_TTL, Duration.ofSeconds(10));
+    String indexMode = options.getString(INDEX, "omap");
+    if (!indexMode.equals("omap") && !indexMode.equals("scan")) {
+      throw options.bad(INDEX, indexMode, "omap or scan");
+    }
+    int shards = (int) options.getLong(INDEX_SHARDS, 8, 1, 1024);
+    Duration grace = options.getDuration(INDEX_GRACE, Duration.ofMinutes(10));
     RadosCluster.Identity id = new RadosCluster.Identity(
         options.getString(CONF, "/etc/ceph/ceph.conf"),
         options.getString(CLIENT_ID, "admin"),
@@ -75,13 +91,28 @@ public final class RadosBlobStoreProvider implements BlobStoreProvider {
         options.getString(MON_HOST, ""),
         opTimeout);
     RadosCluster cluster = RadosCluster.acquire(id, connectTimeout);
+    RadosIndexes.Opened index;
     try {
       cluster.context(pool, namespace); // fails now, clearly, for a missing pool
+      RadosKeys keys = new RadosKeys(namespace);
+      if (indexMode.equals("omap")) {
+        index = RadosIndexes.open(cluster, pool, keys, shards, grace);
+      } else {
+        // A pure-scan client would not keep an existing index, which would then hide the
+        // names it creates from every indexed client.
+        if (RadosIndexes.readMeta(cluster, pool, keys) != null) {
+          throw options.bad(INDEX, indexMode, "omap: pool " + pool
+              + (namespace.isEmpty() ? "" : " namespace " + namespace)
+              + " has a name index, which every client must keep");
+        }
+        index = null;
+      }
     } catch (IOException | RuntimeException e) {
       cluster.release();
       throw e;
     }
     return new RadosBlobStore(cluster, pool, namespace,
-        new StoreLimits(maxKey, maxObject, Math.min(maxOp, maxObject)), opTimeout, mapTtl);
+        new StoreLimits(maxKey, maxObject, Math.min(maxOp, maxObject)), opTimeout, mapTtl,
+        index);
   }
 }

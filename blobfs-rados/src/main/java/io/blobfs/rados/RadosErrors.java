@@ -24,6 +24,8 @@ final class RadosErrors {
   static final int EOVERFLOW = 75;
   static final int ETIMEDOUT = 110;
   static final int EDQUOT = 122;
+  /** From a failed omap_cmp: the entry was not what the write op asserted. */
+  static final int ECANCELED = 125;
 
   /** Throws the typed exception of a negative return code. */
   static void check(String op, String key, int rc) throws IOException {

@@ -34,6 +34,14 @@ final class RadosKeys {
     return new Location(namespaceOf(key.substring(0, slash)), key.substring(slash + 1));
   }
 
+  /**
+   * The RADOS namespace of the name index ({@link RadosIndex}): it holds a '/', which no
+   * key's namespace can (a segment has none, and a base namespace may not either).
+   */
+  String indexNamespace() {
+    return baseNamespace + "/index";
+  }
+
   /** The RADOS namespace of a key's first segment. */
   String namespaceOf(String segment) {
     return baseNamespace.isEmpty() ? segment : baseNamespace + "." + segment;
@@ -41,6 +49,9 @@ final class RadosKeys {
 
   /** The key of an object found by a listing of every namespace; null if not ours. */
   String keyOf(String ns, String object) {
+    if (ns.indexOf('/') >= 0) {
+      return null; // the name index's own namespace: no key maps there
+    }
     if (ns.equals(baseNamespace)) {
       return object;
     }

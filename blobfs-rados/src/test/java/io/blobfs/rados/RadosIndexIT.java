@@ -1,0 +1,250 @@
+package io.blobfs.rados;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import io.blobfs.store.BlobStore;
+import io.blobfs.store.PutMode;
+import io.blobfs.store.ScanPage;
+import io.blobfs.store.StoreOptions;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * The name index on the real cluster: crash points between the index step and the object
+ * step (simulated by doing only one of them, the other through the rados CLI as another
+ * client would), what scans show meanwhile, what fsck reports and repairs, paging across
+ * shards, and the build of a pool written in pure-scan mode.
+ */
+@ExtendWith(CephClusterExtension.class)
+class RadosIndexIT {
+  private static CephTestCluster.Env env;
+  private String namespace;
+  private RadosBlobStore store;
+
+  @BeforeAll
+  static void cluster(CephTestCluster.Env cluster) {
+    env = cluster;
+  }
+
+  @BeforeEach
+  void open() throws IOException {
+    namespace = "index-" + System.nanoTime();
+    store = open(Map.of());
+  }
+
+  @AfterEach
+  void close() throws IOException {
+    store.close();
+  }
+
+  private RadosBlobStore open(Map<String, String> extra) throws IOException {
+    Map<String, String> o = CephTestCluster.storeOptions(env, env.pool(), namespace);
+    o.putAll(extra);
+    return (RadosBlobStore) new RadosBlobStoreProvider().open("t",
+        new StoreOptions("fs.blob.store.t.", o));
+  }
+
+  private static ByteBuffer utf8(String s) {
+    return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private static List<String> scanAll(BlobStore s, String prefix, int page) throws IOException {
+    List<String> out = new ArrayList<>();
+    String cursor = null;
+    do {
+      ScanPage p = s.scan(prefix, cursor, page);
+      assertTrue(!p.keys().isEmpty() || p.isLast(), "an empty page before the last");
+      out.addAll(p.keys());
+      cursor = p.nextCursor();
+    } while (cursor != null);
+    return out;
+  }
+
+  /** The rados CLI as client.admin: another client, which knows nothing of the index. */
+  private void rados(String... args) throws IOException, InterruptedException {
+    List<String> cmd = new ArrayList<>(List.of("timeout", "60", "rados", "-c", env.conf(),
+        "-p", env.pool()));
+    if (env.cephx()) {
+      cmd.addAll(List.of("--keyring", env.adminKeyring()));
+    }
+    cmd.addAll(List.of(args));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertEquals(0, p.waitFor(), String.join(" ", cmd) + ": " + out);
+  }
+
+  private RadosIndexes.Fsck fsck(boolean repair) throws IOException {
+    RadosBlobStore s = store;
+    return s.withCluster((cluster, pool, keys) -> RadosIndexes.fsck(cluster, pool, keys,
+        s.index(), Duration.ZERO, repair));
+  }
+
+  @Test
+  void aCrashAfterTheIndexStepOfACreateShowsNoNameAndFsckRemovesTheEntry() throws Exception {
+    store.put("n/dir/real", utf8("r"), PutMode.CREATE);
+    store.index().beforeCreate("n/dir/ghost"); // then the writer dies: no object
+    store.index().beforeCreate("n/empty/ghost");
+
+    assertFalse(store.stat("n/dir/ghost").exists());
+    assertEquals(List.of("n/dir/real"), scanAll(store, "n/dir/", 10));
+    // A directory probe (one key wanted) does not take the entry for a name.
+    ScanPage probe = store.scan("n/empty/", null, 1);
+    assertEquals(List.of(), probe.keys());
+    assertTrue(probe.isLast());
+
+    RadosIndexes.Fsck found = fsck(false);
+    assertEquals(2, found.stalePending(), found.toString());
+    assertTrue(found.consistent(), found.toString());
+    RadosIndexes.Fsck repaired = fsck(true);
+    assertEquals(2, repaired.stalePending(), repaired.toString());
+    RadosIndexes.Fsck after = fsck(false);
+    assertEquals(0, after.stalePending(), after.toString());
+    assertEquals(1, after.entries(), after.toString());
+    assertEquals(List.of("n/dir/real"), scanAll(store, "n/", 10));
+  }
+
+  @Test
+  void aCrashAfterTheObjectStepOfADeleteShowsNoNameAndFsckRemovesTheEntry() throws Exception {
+    store.put("n/dir/a", utf8("a"), PutMode.CREATE);
+    store.put("n/dir/b", utf8("b"), PutMode.CREATE);
+    store.index().beforeDelete("n/dir/a");
+    rados("-N", namespace + ".n", "rm", "dir/a"); // the object step; then the deleter dies
+
+    assertEquals(List.of("n/dir/b"), scanAll(store, "n/dir/", 10));
+    RadosIndexes.Fsck repaired = fsck(true);
+    assertEquals(1, repaired.stalePending(), repaired.toString());
+    assertTrue(repaired.consistent(), repaired.toString());
+    assertEquals(1, fsck(false).entries());
+  }
+
+  @Test
+  void aCrashBeforeADeleteSettlesKeepsTheNameWhileItsObjectExists() throws Exception {
+    store.put("n/dir/a", utf8("a"), PutMode.CREATE);
+    store.index().beforeDelete("n/dir/a"); // the deleter dies before the object step
+    assertEquals(List.of("n/dir/a"), scanAll(store, "n/dir/", 10));
+    assertEquals(0, fsck(true).stalePending());
+    assertEquals(List.of("n/dir/a"), scanAll(store, "n/dir/", 10));
+    assertTrue(store.delete("n/dir/a"));
+    assertEquals(List.of(), scanAll(store, "n/dir/", 10));
+    assertEquals(0, fsck(false).entries(), "a settled delete leaves no entry");
+  }
+
+  @Test
+  void fsckFindsAndRepairsANameWithoutAnEntryAndAnEntryWithoutItsObject() throws Exception {
+    store.put("n/dir/a", utf8("a"), PutMode.CREATE);
+    Path f = Files.createTempFile("blobfs-index", ".bin");
+    Files.writeString(f, "x");
+    rados("-N", namespace + ".n", "put", "dir/hidden", f.toString()); // bypasses the index
+    Files.delete(f);
+    store.index().set("n/dir/phantom", RadosIndex.COMMITTED); // a wrong entry
+    assertEquals(List.of("n/dir/a", "n/dir/phantom"), scanAll(store, "n/dir/", 10));
+
+    RadosIndexes.Fsck found = fsck(false);
+    assertEquals(1, found.missingEntries(), found.toString());
+    assertEquals(1, found.wrongEntries(), found.toString());
+    assertFalse(found.consistent());
+    fsck(true);
+    assertEquals(List.of("n/dir/a", "n/dir/hidden"), scanAll(store, "n/dir/", 10));
+    RadosIndexes.Fsck after = fsck(false);
+    assertTrue(after.consistent(), after.toString());
+    assertEquals(2, after.entries());
+  }
+
+  @Test
+  void scansPageAcrossShardsInKeyOrderOnlyUnderThePrefix() throws IOException {
+    Set<String> expected = new TreeSet<>();
+    for (int i = 0; i < 300; i++) {
+      String k = "n/p/f" + i;
+      store.put(k, utf8("x"), PutMode.CREATE);
+      expected.add(k);
+    }
+    store.put("n/p2/other", utf8("x"), PutMode.CREATE);
+    store.put("n/p", utf8("x"), PutMode.CREATE);
+    store.put("d/abc/0", utf8("x"), PutMode.CREATE);
+    for (int page : new int[] {1, 7, 1000}) {
+      List<String> got = scanAll(store, "n/p/", page);
+      assertEquals(new ArrayList<>(expected), got, "page size " + page);
+    }
+    assertEquals(List.of("n/p2/other"), scanAll(store, "n/p2/", 5));
+    assertEquals(Set.of("d/abc/0"), Set.copyOf(scanAll(store, "d/", 5)), "data: by listing");
+    for (int i = 0; i < 300; i += 2) {
+      assertTrue(store.delete("n/p/f" + i));
+    }
+    assertEquals(150, scanAll(store, "n/p/", 13).size());
+  }
+
+  @Test
+  void pendingEntriesBeforeTheFirstNameDoNotHideIt() throws IOException {
+    for (int i = 0; i < 20; i++) {
+      store.index().beforeCreate("n/d/a" + i);
+    }
+    store.put("n/d/z", utf8("z"), PutMode.CREATE);
+    ScanPage p = store.scan("n/d/", null, 1);
+    assertEquals(List.of("n/d/z"), p.keys());
+  }
+
+  @Test
+  void aConditionalPutOrDeleteThatLosesLeavesTheNameAsItIs() throws IOException {
+    store.put("n/v", utf8("a"), PutMode.CREATE);
+    long v = store.stat("n/v").version();
+    store.put("n/v", utf8("b"), PutMode.OVERWRITE);
+    assertThrows(io.blobfs.store.TransactionConflictException.class,
+        () -> store.deleteIfVersion("n/v", v));
+    assertThrows(io.blobfs.store.TransactionConflictException.class,
+        () -> store.putIfVersion("n/w", utf8("x"), 5));
+    assertThrows(io.blobfs.store.BlobAlreadyExistsException.class,
+        () -> store.put("n/v", utf8("c"), PutMode.CREATE));
+    assertEquals(List.of("n/v"), scanAll(store, "n/", 10));
+    RadosIndexes.Fsck f = fsck(true);
+    assertTrue(f.consistent(), f.toString());
+    assertEquals(List.of("n/v"), scanAll(store, "n/", 10));
+  }
+
+  @Test
+  void aPoolWrittenInScanModeIsBuiltAndScanModeIsThenRefused() throws Exception {
+    store.close();
+    namespace = "index-scan-" + System.nanoTime();
+    try (RadosBlobStore scan = open(Map.of("index", "scan"))) {
+      assertNull(scan.index());
+      scan.put("n/a/1", utf8("1"), PutMode.CREATE);
+      scan.put("n/a/2", utf8("2"), PutMode.CREATE);
+      scan.put("r/a", utf8("i"), PutMode.CREATE);
+    }
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    List<String> args = new ArrayList<>(List.of("build", "--pool", env.pool(),
+        "--namespace", namespace, "--conf", env.conf()));
+    if (env.cephx()) {
+      args.addAll(List.of("--client-id", "blobfs", "--keyring", env.clientKeyring()));
+    }
+    assertEquals(0, RadosIndexTool.run(args.toArray(String[]::new), new PrintStream(out),
+        System.err));
+    assertTrue(out.toString().contains("3 names"), out.toString());
+    args.set(0, "fsck");
+    out.reset();
+    assertEquals(0, RadosIndexTool.run(args.toArray(String[]::new), new PrintStream(out),
+        System.err), out.toString());
+
+    store = open(Map.of());
+    assertEquals(List.of("n/a/1", "n/a/2"), scanAll(store, "n/a/", 10));
+    assertEquals(List.of("r/a"), scanAll(store, "r/", 10));
+    IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+        () -> open(Map.of("index", "scan")));
+    assertTrue(refused.getMessage().contains("name index"), refused.getMessage());
+  }
+}
