@@ -310,19 +310,15 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   @Override
   public void putIfVersion(String key, ByteBuffer content, long version) throws IOException {
     Memory buf = wholeContent(key, content);
-    // A conditional put never creates an object (version 0 asserts one that exists), but
-    // it is entered as one that may: then whatever happens the entry is a superset.
-    String marker = whileOpen(() -> index == null ? null : index.beforeCreate(key));
-    boolean exists = false;
+    // No index step: the asserted version fails on a missing object (ENOENT), so this call
+    // never creates a name, and the entry of the object it replaces stays right.
     Pointer op = LIB.rados_create_write_op();
     try {
       LIB.rados_write_op_assert_version(op, version);
       LIB.rados_write_op_write_full(op, buf, new NativeLong(content.remaining()));
       operateIfVersion("put", key, version, op, LibRados.LIBRADOS_OPERATION_FULL_TRY);
-      exists = true;
     } finally {
       LIB.rados_release_write_op(op);
-      settleCreate(key, marker, exists);
     }
   }
 
