@@ -309,6 +309,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
 
   @Override
   public void putIfVersion(String key, ByteBuffer content, long version) throws IOException {
+    checkAssertable("put", key, version);
     Memory buf = wholeContent(key, content);
     // No index step: the asserted version fails on a missing object (ENOENT), so this call
     // never creates a name, and the entry of the object it replaces stays right.
@@ -336,6 +337,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
 
   @Override
   public void deleteIfVersion(String key, long version) throws IOException {
+    checkAssertable("delete", key, version);
     String marker = whileOpen(() -> index == null ? null : index.beforeDelete(key));
     boolean gone = false;
     Pointer op = LIB.rados_create_write_op();
@@ -347,6 +349,19 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     } finally {
       LIB.rados_release_write_op(op);
       settleDelete(key, marker, gone);
+    }
+  }
+
+  /**
+   * RADOS user versions start at 1, and librados refuses to assert 0 (EINVAL): a caller
+   * passing the version {@code stat} gives a missing blob gets the SPI's conflict, as on
+   * the other stores, before any index or object step.
+   */
+  private static void checkAssertable(String what, String key, long version)
+      throws TransactionConflictException {
+    if (version <= 0) {
+      throw new TransactionConflictException(what + " " + key + ": no blob is at version "
+          + version);
     }
   }
 

@@ -81,6 +81,25 @@ class RadosBlobStoreIT extends BlobStoreContract {
     }
   }
 
+  /** The version stat gives a missing blob (0) is a conflict, as on the other stores. */
+  @Test
+  void conditionalCallsWithTheVersionOfAMissingBlobConflict() throws IOException {
+    try (BlobStore s = openStore()) {
+      long v = s.stat("n/none").version();
+      assertEquals(0, v);
+      assertThrows(io.blobfs.store.TransactionConflictException.class,
+          () -> s.putIfVersion("n/none", ByteBuffer.wrap(new byte[] {1}), v));
+      assertThrows(io.blobfs.store.TransactionConflictException.class,
+          () -> s.deleteIfVersion("n/none", v));
+      assertFalse(s.stat("n/none").exists());
+      s.put("n/some", ByteBuffer.wrap(new byte[] {1}), PutMode.CREATE);
+      assertThrows(io.blobfs.store.TransactionConflictException.class,
+          () -> s.deleteIfVersion("n/some", 0));
+      assertTrue(s.stat("n/some").exists());
+      closeStore(s);
+    }
+  }
+
   @Test
   void aMissingPoolFailsAtOpen() {
     IOException e = assertThrows(IOException.class,
