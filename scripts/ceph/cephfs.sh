@@ -15,7 +15,9 @@
 #   On failure it prints the logs' tails, unmounts and stops the MDS it started.
 #   stdout of start/env is only the exports: CEPHFS_MOUNT, CEPHFS_URI, CEPH_CONF.
 # stop: unmounts (fusermount -u, retried for up to 30 s while the mount is busy; then
-#   a lazy unmount, said on stderr), then SIGTERM to the MDS (SIGKILL after 20 s). The
+#   a lazy unmount, said on stderr), then SIGTERM to the MDS (SIGKILL after 20 s: shutting
+#   down rank 0 on this cluster takes longer than that, and a killed MDS replays its
+#   journal on the next start, which cephfs-sh-test.sh checks by reading a file back). The
 #   cluster keeps running: scripts/ceph/cluster.sh stop stops it.
 # status: exit 0 when the MDS runs and the mount answers.
 # Mount point: ${BLOBFS_CEPHFS_MOUNT:-$BLOBFS_CEPH_ROOT/mnt-cephfs}, outside the cluster's
