@@ -41,6 +41,8 @@ timeout 120 bash "$HERE/cephfs.sh" start >/dev/null
 
 timeout 120 bash "$HERE/cephfs.sh" stop
 grep -q " $CEPHFS_MOUNT " /proc/mounts && fail "still mounted after stop" || pass "stop unmounted"
+left=$(for p in /proc/[0-9]*; do [ "$(cat "$p/comm" 2>/dev/null)" = ceph-fuse ] && tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$CEPHFS_MOUNT" && echo "${p#/proc/}"; done; true)
+[ -z "$left" ] && pass "no ceph-fuse left after stop" || fail "ceph-fuse $left still running after stop"
 [ -n "$pid1" ] && [ -d "/proc/$pid1" ] && [ "$(awk '{print $3}' "/proc/$pid1/stat")" != Z ] && fail "mds pid $pid1 alive after stop" || pass "stop ended the MDS"
 rc=0; timeout 60 bash "$HERE/cephfs.sh" status 2>/dev/null || rc=$?
 [ "$rc" = 1 ] && pass "status exits 1 when stopped" || fail "status exit $rc when stopped"

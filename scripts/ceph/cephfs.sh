@@ -15,8 +15,9 @@
 #   On failure it prints the logs' tails, unmounts and stops the MDS it started.
 #   stdout of start/env is only the exports: CEPHFS_MOUNT, CEPHFS_URI, CEPH_CONF.
 # stop: unmounts (fusermount -u, retried for up to 30 s while the mount is busy; then
-#   a lazy unmount, said on stderr), then SIGTERM to the MDS (SIGKILL after 20 s: shutting
-#   down rank 0 on this cluster takes longer than that, and a killed MDS replays its
+#   a lazy unmount, said on stderr), waits for ceph-fuse to exit (SIGTERM after 5 s,
+#   SIGKILL after 10 s), then SIGTERM to the MDS (SIGKILL after 20 s: with a client session
+#   still open, shutting down rank 0 took longer than that; a killed MDS replays its
 #   journal on the next start, which cephfs-sh-test.sh checks by reading a file back). The
 #   cluster keeps running: scripts/ceph/cluster.sh stop stops it.
 # status: exit 0 when the MDS runs and the mount answers.
@@ -128,15 +129,44 @@ stop_mds() {
   log "mds.a stopped"
 }
 
-unmount() {
-  mountpoint -q "$MOUNT" 2>/dev/null || return 0
-  local n
-  for ((n = 0; n < 30; n++)); do
-    timeout 15 fusermount -u "$MOUNT" 2>/dev/null && { log "unmounted $MOUNT"; return 0; }
-    sleep 1
+# pids of the ceph-fuse processes serving this cluster's mount
+fuse_pids() {
+  local p
+  for p in /proc/[0-9]*; do
+    [ "$(cat "$p/comm" 2>/dev/null)" = ceph-fuse ] || continue
+    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$CONF" || continue
+    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$MOUNT" || continue
+    echo "${p#/proc/}"
   done
-  log "$MOUNT stayed busy for 30 s (open files: $(timeout 10 fuser -m "$MOUNT" 2>&1 | tr -s ' ')); lazy unmount"
-  timeout 15 fusermount -uz "$MOUNT" || die "cannot unmount $MOUNT"
+}
+
+# After the unmount ceph-fuse closes its session and exits; it must be gone before the
+# MDS or the cluster stops, or it keeps retrying the monitor (seen: an hour).
+wait_fuse_exit() {
+  local n pids
+  for ((n = 0; n < 100; n++)); do
+    pids=$(fuse_pids)
+    [ -z "$pids" ] && return 0
+    [ "$n" = 50 ] && { log "ceph-fuse $pids still running 5 s after the unmount: SIGTERM"; kill -TERM $pids 2>/dev/null || true; }
+    sleep 0.1
+  done
+  log "ceph-fuse $pids did not exit: SIGKILL"
+  kill -KILL $pids 2>/dev/null || true
+}
+
+unmount() {
+  if mountpoint -q "$MOUNT" 2>/dev/null; then
+    local n done=
+    for ((n = 0; n < 30; n++)); do
+      timeout 15 fusermount -u "$MOUNT" 2>/dev/null && { log "unmounted $MOUNT"; done=1; break; }
+      sleep 1
+    done
+    if [ -z "$done" ]; then
+      log "$MOUNT stayed busy for 30 s (open files: $(timeout 10 fuser -m "$MOUNT" 2>&1 | tr -s ' ')); lazy unmount"
+      timeout 15 fusermount -uz "$MOUNT" || die "cannot unmount $MOUNT"
+    fi
+  fi
+  wait_fuse_exit
 }
 
 do_start() {

@@ -21,13 +21,19 @@ bench_build() {
   BENCH_CP="$PWD/benchmarks/target/classes:$(cat benchmarks/target/classpath.txt)"
 }
 
-bench_java() {
+# Sets BENCH_JAVA_CMD to the java command line for CLASS ARGS...
+bench_java_cmd() {
   local opens
   opens=$(sed -n 's:.*<spark.test.jvm.opens>\(.*\)</spark.test.jvm.opens>.*:\1:p' "$BENCH_REPO/pom.xml")
-  # shellcheck disable=SC2086 # the opens are separate words
-  SPARK_LOCAL_IP=127.0.0.1 "${JAVA_HOME:+$JAVA_HOME/bin/}java" $opens -Xmx3g \
-    -Dlog4j2.configurationFile="$BENCH_REPO/benchmarks/conf/log4j2-main-job.properties" \
-    -cp "$BENCH_CP" "$@"
+  # shellcheck disable=SC2206 # the opens are separate words
+  BENCH_JAVA_CMD=("${JAVA_HOME:+$JAVA_HOME/bin/}java" $opens -Xmx3g
+    -Dlog4j2.configurationFile="$BENCH_REPO/benchmarks/conf/log4j2-main-job.properties"
+    -cp "$BENCH_CP" "$@")
+}
+
+bench_java() {
+  bench_java_cmd "$@"
+  SPARK_LOCAL_IP=127.0.0.1 "${BENCH_JAVA_CMD[@]}"
 }
 
 bench_stop_services() {
@@ -42,8 +48,11 @@ bench_start_tyr() {
   local dir=$PWD/benchmarks/target/tyr-server log line n
   rm -rf "$dir" && mkdir -p "$dir"
   log=$dir.log
-  bench_java io.blobfs.tyr.server.TyrServerMain --data-dir "$dir" --bind 127.0.0.1 --port 0 \
-    --sync interval --threads 4 >"$log" 2>&1 &
+  bench_java_cmd io.blobfs.tyr.server.TyrServerMain --data-dir "$dir" --bind 127.0.0.1 \
+    --port 0 --sync interval --threads 4
+  # Started directly (not through a function, which would run in a subshell): $! must be
+  # the JVM's pid, or stopping it would stop only the subshell and leave the server running.
+  "${BENCH_JAVA_CMD[@]}" >"$log" 2>&1 &
   BENCH_TYR_PID=$!
   BENCH_STOPS+=("bench_stop_tyr")
   for ((n = 0; n < 600; n++)); do
