@@ -6,10 +6,23 @@
 # generators. Prints progress, then one table of times, bandwidths, storage calls and the
 # directory operations of the paper's Table 2; writes benchmarks/target/main-job/main-job.md
 # and storage-calls-*.png. Extra arguments go to MainJob, e.g. --size 64m, or
-# --stores embedded,file,hdfs (MainJob says what each store needs).
+# --stores embedded,file,hdfs,tyr,rados,cephfs: the script starts what those need
+# (scripts/lib/bench-services.sh: HDFS daemons, a Týr server process, the Ceph cluster,
+# CephFS with ceph-fuse) and stops again what it started.
+# Builds the reactor (nothing is installed in ~/.m2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/ensure-tools.sh
-mvn -B -ntp -q install -DskipTests -pl benchmarks -am
-args="${*:---size 8m}"
-exec mvn -B -ntp -q -pl benchmarks exec:exec@main-job -Dbench.args="$args"
+source scripts/lib/bench-services.sh
+[ $# -gt 0 ] || set -- --size 8m
+stores=embedded,file
+prev=
+for a in "$@"; do
+  [ "$prev" = --stores ] && stores=$a
+  case "$a" in --stores=*) stores=${a#*=} ;; esac
+  prev=$a
+done
+scripts/ensure-tools.sh >&2
+bench_build
+trap bench_stop_services EXIT
+bench_start_services "$stores"
+(cd benchmarks && bench_java io.blobfs.bench.MainJob "$@")

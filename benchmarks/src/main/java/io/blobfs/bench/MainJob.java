@@ -37,14 +37,17 @@ import org.apache.spark.package$;
  * fs.blob.directory.markers none/keep [none]; {@code --data-dir} the embedded Týr node's log
  * [target/main-job-tyr]; {@code --work-dir} file:// runs and the application jar
  * [target/main-job-work]; {@code --results} [target/main-job]; for the stores that need a
- * service: {@code --hdfs-uri} [$HDFS_URI], {@code --tyr-address}, {@code --rados-pool},
- * {@code --ceph-conf} [$CEPH_CONF], {@code --cephfs-dir}.
+ * service (scripts/main-job.sh starts each through its script and exports these):
+ * {@code --hdfs-uri} [$HDFS_URI], {@code --tyr-address} [$TYR_ADDRESS], {@code --rados-pool}
+ * [$BLOBFS_CEPH_POOL], {@code --ceph-conf} [$CEPH_CONF], {@code --ceph-keyring}
+ * [$BLOBFS_CEPH_CLIENT_KEYRING] with {@code --ceph-client} [blobfs], {@code --cephfs-dir}
+ * [$CEPHFS_MOUNT]; {@code --stripe-size} of blob:// on Týr and RADOS [64m, the paper's].
  * Throws (exit status non-zero) if any output is wrong.
  */
 public final class MainJob {
   private MainJob() {}
 
-  static Map<String, String> defaults() {
+  public static Map<String, String> defaults() {
     Map<String, String> d = new LinkedHashMap<>();
     d.put("size", "8m");
     d.put("seed", "1");
@@ -57,10 +60,13 @@ public final class MainJob {
     d.put("work-dir", "target/main-job-work");
     d.put("results", "target/main-job");
     d.put("hdfs-uri", envOr("HDFS_URI", ""));
-    d.put("tyr-address", "");
-    d.put("rados-pool", "");
+    d.put("tyr-address", envOr("TYR_ADDRESS", ""));
+    d.put("rados-pool", envOr("BLOBFS_CEPH_POOL", ""));
     d.put("ceph-conf", envOr("CEPH_CONF", "/etc/ceph/ceph.conf"));
-    d.put("cephfs-dir", "");
+    d.put("ceph-keyring", envOr("BLOBFS_CEPH_CLIENT_KEYRING", ""));
+    d.put("ceph-client", "blobfs");
+    d.put("cephfs-dir", envOr("CEPHFS_MOUNT", ""));
+    d.put("stripe-size", "64m");
     return d;
   }
 
@@ -117,7 +123,7 @@ public final class MainJob {
   }
 
   /** What every submission gets: local, quiet, on the loopback address. */
-  static Map<String, String> sparkConf() {
+  public static Map<String, String> sparkConf() {
     Map<String, String> c = new LinkedHashMap<>();
     c.put("spark.ui.enabled", "false");
     c.put("spark.log.level", "WARN");
@@ -127,7 +133,7 @@ public final class MainJob {
   }
 
   /** The chosen back ends, file:// first as the reference; a missing requirement fails. */
-  static List<StoreTarget> stores(Args a, String run) {
+  public static List<StoreTarget> stores(Args a, String run) {
     List<String> names = new ArrayList<>(StoreTarget.parseList(a.get("stores")));
     names.remove("file");
     names.add(0, "file");
@@ -143,9 +149,9 @@ public final class MainJob {
             a.get("markers"));
         case "hdfs" -> StoreTarget.hdfs(required(a, "hdfs-uri", n), run);
         case "tyr" -> StoreTarget.blob("tyr", "tyr", run, Map.of("type", "tyr",
-            "address", required(a, "tyr-address", n)), a.get("markers"));
-        case "rados" -> StoreTarget.blob("rados", "rados", run, Map.of("type", "rados",
-            "pool", required(a, "rados-pool", n), "conf", a.get("ceph-conf")),
+            "address", required(a, "tyr-address", n), "stripe.size", a.get("stripe-size")),
+            a.get("markers"));
+        case "rados" -> StoreTarget.blob("rados", "rados", run, radosOptions(a),
             a.get("markers"));
         case "cephfs" -> StoreTarget.local("cephfs",
             Path.of(required(a, "cephfs-dir", n), "blobfs-main-job", run));
@@ -153,6 +159,20 @@ public final class MainJob {
       });
     }
     return out;
+  }
+
+  /** The pool, conf and (with cephx) client and keyring, striped as {@code --stripe-size}. */
+  private static Map<String, String> radosOptions(Args a) {
+    Map<String, String> o = new LinkedHashMap<>();
+    o.put("type", "rados");
+    o.put("pool", required(a, "rados-pool", "rados"));
+    o.put("conf", a.get("ceph-conf"));
+    if (!a.get("ceph-keyring").isBlank()) {
+      o.put("client-id", a.get("ceph-client"));
+      o.put("keyring", a.get("ceph-keyring"));
+    }
+    o.put("stripe.size", a.get("stripe-size"));
+    return o;
   }
 
   private static String required(Args a, String option, String store) {

@@ -35,10 +35,12 @@ public record StoreTarget(String name, Path base, Map<String, String> hadoop,
     m.put("hdfs", "HDFS daemons: eval \"$(scripts/hdfs/hdfs.sh start)\" (exports HDFS_URI), "
         + "or --hdfs-uri hdfs://HOST:PORT");
     m.put("tyr", "a Týr server process: scripts/tyr-server.sh --data-dir DIR --port 7400, "
-        + "then --tyr-address 127.0.0.1:7400");
-    m.put("rados", "a Ceph cluster: scripts/ceph/cluster.sh (exports CEPH_CONF), then "
-        + "--rados-pool POOL [--ceph-conf FILE]");
-    m.put("cephfs", "CephFS mounted with ceph-fuse (BRIEF section 6), then --cephfs-dir MOUNT");
+        + "then --tyr-address 127.0.0.1:7400 (or $TYR_ADDRESS)");
+    m.put("rados", "a Ceph cluster: eval \"$(scripts/ceph/cluster.sh start)\" (exports "
+        + "CEPH_CONF, BLOBFS_CEPH_POOL, BLOBFS_CEPH_CLIENT_KEYRING), or --rados-pool POOL "
+        + "[--ceph-conf FILE] [--ceph-keyring FILE]");
+    m.put("cephfs", "CephFS mounted with ceph-fuse: eval \"$(scripts/ceph/cephfs.sh start)\" "
+        + "(exports CEPHFS_MOUNT), or --cephfs-dir MOUNT");
     return m;
   }
 

@@ -55,6 +55,8 @@ public final class WorkloadBench {
   private final Consumer<String> progress;
   private final Map<Workload, Workload.Outcome> reference = new EnumMap<>(Workload.class);
   private final Map<Dataset, Dataset.Expected> expected = new EnumMap<>(Dataset.class);
+  /** Runs done so far, for the progress lines. */
+  private int done;
 
   public WorkloadBench(Options options, Consumer<String> progress) {
     this.options = options;
@@ -65,6 +67,10 @@ public final class WorkloadBench {
     }
   }
 
+  /** Where each store's runs go: its traced file system, its base, its generated inputs. */
+  public record Prepared(Map<StoreTarget, FileSystem> fileSystems,
+      Map<StoreTarget, Path> bases, Map<StoreTarget, Map<Dataset, Path>> inputs) {}
+
   /**
    * Runs every workload on every store, the first store being the reference: inputs first
    * on every store, then one untimed warm-up submission (the JVM's first Spark context and
@@ -72,6 +78,16 @@ public final class WorkloadBench {
    * the stores interleaved so that noise on this machine hits them alike.
    */
   public List<Result> run(List<StoreTarget> stores) throws IOException {
+    Prepared p = prepare(stores);
+    warmUp(p, stores);
+    List<Result> results = round(p, stores, 0, stores.size() * options.workloads().size(),
+        false);
+    cleanUp(p);
+    return results;
+  }
+
+  /** Opens every store's traced file system and generates the inputs on each. */
+  public Prepared prepare(List<StoreTarget> stores) throws IOException {
     Map<StoreTarget, FileSystem> fileSystems = new LinkedHashMap<>();
     Map<StoreTarget, Path> bases = new LinkedHashMap<>();
     Map<StoreTarget, Map<Dataset, Path>> inputs = new LinkedHashMap<>();
@@ -82,30 +98,71 @@ public final class WorkloadBench {
       bases.put(store, base);
       inputs.put(store, generate(store, fs, base));
     }
+    // Stores of one scheme share Hadoop's cached instance (file:// and a CephFS mount):
+    // each instance is told the inputs of all its stores.
+    Map<FileSystem, List<Path>> inputsByInstance = new java.util.IdentityHashMap<>();
+    inputs.forEach((store, byDataset) -> inputsByInstance
+        .computeIfAbsent(fileSystems.get(store), k -> new ArrayList<>())
+        .addAll(byDataset.values()));
+    inputsByInstance.forEach((fs, dirs) -> {
+      if (fs instanceof Traced traced) {
+        traced.setInputDirectories(dirs);
+      }
+    });
+    return new Prepared(fileSystems, bases, inputs);
+  }
+
+  /** The untimed warm-up submission on the first store, if the options ask for one. */
+  public void warmUp(Prepared p, List<StoreTarget> stores) {
     if (options.warmUp() && !stores.isEmpty()) {
-      StoreTarget first = stores.get(0);
-      Workload w = options.workloads().get(0);
-      long t0 = System.nanoTime();
-      submit(first, w, inputs.get(first).get(w.input()), new Path(bases.get(first), "warm-up"));
-      progress.accept(String.format(Locale.ROOT, "      warm-up: %s on %s, untimed (%.1f s)",
-          w.id(), first.name(), (System.nanoTime() - t0) / 1e9));
+      warmUp(p, stores.get(0), options.workloads().subList(0, 1));
     }
+  }
+
+  /** One untimed submission of each of {@code workloads} on {@code store}. */
+  public void warmUp(Prepared p, StoreTarget store, List<Workload> workloads) {
+    for (Workload w : workloads) {
+      long t0 = System.nanoTime();
+      submit(store, w, p.inputs().get(store).get(w.input()),
+          new Path(p.bases().get(store), "warm-up-" + w.id()));
+      progress.accept(String.format(Locale.ROOT, "      warm-up: %s on %s, untimed (%.1f s)",
+          w.id(), store.name(), (System.nanoTime() - t0) / 1e9));
+    }
+  }
+
+  /**
+   * One round: workload by workload, each on every store in {@code order}. Outputs go to
+   * {@code out-WORKLOAD} (round 0) or {@code out-WORKLOAD-rN}; with {@code deleteOutputs}
+   * each is deleted once checked, so repeated rounds do not fill the disk.
+   *
+   * @param total the number of runs the progress lines count to
+   */
+  public List<Result> round(Prepared p, List<StoreTarget> order, int round, int total,
+      boolean deleteOutputs) throws IOException {
     List<Result> results = new ArrayList<>();
-    int total = stores.size() * options.workloads().size();
     for (Workload w : options.workloads()) {
-      for (StoreTarget store : stores) {
-        Path out = new Path(bases.get(store), "out-" + w.id());
-        Result r = runOne(store, fileSystems.get(store), w, inputs.get(store).get(w.input()),
-            out);
+      for (StoreTarget store : order) {
+        FileSystem fs = p.fileSystems().get(store);
+        Path out = new Path(p.bases().get(store),
+            "out-" + w.id() + (round == 0 ? "" : "-r" + round));
+        Result r = runOne(store, fs, w, p.inputs().get(store).get(w.input()), out);
         results.add(r);
+        done++;
         progress.accept(String.format(Locale.ROOT, "[%2d/%d] %-8s %-21s %7.2f s  %s",
-            results.size(), total, store.name(), w.id(), r.seconds(), r.check()));
+            done, total, store.name(), w.id(), r.seconds(), r.check()));
+        if (deleteOutputs) {
+          fs.delete(out, true);
+        }
       }
     }
-    for (StoreTarget store : stores) {
-      fileSystems.get(store).delete(bases.get(store), true);
-    }
     return results;
+  }
+
+  /** Deletes every store's run directory. */
+  public void cleanUp(Prepared p) throws IOException {
+    for (Map.Entry<StoreTarget, FileSystem> e : p.fileSystems().entrySet()) {
+      e.getValue().delete(p.bases().get(e.getKey()), true);
+    }
   }
 
   /**
@@ -139,9 +196,6 @@ public final class WorkloadBench {
             (System.nanoTime() - t0) / 1e9));
         inputs.put(d, dir);
       }
-    }
-    if (fs instanceof Traced traced) {
-      traced.setInputDirectories(inputs.values());
     }
     return inputs;
   }

@@ -19,6 +19,14 @@ public enum Call {
   DIR_OPEN_OTHER;
 
   public static final String PREFIX = "trace.";
+  /**
+   * Counter of the nanoseconds callers spent inside read calls, summed over threads: bytes
+   * read over it is the paper's read bandwidth ("data transferred per unit of time for read
+   * requests", section 8.1).
+   */
+  public static final String READ_NANOS = PREFIX + "read_nanos";
+  /** Likewise inside write calls and the output streams' close (which publishes the data). */
+  public static final String WRITE_NANOS = PREFIX + "write_nanos";
 
   public String counter() {
     return PREFIX + name().toLowerCase(Locale.ROOT);

@@ -8,28 +8,41 @@ import org.apache.hadoop.fs.StreamCapabilities;
 import org.apache.hadoop.fs.Syncable;
 
 /**
- * Counts every write call on a wrapped stream; flushes, syncs and capabilities go to it
+ * Counts every write call on a wrapped stream and the time spent in writes and in close
+ * (where a buffering store sends and publishes what it holds); flushes, syncs and capabilities go to it
  * unchanged, so a committer or a writer probing {@code hflush} sees the real stream.
  */
 final class CountingOutputStream extends OutputStream implements Syncable, StreamCapabilities {
   private final FSDataOutputStream out;
   private final LongAdder writes;
+  private final LongAdder nanos;
 
-  CountingOutputStream(FSDataOutputStream out, LongAdder writes) {
+  CountingOutputStream(FSDataOutputStream out, LongAdder writes, LongAdder nanos) {
     this.out = out;
     this.writes = writes;
+    this.nanos = nanos;
   }
 
   @Override
   public void write(int b) throws IOException {
     writes.increment();
-    out.write(b);
+    long t0 = System.nanoTime();
+    try {
+      out.write(b);
+    } finally {
+      nanos.add(System.nanoTime() - t0);
+    }
   }
 
   @Override
   public void write(byte[] b, int off, int len) throws IOException {
     writes.increment();
-    out.write(b, off, len);
+    long t0 = System.nanoTime();
+    try {
+      out.write(b, off, len);
+    } finally {
+      nanos.add(System.nanoTime() - t0);
+    }
   }
 
   @Override
@@ -54,6 +67,11 @@ final class CountingOutputStream extends OutputStream implements Syncable, Strea
 
   @Override
   public void close() throws IOException {
-    out.close();
+    long t0 = System.nanoTime();
+    try {
+      out.close();
+    } finally {
+      nanos.add(System.nanoTime() - t0);
+    }
   }
 }

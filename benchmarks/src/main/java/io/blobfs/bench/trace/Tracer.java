@@ -33,6 +33,8 @@ final class Tracer {
   }
 
   private final Map<Call, LongAdder> counts = new EnumMap<>(Call.class);
+  private final LongAdder readNanos = new LongAdder();
+  private final LongAdder writeNanos = new LongAdder();
   private final Set<String> knownDirectories = ConcurrentHashMap.newKeySet();
   private final ThreadLocal<int[]> depth = ThreadLocal.withInitial(() -> new int[1]);
   private final Function<Path, Path> qualify;
@@ -57,6 +59,8 @@ final class Tracer {
   Map<String, Long> counts() {
     Map<String, Long> m = new TreeMap<>();
     counts.forEach((c, n) -> m.put(c.counter(), n.sum()));
+    m.put(Call.READ_NANOS, readNanos.sum());
+    m.put(Call.WRITE_NANOS, writeNanos.sum());
     return m;
   }
 
@@ -114,12 +118,13 @@ final class Tracer {
   }
 
   FSDataInputStream wrap(FSDataInputStream in) {
-    return new FSDataInputStream(new CountingInputStream(in, counts.get(Call.READ)));
+    return new FSDataInputStream(new CountingInputStream(in, counts.get(Call.READ), readNanos));
   }
 
   FSDataOutputStream wrap(FSDataOutputStream out) throws IOException {
     // no statistics here: the wrapped stream already counts its bytes in its own
-    return new FSDataOutputStream(new CountingOutputStream(out, counts.get(Call.WRITE)), null,
+    return new FSDataOutputStream(new CountingOutputStream(out, counts.get(Call.WRITE),
+        writeNanos), null,
         out.getPos());
   }
 
