@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian Ceph packages the local test clusters need
-# (ceph-mon ceph-osd ceph-mgr ceph-common librados2) when any is missing.
+# (ceph-mon ceph-osd ceph-mgr ceph-common librados2, and ceph-mds ceph-fuse for CephFS)
+# when any is missing.
 # Idempotent and silent when everything is already installed.
 # Usage: scripts/ceph/ensure-ceph.sh        (must run as root to install)
 #        EXTRA_PKGS="librados-dev" scripts/ceph/ensure-ceph.sh
 set -euo pipefail
 
-PKGS=(ceph-mon ceph-osd ceph-mgr ceph-common librados2)
+PKGS=(ceph-mon ceph-osd ceph-mgr ceph-common librados2 ceph-mds ceph-fuse)
 # shellcheck disable=SC2206
 [ -n "${EXTRA_PKGS:-}" ] && PKGS+=(${EXTRA_PKGS})
 
