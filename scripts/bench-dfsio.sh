@@ -3,7 +3,8 @@
 # server process, blob:// on an embedded Týr node, blob:// on RADOS and file://:
 #   scripts/bench-dfsio.sh [--rounds N] [--files N] [--size S] [--buffer B] [--cold]
 #                          [--targets hdfs,tyr-server,tyr-embedded,rados,file] [--name REPORT]
-# (one more target, not in the default list: tyr-server-tcp, the server with local reads off)
+# (more targets, not in the default list: tyr-server-tcp, the server with local reads off;
+# tyr-server-nosync, a server whose log is not synced, as HDFS does not sync its blocks)
 # Defaults: 3 rounds of 4 files x 256MB (S as TestDFSIO takes it: 256MB, 1GB), warm reads.
 # --cold drops the page cache between each write and its read (root only; it empties the
 # cache of everything else on the machine too). Starts (or reuses) the project's
@@ -17,9 +18,4 @@ scripts/hdfs/hdfs.sh status >/dev/null 2>&1 || started_hdfs=1
 eval "$(scripts/hdfs/hdfs.sh start)"
 export HDFS_URI HDFS_CONF_DIR
 [ -n "$started_hdfs" ] && trap 'scripts/hdfs/hdfs.sh stop' EXIT
-# The report names the OSD cache its RADOS figures had: HDFS reads warm data from the page
-# cache, which bluestore bypasses.
-BLOBFS_BENCH_OSD_CACHE=$(timeout 30 ceph -c "$CEPH_CONF" --name client.admin --keyring "$CEPH_KEYRING" \
-  config show osd.0 bluestore_cache_size 2>/dev/null || echo unknown)
-export BLOBFS_BENCH_OSD_CACHE
 mvn -B -ntp -q -pl benchmarks/jmh exec:exec@dfsio -Dbench.args="$*"

@@ -36,6 +36,8 @@
 #   failure it prints logs and stops the daemons it started.
 # stop: stops the daemons (OSDs, then mgr, then mon); purge: stop + delete the dir.
 # status: `ceph -s`, exit 1 when not running.
+# BLOBFS_CEPH_OSD_ARGS: extra options for the OSDs this run starts (e.g.
+#   "--osd_memory_target=6442450944"); they win over ceph.conf. Running OSDs keep theirs.
 # Disk: each OSD's block file is sparse but only grows (freed space is not punched
 #   back); purge reclaims it.
 #
@@ -284,12 +286,16 @@ start_daemon() {
   type=${d%%.*}
   id=${d#*.}
   if daemon_pid "$d" >/dev/null; then return 0; fi
-  local attempt
+  local attempt extra=()
+  # Options on the command line win over ceph.conf's (e.g. the benchmarks' OSD cache).
+  if [ "$type" = osd ] && [ -n "${BLOBFS_CEPH_OSD_ARGS:-}" ]; then
+    read -ra extra <<<"$BLOBFS_CEPH_OSD_ARGS"
+  fi
   for attempt in 1 2 3; do
     rm -f "$DIR/run/$d.pid"
     # 9>&-: the daemon must not inherit the lock file descriptor. The command
     # returns once the daemon has initialised (or failed to).
-    if "ceph-$type" -c "$CONF" -i "$id" 9>&- >"$DIR/log/start-$d.log" 2>&1; then
+    if "ceph-$type" -c "$CONF" -i "$id" "${extra[@]}" 9>&- >"$DIR/log/start-$d.log" 2>&1; then
       return 0
     fi
     log "ceph-$type -i $id failed to start (attempt $attempt): $(grep -v '^$' "$DIR/log/start-$d.log" | tail -1)"

@@ -23,7 +23,9 @@ import java.util.List;
  *   <li>in place (the client): handed on as the composite, so read data is copied once,
  *       straight into the caller's buffer.
  * </ul>
- * Small frames are slices of what was read either way.
+ * Small frames are slices of what was read either way. On the in-JVM transport what
+ * "was read" is the sender's own buffers, so a server there gathers in place too: a
+ * write's data reaches the log straight from the writer's buffer.
  */
 public final class FrameDecoder extends ByteToMessageDecoder {
   /** Frame limit before a server has authenticated its peer: a HELLO is tiny. */
@@ -49,6 +51,14 @@ public final class FrameDecoder extends ByteToMessageDecoder {
     this.maxFrameBytes = maxFrameBytes;
     this.trusted = trusted;
     this.inPlace = inPlace;
+    // Netty's default (merging) cumulator copies every buffer that is not contiguous into
+    // one it allocates, even when nothing is left over to merge with: on the in-JVM
+    // transport a frame's payload arrives as the sender's composite (header + the
+    // writer's own buffer), so each 8 MiB write was copied into a fresh 12 MiB heap array
+    // (a humongous allocation, a G1 collection each) before this decoder even saw it.
+    // Composing keeps what arrives as it is; this decoder takes everything it is given
+    // (see decode), so the composite never grows past a few bytes of a split header.
+    setCumulator(COMPOSITE_CUMULATOR);
   }
 
   /** The peer has authenticated: frames up to the full limit are accepted from now on. */

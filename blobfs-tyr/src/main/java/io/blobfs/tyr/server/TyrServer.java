@@ -73,7 +73,7 @@ public final class TyrServer implements Closeable {
       listener = b.childHandler(new ChannelInitializer<Channel>() {
             @Override
             protected void initChannel(Channel ch) {
-              FrameDecoder decoder = new FrameDecoder(config.maxFrameBytes(), false);
+              FrameDecoder decoder = decoderFor(config);
               if (tls != null) {
                 ch.pipeline().addLast(tls.newHandler(ch.alloc()));
               }
@@ -95,6 +95,17 @@ public final class TyrServer implements Closeable {
           + ": " + e.getMessage(), e);
     }
     LOG.info("Týr server listening on {} (data in {})", address(), config.engine().directory());
+  }
+
+  /**
+   * A connection's decoder. Over TCP a large frame arrives in many socket buffers and is
+   * copied once into one, so that a write's data reaches the log in one piece. In the JVM
+   * (an embedded node) it arrives as the client's own buffers, the data in one piece
+   * already: the frame is kept in place, and the log writes straight from the writer's
+   * buffer, which the writer does not reuse before the commit is acknowledged.
+   */
+  static FrameDecoder decoderFor(ServerConfig config) {
+    return new FrameDecoder(config.maxFrameBytes(), false, config.inJvm());
   }
 
   /** Opens the engine (replaying its log) and starts listening. */

@@ -74,13 +74,20 @@ public final class DfsioReport {
 
     Path tyrData = work.resolve("tyr-server");
     Files.createDirectories(tyrData);
+    Files.createDirectories(work.resolve("tyr-server-nosync"));
     // Synced every 100 ms, like the embedded node's default: HDFS does not sync a block
     // before acknowledging it either.
     try (TyrServerProcess tyr = wanted.contains("tyr-server") || wanted.contains("tyr-server-tcp")
-        ? new TyrServerProcess(tyrData, "--sync", "interval", "--threads", "4").start() : null) {
+        ? new TyrServerProcess(tyrData, "--sync", "interval", "--threads", "4").start() : null;
+        // Like for like with HDFS, whose DataNode never syncs a block it writes (unless the
+        // client calls hsync): a second server whose log is synced only when a segment
+        // fills. Not a default of Týr's: its default loses at most 100 ms on a crash.
+        TyrServerProcess unsynced = wanted.contains("tyr-server-nosync")
+            ? new TyrServerProcess(work.resolve("tyr-server-nosync"), "--sync", "none",
+                "--threads", "4").start() : null) {
       List<Target> targets = new ArrayList<>();
       for (String name : wanted) {
-        targets.add(target(name, work, tyr));
+        targets.add(target(name, work, name.equals("tyr-server-nosync") ? unsynced : tyr));
       }
       List<Run> runs = new ArrayList<>();
       for (int round = 0; round < rounds; round++) {
@@ -117,6 +124,14 @@ public final class DfsioReport {
         return new Target(name, "HDFS (NameNode + DataNode processes)",
             fsOptions(uri), List.of(ClusterEnv.required("HDFS_CONF_DIR")));
       }
+      case "tyr-server-nosync": {
+        List<String> o = new ArrayList<>(blob);
+        o.add("-Dfs.blob.store.tyrnosync.type=tyr");
+        o.add("-Dfs.blob.store.tyrnosync.address=" + tyr.address());
+        o.addAll(fsOptions("blob://tyrnosync"));
+        return new Target(name, "blob:// on a Týr server process, log not synced (as HDFS)",
+            o, List.of());
+      }
       case "tyr-server":
       case "tyr-server-tcp": {
         // The job runs on the server's host: by default it reads the server's files itself
@@ -151,7 +166,7 @@ public final class DfsioReport {
             List.of());
       default:
         throw new IllegalArgumentException("unknown target " + name
-            + " (hdfs, tyr-server, tyr-server-tcp, tyr-embedded, rados, file)");
+            + " (hdfs, tyr-server, tyr-server-nosync, tyr-server-tcp, tyr-embedded, rados, file)");
     }
   }
 
@@ -233,6 +248,18 @@ public final class DfsioReport {
   private static void dropCaches() throws IOException, InterruptedException {
     sync();
     Files.writeString(Path.of("/proc/sys/vm/drop_caches"), "3");
+    // Bluestore keeps its own cache (the bench gives it gigabytes, as HDFS has the page
+    // cache): a cold read on RADOS must not find its bytes there either.
+    String conf = System.getenv("CEPH_CONF");
+    if (conf != null) {
+      Process p = new ProcessBuilder("ceph", "-c", conf, "--name", "client.admin",
+          "--keyring", System.getenv().getOrDefault("CEPH_KEYRING", ""), "tell", "osd.*",
+          "cache", "drop").redirectErrorStream(true).redirectOutput(
+              ProcessBuilder.Redirect.DISCARD).start();
+      if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
+        throw new IOException("could not drop the OSDs' caches (ceph tell osd.* cache drop)");
+      }
+    }
   }
 
   // ------------------------------------------------------------------ report
@@ -269,8 +296,9 @@ public final class DfsioReport {
             + "MB = 2^20 bytes, as TestDFSIO counts.\n\n");
     md.append("- **Cache:** ").append(cold
         ? "cold reads: the page cache was dropped (`sync; echo 3 > /proc/sys/vm/drop_caches`) "
-            + "between each write and its read. Caches inside daemons were not dropped (the "
-            + "OSD's bluestore cache, see below)."
+            + "between each write and its read, and so was the OSD's bluestore cache "
+            + "(`ceph tell osd.* cache drop`). The DataNode and the Týr server keep no data "
+            + "cache of their own."
         : "warm reads, as TestDFSIO runs them: each read job right after its write, with "
             + "whatever the page cache kept (the machine has other work and a kernel that "
             + "reclaims eagerly, so part of the data may come from disk).").append('\n');
@@ -281,12 +309,16 @@ public final class DfsioReport {
     md.append("- **Targets:** HDFS = a NameNode and a DataNode, each its own JVM "
         + "(`scripts/hdfs/hdfs.sh`; replication 1, 64 MiB blocks, loopback, no short-circuit "
         + "reads: they need the native libhadoop, which is not available here); Týr server = "
-        + "`TyrServerProcess`, log synced every 100 ms; Týr embedded = "
+        + "`TyrServerProcess`, log synced every 100 ms (`--sync interval`, the embedded node's default; a server's is `always`); Týr server, log not synced "
+        + "= the same with `--sync none` (synced only when a 1 GiB log segment fills), like "
+        + "for like with HDFS, whose DataNode does not sync a block it writes, on close "
+        + "either, unless the client asks (hsync); Týr embedded = "
         + "`fs.blob.store.X.embedded-dir`, a node in the job's JVM (each job reopens it); "
         + "RADOS = the project's single-OSD cephx cluster, bluestore on a sparse file, "
-        + "`bluestore cache size` ").append(System.getenv().getOrDefault(
+        + "OSD memory: ").append(System.getenv().getOrDefault(
             "BLOBFS_BENCH_OSD_CACHE", "(unknown)"))
-        .append(" bytes with autotune off; file:// = the local disk. Every blob:// store "
+        .append(" (`scripts/ceph/bench-env.sh`: HDFS has the page cache, so the OSD gets a "
+            + "cache of comparable size); file:// = the local disk. Every blob:// store "
             + "runs BlobFS's default stream settings. All on one disk and 2 shared cores "
             + "with other builds running: ").append(load).append(".\n\n");
 

@@ -80,7 +80,7 @@ public final class ReadPatternBench {
    * ("tyr-client-3-1" counts as "tyr-client-N-N"): what a copy costs shows here even
    * when a loaded machine makes the wall-clock rate noisy.
    */
-  private static Map<String, Long> cpuByThreadGroup() {
+  static Map<String, Long> cpuByThreadGroup() {
     java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
     Map<String, Long> byGroup = new TreeMap<>();
     // The whole process too: librados's own threads do its copies out of sight of the JVM.
