@@ -1,5 +1,6 @@
 package io.blobfs.namespace;
 
+import io.blobfs.store.BlobAlreadyExistsException;
 import io.blobfs.store.BlobMutation;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.StoreLimits;
@@ -8,13 +9,21 @@ import io.blobfs.store.TransactionalBlobStore;
 import io.blobfs.store.VersionedBytes;
 import java.io.FileNotFoundException;
 import java.io.IOException;
+import java.nio.file.FileAlreadyExistsException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
 /**
- * A directory rename on a store with transactions.
+ * A directory rename, with an intent record where it goes in several steps.
  *
+ * <p><b>Without transactions</b> (RADOS, a Týr cluster) every directory rename writes its
+ * {@link RenameIntent} first, then moves file by file, each move crash-safe on its own
+ * ({@link Renamer#moveLocked}, settled by {@link MoveSettler} if cut off), then removes
+ * the intent. A rename cut off part-way is finished as below; the same rename retried
+ * finishes it and returns true, so a retry never nests the rest under the destination.
+ *
+ * <p><b>With transactions</b>:
  * <p>A directory whose moves fit in one transaction (the store's
  * {@link StoreLimits#maxCommitBytes}) is renamed in one: atomically, as it always was. A
  * larger one is moved in chunks of that size, each chunk one transaction that moves whole
@@ -52,25 +61,123 @@ final class DirectoryMove {
   /** Renames directory {@code src} to {@code dst} (both checked by the caller). */
   static void rename(BlobNamespace ns, Renamer renamer, FsPath src, FsPath dst)
       throws IOException {
-    new DirectoryMove(ns, renamer, RenameIntent.start(src, dst)).run(false);
+    DirectoryMove move = new DirectoryMove(ns, renamer, RenameIntent.start(src, dst));
+    if (ns.calls().transactional()) {
+      move.run(false);
+    } else {
+      move.runWithoutTransactions(false);
+    }
   }
 
   /**
-   * Finishes every interrupted rename of {@code dir} or of a directory below it, and
-   * returns them: moves what is still under each source to its destination, then removes
-   * the intent.
+   * Finishes every interrupted rename or delete of {@code dir} or of a directory below it,
+   * and returns them: moves what is still under each source to its destination (or, for a
+   * delete, removes what is still there and older than it), then removes the intent.
    */
   static List<RenameIntent> finishAtOrUnder(BlobNamespace ns, Renamer renamer, FsPath dir)
       throws IOException {
     List<RenameIntent> finished = new ArrayList<>();
     for (String key : ns.scanAll(ns.layout().renameIntentPrefix(dir))) {
       Optional<RenameIntent> found = read(ns, key);
-      if (found.isPresent() && found.get().src().isAtOrUnder(dir)) {
-        new DirectoryMove(ns, renamer, found.get()).run(true);
-        finished.add(found.get());
+      if (found.isEmpty() || !found.get().src().isAtOrUnder(dir)) {
+        continue;
       }
+      DirectoryMove move = new DirectoryMove(ns, renamer, found.get());
+      if (found.get().isDelete()) {
+        ns.deleter().finish(found.get());
+        move.removeIntent();
+      } else if (ns.calls().transactional()) {
+        move.run(true);
+      } else {
+        move.runWithoutTransactions(true);
+      }
+      finished.add(found.get());
     }
     return finished;
+  }
+
+  /**
+   * Finishes the interrupted rename or delete of exactly {@code dir}, if its intent is
+   * there (one read, no scan), and returns it.
+   */
+  static Optional<RenameIntent> finishExactly(BlobNamespace ns, Renamer renamer, FsPath dir)
+      throws IOException {
+    Optional<RenameIntent> found = read(ns, ns.layout().renameIntentKey(dir));
+    if (found.isEmpty()) {
+      return found;
+    }
+    return finishAtOrUnder(ns, renamer, dir).stream()
+        .filter(i -> i.src().equals(dir)).findFirst();
+  }
+
+  /**
+   * Without transactions: the intent first (unless {@code resumed}), then each name moved
+   * on its own under its file's lock, then the intent removed. A store failure leaves the
+   * intent for whoever finishes the rename; a destination taken by someone else leaves
+   * that file under the source, named in the error once every other name is moved.
+   */
+  private void runWithoutTransactions(boolean resumed) throws IOException {
+    if (!resumed) {
+      checkEveryTarget(); // bad input must change nothing
+      begin(ns, intent);
+    }
+    EntryIterator<String> keys = ns.scanKeys(ns.layout().dirPrefix(intent.src()));
+    while (keys.hasNext()) {
+      String from = keys.next();
+      String to = targetKey(from);
+      if (KeyLayout.isMarker(from)) {
+        // A marker has no data and no lock: the target's made (or kept, from an earlier
+        // attempt), then the source removed; either step may be repeated.
+        ns.calls().put(to, FileRecord.directory(System.currentTimeMillis()).encode(),
+            PutMode.OVERWRITE);
+        ns.calls().delete(from);
+        continue;
+      }
+      Optional<VersionedRecord> read = ns.readRecord(from, true);
+      if (read.isEmpty()) {
+        continue; // deleted or moved since the scan
+      }
+      try {
+        // false: renamed or deleted meanwhile, so no longer in this directory
+        renamer.moveLocked(from, to, read.get(), ns.layout().pathOf(from),
+            ns.layout().pathOf(to), true);
+      } catch (FileAlreadyExistsException taken) {
+        leftBehind(from);
+      }
+    }
+    removeIntent();
+    throwIfLeftBehind();
+  }
+
+  /**
+   * Without transactions, writes the intent of an operation about to start; if one is
+   * there already, another rename or delete of the same directory runs: a lost race.
+   */
+  static void begin(BlobNamespace ns, RenameIntent intent) throws IOException {
+    try {
+      ns.calls().put(ns.layout().renameIntentKey(intent.src()), intent.encode(),
+          PutMode.CREATE);
+    } catch (BlobAlreadyExistsException e) {
+      throw BlobNamespace.lostRace(intent.toString(), new TransactionConflictException(
+          "another rename or delete of " + intent.src() + " is under way"));
+    }
+  }
+
+  /** Removes an operation's intent once it is done, if no other client finished it first. */
+  static void end(BlobNamespace ns, RenameIntent intent) throws IOException {
+    new DirectoryMove(ns, ns.renamer(), intent).removeIntent();
+  }
+
+  /** Removes this operation's intent if it is still there (not finished by another). */
+  void removeIntent() throws IOException {
+    Optional<Long> version = currentVersion();
+    if (version.isPresent()) {
+      try {
+        ns.calls().deleteIfVersion(intentKey, version.get());
+      } catch (TransactionConflictException e) {
+        // removed or replaced by another client that finished it
+      }
+    }
   }
 
   /** The intent stored under {@code key}, if any. */
@@ -138,12 +245,24 @@ final class DirectoryMove {
       return;
     }
     commitChunk(batch, List.of(new BlobMutation.Delete(intentKey, version.get())));
+    throwIfLeftBehind();
+  }
+
+  private void throwIfLeftBehind() throws IOException {
     if (leftCount > 0) {
-      throw new IOException(intent + " moved every name but " + leftCount + " under " + src
-          + " whose destinations were taken, or that kept changing, while it ran (" + leftBehind
-          + (leftCount > leftBehind.size() ? ", ..." : "") + "); each file is under exactly"
-          + " one of its names: move or remove them, then rename them on their own");
+      throw new IOException(intent + " moved every name but " + leftCount + " under "
+          + intent.src() + " whose destinations were taken, or that kept changing, while it"
+          + " ran (" + leftBehind + (leftCount > leftBehind.size() ? ", ..." : "") + "); each"
+          + " file is under exactly one of its names: move or remove them, then rename them"
+          + " on their own");
     }
+  }
+
+  private void leftBehind(String from) {
+    if (leftBehind.size() < NAMED) {
+      leftBehind.add(ns.layout().pathOf(from));
+    }
+    leftCount++;
   }
 
   private String targetKey(String from) {
@@ -205,10 +324,7 @@ final class DirectoryMove {
         // changed again, or the destination is taken: read again
       }
     }
-    if (leftBehind.size() < NAMED) {
-      leftBehind.add(ns.layout().pathOf(from));
-    }
-    leftCount++;
+    leftBehind(from);
   }
 
   /** The version of this rename's intent, or empty if it is gone or another rename's. */
