@@ -368,6 +368,10 @@ public final class BlobNamespace {
    * keeps it if a record names it after all: the name not holding the record does not
    * prove the put failed, since a rename may have moved it away meanwhile.
    *
+   * <p>{@code renewWriterLock} renews the writer's own lease once more when the publish had
+   * to wait for the replaced file's lock (without transactions), so that a sweeper never
+   * takes the data of a writer that waited past its lease.
+   *
    * <p>An overwrite replaces only the record it read (a put conditional on its version),
    * so the data it then removes is that of the file it replaced, never of one renamed
    * away meanwhile; a name changed in between is read again. Removing that data is
@@ -375,8 +379,8 @@ public final class BlobNamespace {
    * logged, not thrown, because the caller's file is durable and readable; the old blobs
    * are orphans for the sweeper.
    */
-  void commitFile(FsPath path, FileRecord record, boolean overwrite, Runnable discardData)
-      throws IOException {
+  void commitFile(FsPath path, FileRecord record, boolean overwrite, Runnable discardData,
+      Renewal renewWriterLock) throws IOException {
     String key = layout.recordKey(path);
     ByteBuffer encoded;
     try {
@@ -402,6 +406,9 @@ public final class BlobNamespace {
                   path + " kept changing while this writer tried to replace it"));
             }
             nameLock = taken.get();
+            // Taking it may have waited: the writer's own lease is renewed again, so that
+            // the last renewal still comes right before the put.
+            renewWriterLock.renew();
           }
         } catch (IOException | RuntimeException e) {
           discardData.run();
@@ -448,6 +455,11 @@ public final class BlobNamespace {
         locks.release(nameLock);
       }
     }
+  }
+
+  /** A writer's renewal of the lock on its data ({@link FileWriter}). */
+  interface Renewal {
+    void renew() throws IOException;
   }
 
   /** Returns if the record under {@code key} is {@code ours}, else throws. */
