@@ -397,15 +397,15 @@ public final class BlobNamespace {
         try {
           old = overwrite ? readRecord(key, false) : Optional.empty();
           if (old.isPresent() && locksNames(old.get())) {
-            Optional<DataLocks.Lock> taken = locks.takeForReplace(key, old.get(), path);
-            if (taken.isEmpty()) {
+            DataLocks.Held taken = locks.takeForReplace(key, old.get(), path);
+            if (taken.changed()) {
               if (attempt < RACE_ATTEMPTS) {
                 continue; // the name changed after it was read: replace what is there now
               }
               throw lostRace("publish " + path, new TransactionConflictException(
                   path + " kept changing while this writer tried to replace it"));
             }
-            nameLock = taken.get();
+            nameLock = taken.lock();
             // Taking it may have waited: the writer's own lease is renewed again, so that
             // the last renewal still comes right before the put.
             renewWriterLock.renew();
@@ -482,9 +482,8 @@ public final class BlobNamespace {
   }
 
   /**
-   * Whether changing the name that holds {@code read} needs its file's lock: without
-   * transactions, for every file, so that no name of a file whose rename is under way or
-   * was cut off changes under it ({@link MoveSettler}).
+   * Whether a delete or overwrite of the name that holds {@code read} must first see to
+   * its file's lock ({@link DataLocks#takeForReplace}): without transactions, for a file.
    */
   boolean locksNames(VersionedRecord read) {
     return !calls.transactional() && read.record().kind() == FileRecord.Kind.FILE;

@@ -295,25 +295,43 @@ final class DataLocks {
   }
 
   /**
-   * For a delete or overwrite without transactions of the file {@code read} at
-   * {@code key}: takes the file's lock (no move), then reads the name again under it.
-   * Returns the lock, or empty, having released it, if the name no longer holds what was
-   * read (renamed away or replaced meanwhile, or settled as the source of an interrupted
-   * move): the caller reads again.
+   * What a delete or overwrite holds: the file's lock (null if none is needed), and
+   * whether the name changed since it was read (then nothing is held: read again).
    */
-  Optional<Lock> takeForReplace(String key, VersionedRecord read, FsPath path)
-      throws IOException {
-    Lock lock = takeForRename(read.record().fileId(), path, null);
+  record Held(Lock lock, boolean changed) {}
+
+  /**
+   * For a delete or overwrite without transactions of the file {@code read} at
+   * {@code key}. A file with data blobs: takes its lock (no move), then reads the name
+   * again under it, so that its data is never deleted while a rename's copy names it too.
+   * A file kept in its record has no shared data to lose (two names of it are two
+   * copies), so it takes no lock: one read of the lock settles a rename of it that was cut
+   * off, so that the delete or overwrite acts on the names as the rename left them.
+   */
+  Held takeForReplace(String key, VersionedRecord read, FsPath path) throws IOException {
+    String id = read.record().fileId();
+    if (read.record().stripeCount() == 0) {
+      Optional<Lock> lock = read(id);
+      boolean settled = lock.isPresent()
+          && lock.get().interruptedMove(System.currentTimeMillis())
+          && MoveSettler.settle(ns, lock.get());
+      return new Held(null, settled && !stillAt(key, read));
+    }
+    Lock lock = takeForRename(id, path, null);
     boolean same = false;
     try {
-      Optional<VersionedRecord> now = ns.readRecord(key, false);
-      same = now.isPresent() && now.get().version() == read.version();
+      same = stillAt(key, read);
     } finally {
       if (!same) {
         release(lock);
       }
     }
-    return same ? Optional.of(lock) : Optional.empty();
+    return same ? new Held(lock, false) : new Held(null, true);
+  }
+
+  private boolean stillAt(String key, VersionedRecord read) throws IOException {
+    Optional<VersionedRecord> now = ns.readRecord(key, false);
+    return now.isPresent() && now.get().version() == read.version();
   }
 
   /**

@@ -80,11 +80,11 @@ final class Deleter {
       FsPath path) throws IOException {
     DataLocks.Lock lock = null;
     if (ns.locksNames(read)) {
-      Optional<DataLocks.Lock> taken = ns.locks().takeForReplace(key, read, path);
-      if (taken.isEmpty()) {
+      DataLocks.Held taken = ns.locks().takeForReplace(key, read, path);
+      if (taken.changed()) {
         return new TransactionConflictException(path + " changed after it was read");
       }
-      lock = taken.get();
+      lock = taken.lock();
     }
     try {
       ns.calls().deleteIfVersion(key, read.version());

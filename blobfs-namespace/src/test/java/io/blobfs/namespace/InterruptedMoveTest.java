@@ -65,12 +65,18 @@ class InterruptedMoveTest {
   @ParameterizedTest
   @EnumSource(Recovery.class)
   void aFileRenameCutOffAtAnyCallIsSettled(Recovery how) throws Exception {
+    for (int length : new int[] {2 * STRIPE + 7, 100}) { // with data blobs, and inline
+      cutOffEverywhere(how, length);
+    }
+  }
+
+  private void cutOffEverywhere(Recovery how, int length) throws Exception {
     FsPath f = FsPath.parse("/a/f");
     FsPath g = FsPath.parse("/a/g");
     int crashes = 0;
     for (int k = 1; ; k++) {
       freshStore();
-      write(f, 2 * STRIPE + 7, k);
+      write(f, length, k);
       write(FsPath.parse("/a/small"), 100, -k); // inline: no data blobs
       if (!dieAt(k, () -> dyingNamespace().rename(f, g))) {
         break; // the rename needs fewer calls: every point has been cut
@@ -97,7 +103,8 @@ class InterruptedMoveTest {
           given.remove(f);
         }
       }
-      checkEverything("rename cut off at call " + k + ", then " + how, how == Recovery.SWEEP);
+      checkEverything("rename of " + length + " B cut off at call " + k + ", then " + how,
+          how == Recovery.SWEEP);
     }
     assertTrue(crashes >= 8, "a rename makes at least 8 calls: " + crashes);
   }
