@@ -293,7 +293,7 @@ public final class BlobNamespace {
         done.add("settled " + settled + " interrupted file rename(s)");
       }
     }
-    for (RenameIntent i : DirectoryMove.finishAtOrUnder(this, renamer, FsPath.ROOT)) {
+    for (RenameIntent i : DirectoryMove.finishAtOrUnder(this, renamer, FsPath.ROOT, true)) {
       done.add(i.toString());
     }
     return done;

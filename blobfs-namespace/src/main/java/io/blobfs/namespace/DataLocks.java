@@ -351,7 +351,7 @@ final class DataLocks {
     return Optional.of(stamped(expired.fileId(), nonce));
   }
 
-  private Duration renameLease() {
+  Duration renameLease() {
     return RENAME_LEASE.compareTo(ns.options().writerLease()) < 0
         ? RENAME_LEASE : ns.options().writerLease();
   }

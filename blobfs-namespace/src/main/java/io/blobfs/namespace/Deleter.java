@@ -59,7 +59,7 @@ final class Deleter {
       if (recursive) {
         // A rename or delete cut off part-way below is finished first, so that its intent
         // does not outlive its source and act on a later directory of the same name.
-        DirectoryMove.finishAtOrUnder(ns, ns.renamer(), path);
+        DirectoryMove.finishAtOrUnder(ns, ns.renamer(), path, false);
       }
       deleteDirectory(path, recursive);
       break;
@@ -113,16 +113,13 @@ final class Deleter {
     // Without transactions the delete goes name by name: its intent, written first and
     // removed last, lets whoever meets it finish a delete cut off part-way (finish()). A
     // store failure leaves it there; a lost race is answered, so it goes.
-    RenameIntent intent = null;
-    if (!ns.calls().transactional()) {
-      intent = RenameIntent.startDelete(path);
-      DirectoryMove.begin(ns, intent);
-    }
+    DirectoryMove.Running intent = ns.calls().transactional() ? null : DirectoryMove.begin(ns,
+        RenameIntent.startDelete(path, DirectoryMove.Running.expiry(ns)));
     for (int attempt = 1; ; attempt++) {
-      TransactionConflictException lost = deleteAllUnder(prefix);
+      TransactionConflictException lost = deleteAllUnder(prefix, intent);
       if (lost == null || attempt == BlobNamespace.RACE_ATTEMPTS) {
         if (intent != null) {
-          DirectoryMove.end(ns, intent);
+          intent.end();
         }
         if (lost != null) {
           throw BlobNamespace.lostRace("delete " + path, lost);
@@ -139,8 +136,9 @@ final class Deleter {
    * time it was written, and goes). Each file goes under its lock, as in a delete; a name
    * that changes meanwhile is left alone. The caller removes the intent.
    */
-  void finish(RenameIntent intent) throws IOException {
+  void finish(RenameIntent intent, DirectoryMove.Running running) throws IOException {
     for (String key : ns.scanAll(ns.layout().dirPrefix(intent.src()))) {
+      running.keepAlive();
       Optional<VersionedRecord> read = ns.readRecord(key, false);
       if (read.isEmpty() || read.get().record().modificationTime() > intent.startedMillis()) {
         continue;
@@ -163,13 +161,15 @@ final class Deleter {
    * and data only with its name. Returns the conflict if a name changed after it was read
    * (the pass is then to be repeated on what is there now), else null.
    */
-  private TransactionConflictException deleteAllUnder(String prefix) throws IOException {
+  private TransactionConflictException deleteAllUnder(String prefix,
+      DirectoryMove.Running intent) throws IOException {
     if (ns.calls().transactional()) {
       return deleteInChunks(prefix);
     }
     // Without transactions, name by name, each file under its lock with its data.
     TransactionConflictException lost = null;
     for (String key : ns.scanAll(prefix)) {
+      intent.keepAlive();
       if (KeyLayout.isMarker(key)) {
         ns.calls().delete(key);
         continue;

@@ -61,37 +61,49 @@ final class DirectoryMove {
   /** Renames directory {@code src} to {@code dst} (both checked by the caller). */
   static void rename(BlobNamespace ns, Renamer renamer, FsPath src, FsPath dst)
       throws IOException {
-    DirectoryMove move = new DirectoryMove(ns, renamer, RenameIntent.start(src, dst));
     if (ns.calls().transactional()) {
-      move.run(false);
+      new DirectoryMove(ns, renamer, RenameIntent.start(src, dst)).run(false);
     } else {
-      move.runWithoutTransactions(false);
+      new DirectoryMove(ns, renamer, RenameIntent.startLeased(src, dst, Running.expiry(ns)))
+          .runWithoutTransactions(null);
     }
   }
 
   /**
    * Finishes every interrupted rename or delete of {@code dir} or of a directory below it,
    * and returns them: moves what is still under each source to its destination (or, for a
-   * delete, removes what is still there and older than it), then removes the intent.
+   * delete, removes what is still there and older than it), then removes the intent. One
+   * whose operation still runs (its lease, without transactions) is not touched: that is
+   * a lost race ("retry"), or, for {@code recovery}, left to it.
    */
-  static List<RenameIntent> finishAtOrUnder(BlobNamespace ns, Renamer renamer, FsPath dir)
-      throws IOException {
+  static List<RenameIntent> finishAtOrUnder(BlobNamespace ns, Renamer renamer, FsPath dir,
+      boolean recovery) throws IOException {
     List<RenameIntent> finished = new ArrayList<>();
     for (String key : ns.scanAll(ns.layout().renameIntentPrefix(dir))) {
-      Optional<RenameIntent> found = read(ns, key);
-      if (found.isEmpty() || !found.get().src().isAtOrUnder(dir)) {
+      Optional<Stored> found = readVersioned(ns, key);
+      if (found.isEmpty() || !found.get().intent().src().isAtOrUnder(dir)) {
         continue;
       }
-      DirectoryMove move = new DirectoryMove(ns, renamer, found.get());
-      if (found.get().isDelete()) {
-        ns.deleter().finish(found.get());
-        move.removeIntent();
+      RenameIntent intent = found.get().intent();
+      Optional<Running> running = intent.live(System.currentTimeMillis()) ? Optional.empty()
+          : Running.takeOver(ns, found.get());
+      if (running.isEmpty()) {
+        if (recovery) {
+          continue;
+        }
+        throw BlobNamespace.lostRace(intent.toString(), new TransactionConflictException(
+            intent + " is under way"));
+      }
+      DirectoryMove move = new DirectoryMove(ns, renamer, intent);
+      if (intent.isDelete()) {
+        ns.deleter().finish(intent, running.get());
+        running.get().end();
       } else if (ns.calls().transactional()) {
         move.run(true);
       } else {
-        move.runWithoutTransactions(true);
+        move.runWithoutTransactions(running.get());
       }
-      finished.add(found.get());
+      finished.add(intent);
     }
     return finished;
   }
@@ -110,27 +122,31 @@ final class DirectoryMove {
     if (found.isEmpty()) {
       return found;
     }
-    return finishAtOrUnder(ns, renamer, dir).stream()
+    return finishAtOrUnder(ns, renamer, dir, false).stream()
         .filter(i -> i.src().equals(dir)).findFirst();
   }
 
   /**
-   * Without transactions: the intent first (unless {@code resumed}), then each name moved
-   * on its own under its file's lock, then the intent removed. A store failure leaves the
-   * intent for whoever finishes the rename; a destination taken by someone else leaves
-   * that file under the source, named in the error once every other name is moved.
+   * Without transactions: the intent first (unless {@code resumed}, an interrupted
+   * rename's, taken over), then each name moved on its own under its file's lock, the
+   * intent's lease renewed as it goes, then the intent removed. A store failure leaves the
+   * intent for whoever finishes the rename once its lease has run out; a destination taken
+   * by someone else leaves that file under the source, named in the error once every other
+   * name is moved.
    */
-  private void runWithoutTransactions(boolean resumed) throws IOException {
-    if (!resumed) {
+  private void runWithoutTransactions(Running resumed) throws IOException {
+    Running running = resumed;
+    if (running == null) {
       // Bad input must change nothing; a destination no longer than the source makes no
       // key longer, and spares a scan (on RADOS, a walk of the pool's names).
       if (bytes(intent.dst()) > bytes(intent.src())) {
         checkEveryTarget();
       }
-      begin(ns, intent);
+      running = begin(ns, intent);
     }
     EntryIterator<String> keys = ns.scanKeys(ns.layout().dirPrefix(intent.src()));
     while (keys.hasNext()) {
+      running.keepAlive();
       String from = keys.next();
       String to = targetKey(from);
       if (KeyLayout.isMarker(from)) {
@@ -153,7 +169,7 @@ final class DirectoryMove {
         leftBehind(from);
       }
     }
-    removeIntent();
+    running.end();
     throwIfLeftBehind();
   }
 
@@ -161,7 +177,7 @@ final class DirectoryMove {
    * Without transactions, writes the intent of an operation about to start; if one is
    * there already, another rename or delete of the same directory runs: a lost race.
    */
-  static void begin(BlobNamespace ns, RenameIntent intent) throws IOException {
+  static Running begin(BlobNamespace ns, RenameIntent intent) throws IOException {
     try {
       ns.calls().put(ns.layout().renameIntentKey(intent.src()), intent.encode(),
           PutMode.CREATE);
@@ -169,11 +185,73 @@ final class DirectoryMove {
       throw BlobNamespace.lostRace(intent.toString(), new TransactionConflictException(
           "another rename or delete of " + intent.src() + " is under way"));
     }
+    return new Running(ns, intent, System.nanoTime());
   }
 
-  /** Removes an operation's intent once it is done, if no other client finished it first. */
-  static void end(BlobNamespace ns, RenameIntent intent) throws IOException {
-    new DirectoryMove(ns, ns.renamer(), intent).removeIntent();
+  /**
+   * A directory operation's intent while it runs without transactions: a lease, renewed
+   * whenever a quarter of it has passed, so that nobody finishes the operation meanwhile.
+   * Only when its client dies or stalls past the lease may another take it over.
+   */
+  static final class Running {
+    private final BlobNamespace ns;
+    private final String key;
+    private RenameIntent intent;
+    private long renewedNanos;
+
+    private Running(BlobNamespace ns, RenameIntent intent, long renewedNanos) {
+      this.ns = ns;
+      this.key = ns.layout().renameIntentKey(intent.src());
+      this.intent = intent;
+      this.renewedNanos = renewedNanos;
+    }
+
+    static long expiry(BlobNamespace ns) {
+      return System.currentTimeMillis() + ns.locks().renameLease().toMillis();
+    }
+
+    /**
+     * Takes over an intent whose lease ran out (or that has none: transactions), as read;
+     * empty if another client changed it first (it runs it now, or has finished it).
+     */
+    static Optional<Running> takeOver(BlobNamespace ns, Stored read) throws IOException {
+      if (read.intent().expiresMillis() == 0) {
+        return Optional.of(new Running(ns, read.intent(), System.nanoTime()));
+      }
+      RenameIntent mine = read.intent().renewedUntil(expiry(ns));
+      try {
+        ns.calls().putIfVersion(ns.layout().renameIntentKey(mine.src()), mine.encode(),
+            read.version());
+      } catch (TransactionConflictException e) {
+        return Optional.empty();
+      }
+      return Optional.of(new Running(ns, mine, System.nanoTime()));
+    }
+
+    /** Renews the lease if a quarter of it has passed; a lost intent is left alone. */
+    void keepAlive() throws IOException {
+      long quarter = ns.locks().renameLease().toNanos() / 4;
+      if (intent.expiresMillis() == 0 || System.nanoTime() - renewedNanos < quarter) {
+        return;
+      }
+      Optional<Stored> now = readVersioned(ns, key);
+      if (now.isEmpty() || !now.get().intent().id().equals(intent.id())) {
+        return; // finished by another after this one outlived its lease: each move is conditional
+      }
+      RenameIntent renewed = intent.renewedUntil(expiry(ns));
+      try {
+        ns.calls().putIfVersion(key, renewed.encode(), now.get().version());
+        intent = renewed;
+        renewedNanos = System.nanoTime();
+      } catch (TransactionConflictException e) {
+        // taken over meanwhile: as above
+      }
+    }
+
+    /** Removes the intent once the operation is done, if it is still this one's. */
+    void end() throws IOException {
+      new DirectoryMove(ns, ns.renamer(), intent).removeIntent();
+    }
   }
 
   /** Removes this operation's intent if it is still there (not finished by another). */
@@ -193,7 +271,7 @@ final class DirectoryMove {
     return readVersioned(ns, key).map(v -> v.intent);
   }
 
-  private record Stored(RenameIntent intent, long version) {}
+  record Stored(RenameIntent intent, long version) {}
 
   private static Optional<Stored> readVersioned(BlobNamespace ns, String key)
       throws IOException {

@@ -53,7 +53,7 @@ final class Renamer {
       // is finished first; if it was this very rename, retried, it is now done (so a retry
       // never nests the rest under the destination).
       boolean retried = false;
-      List<RenameIntent> finished = DirectoryMove.finishAtOrUnder(ns, this, src);
+      List<RenameIntent> finished = DirectoryMove.finishAtOrUnder(ns, this, src, false);
       for (RenameIntent done : finished) {
         retried |= done.sameAs(src, dst);
       }

@@ -3,6 +3,7 @@ package io.blobfs.namespace;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.blobfs.store.BlobStore;
@@ -178,7 +179,12 @@ class InterruptedMoveTest {
     given.keySet().removeIf(p -> p.isAtOrUnder(dir));
     Thread.sleep(5);
     write(FsPath.parse("/a/later"), 3 * STRIPE, 77);
-    recovery.finishInterruptedRenames();
+    // While the dead delete's lease runs, its intent is left alone, and the next delete or
+    // rename of the directory is told to retry.
+    assertEquals(List.of(), recovery.finishInterruptedRenames());
+    assertThrows(IOException.class, () -> recovery.rename(dir, FsPath.parse("/b")));
+    Thread.sleep(LEASE.toMillis() + 5);
+    assertEquals(List.of("delete /a"), recovery.finishInterruptedRenames());
     assertEquals(List.of(FsPath.parse("/a/later")), names(dir));
     checkEverything("delete finished after a new file", false);
   }
