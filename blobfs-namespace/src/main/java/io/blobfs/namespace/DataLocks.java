@@ -351,6 +351,45 @@ final class DataLocks {
     return Optional.of(stamped(expired.fileId(), nonce));
   }
 
+  /**
+   * Turns a settler's lock into the tombstone of the move it completed: the same move,
+   * expired from the start. False if the lock changed meanwhile.
+   */
+  boolean markSettled(Lock held) {
+    try {
+      ns.calls().putIfVersion(held.key(),
+          encode(Owner.RENAMER, 0, NONCES.nextLong(), held.move()), held.version());
+      return true;
+    } catch (IOException | RuntimeException e) {
+      return false;
+    }
+  }
+
+  /**
+   * For a rename whose lock {@code mine} was taken over: waits while a settler of this very
+   * move holds it, then returns true if one completed it (its tombstone is there), false
+   * if the lock was taken by anyone else or is gone (nothing proves the copy was adopted).
+   */
+  boolean settledByOther(Lock mine) throws IOException {
+    long deadline = System.nanoTime() + SWEEPER_WAIT.toNanos();
+    while (true) {
+      Optional<Lock> now = read(mine.fileId());
+      if (now.isEmpty() || now.get().version() == mine.version()
+          || !mine.move().equals(now.get().move())) {
+        return false;
+      }
+      if (now.get().expired(System.currentTimeMillis()) || System.nanoTime() > deadline) {
+        return now.get().expiresMillis() == 0; // a tombstone: the move was completed
+      }
+      try {
+        Thread.sleep(10);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new InterruptedIOException("interrupted waiting for the settler of " + mine.key());
+      }
+    }
+  }
+
   Duration renameLease() {
     return RENAME_LEASE.compareTo(ns.options().writerLease()) < 0
         ? RENAME_LEASE : ns.options().writerLease();

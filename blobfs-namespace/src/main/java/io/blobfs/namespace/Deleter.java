@@ -59,7 +59,7 @@ final class Deleter {
       if (recursive) {
         // A rename or delete cut off part-way below is finished first, so that its intent
         // does not outlive its source and act on a later directory of the same name.
-        DirectoryMove.finishAtOrUnder(ns, ns.renamer(), path, false);
+        DirectoryMove.finishAtOrUnder(ns, ns.renamer(), path, DirectoryMove.Live.REFUSE);
       }
       deleteDirectory(path, recursive);
       break;

@@ -73,39 +73,66 @@ final class DirectoryMove {
    * Finishes every interrupted rename or delete of {@code dir} or of a directory below it,
    * and returns them: moves what is still under each source to its destination (or, for a
    * delete, removes what is still there and older than it), then removes the intent. One
-   * whose operation still runs (its lease, without transactions) is not touched: that is
-   * a lost race ("retry"), or, for {@code recovery}, left to it.
+   * whose operation still runs (its lease, without transactions) is handled as
+   * {@code live} says.
    */
   static List<RenameIntent> finishAtOrUnder(BlobNamespace ns, Renamer renamer, FsPath dir,
-      boolean recovery) throws IOException {
+      Live live) throws IOException {
     List<RenameIntent> finished = new ArrayList<>();
+    IOException failed = null;
     for (String key : ns.scanAll(ns.layout().renameIntentPrefix(dir))) {
       Optional<Stored> found = readVersioned(ns, key);
       if (found.isEmpty() || !found.get().intent().src().isAtOrUnder(dir)) {
         continue;
       }
       RenameIntent intent = found.get().intent();
-      Optional<Running> running = intent.live(System.currentTimeMillis()) ? Optional.empty()
-          : Running.takeOver(ns, found.get());
-      if (running.isEmpty()) {
-        if (recovery) {
+      boolean running = live != Live.FINISH && intent.live(System.currentTimeMillis());
+      Optional<Running> taken = running ? Optional.empty() : Running.takeOver(ns, found.get());
+      if (taken.isEmpty()) {
+        if (live == Live.LEAVE || live == Live.FINISH) {
           continue;
         }
         throw BlobNamespace.lostRace(intent.toString(), new TransactionConflictException(
             intent + " is under way"));
       }
       DirectoryMove move = new DirectoryMove(ns, renamer, intent);
-      if (intent.isDelete()) {
-        ns.deleter().finish(intent, running.get());
-        running.get().end();
-      } else if (ns.calls().transactional()) {
-        move.run(true);
-      } else {
-        move.runWithoutTransactions(running.get());
+      try {
+        if (intent.isDelete()) {
+          ns.deleter().finish(intent, taken.get());
+          taken.get().end();
+        } else if (ns.calls().transactional()) {
+          move.run(true);
+        } else {
+          move.runWithoutTransactions(taken.get());
+        }
+      } catch (IOException e) {
+        if (live == Live.REFUSE) {
+          throw e;
+        }
+        // Recovery goes on with the others, and reports the first failure at the end.
+        if (failed == null) {
+          failed = e;
+        } else {
+          failed.addSuppressed(e);
+        }
+        continue;
       }
       finished.add(intent);
     }
+    if (failed != null) {
+      throw failed;
+    }
     return finished;
+  }
+
+  /** What {@link #finishAtOrUnder} does with an intent whose operation still runs. */
+  enum Live {
+    /** A lost race ("retry"): the caller's own operation must not join in. */
+    REFUSE,
+    /** Left to its operation: recovery while clients may run. */
+    LEAVE,
+    /** Finished all the same: recovery while no client runs (tests' checkpoints). */
+    FINISH
   }
 
   private static int bytes(FsPath p) {
@@ -122,7 +149,7 @@ final class DirectoryMove {
     if (found.isEmpty()) {
       return found;
     }
-    return finishAtOrUnder(ns, renamer, dir, false).stream()
+    return finishAtOrUnder(ns, renamer, dir, Live.REFUSE).stream()
         .filter(i -> i.src().equals(dir)).findFirst();
   }
 

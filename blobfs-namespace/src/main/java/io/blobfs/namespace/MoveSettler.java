@@ -25,10 +25,14 @@ import java.util.Optional;
  *       its lock; the destination keeps it.
  * </ul>
  *
- * The settler first takes the lock over (same move, fresh lease), so that a rename that
- * only stalled finds its lock gone and neither takes its copy back nor reports failure;
- * then it acts, then it releases the lock. A settler that dies leaves the move in the lock
- * for the next one; settling twice is harmless (the source's removal is conditional).
+ * The settler first takes the lock over (same move, fresh lease), then acts. Having
+ * rolled a move forward it leaves the lock behind as a tombstone (same move, already
+ * expired) instead of removing it: a rename that only stalled past its lease then learns
+ * from it that its copy was adopted and its move completed, rather than taking the copy
+ * back ({@link Renamer}); the next client or sweep that meets the tombstone settles it
+ * again (nothing left to do) and removes it. Otherwise it releases the lock. A settler
+ * that dies leaves the move in the lock for the next one; settling twice is harmless (the
+ * source's removal is conditional).
  */
 final class MoveSettler {
   private MoveSettler() {}
@@ -43,6 +47,7 @@ final class MoveSettler {
     if (mine.isEmpty()) {
       return false;
     }
+    boolean adopted = false;
     try {
       DataLocks.Move move = expired.move();
       String id = expired.fileId();
@@ -54,21 +59,25 @@ final class MoveSettler {
       if (srcHolds && dstHolds) {
         try {
           ns.calls().deleteIfVersion(move.fromKey(), move.version());
+          adopted = true;
         } catch (TransactionConflictException changed) {
           // changed by a client that ignores the lock (an older version): leave it be
         }
       }
       return true;
     } finally {
-      ns.locks().release(mine.get());
+      if (!adopted || !ns.locks().markSettled(mine.get())) {
+        ns.locks().release(mine.get());
+      }
     }
   }
 
   /**
-   * Settles every interrupted file move in the store: a scan of every lock blob, for the
+   * Settles every interrupted file move in the store whose lock has expired (with
+   * {@code evenLive}, every one: no client runs): a scan of every lock blob, for the
    * recovery command. Returns how many it settled.
    */
-  static int settleAll(BlobNamespace ns) throws IOException {
+  static int settleAll(BlobNamespace ns, boolean evenLive) throws IOException {
     int settled = 0;
     EntryIterator<String> keys = ns.scanKeys(KeyLayout.DATA);
     while (keys.hasNext()) {
@@ -78,8 +87,8 @@ final class MoveSettler {
         continue;
       }
       Optional<DataLocks.Lock> lock = ns.locks().read(id);
-      if (lock.isPresent() && lock.get().interruptedMove(System.currentTimeMillis())
-          && settle(ns, lock.get())) {
+      long now = evenLive ? Long.MAX_VALUE : System.currentTimeMillis();
+      if (lock.isPresent() && lock.get().interruptedMove(now) && settle(ns, lock.get())) {
         settled++;
       }
     }

@@ -53,7 +53,8 @@ final class Renamer {
       // is finished first; if it was this very rename, retried, it is now done (so a retry
       // never nests the rest under the destination).
       boolean retried = false;
-      List<RenameIntent> finished = DirectoryMove.finishAtOrUnder(ns, this, src, false);
+      List<RenameIntent> finished = DirectoryMove.finishAtOrUnder(ns, this, src,
+          DirectoryMove.Live.REFUSE);
       for (RenameIntent done : finished) {
         retried |= done.sameAs(src, dst);
       }
@@ -228,8 +229,9 @@ final class Renamer {
       }
       if (!held) {
         // Stalled past the lock's lease and taken over: by a settler, which rolled this
-        // move forward if the copy was already there, or by a sweeper or another rename.
-        if (settledForward(from, read)) {
+        // move forward if the copy was already there (its tombstone says so), or by a
+        // sweeper or another rename, after which the copy must go.
+        if (ns.locks().settledByOther(lock)) {
           return;
         }
         IOException e = new IOException("rename " + src + " to " + dst + " outlived its"
@@ -241,7 +243,7 @@ final class Renamer {
     try {
       ns.calls().deleteIfVersion(from, read.version());
     } catch (TransactionConflictException lost) {
-      if (lock != null && !ns.locks().stillHeld(lock) && settledForward(from, read)) {
+      if (lock != null && !ns.locks().stillHeld(lock) && ns.locks().settledByOther(lock)) {
         return; // a settler removed the source first: the move is complete
       }
       takeBack(to, read, src, dst, lost);
@@ -264,16 +266,6 @@ final class Renamer {
       }
       throw bothNamed(src, dst, unknown); // changed by someone else: cannot tell whose
     }
-  }
-
-  /**
-   * After this rename's lock was taken over: true if the source no longer holds the
-   * record read, so that the taker (a {@link MoveSettler}, the only one that changes a
-   * name under another's move) rolled the move forward, and the copy is the file's name.
-   */
-  private boolean settledForward(String from, VersionedRecord read) throws IOException {
-    Optional<VersionedRecord> now = ns.readRecord(from, false);
-    return now.isEmpty() || now.get().version() != read.version();
   }
 
   /** Removes the destination's copy of {@code read} if it is there; {@code cause} gets why not. */

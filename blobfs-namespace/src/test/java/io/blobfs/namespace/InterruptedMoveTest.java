@@ -189,6 +189,72 @@ class InterruptedMoveTest {
     checkEverything("delete finished after a new file", false);
   }
 
+  /**
+   * A rename that stalls past its lease between its copy and the source's removal: a
+   * settler completes its move, and the rename, waking, reports success instead of taking
+   * back the copy that is now the file's only name.
+   */
+  @Test
+  void aRenameStalledAfterItsCopyIsCompletedByTheSettlerAndSaysSo() throws Exception {
+    freshStore();
+    FsPath f = FsPath.parse("/a/f");
+    FsPath g = FsPath.parse("/a/g");
+    write(f, 2 * STRIPE + 3, 11);
+    Fault stall = dying.on(Op.DELETE).keys("n/a/f").pause();
+    java.util.concurrent.ExecutorService renamer =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<Boolean> rename =
+          renamer.submit(() -> dyingNamespace().rename(f, g));
+      stall.awaitReached();
+      Thread.sleep(LEASE.toMillis() + 5);
+      assertEquals(List.of("settled 1 interrupted file rename(s)"),
+          recovery.finishInterruptedRenames());
+      stall.release();
+      assertTrue(rename.get(30, java.util.concurrent.TimeUnit.SECONDS));
+    } finally {
+      renamer.shutdownNow();
+    }
+    given.put(g, given.remove(f));
+    checkEverything("a rename stalled after its copy", false);
+  }
+
+  /**
+   * A rename that stalls past its lease before its copy, while another rename moves the
+   * file away: waking, it puts a stale copy, finds no sign that its own move was adopted,
+   * and takes the copy back, so that one name is left.
+   */
+  @Test
+  void aRenameStalledBeforeItsCopyTakesAStaleCopyBack() throws Exception {
+    freshStore();
+    FsPath f = FsPath.parse("/a/f");
+    FsPath g = FsPath.parse("/a/g");
+    FsPath h = FsPath.parse("/a/h");
+    write(f, 2 * STRIPE + 3, 12);
+    Fault stall = dying.on(Op.PUT).keys("n/a/g").pause();
+    java.util.concurrent.ExecutorService renamer =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<Object> rename = renamer.submit(() -> {
+        try {
+          return dyingNamespace().rename(f, g);
+        } catch (IOException e) {
+          return e;
+        }
+      });
+      stall.awaitReached();
+      Thread.sleep(LEASE.toMillis() + 5);
+      assertTrue(recovery.rename(f, h));
+      stall.release();
+      Object outcome = rename.get(30, java.util.concurrent.TimeUnit.SECONDS);
+      assertTrue(outcome instanceof IOException, "the stalled rename failed: " + outcome);
+    } finally {
+      renamer.shutdownNow();
+    }
+    given.put(h, given.remove(f));
+    checkEverything("a rename stalled before its copy", false);
+  }
+
   // ---------------------------------------------------------------- helpers
 
   private BlobNamespace dyingNamespace() {
