@@ -335,6 +335,20 @@ final class DataLocks {
   }
 
   /**
+   * For a delete on a full store, which cannot take the lock: fails with {@code full} if a
+   * rename of the file is under way or was cut off (its copy may share the data), else
+   * returns and the delete goes on without the lock.
+   */
+  void refuseIfInterrupted(String fileId, FsPath path, IOException full) throws IOException {
+    Optional<Lock> lock = read(fileId);
+    if (lock.isPresent() && lock.get().owner() == Owner.RENAMER && lock.get().move() != null) {
+      throw new IOException("cannot delete " + path + " on a full store: a rename of it is"
+          + " under way or was cut off, and settling it needs a write; free space elsewhere"
+          + " first", full);
+    }
+  }
+
+  /**
    * Takes over an expired lock as it was read, keeping its move, with a fresh lease: a
    * settler works under it, so that the rename that left it, if only stalled, finds its
    * lock gone and does not undo what the settler does. Empty if it changed meanwhile.

@@ -1,6 +1,7 @@
 package io.blobfs.namespace;
 
 import io.blobfs.store.BlobMutation;
+import io.blobfs.store.StoreFullException;
 import io.blobfs.store.TransactionConflictException;
 import java.io.IOException;
 import java.nio.file.DirectoryNotEmptyException;
@@ -80,7 +81,15 @@ final class Deleter {
       FsPath path) throws IOException {
     DataLocks.Lock lock = null;
     if (ns.locksNames(read)) {
-      DataLocks.Held taken = ns.locks().takeForReplace(key, read, path);
+      DataLocks.Held taken;
+      try {
+        taken = ns.locks().takeForReplace(key, read, path);
+      } catch (StoreFullException full) {
+        // A full store takes no lock, and deletes must still free space: without it, as
+        // long as no rename of this file was cut off (that needs writes to settle).
+        ns.locks().refuseIfInterrupted(read.record().fileId(), path, full);
+        taken = new DataLocks.Held(null, false);
+      }
       if (taken.changed()) {
         return new TransactionConflictException(path + " changed after it was read");
       }
@@ -113,8 +122,16 @@ final class Deleter {
     // Without transactions the delete goes name by name: its intent, written first and
     // removed last, lets whoever meets it finish a delete cut off part-way (finish()). A
     // store failure leaves it there; a lost race is answered, so it goes.
-    DirectoryMove.Running intent = ns.calls().transactional() ? null : DirectoryMove.begin(ns,
-        RenameIntent.startDelete(path, DirectoryMove.Running.expiry(ns)));
+    DirectoryMove.Running intent = null;
+    if (!ns.calls().transactional()) {
+      try {
+        intent = DirectoryMove.begin(ns,
+            RenameIntent.startDelete(path, DirectoryMove.Running.expiry(ns)));
+      } catch (StoreFullException full) {
+        // A full store still deletes: without the intent, a delete cut off is finished
+        // only by deleting again.
+      }
+    }
     for (int attempt = 1; ; attempt++) {
       TransactionConflictException lost = deleteAllUnder(prefix, intent);
       if (lost == null || attempt == BlobNamespace.RACE_ATTEMPTS) {
@@ -169,7 +186,9 @@ final class Deleter {
     // Without transactions, name by name, each file under its lock with its data.
     TransactionConflictException lost = null;
     for (String key : ns.scanAll(prefix)) {
-      intent.keepAlive();
+      if (intent != null) {
+        intent.keepAlive();
+      }
       if (KeyLayout.isMarker(key)) {
         ns.calls().delete(key);
         continue;
