@@ -13,8 +13,10 @@ import org.apache.hadoop.util.ToolRunner;
  * The orphan sweeper as a command:
  * {@code hadoop jar blobfs-bundle.jar io.blobfs.hadoop.SweepOrphans [-dry-run]
  * [-min-age 1h] [-finish-renames] blob://STORE/}. Prints what it found; exit code 0 on
- * success. {@code -finish-renames} first finishes the directory renames that were cut off
- * part-way ({@link io.blobfs.namespace.BlobNamespace#finishInterruptedRenames}).
+ * success. {@code -finish-renames} first finishes what a crash cut off part-way
+ * ({@link io.blobfs.namespace.BlobNamespace#finishInterruptedRenames}): directory renames
+ * and, without transactions (RADOS), file renames whose lock has expired and recursive
+ * deletes.
  */
 public final class SweepOrphans extends Configured implements Tool {
   public static void main(String[] args) throws Exception {

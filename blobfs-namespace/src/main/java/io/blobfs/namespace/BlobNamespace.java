@@ -276,18 +276,35 @@ public final class BlobNamespace {
   }
 
   /**
-   * Finishes every directory rename that was cut off part-way (a crash or a failed store
-   * call between its chunks; only renames too large for one transaction have parts):
-   * moves what is still under each source to its destination. Returns what it finished,
-   * as "rename SRC to DST". Nothing to do on a store without transactions, whose renames
-   * go name by name and record nothing.
+   * Recovery after a crash: finishes every operation that was cut off part-way and
+   * returns them, each as "rename SRC to DST", "delete DIR" or "settled N interrupted file
+   * rename(s)".
+   * Without transactions, first settles every file rename cut off between its copy and
+   * the source's removal whose lock has expired ({@link MoveSettler}: the source is
+   * removed if the copy was made), then finishes every interrupted directory rename (what
+   * is left under its source moves to its destination) and recursive delete (what is
+   * left and older than it goes). With transactions only renames too large for one
+   * transaction have parts, and only they are finished.
    */
   public List<String> finishInterruptedRenames() throws IOException {
+    return recover(false);
+  }
+
+  /**
+   * {@link #finishInterruptedRenames}; with {@code nothingRuns}, also what is under a
+   * lease that has not run out (a test's checkpoint, where no client runs).
+   */
+  List<String> recover(boolean nothingRuns) throws IOException {
     List<String> done = new ArrayList<>();
-    if (calls.transactional()) {
-      for (RenameIntent i : DirectoryMove.finishAtOrUnder(this, renamer, FsPath.ROOT)) {
-        done.add(i.toString());
+    if (!calls.transactional()) {
+      int settled = MoveSettler.settleAll(this, nothingRuns);
+      if (settled > 0) {
+        done.add("settled " + settled + " interrupted file rename(s)");
       }
+    }
+    for (RenameIntent i : DirectoryMove.finishAtOrUnder(this, renamer, FsPath.ROOT,
+        nothingRuns ? DirectoryMove.Live.FINISH : DirectoryMove.Live.LEAVE)) {
+      done.add(i.toString());
     }
     return done;
   }
@@ -345,6 +362,10 @@ public final class BlobNamespace {
     return renamer;
   }
 
+  Deleter deleter() {
+    return deleter;
+  }
+
   /**
    * Publishes a finished file: the single metadata operation of a create.
    *
@@ -357,6 +378,10 @@ public final class BlobNamespace {
    * keeps it if a record names it after all: the name not holding the record does not
    * prove the put failed, since a rename may have moved it away meanwhile.
    *
+   * <p>{@code renewWriterLock} renews the writer's own lease once more when the publish had
+   * to wait for the replaced file's lock (without transactions), so that a sweeper never
+   * takes the data of a writer that waited past its lease.
+   *
    * <p>An overwrite replaces only the record it read (a put conditional on its version),
    * so the data it then removes is that of the file it replaced, never of one renamed
    * away meanwhile; a name changed in between is read again. Removing that data is
@@ -364,8 +389,8 @@ public final class BlobNamespace {
    * logged, not thrown, because the caller's file is durable and readable; the old blobs
    * are orphans for the sweeper.
    */
-  void commitFile(FsPath path, FileRecord record, boolean overwrite, Runnable discardData)
-      throws IOException {
+  void commitFile(FsPath path, FileRecord record, boolean overwrite, Runnable discardData,
+      Renewal renewWriterLock) throws IOException {
     String key = layout.recordKey(path);
     ByteBuffer encoded;
     try {
@@ -375,46 +400,76 @@ public final class BlobNamespace {
       throw e;
     }
     Optional<VersionedRecord> replaced;
-    for (int attempt = 1; ; attempt++) {
-      Optional<VersionedRecord> old;
-      try {
-        old = overwrite ? readRecord(key, false) : Optional.empty();
-      } catch (IOException | RuntimeException e) {
-        discardData.run();
-        throw e;
+    DataLocks.Lock nameLock = null; // without transactions: the replaced file's lock
+    try {
+      for (int attempt = 1; ; attempt++) {
+        Optional<VersionedRecord> old;
+        try {
+          old = overwrite ? readRecord(key, false) : Optional.empty();
+          if (old.isPresent() && locksNames(old.get())) {
+            DataLocks.Held taken = locks.takeForReplace(key, old.get(), path);
+            if (taken.changed()) {
+              if (attempt < RACE_ATTEMPTS) {
+                continue; // the name changed after it was read: replace what is there now
+              }
+              throw lostRace("publish " + path, new TransactionConflictException(
+                  path + " kept changing while this writer tried to replace it"));
+            }
+            nameLock = taken.lock();
+            // Taking it may have waited: the writer's own lease is renewed again, so that
+            // the last renewal still comes right before the put.
+            renewWriterLock.renew();
+          }
+        } catch (IOException | RuntimeException e) {
+          discardData.run();
+          throw e;
+        }
+        try {
+          if (old.isPresent()) {
+            calls.putIfVersion(key, encoded.duplicate(), old.get().version());
+          } else {
+            calls.put(key, encoded.duplicate(), PutMode.CREATE);
+          }
+          replaced = old;
+          break;
+        } catch (BlobAlreadyExistsException | TransactionConflictException e) {
+          if (nameLock != null) {
+            locks.release(nameLock);
+            nameLock = null;
+          }
+          if (overwrite && attempt < RACE_ATTEMPTS) {
+            continue; // the name changed after it was read: replace what is there now
+          }
+          discardData.run();
+          if (e instanceof BlobAlreadyExistsException && !overwrite) {
+            throw new FileAlreadyExistsException(path.toString(), null,
+                "created by another writer while this one was open");
+          }
+          throw lostRace("publish " + path, e);
+        } catch (IOException | RuntimeException e) {
+          confirmPublished(path, key, record, e);
+          replaced = old;
+          break;
+        }
       }
-      try {
-        if (old.isPresent()) {
-          calls.putIfVersion(key, encoded.duplicate(), old.get().version());
-        } else {
-          calls.put(key, encoded.duplicate(), PutMode.CREATE);
+      if (replaced.isPresent() && !replaced.get().record().fileId().equals(record.fileId())) {
+        try {
+          deleteData(replaced.get().record());
+        } catch (IOException | RuntimeException e) {
+          LOG.log(System.Logger.Level.WARNING, "published " + path + ", but removing the data"
+              + " of the file it replaced failed; the orphan sweeper will remove it", e);
         }
-        replaced = old;
-        break;
-      } catch (BlobAlreadyExistsException | TransactionConflictException e) {
-        if (overwrite && attempt < RACE_ATTEMPTS) {
-          continue; // the name changed after it was read: replace what is there now
-        }
-        discardData.run();
-        if (e instanceof BlobAlreadyExistsException && !overwrite) {
-          throw new FileAlreadyExistsException(path.toString(), null,
-              "created by another writer while this one was open");
-        }
-        throw lostRace("publish " + path, e);
-      } catch (IOException | RuntimeException e) {
-        confirmPublished(path, key, record, e);
-        replaced = old;
-        break;
+      }
+    } finally {
+      if (nameLock != null) {
+        locks.release(nameLock);
       }
     }
-    if (replaced.isPresent() && !replaced.get().record().fileId().equals(record.fileId())) {
-      try {
-        deleteData(replaced.get().record());
-      } catch (IOException | RuntimeException e) {
-        LOG.log(System.Logger.Level.WARNING, "published " + path + ", but removing the data"
-            + " of the file it replaced failed; the orphan sweeper will remove it", e);
-      }
-    }
+  }
+
+  /** A writer's renewal of the lock on its data ({@link FileWriter}). */
+  interface Renewal {
+    void renew() throws IOException;
   }
 
   /** Returns if the record under {@code key} is {@code ours}, else throws. */
@@ -434,6 +489,14 @@ public final class BlobNamespace {
           + " and the name does not hold this file now (a put that timed out may still apply);"
           + " its data is left to the orphan sweeper", putFailure);
     }
+  }
+
+  /**
+   * Whether a delete or overwrite of the name that holds {@code read} must first see to
+   * its file's lock ({@link DataLocks#takeForReplace}): without transactions, for a file.
+   */
+  boolean locksNames(VersionedRecord read) {
+    return !calls.transactional() && read.record().kind() == FileRecord.Kind.FILE;
   }
 
   /** Removes the data blobs of a file whose record is gone; missing ones are fine. */

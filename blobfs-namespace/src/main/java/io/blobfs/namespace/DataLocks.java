@@ -8,6 +8,7 @@ import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.Optional;
@@ -58,20 +59,35 @@ final class DataLocks {
   static final Duration RENAME_LEASE = Duration.ofSeconds(30);
 
   /**
-   * RENAMER: a rename without transactions, for the moment between its copy and the
-   * removal of the source. UNKNOWN: content this code cannot read; never expires, never
-   * blocks a rename.
+   * RENAMER: without transactions, a client that changes a name of the file: a rename,
+   * from before its copy until the source is gone (with its {@link Move}), or a delete or
+   * overwrite, from before it changes the name until the data is gone (no move). UNKNOWN:
+   * content this code cannot read; never expires, never blocks a rename.
    */
   enum Owner { WRITER, SWEEPER, RENAMER, UNKNOWN }
 
   /**
-   * A lock as read or taken: who holds it, until when (wall clock of its holder), and the
-   * version of its blob, which every later change of it is conditional on.
+   * The file move a rename's lock guards: the source record key, the destination record
+   * key, and the version of the source record being moved. Written with the lock, before
+   * the copy, so that a rename cut off between its copy and the source's removal is
+   * recognisable from the lock alone and can be rolled forward ({@link MoveSettler}).
+   */
+  record Move(String fromKey, String toKey, long version) {}
+
+  /**
+   * A lock as read or taken: who holds it, until when (wall clock of its holder), the
+   * version of its blob, which every later change of it is conditional on, and for a
+   * rename the move it guards (else null).
    */
   record Lock(String fileId, String key, Owner owner, long expiresMillis, long nonce,
-      long version) {
+      long version, Move move) {
     boolean expired(long nowMillis) {
       return nowMillis > expiresMillis;
+    }
+
+    /** A rename's lock left by a client that died or stalled past its lease mid-move. */
+    boolean interruptedMove(long nowMillis) {
+      return owner == Owner.RENAMER && move != null && expired(nowMillis);
     }
   }
 
@@ -89,28 +105,51 @@ final class DataLocks {
     String key = key(fileId);
     VersionedBytes got;
     try {
-      got = ns.calls().readWithVersion(key, ENCODED);
+      // A move holds two record keys, each at most the store's key limit.
+      got = ns.calls().readWithVersion(key,
+          (int) Math.min(Integer.MAX_VALUE, ENCODED + 16 + 2L * ns.layout().maxKeyBytes()));
     } catch (FileNotFoundException e) {
       return Optional.empty();
     }
     ByteBuffer b = ByteBuffer.wrap(got.bytes());
     if (b.remaining() < ENCODED || b.get() != MAGIC) {
-      LOG.log(System.Logger.Level.WARNING, key + " is not a lock this version can read: its"
-          + " data will not be swept; remove it by hand if no writer or sweeper uses it");
-      return Optional.of(new Lock(fileId, key, Owner.UNKNOWN, Long.MAX_VALUE, 0,
-          got.version()));
+      return Optional.of(unreadable(fileId, key, got.version()));
     }
     byte owner = b.get();
+    long expires = b.getLong();
+    long nonce = b.getLong();
+    Move move = null;
+    if (b.hasRemaining()) { // a rename's move; older versions wrote none
+      try {
+        long version = b.getLong();
+        String from = string(b);
+        move = new Move(from, string(b), version);
+      } catch (RuntimeException e) {
+        return Optional.of(unreadable(fileId, key, got.version()));
+      }
+    }
     return Optional.of(new Lock(fileId, key, owner == 'W' ? Owner.WRITER
         : owner == 'S' ? Owner.SWEEPER : owner == 'R' ? Owner.RENAMER : Owner.UNKNOWN,
-        b.getLong(), b.getLong(), got.version()));
+        expires, nonce, got.version(), move));
+  }
+
+  private static Lock unreadable(String fileId, String key, long version) {
+    LOG.log(System.Logger.Level.WARNING, key + " is not a lock this version can read: its"
+        + " data will not be swept; remove it by hand if no writer or sweeper uses it");
+    return new Lock(fileId, key, Owner.UNKNOWN, Long.MAX_VALUE, 0, version, null);
+  }
+
+  private static String string(ByteBuffer b) {
+    byte[] bytes = new byte[b.getInt()];
+    b.get(bytes);
+    return new String(bytes, StandardCharsets.UTF_8);
   }
 
   /** A writer's lock on its fresh file id, taken before any data blob exists. */
   Lock takeForWriter(String fileId, Duration lease) throws IOException {
     long expires = expiry(lease);
     long nonce = NONCES.nextLong();
-    ns.calls().put(key(fileId), encode(Owner.WRITER, expires, nonce), PutMode.CREATE);
+    ns.calls().put(key(fileId), encode(Owner.WRITER, expires, nonce, null), PutMode.CREATE);
     return stamped(fileId, nonce);
   }
 
@@ -122,7 +161,7 @@ final class DataLocks {
     long expires = expiry(lease);
     long nonce = NONCES.nextLong();
     try {
-      ns.calls().putIfVersion(held.key(), encode(Owner.WRITER, expires, nonce),
+      ns.calls().putIfVersion(held.key(), encode(Owner.WRITER, expires, nonce, null),
           held.version());
     } catch (TransactionConflictException e) {
       throw new IOException("the writer's lease on its data ran out and the orphan sweeper"
@@ -139,7 +178,7 @@ final class DataLocks {
   Optional<Lock> takeForSweeper(String fileId, Optional<Lock> seen, Duration hold)
       throws IOException {
     long nonce = NONCES.nextLong();
-    ByteBuffer content = encode(Owner.SWEEPER, expiry(hold), nonce);
+    ByteBuffer content = encode(Owner.SWEEPER, expiry(hold), nonce, null);
     try {
       if (seen.isEmpty()) {
         ns.calls().put(key(fileId), content, PutMode.CREATE);
@@ -202,24 +241,32 @@ final class DataLocks {
 
   /**
    * Without transactions, a rename of a file holds its lock from before it reads the
-   * source until the source is gone: two renames of one file, one of them part of a
-   * directory rename, then never interleave their copy-then-delete steps (one could carry
-   * away the other's copy, leaving two names on one file), and no sweeper looks at the file
-   * meanwhile. Waits (up to {@link #SWEEPER_WAIT}) while a live sweeper or rename holds it;
-   * takes over a writer's lock (the file is named: its writer is done) and expired ones.
+   * source until the source is gone, recording its {@code move}: two renames of one file,
+   * one of them part of a directory rename, then never interleave their copy-then-delete
+   * steps (one could carry away the other's copy, leaving two names on one file), no
+   * sweeper looks at the file meanwhile, and a rename cut off between its copy and the
+   * source's removal is rolled forward by whoever takes the lock next. A delete or an
+   * overwrite holds it too ({@code move} null), from before it changes the name until the
+   * data is gone, so that while a rename's lock is held or unsettled nobody else changes
+   * the names of its file. Waits (up to {@link #SWEEPER_WAIT}) while a live sweeper or
+   * rename holds it; takes over a writer's lock (the file is named: its writer is done)
+   * and expired ones, first settling an interrupted move ({@link MoveSettler}).
    */
-  Lock takeForRename(String fileId, FsPath path) throws IOException {
+  Lock takeForRename(String fileId, FsPath path, Move move) throws IOException {
     long deadline = System.nanoTime() + SWEEPER_WAIT.toNanos();
     long pauseMillis = 5;
     while (true) {
       Optional<Lock> lock = read(fileId);
-      boolean busy = lock.isPresent() && !lock.get().expired(System.currentTimeMillis())
+      long now = System.currentTimeMillis();
+      if (lock.isPresent() && lock.get().interruptedMove(now)) {
+        MoveSettler.settle(ns, lock.get());
+        continue; // settled by this client or another: look again
+      }
+      boolean busy = lock.isPresent() && !lock.get().expired(now)
           && (lock.get().owner() == Owner.SWEEPER || lock.get().owner() == Owner.RENAMER);
       if (!busy) {
         long nonce = NONCES.nextLong();
-        Duration lease = RENAME_LEASE.compareTo(ns.options().writerLease()) < 0
-            ? RENAME_LEASE : ns.options().writerLease();
-        ByteBuffer content = encode(Owner.RENAMER, expiry(lease), nonce);
+        ByteBuffer content = encode(Owner.RENAMER, expiry(renameLease()), nonce, move);
         try {
           if (lock.isEmpty()) {
             ns.calls().put(key(fileId), content, PutMode.CREATE);
@@ -234,7 +281,8 @@ final class DataLocks {
       if (System.nanoTime() > deadline) {
         throw new IOException("the data of " + path + " (" + lock.get().key() + ") has been"
             + " held by " + (lock.get().owner() == Owner.SWEEPER ? "the orphan sweeper"
-            : "another rename") + " for over " + SWEEPER_WAIT.toSeconds() + " s; retry");
+            : "another rename, delete or overwrite") + " for over "
+            + SWEEPER_WAIT.toSeconds() + " s; retry");
       }
       try {
         Thread.sleep(pauseMillis);
@@ -244,6 +292,121 @@ final class DataLocks {
       }
       pauseMillis = Math.min(pauseMillis * 2, 500);
     }
+  }
+
+  /**
+   * What a delete or overwrite holds: the file's lock (null if none is needed), and
+   * whether the name changed since it was read (then nothing is held: read again).
+   */
+  record Held(Lock lock, boolean changed) {}
+
+  /**
+   * For a delete or overwrite without transactions of the file {@code read} at
+   * {@code key}. A file with data blobs: takes its lock (no move), then reads the name
+   * again under it, so that its data is never deleted while a rename's copy names it too.
+   * A file kept in its record has no shared data to lose (two names of it are two
+   * copies), so it takes no lock: one read of the lock settles a rename of it that was cut
+   * off, so that the delete or overwrite acts on the names as the rename left them.
+   */
+  Held takeForReplace(String key, VersionedRecord read, FsPath path) throws IOException {
+    String id = read.record().fileId();
+    if (read.record().stripeCount() == 0) {
+      Optional<Lock> lock = read(id);
+      boolean settled = lock.isPresent()
+          && lock.get().interruptedMove(System.currentTimeMillis())
+          && MoveSettler.settle(ns, lock.get());
+      return new Held(null, settled && !stillAt(key, read));
+    }
+    Lock lock = takeForRename(id, path, null);
+    boolean same = false;
+    try {
+      same = stillAt(key, read);
+    } finally {
+      if (!same) {
+        release(lock);
+      }
+    }
+    return same ? new Held(lock, false) : new Held(null, true);
+  }
+
+  private boolean stillAt(String key, VersionedRecord read) throws IOException {
+    Optional<VersionedRecord> now = ns.readRecord(key, false);
+    return now.isPresent() && now.get().version() == read.version();
+  }
+
+  /**
+   * For a delete on a full store, which cannot take the lock: fails with {@code full} if a
+   * rename of the file is under way or was cut off (its copy may share the data), else
+   * returns and the delete goes on without the lock.
+   */
+  void refuseIfInterrupted(String fileId, FsPath path, IOException full) throws IOException {
+    Optional<Lock> lock = read(fileId);
+    if (lock.isPresent() && lock.get().owner() == Owner.RENAMER && lock.get().move() != null) {
+      throw new IOException("cannot delete " + path + " on a full store: a rename of it is"
+          + " under way or was cut off, and settling it needs a write; free space elsewhere"
+          + " first", full);
+    }
+  }
+
+  /**
+   * Takes over an expired lock as it was read, keeping its move, with a fresh lease: a
+   * settler works under it, so that the rename that left it, if only stalled, finds its
+   * lock gone and does not undo what the settler does. Empty if it changed meanwhile.
+   */
+  Optional<Lock> takeOver(Lock expired) throws IOException {
+    long nonce = NONCES.nextLong();
+    try {
+      ns.calls().putIfVersion(expired.key(),
+          encode(Owner.RENAMER, expiry(renameLease()), nonce, expired.move()),
+          expired.version());
+    } catch (TransactionConflictException e) {
+      return Optional.empty();
+    }
+    return Optional.of(stamped(expired.fileId(), nonce));
+  }
+
+  /**
+   * Turns a settler's lock into the tombstone of the move it completed: the same move,
+   * expired from the start. False if the lock changed meanwhile.
+   */
+  boolean markSettled(Lock held) {
+    try {
+      ns.calls().putIfVersion(held.key(),
+          encode(Owner.RENAMER, 0, NONCES.nextLong(), held.move()), held.version());
+      return true;
+    } catch (IOException | RuntimeException e) {
+      return false;
+    }
+  }
+
+  /**
+   * For a rename whose lock {@code mine} was taken over: waits while a settler of this very
+   * move holds it, then returns true if one completed it (its tombstone is there), false
+   * if the lock was taken by anyone else or is gone (nothing proves the copy was adopted).
+   */
+  boolean settledByOther(Lock mine) throws IOException {
+    long deadline = System.nanoTime() + SWEEPER_WAIT.toNanos();
+    while (true) {
+      Optional<Lock> now = read(mine.fileId());
+      if (now.isEmpty() || now.get().version() == mine.version()
+          || !mine.move().equals(now.get().move())) {
+        return false;
+      }
+      if (now.get().expired(System.currentTimeMillis()) || System.nanoTime() > deadline) {
+        return now.get().expiresMillis() == 0; // a tombstone: the move was completed
+      }
+      try {
+        Thread.sleep(10);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new InterruptedIOException("interrupted waiting for the settler of " + mine.key());
+      }
+    }
+  }
+
+  Duration renameLease() {
+    return RENAME_LEASE.compareTo(ns.options().writerLease()) < 0
+        ? RENAME_LEASE : ns.options().writerLease();
   }
 
   /** Whether {@code held} is still the lock there: nobody took it over since. */
@@ -268,11 +431,17 @@ final class DataLocks {
         : now + d.toMillis();
   }
 
-  private static ByteBuffer encode(Owner owner, long expiresMillis, long nonce) {
-    ByteBuffer b = ByteBuffer.allocate(ENCODED);
+  /** The lock's 18 bytes, then for a rename its move: version, and both keys' lengths and UTF-8. */
+  private static ByteBuffer encode(Owner owner, long expiresMillis, long nonce, Move move) {
+    byte[] from = move == null ? new byte[0] : move.fromKey().getBytes(StandardCharsets.UTF_8);
+    byte[] to = move == null ? new byte[0] : move.toKey().getBytes(StandardCharsets.UTF_8);
+    ByteBuffer b = ByteBuffer.allocate(ENCODED + (move == null ? 0 : 16 + from.length + to.length));
     b.put(MAGIC).put((byte) (owner == Owner.WRITER ? 'W' : owner == Owner.RENAMER ? 'R' : 'S'))
         .putLong(expiresMillis)
         .putLong(nonce);
+    if (move != null) {
+      b.putLong(move.version()).putInt(from.length).put(from).putInt(to.length).put(to);
+    }
     return b.flip();
   }
 }

@@ -1,6 +1,7 @@
 package io.blobfs.namespace;
 
 import io.blobfs.store.BlobMutation;
+import io.blobfs.store.StoreFullException;
 import io.blobfs.store.TransactionConflictException;
 import java.io.IOException;
 import java.nio.file.DirectoryNotEmptyException;
@@ -41,16 +42,14 @@ final class Deleter {
     for (int attempt = 1; ; attempt++) {
       Optional<VersionedRecord> file = ns.readRecord(key, false);
       if (file.isPresent()) {
-        try {
-          ns.calls().deleteIfVersion(key, file.get().version());
-        } catch (TransactionConflictException lost) {
-          if (attempt < BlobNamespace.RACE_ATTEMPTS) {
-            continue;
-          }
-          throw BlobNamespace.lostRace("delete " + path, lost);
+        TransactionConflictException lost = deleteFile(key, file.get(), path);
+        if (lost == null) {
+          break;
         }
-        ns.deleteData(file.get().record());
-        break;
+        if (attempt < BlobNamespace.RACE_ATTEMPTS) {
+          continue;
+        }
+        throw BlobNamespace.lostRace("delete " + path, lost);
       }
       if (!ns.pending().covers(path) && !ns.isDirectory(path)) {
         return false;
@@ -58,10 +57,10 @@ final class Deleter {
       if (!recursive && !ns.pending().childNames(path).isEmpty()) {
         throw new DirectoryNotEmptyException(path.toString());
       }
-      if (recursive && ns.calls().transactional()) {
-        // A rename cut off part-way below is finished first, so that its intent does not
-        // outlive its source and act on a later directory of the same name.
-        DirectoryMove.finishAtOrUnder(ns, ns.renamer(), path);
+      if (recursive) {
+        // A rename or delete cut off part-way below is finished first, so that its intent
+        // does not outlive its source and act on a later directory of the same name.
+        DirectoryMove.finishAtOrUnder(ns, ns.renamer(), path, DirectoryMove.Live.REFUSE);
       }
       deleteDirectory(path, recursive);
       break;
@@ -69,6 +68,44 @@ final class Deleter {
     ns.pending().removeAtOrUnder(path);
     ns.keepVisible(path.parent());
     return true;
+  }
+
+  /**
+   * Deletes one file's name if it still holds {@code read}, then its data. Without
+   * transactions under its lock ({@link DataLocks#takeForReplace}), so that no rename of
+   * it is under way or cut off meanwhile: deleting the data of a file that a rename's copy
+   * names too would leave that name without data. Returns the conflict if the name
+   * changed after it was read (nothing deleted), else null.
+   */
+  private TransactionConflictException deleteFile(String key, VersionedRecord read,
+      FsPath path) throws IOException {
+    DataLocks.Lock lock = null;
+    if (ns.locksNames(read)) {
+      DataLocks.Held taken;
+      try {
+        taken = ns.locks().takeForReplace(key, read, path);
+      } catch (StoreFullException full) {
+        // A full store takes no lock, and deletes must still free space: without it, as
+        // long as no rename of this file was cut off (that needs writes to settle).
+        ns.locks().refuseIfInterrupted(read.record().fileId(), path, full);
+        taken = new DataLocks.Held(null, false);
+      }
+      if (taken.changed()) {
+        return new TransactionConflictException(path + " changed after it was read");
+      }
+      lock = taken.lock();
+    }
+    try {
+      ns.calls().deleteIfVersion(key, read.version());
+      ns.deleteData(read.record());
+      return null;
+    } catch (TransactionConflictException lost) {
+      return lost;
+    } finally {
+      if (lock != null) {
+        ns.locks().release(lock);
+      }
+    }
   }
 
   private void deleteDirectory(FsPath path, boolean recursive) throws IOException {
@@ -82,15 +119,58 @@ final class Deleter {
       ns.calls().delete(prefix);
       return;
     }
-    for (int attempt = 1; ; attempt++) {
-      TransactionConflictException lost = deleteAllUnder(prefix);
-      if (lost == null) {
-        return;
-      }
-      if (attempt == BlobNamespace.RACE_ATTEMPTS) {
-        throw BlobNamespace.lostRace("delete " + path, lost);
+    // Without transactions the delete goes name by name: its intent, written first and
+    // removed last, lets whoever meets it finish a delete cut off part-way (finish()). A
+    // store failure leaves it there; a lost race is answered, so it goes.
+    DirectoryMove.Running intent = null;
+    if (!ns.calls().transactional()) {
+      try {
+        intent = DirectoryMove.begin(ns,
+            RenameIntent.startDelete(path, DirectoryMove.Running.expiry(ns)));
+      } catch (StoreFullException full) {
+        // A full store still deletes: without the intent, a delete cut off is finished
+        // only by deleting again.
       }
     }
+    for (int attempt = 1; ; attempt++) {
+      TransactionConflictException lost = deleteAllUnder(prefix, intent);
+      if (lost == null || attempt == BlobNamespace.RACE_ATTEMPTS) {
+        if (intent != null) {
+          intent.end();
+        }
+        if (lost != null) {
+          throw BlobNamespace.lostRace("delete " + path, lost);
+        }
+        return;
+      }
+    }
+  }
+
+  /**
+   * Finishes a recursive delete that was cut off part-way (without transactions): removes
+   * what is still under its directory, except names written after the delete started (a
+   * file created there since, by its record's time; one renamed there since keeps the
+   * time it was written, and goes). Each file goes under its lock, as in a delete; a name
+   * that changes meanwhile is left alone. The caller removes the intent.
+   */
+  void finish(RenameIntent intent, DirectoryMove.Running running) throws IOException {
+    for (String key : ns.scanAll(ns.layout().dirPrefix(intent.src()))) {
+      running.keepAlive();
+      Optional<VersionedRecord> read = ns.readRecord(key, false);
+      if (read.isEmpty() || read.get().record().modificationTime() > intent.startedMillis()) {
+        continue;
+      }
+      if (KeyLayout.isMarker(key)) {
+        try {
+          ns.calls().deleteIfVersion(key, read.get().version());
+        } catch (TransactionConflictException changed) {
+          // made again meanwhile: kept
+        }
+      } else {
+        deleteFile(key, read.get(), ns.layout().pathOf(key));
+      }
+    }
+    ns.pending().removeAtOrUnder(intent.src());
   }
 
   /**
@@ -98,33 +178,25 @@ final class Deleter {
    * and data only with its name. Returns the conflict if a name changed after it was read
    * (the pass is then to be repeated on what is there now), else null.
    */
-  private TransactionConflictException deleteAllUnder(String prefix) throws IOException {
+  private TransactionConflictException deleteAllUnder(String prefix,
+      DirectoryMove.Running intent) throws IOException {
     if (ns.calls().transactional()) {
       return deleteInChunks(prefix);
     }
-    List<BlobMutation.Delete> deletes = new ArrayList<>();
-    List<FileRecord> files = new ArrayList<>();
-    for (String key : ns.scanAll(prefix)) {
-      deleteOf(key, files).ifPresent(deletes::add); // without transactions, name by name
-    }
-    List<FileRecord> gone = new ArrayList<>(files.size());
+    // Without transactions, name by name, each file under its lock with its data.
     TransactionConflictException lost = null;
-    for (int i = 0; i < deletes.size(); i++) {
-      BlobMutation.Delete d = deletes.get(i);
-      if (d.ifVersion() == BlobMutation.ANY_VERSION) {
-        ns.calls().delete(d.key());
+    for (String key : ns.scanAll(prefix)) {
+      if (intent != null) {
+        intent.keepAlive();
+      }
+      if (KeyLayout.isMarker(key)) {
+        ns.calls().delete(key);
         continue;
       }
-      try {
-        ns.calls().deleteIfVersion(d.key(), d.ifVersion());
-        gone.add(files.get(i));
-      } catch (TransactionConflictException e) {
-        lost = e;
-      }
-    }
-    for (FileRecord file : gone) {
-      if (file != null) {
-        ns.deleteData(file);
+      Optional<VersionedRecord> read = ns.readRecord(key, false);
+      if (read.isPresent()) {
+        TransactionConflictException e = deleteFile(key, read.get(), ns.layout().pathOf(key));
+        lost = e != null ? e : lost;
       }
     }
     return lost;

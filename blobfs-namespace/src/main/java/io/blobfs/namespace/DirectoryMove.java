@@ -1,5 +1,6 @@
 package io.blobfs.namespace;
 
+import io.blobfs.store.BlobAlreadyExistsException;
 import io.blobfs.store.BlobMutation;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.StoreLimits;
@@ -8,13 +9,21 @@ import io.blobfs.store.TransactionalBlobStore;
 import io.blobfs.store.VersionedBytes;
 import java.io.FileNotFoundException;
 import java.io.IOException;
+import java.nio.file.FileAlreadyExistsException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
 /**
- * A directory rename on a store with transactions.
+ * A directory rename, with an intent record where it goes in several steps.
  *
+ * <p><b>Without transactions</b> (RADOS, a Týr cluster) every directory rename writes its
+ * {@link RenameIntent} first, then moves file by file, each move crash-safe on its own
+ * ({@link Renamer#moveLocked}, settled by {@link MoveSettler} if cut off), then removes
+ * the intent. A rename cut off part-way is finished as below; the same rename retried
+ * finishes it and returns true, so a retry never nests the rest under the destination.
+ *
+ * <p><b>With transactions</b>:
  * <p>A directory whose moves fit in one transaction (the store's
  * {@link StoreLimits#maxCommitBytes}) is renamed in one: atomically, as it always was. A
  * larger one is moved in chunks of that size, each chunk one transaction that moves whole
@@ -52,25 +61,236 @@ final class DirectoryMove {
   /** Renames directory {@code src} to {@code dst} (both checked by the caller). */
   static void rename(BlobNamespace ns, Renamer renamer, FsPath src, FsPath dst)
       throws IOException {
-    new DirectoryMove(ns, renamer, RenameIntent.start(src, dst)).run(false);
+    if (ns.calls().transactional()) {
+      new DirectoryMove(ns, renamer, RenameIntent.start(src, dst)).run(false);
+    } else {
+      new DirectoryMove(ns, renamer, RenameIntent.startLeased(src, dst, Running.expiry(ns)))
+          .runWithoutTransactions(null);
+    }
   }
 
   /**
-   * Finishes every interrupted rename of {@code dir} or of a directory below it, and
-   * returns them: moves what is still under each source to its destination, then removes
-   * the intent.
+   * Finishes every interrupted rename or delete of {@code dir} or of a directory below it,
+   * and returns them: moves what is still under each source to its destination (or, for a
+   * delete, removes what is still there and older than it), then removes the intent. One
+   * whose operation still runs (its lease, without transactions) is handled as
+   * {@code live} says.
    */
-  static List<RenameIntent> finishAtOrUnder(BlobNamespace ns, Renamer renamer, FsPath dir)
-      throws IOException {
+  static List<RenameIntent> finishAtOrUnder(BlobNamespace ns, Renamer renamer, FsPath dir,
+      Live live) throws IOException {
     List<RenameIntent> finished = new ArrayList<>();
+    IOException failed = null;
     for (String key : ns.scanAll(ns.layout().renameIntentPrefix(dir))) {
-      Optional<RenameIntent> found = read(ns, key);
-      if (found.isPresent() && found.get().src().isAtOrUnder(dir)) {
-        new DirectoryMove(ns, renamer, found.get()).run(true);
-        finished.add(found.get());
+      Optional<Stored> found = readVersioned(ns, key);
+      if (found.isEmpty() || !found.get().intent().src().isAtOrUnder(dir)) {
+        continue;
       }
+      RenameIntent intent = found.get().intent();
+      boolean running = live != Live.FINISH && intent.live(System.currentTimeMillis());
+      Optional<Running> taken = running ? Optional.empty() : Running.takeOver(ns, found.get());
+      if (taken.isEmpty()) {
+        if (live == Live.LEAVE || live == Live.FINISH) {
+          continue;
+        }
+        throw BlobNamespace.lostRace(intent.toString(), new TransactionConflictException(
+            intent + " is under way"));
+      }
+      DirectoryMove move = new DirectoryMove(ns, renamer, intent);
+      try {
+        if (intent.isDelete()) {
+          ns.deleter().finish(intent, taken.get());
+          taken.get().end();
+        } else if (ns.calls().transactional()) {
+          move.run(true);
+        } else {
+          move.runWithoutTransactions(taken.get());
+        }
+      } catch (IOException e) {
+        if (live == Live.REFUSE) {
+          throw e;
+        }
+        // Recovery goes on with the others, and reports the first failure at the end.
+        if (failed == null) {
+          failed = e;
+        } else {
+          failed.addSuppressed(e);
+        }
+        continue;
+      }
+      finished.add(intent);
+    }
+    if (failed != null) {
+      throw failed;
     }
     return finished;
+  }
+
+  /** What {@link #finishAtOrUnder} does with an intent whose operation still runs. */
+  enum Live {
+    /** A lost race ("retry"): the caller's own operation must not join in. */
+    REFUSE,
+    /** Left to its operation: recovery while clients may run. */
+    LEAVE,
+    /** Finished all the same: recovery while no client runs (tests' checkpoints). */
+    FINISH
+  }
+
+  private static int bytes(FsPath p) {
+    return p.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+  }
+
+  /**
+   * Finishes the interrupted rename or delete of exactly {@code dir}, if its intent is
+   * there (one read, no scan), and returns it.
+   */
+  static Optional<RenameIntent> finishExactly(BlobNamespace ns, Renamer renamer, FsPath dir)
+      throws IOException {
+    Optional<RenameIntent> found = read(ns, ns.layout().renameIntentKey(dir));
+    if (found.isEmpty()) {
+      return found;
+    }
+    return finishAtOrUnder(ns, renamer, dir, Live.REFUSE).stream()
+        .filter(i -> i.src().equals(dir)).findFirst();
+  }
+
+  /**
+   * Without transactions: the intent first (unless {@code resumed}, an interrupted
+   * rename's, taken over), then each name moved on its own under its file's lock, the
+   * intent's lease renewed as it goes, then the intent removed. A store failure leaves the
+   * intent for whoever finishes the rename once its lease has run out; a destination taken
+   * by someone else leaves that file under the source, named in the error once every other
+   * name is moved.
+   */
+  private void runWithoutTransactions(Running resumed) throws IOException {
+    Running running = resumed;
+    if (running == null) {
+      // Bad input must change nothing; a destination no longer than the source makes no
+      // key longer, and spares a scan (on RADOS, a walk of the pool's names).
+      if (bytes(intent.dst()) > bytes(intent.src())) {
+        checkEveryTarget();
+      }
+      running = begin(ns, intent);
+    }
+    EntryIterator<String> keys = ns.scanKeys(ns.layout().dirPrefix(intent.src()));
+    while (keys.hasNext()) {
+      running.keepAlive();
+      String from = keys.next();
+      String to = targetKey(from);
+      if (KeyLayout.isMarker(from)) {
+        // A marker has no data and no lock: the target's made (or kept, from an earlier
+        // attempt), then the source removed; either step may be repeated.
+        ns.calls().put(to, FileRecord.directory(System.currentTimeMillis()).encode(),
+            PutMode.OVERWRITE);
+        ns.calls().delete(from);
+        continue;
+      }
+      Optional<VersionedRecord> read = ns.readRecord(from, true);
+      if (read.isEmpty()) {
+        continue; // deleted or moved since the scan
+      }
+      try {
+        // false: renamed or deleted meanwhile, so no longer in this directory
+        renamer.moveLocked(from, to, read.get(), ns.layout().pathOf(from),
+            ns.layout().pathOf(to), true);
+      } catch (FileAlreadyExistsException taken) {
+        leftBehind(from);
+      }
+    }
+    running.end();
+    throwIfLeftBehind();
+  }
+
+  /**
+   * Without transactions, writes the intent of an operation about to start; if one is
+   * there already, another rename or delete of the same directory runs: a lost race.
+   */
+  static Running begin(BlobNamespace ns, RenameIntent intent) throws IOException {
+    try {
+      ns.calls().put(ns.layout().renameIntentKey(intent.src()), intent.encode(),
+          PutMode.CREATE);
+    } catch (BlobAlreadyExistsException e) {
+      throw BlobNamespace.lostRace(intent.toString(), new TransactionConflictException(
+          "another rename or delete of " + intent.src() + " is under way"));
+    }
+    return new Running(ns, intent, System.nanoTime());
+  }
+
+  /**
+   * A directory operation's intent while it runs without transactions: a lease, renewed
+   * whenever a quarter of it has passed, so that nobody finishes the operation meanwhile.
+   * Only when its client dies or stalls past the lease may another take it over.
+   */
+  static final class Running {
+    private final BlobNamespace ns;
+    private final String key;
+    private RenameIntent intent;
+    private long renewedNanos;
+
+    private Running(BlobNamespace ns, RenameIntent intent, long renewedNanos) {
+      this.ns = ns;
+      this.key = ns.layout().renameIntentKey(intent.src());
+      this.intent = intent;
+      this.renewedNanos = renewedNanos;
+    }
+
+    static long expiry(BlobNamespace ns) {
+      return System.currentTimeMillis() + ns.locks().renameLease().toMillis();
+    }
+
+    /**
+     * Takes over an intent whose lease ran out (or that has none: transactions), as read;
+     * empty if another client changed it first (it runs it now, or has finished it).
+     */
+    static Optional<Running> takeOver(BlobNamespace ns, Stored read) throws IOException {
+      if (read.intent().expiresMillis() == 0) {
+        return Optional.of(new Running(ns, read.intent(), System.nanoTime()));
+      }
+      RenameIntent mine = read.intent().renewedUntil(expiry(ns));
+      try {
+        ns.calls().putIfVersion(ns.layout().renameIntentKey(mine.src()), mine.encode(),
+            read.version());
+      } catch (TransactionConflictException e) {
+        return Optional.empty();
+      }
+      return Optional.of(new Running(ns, mine, System.nanoTime()));
+    }
+
+    /** Renews the lease if a quarter of it has passed; a lost intent is left alone. */
+    void keepAlive() throws IOException {
+      long quarter = ns.locks().renameLease().toNanos() / 4;
+      if (intent.expiresMillis() == 0 || System.nanoTime() - renewedNanos < quarter) {
+        return;
+      }
+      Optional<Stored> now = readVersioned(ns, key);
+      if (now.isEmpty() || !now.get().intent().id().equals(intent.id())) {
+        return; // finished by another after this one outlived its lease: each move is conditional
+      }
+      RenameIntent renewed = intent.renewedUntil(expiry(ns));
+      try {
+        ns.calls().putIfVersion(key, renewed.encode(), now.get().version());
+        intent = renewed;
+        renewedNanos = System.nanoTime();
+      } catch (TransactionConflictException e) {
+        // taken over meanwhile: as above
+      }
+    }
+
+    /** Removes the intent once the operation is done, if it is still this one's. */
+    void end() throws IOException {
+      new DirectoryMove(ns, ns.renamer(), intent).removeIntent();
+    }
+  }
+
+  /** Removes this operation's intent if it is still there (not finished by another). */
+  void removeIntent() throws IOException {
+    Optional<Long> version = currentVersion();
+    if (version.isPresent()) {
+      try {
+        ns.calls().deleteIfVersion(intentKey, version.get());
+      } catch (TransactionConflictException e) {
+        // removed or replaced by another client that finished it
+      }
+    }
   }
 
   /** The intent stored under {@code key}, if any. */
@@ -78,7 +298,7 @@ final class DirectoryMove {
     return readVersioned(ns, key).map(v -> v.intent);
   }
 
-  private record Stored(RenameIntent intent, long version) {}
+  record Stored(RenameIntent intent, long version) {}
 
   private static Optional<Stored> readVersioned(BlobNamespace ns, String key)
       throws IOException {
@@ -138,12 +358,24 @@ final class DirectoryMove {
       return;
     }
     commitChunk(batch, List.of(new BlobMutation.Delete(intentKey, version.get())));
+    throwIfLeftBehind();
+  }
+
+  private void throwIfLeftBehind() throws IOException {
     if (leftCount > 0) {
-      throw new IOException(intent + " moved every name but " + leftCount + " under " + src
-          + " whose destinations were taken, or that kept changing, while it ran (" + leftBehind
-          + (leftCount > leftBehind.size() ? ", ..." : "") + "); each file is under exactly"
-          + " one of its names: move or remove them, then rename them on their own");
+      throw new IOException(intent + " moved every name but " + leftCount + " under "
+          + intent.src() + " whose destinations were taken, or that kept changing, while it"
+          + " ran (" + leftBehind + (leftCount > leftBehind.size() ? ", ..." : "") + "); each"
+          + " file is under exactly one of its names: move or remove them, then rename them"
+          + " on their own");
     }
+  }
+
+  private void leftBehind(String from) {
+    if (leftBehind.size() < NAMED) {
+      leftBehind.add(ns.layout().pathOf(from));
+    }
+    leftCount++;
   }
 
   private String targetKey(String from) {
@@ -205,10 +437,7 @@ final class DirectoryMove {
         // changed again, or the destination is taken: read again
       }
     }
-    if (leftBehind.size() < NAMED) {
-      leftBehind.add(ns.layout().pathOf(from));
-    }
-    leftCount++;
+    leftBehind(from);
   }
 
   /** The version of this rename's intent, or empty if it is gone or another rename's. */

@@ -239,7 +239,12 @@ public final class FileWriter implements Closeable {
     // A failure that surely published nothing has released the lock with the data
     // (discardData); one whose outcome is unknown keeps it until the lease runs out, so
     // that a put applied late still finds its data.
-    ns.commitFile(path, record, overwrite, this::discardData);
+    boolean striped = !record.isInline();
+    ns.commitFile(path, record, overwrite, this::discardData, () -> {
+      if (striped) {
+        holdLock(true);
+      }
+    });
     releaseLock(); // the record is now what keeps the sweeper away
   }
 

@@ -82,6 +82,10 @@ public final class KeyLayout {
     return DATA + fileId + "/" + stripe;
   }
 
+  int maxKeyBytes() {
+    return limits.maxKeyBytes();
+  }
+
   /** Fails before any store call if a path's keys would exceed the store's key limit. */
   public void checkPath(FsPath path) {
     dirPrefix(path);

@@ -189,7 +189,9 @@ public final class OrphanSweeper {
 
   /**
    * A lock left on a named file (its writer or a sweeper could not release it) delays
-   * renames and sweeps of it: once expired it goes, if unchanged since read.
+   * renames and sweeps of it: once expired it goes, if unchanged since read. One left by a
+   * rename cut off mid-move is settled instead ({@link MoveSettler}): the file may have two
+   * names, and its lock is all that says which one is to stay.
    */
   private void removeExpiredLocksOfNamedFiles(Set<String> locked, Set<String> named)
       throws IOException {
@@ -197,7 +199,9 @@ public final class OrphanSweeper {
     for (String id : locked) {
       if (named.contains(id)) {
         Optional<DataLocks.Lock> lock = ns.locks().read(id);
-        if (lock.isPresent() && lock.get().expired(now)) {
+        if (lock.isPresent() && lock.get().interruptedMove(now)) {
+          MoveSettler.settle(ns, lock.get());
+        } else if (lock.isPresent() && lock.get().expired(now)) {
           ns.locks().release(lock.get());
         }
       }

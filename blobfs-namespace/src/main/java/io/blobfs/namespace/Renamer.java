@@ -36,7 +36,10 @@ final class Renamer {
     }
     Optional<FileInfo> found = ns.probe(src);
     if (found.isEmpty()) {
-      return false;
+      // Without transactions a directory rename that was cut off after its last move
+      // leaves only its intent: this same rename, retried, finishes it.
+      return !ns.calls().transactional() && DirectoryMove.finishExactly(ns, this, src)
+          .filter(done -> done.sameAs(src, dst)).isPresent();
     }
     FileInfo srcInfo = found.get();
     if (src.equals(dst)) {
@@ -45,11 +48,13 @@ final class Renamer {
     if (dst.isAtOrUnder(src)) {
       return false;
     }
-    if (srcInfo.isDirectory() && ns.calls().transactional()) {
-      // A rename of this directory or of one below it that was cut off part-way is
-      // finished first; if it was this very rename, retried, it is now done.
+    if (srcInfo.isDirectory()) {
+      // A rename or delete of this directory or of one below it that was cut off part-way
+      // is finished first; if it was this very rename, retried, it is now done (so a retry
+      // never nests the rest under the destination).
       boolean retried = false;
-      List<RenameIntent> finished = DirectoryMove.finishAtOrUnder(ns, this, src);
+      List<RenameIntent> finished = DirectoryMove.finishAtOrUnder(ns, this, src,
+          DirectoryMove.Live.REFUSE);
       for (RenameIntent done : finished) {
         retried |= done.sameAs(src, dst);
       }
@@ -69,6 +74,14 @@ final class Renamer {
     Optional<FileInfo> dstInfo = ns.probe(dst);
     if (dstInfo.isPresent()) {
       if (dstInfo.get().isFile()) {
+        if (srcInfo.isFile() && !ns.calls().transactional() && dstInfo.get().record().fileId()
+            .equals(srcInfo.record().fileId())) {
+          // Both names hold one file: this rename was cut off between its copy and the
+          // source's removal (or is being: the lock waits for it). The file's lock settles
+          // it; if the source is gone then, the rename asked for is done.
+          ns.locks().release(ns.locks().takeForRename(srcInfo.record().fileId(), src, null));
+          return ns.probe(src).isEmpty();
+        }
         return false;
       }
       target = dst.child(src.name());
@@ -149,31 +162,20 @@ final class Renamer {
   }
 
   /**
-   * Without transactions, the order that never loses data: the destination is created
-   * first, then the source deleted if it still holds what was read. If it does not, the
-   * destination names a record that may no longer be live (its data deleted by an
-   * overwrite, or now named by another rename), so it is taken back before the failure
-   * is reported.
-   *
-   * <p>A step whose outcome is unknown (a timeout that may have applied) is resolved by
-   * reading back before answering, so that a failed rename never leaves two names on one
-   * file's data, which a later delete of either would destroy. Where the read-back cannot
-   * tell, the error names both paths.
-   */
-  /**
    * Without transactions, moves the record at {@code from} while holding its file's lock
-   * ({@link DataLocks#takeForRename}), read again under the lock. Returns false if the
-   * source is gone by then; if it changed, a directory's move ({@code followChanges})
-   * moves what is there now, a file's rename reports the lost race.
+   * ({@link DataLocks#takeForRename}), which records the move, read again under the lock.
+   * Returns false if the source is gone by then; if it changed, a directory's move
+   * ({@code followChanges}) moves what is there now, a file's rename reports the lost race.
    */
-  private boolean moveLocked(String from, String to, VersionedRecord read, FsPath src,
+  boolean moveLocked(String from, String to, VersionedRecord read, FsPath src,
       FsPath dst, boolean followChanges) throws IOException {
     if (read.record().kind() != FileRecord.Kind.FILE) {
       moveRecord(from, to, read, src, dst, null); // a directory marker: no data, no lock
       return true;
     }
     for (int attempt = 1; ; attempt++) {
-      DataLocks.Lock lock = ns.locks().takeForRename(read.record().fileId(), src);
+      DataLocks.Lock lock = ns.locks().takeForRename(read.record().fileId(), src,
+          new DataLocks.Move(from, to, read.version()));
       try {
         Optional<VersionedRecord> now = ns.readRecord(from, true);
         if (now.isEmpty()) {
@@ -194,6 +196,19 @@ final class Renamer {
     }
   }
 
+  /**
+   * Without transactions, the order that never loses data: the destination is created
+   * first, then the source deleted if it still holds what was read. If it does not, the
+   * destination names a record that may no longer be live (its data deleted by an
+   * overwrite, or now named by another rename), so it is taken back before the failure
+   * is reported. A crash between the two steps leaves both names and the move in the
+   * lock, which the next client to take the lock settles ({@link MoveSettler}).
+   *
+   * <p>A step whose outcome is unknown (a timeout that may have applied) is resolved by
+   * reading back before answering, so that a failed rename never leaves two names on one
+   * file's data, which a later delete of either would destroy. Where the read-back cannot
+   * tell, the error names both paths.
+   */
   private void moveRecord(String from, String to, VersionedRecord read, FsPath src,
       FsPath dst, DataLocks.Lock lock) throws IOException {
     try {
@@ -213,8 +228,12 @@ final class Renamer {
         throw new IOException("rename " + src + " to " + dst + " failed and changed nothing", e);
       }
       if (!held) {
-        // Stalled past the lock's lease and taken over (by a sweeper, which then sees the
-        // source it scans for; or by another rename): back off rather than race it.
+        // Stalled past the lock's lease and taken over: by a settler, which rolled this
+        // move forward if the copy was already there (its tombstone says so), or by a
+        // sweeper or another rename, after which the copy must go.
+        if (ns.locks().settledByOther(lock)) {
+          return;
+        }
         IOException e = new IOException("rename " + src + " to " + dst + " outlived its"
             + " lock (" + lock.key() + ") and changed nothing; retry");
         takeBack(to, read, src, dst, e);
@@ -224,6 +243,9 @@ final class Renamer {
     try {
       ns.calls().deleteIfVersion(from, read.version());
     } catch (TransactionConflictException lost) {
+      if (lock != null && !ns.locks().stillHeld(lock) && ns.locks().settledByOther(lock)) {
+        return; // a settler removed the source first: the move is complete
+      }
       takeBack(to, read, src, dst, lost);
       throw BlobNamespace.lostRace("rename " + src + " to " + dst, lost);
     } catch (IOException unknown) {
@@ -269,31 +291,7 @@ final class Renamer {
   }
 
   private void renameDirectory(FsPath src, FsPath dst) throws IOException {
-    if (ns.calls().transactional()) {
-      DirectoryMove.rename(ns, this, src, dst);
-      return;
-    }
-    // Without transactions: name by name, each move conditional on what was read.
-    List<String> names = ns.scanAll(ns.layout().dirPrefix(src));
-    List<String[]> moves = new ArrayList<>(names.size());
-    for (String key : names) {
-      FsPath moved = ns.layout().pathOf(key).rebase(src, dst);
-      // Every new key is checked before anything changes: bad input changes nothing.
-      moves.add(new String[] {key,
-          KeyLayout.isMarker(key) ? ns.layout().dirPrefix(moved) : ns.layout().recordKey(moved)});
-    }
-    List<VersionedRecord> reads = new ArrayList<>(moves.size());
-    for (String[] move : moves) {
-      reads.add(ns.readRecord(move[0], true).orElse(null)); // null: deleted since the scan
-    }
-    for (int i = 0; i < moves.size(); i++) {
-      if (reads.get(i) != null) {
-        String[] move = moves.get(i);
-        // false: renamed or deleted meanwhile, so no longer in this directory
-        moveLocked(move[0], move[1], reads.get(i), ns.layout().pathOf(move[0]),
-            ns.layout().pathOf(move[1]), true);
-      }
-    }
+    DirectoryMove.rename(ns, this, src, dst);
   }
 
   void commitOrExplain(List<BlobMutation> mutations, FsPath src, FsPath dst)

@@ -184,8 +184,10 @@ class FileWriterFaultTest {
     String oldId = published(before);
     FileWriter w = started(after, true);
     faults.on(Op.PUT).keys("n/f").applyThenFail();
-    // The first read of the record is the old file's (before the put), then the read-back.
-    Fault readBack = faults.on(Op.READ).keys("n/f").nth(2).always().failBefore();
+    // The first read of the record is the old file's (before the put), without
+    // transactions read again under the old file's lock, then the read-back.
+    Fault readBack = faults.on(Op.READ).keys("n/f").nth(transactional ? 2 : 3).always()
+        .failBefore();
 
     IOException failure = closeFailure(w);
     faults.clear();

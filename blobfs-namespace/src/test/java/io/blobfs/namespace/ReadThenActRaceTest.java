@@ -144,6 +144,22 @@ public class ReadThenActRaceTest {
     }
   }
 
+  /**
+   * Holds the operation under test where it acts on what it read. Without transactions it
+   * acts under the lock of the file it read ({@link DataLocks#takeForReplace}), which the
+   * racer would wait for; there the race is between its read and its taking that lock, so
+   * it is held at its first read of the lock of {@code file}'s data, and reads the name
+   * again once it holds it.
+   */
+  private Fault holdBeforeActing(boolean transactional,
+      java.util.function.Supplier<Fault> withTransactions, FsPath file) throws IOException {
+    if (transactional) {
+      return withTransactions.get();
+    }
+    String id = ns.probe(file).orElseThrow().record().fileId();
+    return faults.on(Op.READ).keys("d/" + id + "/lock").pause();
+  }
+
   /** (A) A recursive delete scans and reads; a rename moves a file out; the delete acts. */
   @ParameterizedTest(name = "transactional={0}")
   @MethodSource("commitPaths")
@@ -154,8 +170,8 @@ public class ReadThenActRaceTest {
     write(DIR_F, f);
     write(FsPath.parse("/dir/g"), random(2 * STRIPE, 2));
     ns.mkdirs(OUT);
-    Fault held = transactional ? faults.on(Op.COMMIT).keys("n/dir/.*").pause()
-        : faults.on(Op.DELETE).keys("n/dir/f").pause();
+    Fault held = holdBeforeActing(transactional, () -> faults.on(Op.COMMIT).keys("n/dir/.*").pause(),
+        DIR_F);
 
     Future<Boolean> delete = racer.submit(() -> ns.delete(DIR, true));
     held.awaitReached();
@@ -176,8 +192,7 @@ public class ReadThenActRaceTest {
     byte[] r0 = random(3 * STRIPE, 3);
     byte[] r1 = random(2 * STRIPE + 11, 4);
     write(F, r0);
-    Fault held = transactional ? faults.on(Op.COMMIT).keys("n/g").pause()
-        : faults.on(Op.PUT).keys("n/g").pause();
+    Fault held = holdBeforeActing(transactional, () -> faults.on(Op.COMMIT).keys("n/g").pause(), F);
 
     Future<Boolean> rename = racer.submit(() -> ns.rename(F, G));
     held.awaitReached();
@@ -202,7 +217,7 @@ public class ReadThenActRaceTest {
     write(F, r0);
     FileWriter w = ns.create(F, true);
     w.write(r1, 0, r1.length);
-    Fault held = faults.on(Op.PUT).keys("n/f").pause();
+    Fault held = holdBeforeActing(transactional, () -> faults.on(Op.PUT).keys("n/f").pause(), F);
 
     Future<Void> close = racer.submit(() -> {
       w.close();
@@ -224,7 +239,7 @@ public class ReadThenActRaceTest {
     open(transactional);
     byte[] r0 = random(3 * STRIPE + 1, 7);
     write(F, r0);
-    Fault held = faults.on(Op.DELETE).keys("n/f").pause();
+    Fault held = holdBeforeActing(transactional, () -> faults.on(Op.DELETE).keys("n/f").pause(), F);
 
     Future<Boolean> delete = racer.submit(() -> ns.delete(F, false));
     held.awaitReached();

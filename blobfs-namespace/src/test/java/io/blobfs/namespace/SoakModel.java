@@ -84,6 +84,16 @@ final class SoakModel {
     final Write write;
     volatile long end = Long.MAX_VALUE;
     volatile String result = "running";
+    /**
+     * Without transactions, a rename or delete that failed may have left its intent, which
+     * whoever meets it finishes ({@link DirectoryMove}): it may act until the checkpoint.
+     */
+    volatile boolean finishedLater;
+
+    /** The latest time it may have acted. */
+    long actsUntil() {
+      return finishedLater ? Long.MAX_VALUE : end;
+    }
 
     Op(Kind kind, FsPath a, FsPath b, boolean flag, int thread, long start, Write write) {
       this.kind = kind;
@@ -125,6 +135,16 @@ final class SoakModel {
   private record Seen(FsPath path, String fileId, long writeId, String problem) {}
 
   private final AtomicLong clock = new AtomicLong();
+  /** Without transactions: a failed directory operation may be finished by another later. */
+  private final boolean finishedLater;
+
+  SoakModel() {
+    this(false);
+  }
+
+  SoakModel(boolean finishedLater) {
+    this.finishedLater = finishedLater;
+  }
   private final AtomicLong writeIds = new AtomicLong();
   /** Writes that may be read now: live at the last checkpoint or made since. */
   private final Map<Long, Write> writes = new ConcurrentHashMap<>();
@@ -170,6 +190,8 @@ final class SoakModel {
   void end(Op op, String result) {
     op.result = result;
     op.end = tick();
+    boolean answered = result.equals("true") || result.equals("false") || result.equals("ok");
+    op.finishedLater = finishedLater && op.kind != Kind.CREATE && !answered;
   }
 
   void swept(long start, OrphanSweeper.Report r, String error) {
@@ -460,7 +482,7 @@ final class SoakModel {
         if (r.start >= by || r.a.isRoot()) {
           continue;
         }
-        long before = Math.min(r.end, by);
+        long before = Math.min(r.actsUntil(), by);
         for (FsPath dest : List.of(r.b, r.b.child(r.a.name()))) {
           Node pre = null;
           if (n.path().isAtOrUnder(dest)) {
@@ -512,7 +534,7 @@ final class SoakModel {
       boolean overwrite = d.kind == Kind.CREATE && d.flag && d.write != w
           && d.write.outcome != Outcome.FAILED;
       if ((d.kind == Kind.DELETE || overwrite)
-          && canReach(origin, from, d.a, d.kind == Kind.DELETE && d.flag, d.end, renames,
+          && canReach(origin, from, d.a, d.kind == Kind.DELETE && d.flag, d.actsUntil(), renames,
               maxDepth) != Reach.NO) {
         return true;
       }

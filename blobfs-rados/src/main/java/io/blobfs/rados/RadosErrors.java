@@ -61,7 +61,7 @@ final class RadosErrors {
   }
 
   /** A write failed because the pool (or its quota) is full. */
-  static final class StoreFullException extends IOException {
+  static final class StoreFullException extends io.blobfs.store.StoreFullException {
     private static final long serialVersionUID = 1L;
 
     StoreFullException(String message) {

@@ -1,0 +1,361 @@
+package io.blobfs.namespace;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.blobfs.store.BlobStore;
+import io.blobfs.store.FaultInjectingBlobStore;
+import io.blobfs.store.FaultInjectingBlobStore.Fault;
+import io.blobfs.store.FaultInjectingBlobStore.Op;
+import io.blobfs.store.ScanPage;
+import io.blobfs.store.StoreLimits;
+import io.blobfs.store.TransactionalBlobStore;
+import io.blobfs.store.memory.InMemoryBlobStore;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * Without transactions (RADOS' path): a client dies at every store call of a file rename,
+ * a directory rename and a recursive delete in turn (from that call on, none of its calls
+ * applies, as when a process is killed), and then recovery runs: the operations a user
+ * would run next, the recovery command and the sweeper. Each time, every name reads back
+ * the bytes it was given, no two names share a file id, no name lacks data, a directory is
+ * whole under one name, and a sweep leaves no orphan and no lock.
+ *
+ * <p>Before the rename's lock recorded its move, a rename cut off between its copy and the
+ * source's removal left two names on one file, and deleting or overwriting either
+ * destroyed the other's data.
+ */
+class InterruptedMoveTest {
+  private static final int STRIPE = 4096;
+  /** The lease of the dead client's locks: recovery waits past it. */
+  private static final Duration LEASE = Duration.ofMillis(40);
+  private static final NamespaceOptions OPTIONS =
+      new NamespaceOptions(STRIPE, 1024, 4096, 256, false, 3).withWriterLease(LEASE);
+  private static final Op[] EVERY_CALL = Op.values();
+
+  private InMemoryBlobStore memory;
+  private FaultInjectingBlobStore dying;
+  private BlobNamespace recovery;
+  private final Map<FsPath, byte[]> given = new TreeMap<>();
+
+  private void freshStore() {
+    memory = new InMemoryBlobStore("crash", new StoreLimits(1024, 1L << 30, Integer.MAX_VALUE));
+    dying = FaultInjectingBlobStore.over(memory, TransactionalBlobStore.class);
+    recovery = new BlobNamespace(
+        FaultInjectingBlobStore.over(memory, TransactionalBlobStore.class).store(), OPTIONS,
+        StoreCallCounters.NONE);
+    given.clear();
+  }
+
+  /** What runs after the crash, before the checks. */
+  enum Recovery { COMMAND, DELETE_SOURCE, DELETE_TARGET, OVERWRITE_SOURCE, RENAME_AGAIN, SWEEP }
+
+  @ParameterizedTest
+  @EnumSource(Recovery.class)
+  void aFileRenameCutOffAtAnyCallIsSettled(Recovery how) throws Exception {
+    for (int length : new int[] {2 * STRIPE + 7, 100}) { // with data blobs, and inline
+      cutOffEverywhere(how, length);
+    }
+  }
+
+  private void cutOffEverywhere(Recovery how, int length) throws Exception {
+    FsPath f = FsPath.parse("/a/f");
+    FsPath g = FsPath.parse("/a/g");
+    int crashes = 0;
+    for (int k = 1; ; k++) {
+      freshStore();
+      write(f, length, k);
+      write(FsPath.parse("/a/small"), 100, -k); // inline: no data blobs
+      if (!dieAt(k, () -> dyingNamespace().rename(f, g))) {
+        break; // the rename needs fewer calls: every point has been cut
+      }
+      crashes++;
+      Thread.sleep(LEASE.toMillis() + 5);
+      byte[] old = given.get(f);
+      boolean deleted = false;
+      switch (how) {
+        case COMMAND -> recovery.finishInterruptedRenames();
+        case DELETE_SOURCE -> deleted = recovery.delete(f, false);
+        case DELETE_TARGET -> deleted = recovery.delete(g, false);
+        case OVERWRITE_SOURCE -> write(f, STRIPE + 3, 1000 + k);
+        case RENAME_AGAIN -> recovery.rename(f, g);
+        case SWEEP -> { }
+      }
+      // The file is under one of its names, whichever the recovery left, or deleted.
+      if (deleted) {
+        given.remove(f);
+      }
+      if (recovery.probe(g).isPresent()) {
+        given.put(g, old);
+        if (how != Recovery.OVERWRITE_SOURCE) {
+          given.remove(f);
+        }
+      }
+      checkEverything("rename of " + length + " B cut off at call " + k + ", then " + how,
+          how == Recovery.SWEEP);
+    }
+    assertTrue(crashes >= 8, "a rename makes at least 8 calls: " + crashes);
+  }
+
+  @Test
+  void aDirectoryRenameCutOffAtAnyCallIsFinishedAndARetryDoesNotNest() throws Exception {
+    for (boolean retry : new boolean[] {false, true}) {
+      int crashes = 0;
+      for (int k = 1; ; k++) {
+        freshStore();
+        fillDirectory(k);
+        FsPath src = FsPath.parse("/a");
+        FsPath dst = FsPath.parse("/b");
+        if (!dieAt(k, () -> dyingNamespace().rename(src, dst))) {
+          break;
+        }
+        crashes++;
+        Thread.sleep(LEASE.toMillis() + 5);
+        if (retry) {
+          assertTrue(recovery.rename(src, dst), "the same rename, retried after call " + k);
+        } else {
+          recovery.finishInterruptedRenames();
+        }
+        if (recovery.probe(dst).isPresent()) {
+          moveExpected(src, dst); // finished forward
+        }
+        assertFalse(recovery.probe(FsPath.parse("/b/a")).isPresent(), "nested at call " + k);
+        assertTrue(recovery.probe(src).isEmpty() || recovery.probe(dst).isEmpty(),
+            "split between /a and /b after call " + k);
+        checkEverything("directory rename cut off at call " + k + (retry ? ", retried" : ""),
+            false);
+      }
+      assertTrue(crashes > 20, "crash points: " + crashes);
+    }
+  }
+
+  @Test
+  void aRecursiveDeleteCutOffAtAnyCallIsFinished() throws Exception {
+    int crashes = 0;
+    for (int k = 1; ; k++) {
+      freshStore();
+      fillDirectory(k);
+      FsPath dir = FsPath.parse("/a");
+      if (!dieAt(k, () -> dyingNamespace().delete(dir, true))) {
+        break;
+      }
+      crashes++;
+      Thread.sleep(LEASE.toMillis() + 5);
+      recovery.finishInterruptedRenames();
+      if (recovery.probe(dir).isEmpty()) {
+        given.keySet().removeIf(p -> p.isAtOrUnder(dir));
+      } // else it was cut off before it began: the directory must be whole
+      checkEverything("recursive delete cut off at call " + k, false);
+    }
+    assertTrue(crashes > 20, "crash points: " + crashes);
+  }
+
+  @Test
+  void finishingADeleteKeepsAFileCreatedAfterIt() throws Exception {
+    freshStore();
+    fillDirectory(1);
+    FsPath dir = FsPath.parse("/a");
+    // Cut off after its intent is written: no name or intent can be removed.
+    dying.on(Op.DELETE).keys("[nr]/.*").always().failBefore();
+    try {
+      dyingNamespace().delete(dir, true);
+    } catch (IOException expected) {
+      // the dying client's answer does not matter
+    }
+    dying.clear();
+    given.keySet().removeIf(p -> p.isAtOrUnder(dir));
+    Thread.sleep(5);
+    write(FsPath.parse("/a/later"), 3 * STRIPE, 77);
+    // While the dead delete's lease runs, its intent is left alone, and the next delete or
+    // rename of the directory is told to retry.
+    assertEquals(List.of(), recovery.finishInterruptedRenames());
+    assertThrows(IOException.class, () -> recovery.rename(dir, FsPath.parse("/b")));
+    Thread.sleep(LEASE.toMillis() + 5);
+    assertEquals(List.of("delete /a"), recovery.finishInterruptedRenames());
+    assertEquals(List.of(FsPath.parse("/a/later")), names(dir));
+    checkEverything("delete finished after a new file", false);
+  }
+
+  /**
+   * A rename that stalls past its lease between its copy and the source's removal: a
+   * settler completes its move, and the rename, waking, reports success instead of taking
+   * back the copy that is now the file's only name.
+   */
+  @Test
+  void aRenameStalledAfterItsCopyIsCompletedByTheSettlerAndSaysSo() throws Exception {
+    freshStore();
+    FsPath f = FsPath.parse("/a/f");
+    FsPath g = FsPath.parse("/a/g");
+    write(f, 2 * STRIPE + 3, 11);
+    Fault stall = dying.on(Op.DELETE).keys("n/a/f").pause();
+    java.util.concurrent.ExecutorService renamer =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<Boolean> rename =
+          renamer.submit(() -> dyingNamespace().rename(f, g));
+      stall.awaitReached();
+      Thread.sleep(LEASE.toMillis() + 5);
+      assertEquals(List.of("settled 1 interrupted file rename(s)"),
+          recovery.finishInterruptedRenames());
+      stall.release();
+      assertTrue(rename.get(30, java.util.concurrent.TimeUnit.SECONDS));
+    } finally {
+      renamer.shutdownNow();
+    }
+    given.put(g, given.remove(f));
+    checkEverything("a rename stalled after its copy", false);
+  }
+
+  /**
+   * A rename that stalls past its lease before its copy, while another rename moves the
+   * file away: waking, it puts a stale copy, finds no sign that its own move was adopted,
+   * and takes the copy back, so that one name is left.
+   */
+  @Test
+  void aRenameStalledBeforeItsCopyTakesAStaleCopyBack() throws Exception {
+    freshStore();
+    FsPath f = FsPath.parse("/a/f");
+    FsPath g = FsPath.parse("/a/g");
+    FsPath h = FsPath.parse("/a/h");
+    write(f, 2 * STRIPE + 3, 12);
+    Fault stall = dying.on(Op.PUT).keys("n/a/g").pause();
+    java.util.concurrent.ExecutorService renamer =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<Object> rename = renamer.submit(() -> {
+        try {
+          return dyingNamespace().rename(f, g);
+        } catch (IOException e) {
+          return e;
+        }
+      });
+      stall.awaitReached();
+      Thread.sleep(LEASE.toMillis() + 5);
+      assertTrue(recovery.rename(f, h));
+      stall.release();
+      Object outcome = rename.get(30, java.util.concurrent.TimeUnit.SECONDS);
+      assertTrue(outcome instanceof IOException, "the stalled rename failed: " + outcome);
+    } finally {
+      renamer.shutdownNow();
+    }
+    given.put(h, given.remove(f));
+    checkEverything("a rename stalled before its copy", false);
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private BlobNamespace dyingNamespace() {
+    return new BlobNamespace(dying.store(), OPTIONS, StoreCallCounters.NONE);
+  }
+
+  private interface Action {
+    void run() throws IOException;
+  }
+
+  /**
+   * Runs {@code action} on a client that dies at its {@code k}th store call: that call and
+   * every later one fail without applying. Returns false if the action finished first.
+   */
+  private boolean dieAt(int k, Action action) {
+    Fault death = dying.on(EVERY_CALL[0], EVERY_CALL).nth(k).always().failBefore();
+    try {
+      action.run();
+    } catch (IOException | RuntimeException expected) {
+      // the dying client's answer does not matter
+    } finally {
+      dying.clear();
+    }
+    return death.fired() > 0;
+  }
+
+  private void write(FsPath path, int length, long seed) throws IOException {
+    byte[] bytes = new byte[length];
+    new Random(seed).nextBytes(bytes);
+    try (FileWriter w = recovery.create(path, true)) {
+      w.write(bytes, 0, bytes.length);
+    }
+    given.put(path, bytes);
+  }
+
+  private void fillDirectory(long seed) throws IOException {
+    write(FsPath.parse("/a/x"), 2 * STRIPE + 1, seed);
+    write(FsPath.parse("/a/y"), 90, seed + 1);
+    write(FsPath.parse("/a/sub/z"), STRIPE + 9, seed + 2);
+    write(FsPath.parse("/a/sub/w"), 3 * STRIPE, seed + 3);
+    write(FsPath.parse("/c"), 50, seed + 4); // outside: untouched
+  }
+
+  private void moveExpected(FsPath src, FsPath dst) {
+    Map<FsPath, byte[]> moved = new HashMap<>();
+    given.entrySet().removeIf(e -> {
+      if (e.getKey().isAtOrUnder(src)) {
+        moved.put(e.getKey().rebase(src, dst), e.getValue());
+        return true;
+      }
+      return false;
+    });
+    given.putAll(moved);
+  }
+
+  private List<FsPath> names(FsPath dir) throws IOException {
+    List<FsPath> out = new ArrayList<>();
+    EntryIterator<FileInfo> it = recovery.listFilesRecursively(dir);
+    while (it.hasNext()) {
+      out.add(it.next().path());
+    }
+    out.sort(null);
+    return out;
+  }
+
+  /**
+   * Every name holds the bytes expected of it and no other name exists; no two names
+   * share a file id; after a sweep no data blob lacks a name and no lock or intent is left.
+   */
+  private void checkEverything(String when, boolean sweepFirst) throws Exception {
+    Thread.sleep(5); // past the blobs' own millisecond
+    if (sweepFirst) {
+      new OrphanSweeper(recovery, LEASE).sweep(Duration.ZERO, false);
+    }
+    List<FsPath> all = names(FsPath.ROOT);
+    assertEquals(List.copyOf(given.keySet()), all, when + ": the names");
+    Map<String, FsPath> byId = new HashMap<>();
+    for (FsPath p : all) {
+      FileInfo info = recovery.getFileInfo(p);
+      assertArrayEquals(given.get(p), NamespaceSoak.readWhole(recovery, info), when + ": " + p);
+      FsPath other = byId.put(info.record().fileId(), p);
+      assertEquals(null, other, when + ": " + p + " shares its file id");
+    }
+    new OrphanSweeper(recovery, LEASE).sweep(Duration.ZERO, false);
+    for (String key : keys("d/")) {
+      String id = KeyLayout.fileIdOf(key);
+      assertFalse(KeyLayout.isLock(key), when + ": lock left: " + key);
+      assertTrue(byId.containsKey(id), when + ": orphan data after a sweep: " + key);
+    }
+    assertEquals(List.of(), keys("r/"), when + ": intents left");
+  }
+
+  private List<String> keys(String prefix) throws IOException {
+    BlobStore raw = memory;
+    List<String> out = new ArrayList<>();
+    String cursor = null;
+    do {
+      ScanPage page = raw.scan(prefix, cursor, 1000);
+      out.addAll(page.keys());
+      cursor = page.nextCursor();
+    } while (cursor != null);
+    return out;
+  }
+}
