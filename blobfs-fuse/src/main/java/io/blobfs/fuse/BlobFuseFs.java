@@ -14,6 +14,7 @@ import io.blobfs.fuse.kernel.StatFs;
 import io.blobfs.namespace.BlobNamespace;
 import io.blobfs.namespace.FileInfo;
 import io.blobfs.namespace.FileReader;
+import io.blobfs.namespace.FileWriter;
 import io.blobfs.namespace.FsPath;
 import io.blobfs.namespace.IllegalPathException;
 import java.io.FileNotFoundException;
@@ -32,6 +33,7 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * The file-system semantics of a mount (the paper's Table 4), over the namespace layer:
@@ -54,6 +56,8 @@ public final class BlobFuseFs implements LowLevelFs {
   private final Map<Long, StagedFile> staged = new HashMap<>();
   private final Map<Long, Handle> handles = new ConcurrentHashMap<>();
   private final AtomicLong nextHandle = new AtomicLong(1);
+  /** Renames and unlinks exclusive, publications shared: see {@link #publish(Node, StagedFile)}. */
+  private final ReentrantReadWriteLock names = new ReentrantReadWriteLock();
   /** What an implicit directory, which has no time of its own, shows: the mount's start. */
   private final long mountedAt = System.currentTimeMillis();
 
@@ -102,27 +106,40 @@ public final class BlobFuseFs implements LowLevelFs {
   }
 
   /**
-   * Truncation changes the file (the staged copy if open here, else a new version
-   * published at once); times, mode and owner are accepted and not kept: the store keeps
-   * the time of the last publication, and every file shows {@code fs.blob.permission}.
+   * Truncation and a new modification time change the file: the staged copy if it is open
+   * here, else a new version published at once (a copy of the file: costly for a large
+   * closed file). Mode and owner are accepted and not kept: every file shows
+   * {@code fs.blob.permission} and the mount's user.
    */
   @Override
   public Attr setattr(long node, SetAttr change) throws FuseException {
     Node n = node(node);
-    if (change.size() >= 0) {
+    if (change.size() >= 0 || change.mtimeMillis() >= 0) {
       StagedFile s = stagedOf(node);
       try {
         if (s != null) {
-          s.truncate(change.size());
+          if (change.size() >= 0) {
+            s.truncate(change.size());
+          }
+          if (change.mtimeMillis() >= 0) {
+            s.setMtime(change.mtimeMillis());
+          }
         } else {
           FileInfo info = probe(n.path).orElseThrow(() -> new FuseException(Errno.ENOENT, n.path.toString()));
           if (info.isDirectory()) {
-            throw new FuseException(Errno.EISDIR, n.path.toString());
+            if (change.size() >= 0) {
+              throw new FuseException(Errno.EISDIR, n.path.toString());
+            }
+            return getattr(node); // a directory has no time to keep
           }
           StagedFile tmp = change.size() == 0 ? StagedFile.empty(settings.stagingDir())
               : StagedFile.copyOf(settings.stagingDir(), ns.open(info));
           try {
-            tmp.truncate(change.size());
+            if (change.size() >= 0) {
+              tmp.truncate(change.size());
+            }
+            tmp.setMtime(change.mtimeMillis() >= 0 ? change.mtimeMillis()
+                : System.currentTimeMillis());
             tmp.publish(ns, n.path);
           } finally {
             tmp.discard();
@@ -164,6 +181,15 @@ public final class BlobFuseFs implements LowLevelFs {
 
   @Override
   public void unlink(long parent, String name) throws FuseException {
+    names.writeLock().lock();
+    try {
+      unlinkLocked(parent, name);
+    } finally {
+      names.writeLock().unlock();
+    }
+  }
+
+  private void unlinkLocked(long parent, String name) throws FuseException {
     FsPath path = child(parent, name);
     FileInfo info = probe(path).orElseThrow(() -> new FuseException(Errno.ENOENT, path.toString()));
     if (info.isDirectory()) {
@@ -181,6 +207,15 @@ public final class BlobFuseFs implements LowLevelFs {
 
   @Override
   public void rmdir(long parent, String name) throws FuseException {
+    names.writeLock().lock();
+    try {
+      rmdirLocked(parent, name);
+    } finally {
+      names.writeLock().unlock();
+    }
+  }
+
+  private void rmdirLocked(long parent, String name) throws FuseException {
     paperModeRefuses("rmdir");
     FsPath path = child(parent, name);
     FileInfo info = probe(path).orElseThrow(() -> new FuseException(Errno.ENOENT, path.toString()));
@@ -203,6 +238,16 @@ public final class BlobFuseFs implements LowLevelFs {
    */
   @Override
   public void rename(long parent, String name, long newParent, String newName,
+      boolean noReplace) throws FuseException {
+    names.writeLock().lock();
+    try {
+      renameLocked(parent, name, newParent, newName, noReplace);
+    } finally {
+      names.writeLock().unlock();
+    }
+  }
+
+  private void renameLocked(long parent, String name, long newParent, String newName,
       boolean noReplace) throws FuseException {
     FsPath src = child(parent, name);
     FsPath dst = child(newParent, newName);
@@ -298,7 +343,9 @@ public final class BlobFuseFs implements LowLevelFs {
     try {
       s = StagedFile.empty(settings.stagingDir());
       try {
-        ns.create(path, !excl).close();
+        FileWriter w = ns.create(path, !excl);
+        w.setModificationTime(s.mtime());
+        w.close();
       } catch (IOException | RuntimeException e) {
         s.discard();
         throw e;
@@ -383,26 +430,24 @@ public final class BlobFuseFs implements LowLevelFs {
     if (h == null) {
       return;
     }
-    StagedFile last = null;
+    StagedFile s;
     synchronized (staged) {
-      StagedFile s = staged.get(h.node().id);
+      s = staged.get(h.node().id);
       // a handle counts on the staged file when it was opened on it (it has no reader)
-      if (s != null && h.reader() == null) {
-        if (--s.handles == 0) {
-          staged.remove(h.node().id);
-          last = s;
-        }
+      if (s == null || h.reader() != null || --s.handles > 0) {
+        return;
       }
     }
-    if (last != null) {
-      try {
-        if (!h.node().unlinked) {
-          last.publish(ns, h.node().path);
+    // Published while still in the map, so that a rename or unlink of the name, which
+    // publishes what is staged under it first, never misses it; an open racing in
+    // meanwhile keeps the staged file alive
+    try {
+      publish(h.node(), s);
+    } finally {
+      synchronized (staged) {
+        if (s.handles == 0 && staged.remove(h.node().id, s)) {
+          s.discard();
         }
-      } catch (IOException | RuntimeException e) {
-        throw errno(h.node().path, e);
-      } finally {
-        last.discard();
       }
     }
   }
@@ -474,10 +519,10 @@ public final class BlobFuseFs implements LowLevelFs {
     }
     for (Map.Entry<Long, StagedFile> e : open) {
       Node n = inodes.get(e.getKey());
-      if (n != null && !n.unlinked) {
+      if (n != null) {
         try {
-          e.getValue().publish(ns, n.path);
-        } catch (IOException | RuntimeException ex) {
+          publish(n, e.getValue());
+        } catch (FuseException ex) {
           LOG.log(System.Logger.Level.ERROR, "could not publish " + n.path + " at unmount", ex);
         }
       }
@@ -488,17 +533,32 @@ public final class BlobFuseFs implements LowLevelFs {
 
   private void publish(Node n) throws FuseException {
     StagedFile s = stagedOf(n.id);
-    if (s != null && !n.unlinked) {
-      try {
+    if (s != null) {
+      publish(n, s);
+    }
+  }
+
+  /**
+   * Publishes {@code s} under the node's current name, unless it has none. Under the shared
+   * side of {@link #names}: a rename or unlink (the exclusive side) never runs between
+   * reading the name and the record's commit, which would put the file back under a name
+   * that was just renamed or unlinked.
+   */
+  private void publish(Node n, StagedFile s) throws FuseException {
+    names.readLock().lock();
+    try {
+      if (!n.unlinked) {
         s.publish(ns, n.path);
-      } catch (IOException | RuntimeException e) {
-        throw errno(n.path, e);
       }
+    } catch (IOException | RuntimeException e) {
+      throw errno(n.path, e);
+    } finally {
+      names.readLock().unlock();
     }
   }
 
   /** Publishes the staged files at or under {@code path}, before it is renamed. */
-  private void publishUnder(FsPath path) throws IOException {
+  private void publishUnder(FsPath path) throws FuseException {
     List<Map.Entry<Long, StagedFile>> open;
     synchronized (staged) {
       open = new ArrayList<>(staged.entrySet());
@@ -506,7 +566,7 @@ public final class BlobFuseFs implements LowLevelFs {
     for (Map.Entry<Long, StagedFile> e : open) {
       Node n = inodes.get(e.getKey());
       if (n != null && !n.unlinked && n.path.isAtOrUnder(path)) {
-        e.getValue().publish(ns, n.path);
+        publish(n, e.getValue());
       }
     }
   }

@@ -105,9 +105,17 @@ final class StagedFile {
     }
   }
 
-  /** The empty file was published at create: nothing to publish until it changes. */
+  /** The empty file was published at create, with {@link #mtime}: nothing to publish yet. */
   void publishedEmpty() {
     dirty = false;
+  }
+
+  /** utimensat: the next publication carries this time. */
+  void setMtime(long millis) {
+    synchronized (lengthLock) {
+      mtime = millis;
+    }
+    dirty = true;
   }
 
   boolean dirty() {
@@ -213,6 +221,9 @@ final class StagedFile {
         w.abort();
         throw e;
       }
+      // the time of the last write (or utimensat), not of this close: stat shows one time
+      // while the file is open here and after, and tar, rsync and make see a stable mtime
+      w.setModificationTime(mtime());
       w.close();
       dirty = false;
     } finally {

@@ -95,6 +95,35 @@ class BlobFuseFsTest {
   }
 
   @Test
+  void anOpenFileShowsTheTimeItsRecordWasPublishedWith() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("m", RW, h);
+    assertEquals(ns.getFileInfo(FsPath.parse("/m")).modificationTime(), e.attr().mtimeMillis());
+    Thread.sleep(5);
+    fs.write(e.node(), h[0].fh(), 0, bytes("x"));
+    Thread.sleep(5);
+    fs.flush(e.node(), h[0].fh());
+    long published = ns.getFileInfo(FsPath.parse("/m")).modificationTime();
+    assertEquals(published, fs.getattr(e.node()).mtimeMillis(), "while still open");
+    fs.release(e.node(), h[0].fh());
+    assertEquals(published, fs.getattr(e.node()).mtimeMillis(), "after release");
+  }
+
+  @Test
+  void utimensatSetsTheTimeOfOpenAndClosedFiles() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("ut", RW, h);
+    fs.write(e.node(), h[0].fh(), 0, bytes("abc"));
+    fs.setattr(e.node(), new SetAttr(h[0].fh(), -1, 1_000_000_000L, false));
+    fs.release(e.node(), h[0].fh());
+    assertEquals(1_000_000_000L, ns.getFileInfo(FsPath.parse("/ut")).modificationTime());
+    assertEquals(2_000_000_000L,
+        fs.setattr(e.node(), new SetAttr(-1, -1, 2_000_000_000L, false)).mtimeMillis());
+    assertEquals(2_000_000_000L, ns.getFileInfo(FsPath.parse("/ut")).modificationTime());
+    assertEquals("abc", new String(published("/ut")));
+  }
+
+  @Test
   void appendWritesAtTheEndWhateverTheOffset() throws Exception {
     Opened[] h = new Opened[1];
     Entry e = create("log", RW, h);
@@ -160,6 +189,46 @@ class BlobFuseFsTest {
     FuseException err = assertThrows(FuseException.class,
         () -> fs.rename(LowLevelFs.ROOT, "a", LowLevelFs.ROOT, "x", false));
     assertEquals(Errno.ENOENT, err.errno(), "a was renamed away");
+  }
+
+  /**
+   * rsync's pattern: close, utimes, rename, with the kernel's RELEASE arriving during the
+   * rename. The publication at release must not commit the record under the old name after
+   * the rename moved it (that left rsync's temp files behind).
+   */
+  @Test
+  void aPublicationAtReleaseNeverRecreatesANameARenameMovedAway() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("tmp", RW, h);
+    fs.write(e.node(), h[0].fh(), 0, bytes("body"));
+    fs.flush(e.node(), h[0].fh());
+    fs.setattr(e.node(), new SetAttr(-1, -1, 5_000_000L, false)); // staged again
+    FaultInjectingBlobStore.Fault paused = faults.on(FaultInjectingBlobStore.Op.PUT,
+        FaultInjectingBlobStore.Op.COMMIT).keys("n/tmp").pause();
+    Thread release = new Thread(() -> {
+      try {
+        fs.release(e.node(), h[0].fh());
+      } catch (FuseException ex) {
+        throw new AssertionError(ex);
+      }
+    });
+    release.start();
+    paused.awaitReached();
+    Thread rename = new Thread(() -> {
+      try {
+        fs.rename(LowLevelFs.ROOT, "tmp", LowLevelFs.ROOT, "final", false);
+      } catch (FuseException ex) {
+        throw new AssertionError(ex);
+      }
+    });
+    rename.start();
+    Thread.sleep(200);
+    paused.release();
+    release.join(10_000);
+    rename.join(10_000);
+    assertFalse(ns.probe(FsPath.parse("/tmp")).isPresent(), "the old name came back");
+    assertEquals("body", new String(published("/final")));
+    assertEquals(5_000_000L, ns.getFileInfo(FsPath.parse("/final")).modificationTime());
   }
 
   @Test

@@ -202,9 +202,12 @@ public final class FuseSession implements AutoCloseable {
       if (error == Errno.EIO) {
         LOG.log(System.Logger.Level.WARNING, "op " + opcode + " on node " + node + ": EIO", e);
       }
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
+      // Errors too (a NoSuchMethodError from a stale jar, an OutOfMemoryError): a request
+      // left unanswered hangs its caller in the kernel for good, and the thread dying with
+      // it would take a server thread away from the mount
       error = Errno.EIO;
-      LOG.log(System.Logger.Level.WARNING, "op " + opcode + " on node " + node + " failed", e);
+      LOG.log(System.Logger.Level.ERROR, "op " + opcode + " on node " + node + " failed", e);
     }
     int len = error == 0 ? out.position() : OUT_HEADER;
     out.putInt(0, len).putInt(4, -error).putLong(8, unique);

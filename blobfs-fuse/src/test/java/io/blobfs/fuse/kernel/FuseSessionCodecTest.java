@@ -17,7 +17,7 @@ class FuseSessionCodecTest {
       4096, 0, 0);
 
   /** Answers fixed values and records what it was called with. */
-  private static final class Fixed implements LowLevelFs {
+  private static class Fixed implements LowLevelFs {
     String lastName;
     long lastOffset;
     byte[] written;
@@ -168,6 +168,19 @@ class FuseSessionCodecTest {
     assertEquals(16 + 32 + 32, out.limit(), "24 + 1 and 24 + 4, each padded to 32");
     assertEquals(List.of(".", "name"),
         DirBufferAccess.names(out.slice(16, out.limit() - 16).order(ByteOrder.LITTLE_ENDIAN), 64));
+  }
+
+  @Test
+  void anErrorInTheFileSystemIsStillAnsweredWithEio() {
+    FuseSession failing = FuseSession.unmounted(new Fixed() {
+      @Override
+      public Attr getattr(long node) {
+        throw new NoSuchMethodError("stale class"); // as a mismatched jar gives
+      }
+    }, FuseSession.Options.defaults());
+    ByteBuffer out = ByteBuffer.allocate(4096).order(ByteOrder.LITTLE_ENDIAN);
+    assertEquals(16, failing.handle(request(Opcode.GETATTR, 77, new byte[16]), out));
+    assertEquals(-Errno.EIO, out.getInt(4));
   }
 
   @Test
