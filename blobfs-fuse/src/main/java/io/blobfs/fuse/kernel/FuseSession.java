@@ -5,6 +5,8 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -62,6 +64,8 @@ public final class FuseSession implements AutoCloseable {
   private final int fd;
   private final List<Thread> workers = new ArrayList<>();
   private final AtomicBoolean unmounted = new AtomicBoolean();
+  /** The mount's number under /sys/fs/fuse/connections, to abort it; -1 if unknown. */
+  private volatile long connection = -1;
 
   /**
    * @param maxWrite largest write (and read) the kernel sends in one request
@@ -106,6 +110,7 @@ public final class FuseSession implements AutoCloseable {
       s.workers.add(t);
       t.start();
     }
+    s.connection = connectionOf(mountPoint); // a stat the workers now answer
     return s;
   }
 
@@ -125,15 +130,25 @@ public final class FuseSession implements AutoCloseable {
     }
   }
 
-  /** Unmounts lazily (open files keep their references) and stops the workers. */
+  /**
+   * Unmounts and stops the workers. A mount with files still open (EBUSY) is detached and
+   * its connection aborted, so that the workers' reads end and the open files answer
+   * ENOTCONN: a lazy unmount alone would keep the connection, and this call, waiting for
+   * the last of them.
+   */
   @Override
   public void close() {
     if (unmounted.compareAndSet(false, true)) {
       try {
-        LibC.INSTANCE.umount2(mountPoint, LibC.MNT_DETACH);
-      } catch (LastErrorException e) {
-        // already unmounted by someone else (umount(8)): the reads end with ENODEV
-        LOG.log(System.Logger.Level.DEBUG, "umount " + mountPoint + ": errno " + e.getErrorCode());
+        LibC.INSTANCE.umount2(mountPoint, 0);
+      } catch (LastErrorException busy) {
+        try {
+          LibC.INSTANCE.umount2(mountPoint, LibC.MNT_DETACH);
+        } catch (LastErrorException e) {
+          // already unmounted from outside (umount(8)): the reads end with ENODEV
+          LOG.log(System.Logger.Level.DEBUG, "umount " + mountPoint + ": errno " + e.getErrorCode());
+        }
+        abortConnection();
       }
       try {
         join();
@@ -141,6 +156,37 @@ public final class FuseSession implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
       LibC.INSTANCE.close(fd);
+    }
+  }
+
+  /** Writes to the connection's abort file in fusectl, mounting fusectl if it is not. */
+  private void abortConnection() {
+    if (connection < 0) {
+      return;
+    }
+    Path connections = Path.of("/sys/fs/fuse/connections");
+    Path abort = connections.resolve(Long.toString(connection)).resolve("abort");
+    try {
+      if (!Files.exists(abort) && Files.isDirectory(connections)) {
+        LibC.INSTANCE.mount("fusectl", connections.toString(), "fusectl", 0, null);
+      }
+      Files.writeString(abort, "1");
+    } catch (IOException | LastErrorException e) {
+      LOG.log(System.Logger.Level.WARNING, "could not abort FUSE connection " + connection
+          + " of " + mountPoint + ": " + e + "; the workers end when its last file closes");
+    }
+  }
+
+  /**
+   * The connection's number in fusectl: the minor of the mount's anonymous device, decoded
+   * from glibc's st_dev layout. -1 if it cannot be read.
+   */
+  private static long connectionOf(String mountPoint) {
+    try {
+      long dev = ((Number) Files.getAttribute(Path.of(mountPoint), "unix:dev")).longValue();
+      return (dev & 0xff) | ((dev >>> 12) & 0xffffff00L);
+    } catch (IOException | RuntimeException e) {
+      return -1;
     }
   }
 
