@@ -121,17 +121,47 @@ public final class BlobMount implements AutoCloseable {
       usage("--store embedded needs --dir DIR or " + prefix + "embedded-dir");
     }
     BlobMount mount = mount(conf, name, paper, mountPoint);
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      try {
-        mount.close();
-      } catch (IOException e) {
-        System.err.println("blobfs-mount: closing the store failed: " + e);
-      }
-    }, "blobfs-unmount"));
     System.out.println("blobfs-mount: store " + name + " mounted at " + mountPoint
         + (paper ? " (paper mode)" : ""));
-    mount.awaitUnmount();
-    mount.close();
+    System.exit(runUntilStopped(mount));
+  }
+
+  /**
+   * Waits for SIGTERM, SIGINT or SIGHUP, or for an unmount from outside, then closes the
+   * mount in order (open files published, unmount, store closed) and returns the exit
+   * status. The signals are handled here rather than by shutdown hooks, because hooks run
+   * all at once: an embedded Týr node's hook could close the store while the files are
+   * still being published.
+   */
+  private static int runUntilStopped(BlobMount mount) throws InterruptedException {
+    java.util.concurrent.CompletableFuture<Integer> stop = new java.util.concurrent.CompletableFuture<>();
+    for (String name : new String[] {"TERM", "INT", "HUP"}) {
+      sun.misc.Signal.handle(new sun.misc.Signal(name), sig -> stop.complete(128 + sig.getNumber()));
+    }
+    Thread unmounted = new Thread(() -> {
+      try {
+        mount.awaitUnmount();
+        stop.complete(0);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }, "blobfs-await-unmount");
+    unmounted.setDaemon(true);
+    unmounted.start();
+    int status;
+    try {
+      status = stop.get();
+    } catch (java.util.concurrent.ExecutionException e) {
+      status = 1;
+    }
+    try {
+      mount.close();
+    } catch (IOException e) {
+      System.err.println("blobfs-mount: closing the store failed: " + e);
+      return 1;
+    }
+    System.out.println("blobfs-mount: unmounted, every open file published");
+    return status;
   }
 
   private static void usage(String why) {
