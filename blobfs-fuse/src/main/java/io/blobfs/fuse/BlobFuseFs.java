@@ -74,16 +74,27 @@ public final class BlobFuseFs implements LowLevelFs {
   // ---------------------------------------------------------------- names
 
   @Override
+  /**
+   * Under the shared side of {@link #names}, as open: a rename that replaces its target
+   * (delete, then rename) is never seen half done by a lookup in this mount, so a reader
+   * here never finds the name missing.
+   */
   public Entry lookup(long parent, String name) throws FuseException {
     FsPath path = child(parent, name);
-    Node known = inodes.find(path);
-    StagedFile s = known == null ? null : stagedOf(known.id);
-    if (s != null) {
-      return new Entry(inodes.lookup(path).id, fileAttr(known.id, s.length(), s.mtime()));
+    names.readLock().lock();
+    try {
+      Node known = inodes.find(path);
+      StagedFile s = known == null ? null : stagedOf(known.id);
+      if (s != null) {
+        return new Entry(inodes.lookup(path).id, fileAttr(known.id, s.length(), s.mtime()));
+      }
+      FileInfo info = probe(path).orElseThrow(() -> new FuseException(Errno.ENOENT, path.toString()));
+      Node n = inodes.lookup(path);
+      n.lastAttr = attrOf(n.id, info);
+      return new Entry(n.id, n.lastAttr);
+    } finally {
+      names.readLock().unlock();
     }
-    FileInfo info = probe(path).orElseThrow(() -> new FuseException(Errno.ENOENT, path.toString()));
-    Node n = inodes.lookup(path);
-    return new Entry(n.id, attrOf(n.id, info));
   }
 
   @Override
@@ -91,18 +102,35 @@ public final class BlobFuseFs implements LowLevelFs {
     inodes.forget(node, count);
   }
 
+  /** Under the shared side of {@link #names}, as lookup: never between a replace's calls. */
   @Override
   public Attr getattr(long node) throws FuseException {
+    names.readLock().lock();
+    try {
+      return getattrLocked(node);
+    } finally {
+      names.readLock().unlock();
+    }
+  }
+
+  private Attr getattrLocked(long node) throws FuseException {
     Node n = node(node);
     StagedFile s = stagedOf(node);
     if (s != null) {
-      return fileAttr(node, s.length(), s.mtime());
+      n.lastAttr = fileAttr(node, s.length(), s.mtime());
+      return n.lastAttr;
     }
     if (n.unlinked) {
-      throw new FuseException(Errno.ENOENT, "unlinked");
+      Attr last = n.lastAttr; // fstat of a file unlinked or replaced while open
+      if (last == null) {
+        throw new FuseException(Errno.ENOENT, "unlinked");
+      }
+      return new Attr(last.ino(), last.size(), last.mtimeMillis(), last.mode(), 0,
+          last.blksize(), last.uid(), last.gid());
     }
     FileInfo info = probe(n.path).orElseThrow(() -> new FuseException(Errno.ENOENT, n.path.toString()));
-    return attrOf(node, info);
+    n.lastAttr = attrOf(node, info);
+    return n.lastAttr;
   }
 
   /**
@@ -287,7 +315,26 @@ public final class BlobFuseFs implements LowLevelFs {
 
   @Override
   public Opened open(long node, int flags) throws FuseException {
+    names.readLock().lock();
+    try {
+      return openLocked(node, flags);
+    } finally {
+      names.readLock().unlock();
+    }
+  }
+
+  private Opened openLocked(long node, int flags) throws FuseException {
     Node n = node(node);
+    // The kernel may open a node it looked up before a rename replaced it (its name cache
+    // lasts 1 s): the name now holds another file, which is what an open of the name
+    // should read. Served with direct I/O, so that the new file's bytes never share the
+    // old node's page cache with the old file's readers (that mixed two versions).
+    // A writer gets ESTALE instead (the VFS then looks the name up again): its writes to a
+    // node without a name would never be published.
+    boolean replaced = n.unlinked && stagedOf(node) == null;
+    if (replaced && (flags & FuseSession.O_ACCMODE) != 0) {
+      throw new FuseException(Errno.ESTALE, n.path + " was replaced");
+    }
     boolean writable = (flags & FuseSession.O_ACCMODE) != 0;
     boolean trunc = writable && (flags & FuseSession.O_TRUNC) != 0;
     boolean append = (flags & FuseSession.O_APPEND) != 0;
@@ -312,7 +359,8 @@ public final class BlobFuseFs implements LowLevelFs {
           s.handles++;
         }
       }
-      return handle(new Handle(n, reader, writable, append, null));
+      Opened o = handle(new Handle(n, reader, writable, append, null));
+      return replaced ? new Opened(o.fh(), false, true) : o;
     } catch (IOException | RuntimeException e) {
       throw errno(n.path, e);
     }
@@ -365,7 +413,8 @@ public final class BlobFuseFs implements LowLevelFs {
       s.handles++;
     }
     handle[0] = handle(new Handle(n, null, true, (flags & FuseSession.O_APPEND) != 0, null));
-    return new Entry(n.id, fileAttr(n.id, s.length(), s.mtime()));
+    n.lastAttr = fileAttr(n.id, s.length(), s.mtime());
+    return new Entry(n.id, n.lastAttr);
   }
 
   @Override

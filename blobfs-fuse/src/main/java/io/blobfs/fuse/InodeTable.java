@@ -21,6 +21,8 @@ final class InodeTable {
     volatile FsPath path;
     /** Unlinked or replaced: no name leads here, the kernel may still hold it open. */
     volatile boolean unlinked;
+    /** What stat showed last: an unlinked file still open answers fstat with it. */
+    volatile io.blobfs.fuse.kernel.Attr lastAttr;
     long lookups;
 
     Node(long id, FsPath path) {

@@ -28,4 +28,5 @@ public final class Errno {
   public static final int EOPNOTSUPP = 95;
   public static final int EPROTO = 71;
   public static final int ETIMEDOUT = 110;
+  public static final int ESTALE = 116;
 }

@@ -48,6 +48,7 @@ public final class FuseSession implements AutoCloseable {
   public static final int O_TRUNC = 01000;
   public static final int O_APPEND = 02000;
 
+  private static final int FOPEN_DIRECT_IO = 1;
   private static final int FOPEN_KEEP_CACHE = 2;
   private static final int FATTR_SIZE = 1 << 3;
   private static final int FATTR_MODE = 1;
@@ -452,7 +453,9 @@ public final class FuseSession implements AutoCloseable {
   }
 
   private static void open(ByteBuffer out, Opened o) {
-    out.putLong(o.fh()).putInt(o.keepCache() ? FOPEN_KEEP_CACHE : 0).putInt(0);
+    out.putLong(o.fh())
+        .putInt((o.keepCache() ? FOPEN_KEEP_CACHE : 0) | (o.directIo() ? FOPEN_DIRECT_IO : 0))
+        .putInt(0);
   }
 
   private static void statfs(ByteBuffer out, StatFs s) {
