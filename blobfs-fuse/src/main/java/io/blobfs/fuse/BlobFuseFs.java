@@ -143,16 +143,8 @@ public final class BlobFuseFs implements LowLevelFs {
   public Attr setattr(long node, SetAttr change) throws FuseException {
     Node n = node(node);
     if (change.size() >= 0 || change.mtimeMillis() >= 0) {
-      StagedFile s = stagedOf(node);
       try {
-        if (s != null) {
-          if (change.size() >= 0) {
-            s.truncate(change.size());
-          }
-          if (change.mtimeMillis() >= 0) {
-            s.setMtime(change.mtimeMillis());
-          }
-        } else {
+        if (!changeStaged(node, change)) {
           FileInfo info = probe(n.path).orElseThrow(() -> new FuseException(Errno.ENOENT, n.path.toString()));
           if (info.isDirectory()) {
             if (change.size() >= 0) {
@@ -178,6 +170,27 @@ public final class BlobFuseFs implements LowLevelFs {
       }
     }
     return getattr(node);
+  }
+
+  /**
+   * Applies a truncate or new time to the node's staged file, if it has one; under the
+   * map's monitor, so that a last release, which leaves the map only with nothing left to
+   * publish, cannot miss the change.
+   */
+  private boolean changeStaged(long node, SetAttr change) throws IOException {
+    synchronized (staged) {
+      StagedFile s = staged.get(node);
+      if (s == null) {
+        return false;
+      }
+      if (change.size() >= 0) {
+        s.truncate(change.size());
+      }
+      if (change.mtimeMillis() >= 0) {
+        s.setMtime(change.mtimeMillis());
+      }
+      return true;
+    }
   }
 
   @Override
@@ -489,13 +502,28 @@ public final class BlobFuseFs implements LowLevelFs {
     }
     // Published while still in the map, so that a rename or unlink of the name, which
     // publishes what is staged under it first, never misses it; an open racing in
-    // meanwhile keeps the staged file alive
-    try {
-      publish(h.node(), s);
-    } finally {
+    // meanwhile keeps the staged file alive. A setattr (utimensat after close, as rsync
+    // and tar do) may change it after this publication: then it is published again, and
+    // it leaves the map only clean, under the monitor setattr changes it under.
+    while (true) {
+      try {
+        publish(h.node(), s);
+      } catch (FuseException e) {
+        synchronized (staged) {
+          if (s.handles == 0 && staged.remove(h.node().id, s)) {
+            s.discard();
+          }
+        }
+        throw e;
+      }
       synchronized (staged) {
-        if (s.handles == 0 && staged.remove(h.node().id, s)) {
+        if (s.handles > 0) {
+          return; // reopened meanwhile: the new handles own it
+        }
+        if (!s.dirty() || h.node().unlinked) {
+          staged.remove(h.node().id, s);
           s.discard();
+          return;
         }
       }
     }

@@ -110,12 +110,20 @@ final class StagedFile {
     dirty = false;
   }
 
-  /** utimensat: the next publication carries this time. */
+  /**
+   * utimensat: the next publication carries this time. Under the shared lock, as a write:
+   * a publication running now ends first, so it cannot mark this change published.
+   */
   void setMtime(long millis) {
-    synchronized (lengthLock) {
-      mtime = millis;
+    lock.readLock().lock();
+    try {
+      synchronized (lengthLock) {
+        mtime = millis;
+      }
+      dirty = true;
+    } finally {
+      lock.readLock().unlock();
     }
-    dirty = true;
   }
 
   boolean dirty() {

@@ -231,6 +231,39 @@ class BlobFuseFsTest {
     assertEquals(5_000_000L, ns.getFileInfo(FsPath.parse("/final")).modificationTime());
   }
 
+  /** rsync and tar set the time after close, while the kernel's RELEASE may be publishing. */
+  @Test
+  void aTimeSetWhileTheLastReleasePublishesIsPublishedToo() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("late", RW, h);
+    fs.write(e.node(), h[0].fh(), 0, bytes("abc"));
+    FaultInjectingBlobStore.Fault paused = faults.on(FaultInjectingBlobStore.Op.PUT,
+        FaultInjectingBlobStore.Op.COMMIT).keys("n/late").pause();
+    Thread release = new Thread(() -> {
+      try {
+        fs.release(e.node(), h[0].fh());
+      } catch (FuseException ex) {
+        throw new AssertionError(ex);
+      }
+    });
+    release.start();
+    paused.awaitReached();
+    Thread touch = new Thread(() -> {
+      try {
+        fs.setattr(e.node(), new SetAttr(-1, -1, 7_000_000L, false));
+      } catch (FuseException ex) {
+        throw new AssertionError(ex);
+      }
+    });
+    touch.start();
+    Thread.sleep(200);
+    paused.release();
+    release.join(10_000);
+    touch.join(10_000);
+    assertEquals(7_000_000L, ns.getFileInfo(FsPath.parse("/late")).modificationTime());
+    assertEquals("abc", new String(published("/late")));
+  }
+
   @Test
   void renameNoReplaceOfAnExistingTargetIsEexist() throws Exception {
     create("p", RW, new Opened[1]);
