@@ -4,7 +4,7 @@
 # Hadoop contract suites again under Hadoop 3.4.2 (profile hadoop-3.4.2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/ensure-tools.sh
+BLOBFS_FUSE_TOOLS=1 scripts/ensure-tools.sh  # also fuse3, fio, rsync: the FUSE tests
 # The RADOS tests start a real Ceph cluster with scripts/ceph/cluster.sh.
 scripts/ceph/ensure-ceph.sh
 # blobfs-rados runs its store SPI and contract suites on Ceph in a container of a local

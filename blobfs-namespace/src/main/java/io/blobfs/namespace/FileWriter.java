@@ -38,6 +38,8 @@ public final class FileWriter implements Closeable {
   /** Bytes handed to the store so far; the buffer holds the bytes after them. */
   private long sent;
   private boolean closed;
+  /** The time the record is published with; -1: the time of close(). */
+  private long modificationTime = -1;
   private IOException failure;
   /** Held from before the first stripe is sent until the file is published or discarded. */
   private DataLocks.Lock lock;
@@ -216,7 +218,7 @@ public final class FileWriter implements Closeable {
         throw new IOException("earlier write of " + path + " failed", failure);
       }
       long length = position();
-      long now = System.currentTimeMillis();
+      long now = modificationTime >= 0 ? modificationTime : System.currentTimeMillis();
       if (sent == 0 && length <= options.inlineThreshold()) {
         byte[] bytes = buffer == null ? new byte[0] : Arrays.copyOf(buffer.array(), (int) length);
         record = FileRecord.inline(fileId, bytes, now, options.stripeSize());
@@ -261,6 +263,19 @@ public final class FileWriter implements Closeable {
       closed = true;
       discardData();
     }
+  }
+
+  /**
+   * Publishes the file with this modification time instead of the time of
+   * {@link #close()}: a POSIX front end (the FUSE adapter) keeps the time of the last write
+   * or the one utimensat set, so that stat shows one time before and after the close.
+   */
+  public void setModificationTime(long millis) throws IOException {
+    checkOpen();
+    if (millis < 0) {
+      throw new IllegalArgumentException("negative modification time " + millis);
+    }
+    modificationTime = millis;
   }
 
   public boolean isClosed() {

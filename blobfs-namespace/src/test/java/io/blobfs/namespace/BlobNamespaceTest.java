@@ -87,6 +87,21 @@ class BlobNamespaceTest {
   }
 
   @Test
+  void aWriterMayPublishWithAGivenModificationTime() throws IOException {
+    BlobNamespace ns = namespace(false);
+    for (int size : new int[] {10, 3 * STRIPE}) { // inline and striped records
+      FileWriter w = ns.create(p("/t" + size), false);
+      w.write(random(size, 2), 0, size);
+      w.setModificationTime(1_234_567_000L);
+      w.close();
+      assertEquals(1_234_567_000L, ns.getFileInfo(p("/t" + size)).modificationTime());
+    }
+    FileWriter closed = ns.create(p("/c"), false);
+    closed.close();
+    assertThrows(IOException.class, () -> closed.setModificationTime(1));
+  }
+
+  @Test
   void smallFileIsExactlyOneBlob() throws IOException {
     BlobNamespace ns = namespace(false);
     byte[] data = random(1000, 1);

@@ -1,0 +1,742 @@
+package io.blobfs.fuse;
+
+import io.blobfs.fuse.InodeTable.Node;
+import io.blobfs.fuse.kernel.Attr;
+import io.blobfs.fuse.kernel.DirBuffer;
+import io.blobfs.fuse.kernel.Entry;
+import io.blobfs.fuse.kernel.Errno;
+import io.blobfs.fuse.kernel.FuseException;
+import io.blobfs.fuse.kernel.FuseSession;
+import io.blobfs.fuse.kernel.LowLevelFs;
+import io.blobfs.fuse.kernel.Opened;
+import io.blobfs.fuse.kernel.SetAttr;
+import io.blobfs.fuse.kernel.StatFs;
+import io.blobfs.namespace.BlobNamespace;
+import io.blobfs.namespace.FileInfo;
+import io.blobfs.namespace.FileReader;
+import io.blobfs.namespace.FileWriter;
+import io.blobfs.namespace.FsPath;
+import io.blobfs.namespace.IllegalPathException;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.NotDirectoryException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+/**
+ * The file-system semantics of a mount (the paper's Table 4), over the namespace layer:
+ * names are looked up as records and implicit directories, files are read straight from
+ * their stripes, and files open for writing are {@link StagedFile}s published at close,
+ * fsync and last release. Directories follow blob://: mkdir writes nothing (or a marker
+ * where the namespace keeps markers), readdir and rmdir are the namespace's scans; in the
+ * paper's mode mkdir, opendir and rmdir are not supported.
+ */
+public final class BlobFuseFs implements LowLevelFs {
+  private static final System.Logger LOG = System.getLogger(BlobFuseFs.class.getName());
+
+  /** Settings of the semantics. */
+  public record Settings(boolean paperMode, int permission, int blockSize, Path stagingDir) {}
+
+  private final BlobNamespace ns;
+  private final Settings settings;
+  private final InodeTable inodes = new InodeTable();
+  /** Node id to its staged file while any handle of this mount has it open. */
+  private final Map<Long, StagedFile> staged = new HashMap<>();
+  private final Map<Long, Handle> handles = new ConcurrentHashMap<>();
+  private final AtomicLong nextHandle = new AtomicLong(1);
+  /** Renames and unlinks exclusive, publications shared: see {@link #publish(Node, StagedFile)}. */
+  private final ReentrantReadWriteLock names = new ReentrantReadWriteLock();
+  /** What an implicit directory, which has no time of its own, shows: the mount's start. */
+  private final long mountedAt = System.currentTimeMillis();
+
+  /** An open file; {@code reader} is null when the file was staged at open. */
+  private record Handle(Node node, FileReader reader, boolean writable, boolean append,
+      List<FileInfo> listing) {}
+
+  public BlobFuseFs(BlobNamespace ns, Settings settings) throws IOException {
+    this.ns = ns;
+    this.settings = settings;
+    Files.createDirectories(settings.stagingDir());
+  }
+
+  // ---------------------------------------------------------------- names
+
+  @Override
+  /**
+   * Under the shared side of {@link #names}, as open: a rename that replaces its target
+   * (delete, then rename) is never seen half done by a lookup in this mount, so a reader
+   * here never finds the name missing.
+   */
+  public Entry lookup(long parent, String name) throws FuseException {
+    FsPath path = child(parent, name);
+    names.readLock().lock();
+    try {
+      Node known = inodes.find(path);
+      StagedFile s = known == null ? null : stagedOf(known.id);
+      if (s != null) {
+        return new Entry(inodes.lookup(path).id, fileAttr(known.id, s.length(), s.mtime()));
+      }
+      FileInfo info = probe(path).orElseThrow(() -> new FuseException(Errno.ENOENT, path.toString()));
+      Node n = inodes.lookup(path);
+      n.lastAttr = attrOf(n.id, info);
+      return new Entry(n.id, n.lastAttr);
+    } finally {
+      names.readLock().unlock();
+    }
+  }
+
+  @Override
+  public void forget(long node, long count) {
+    inodes.forget(node, count);
+  }
+
+  /** Under the shared side of {@link #names}, as lookup: never between a replace's calls. */
+  @Override
+  public Attr getattr(long node) throws FuseException {
+    names.readLock().lock();
+    try {
+      return getattrLocked(node);
+    } finally {
+      names.readLock().unlock();
+    }
+  }
+
+  private Attr getattrLocked(long node) throws FuseException {
+    Node n = node(node);
+    StagedFile s = stagedOf(node);
+    if (s != null) {
+      n.lastAttr = fileAttr(node, s.length(), s.mtime());
+      return n.lastAttr;
+    }
+    if (n.unlinked) {
+      Attr last = n.lastAttr; // fstat of a file unlinked or replaced while open
+      if (last == null) {
+        throw new FuseException(Errno.ENOENT, "unlinked");
+      }
+      return new Attr(last.ino(), last.size(), last.mtimeMillis(), last.mode(), 0,
+          last.blksize(), last.uid(), last.gid());
+    }
+    FileInfo info = probe(n.path).orElseThrow(() -> new FuseException(Errno.ENOENT, n.path.toString()));
+    n.lastAttr = attrOf(node, info);
+    return n.lastAttr;
+  }
+
+  /**
+   * Truncation and a new modification time change the file: the staged copy if it is open
+   * here, else a new version published at once (a copy of the file: costly for a large
+   * closed file). Mode and owner are accepted and not kept: every file shows
+   * {@code fs.blob.permission} and the mount's user.
+   */
+  @Override
+  public Attr setattr(long node, SetAttr change) throws FuseException {
+    Node n = node(node);
+    if (change.size() >= 0 || change.mtimeMillis() >= 0) {
+      try {
+        if (!changeStaged(node, change)) {
+          FileInfo info = probe(n.path).orElseThrow(() -> new FuseException(Errno.ENOENT, n.path.toString()));
+          if (info.isDirectory()) {
+            if (change.size() >= 0) {
+              throw new FuseException(Errno.EISDIR, n.path.toString());
+            }
+            return getattr(node); // a directory has no time to keep
+          }
+          StagedFile tmp = change.size() == 0 ? StagedFile.empty(settings.stagingDir())
+              : StagedFile.copyOf(settings.stagingDir(), ns.open(info));
+          try {
+            if (change.size() >= 0) {
+              tmp.truncate(change.size());
+            }
+            tmp.setMtime(change.mtimeMillis() >= 0 ? change.mtimeMillis()
+                : System.currentTimeMillis());
+            tmp.publish(ns, n.path);
+          } finally {
+            tmp.discard();
+          }
+        }
+      } catch (IOException | RuntimeException e) {
+        throw errno(n.path, e);
+      }
+    }
+    return getattr(node);
+  }
+
+  /**
+   * Applies a truncate or new time to the node's staged file, if it has one; under the
+   * map's monitor, so that a last release, which leaves the map only with nothing left to
+   * publish, cannot miss the change.
+   */
+  private boolean changeStaged(long node, SetAttr change) throws IOException {
+    synchronized (staged) {
+      StagedFile s = staged.get(node);
+      if (s == null) {
+        return false;
+      }
+      if (change.size() >= 0) {
+        s.truncate(change.size());
+      }
+      if (change.mtimeMillis() >= 0) {
+        s.setMtime(change.mtimeMillis());
+      }
+      return true;
+    }
+  }
+
+  @Override
+  public Entry mkdir(long parent, String name) throws FuseException {
+    paperModeRefuses("mkdir");
+    FsPath path = child(parent, name);
+    if (probe(path).isPresent()) {
+      throw new FuseException(Errno.EEXIST, path.toString());
+    }
+    try {
+      ns.mkdirs(path);
+    } catch (IOException | RuntimeException e) {
+      throw errno(path, e);
+    }
+    Node n = inodes.lookup(path);
+    return new Entry(n.id, dirAttr(n.id, System.currentTimeMillis()));
+  }
+
+  @Override
+  public Entry mknod(long parent, String name, int mode) throws FuseException {
+    if ((mode & 0170000) != Attr.S_IFREG) {
+      throw new FuseException(Errno.EOPNOTSUPP, "only regular files");
+    }
+    Opened[] h = new Opened[1];
+    Entry e = create(parent, name, FuseSession.O_EXCL | FuseSession.O_WRONLY, h);
+    release(e.node(), h[0].fh());
+    return e;
+  }
+
+  @Override
+  public void unlink(long parent, String name) throws FuseException {
+    names.writeLock().lock();
+    try {
+      unlinkLocked(parent, name);
+    } finally {
+      names.writeLock().unlock();
+    }
+  }
+
+  private void unlinkLocked(long parent, String name) throws FuseException {
+    FsPath path = child(parent, name);
+    FileInfo info = probe(path).orElseThrow(() -> new FuseException(Errno.ENOENT, path.toString()));
+    if (info.isDirectory()) {
+      throw new FuseException(Errno.EISDIR, path.toString());
+    }
+    try {
+      if (!ns.delete(path, false)) {
+        throw new FuseException(Errno.ENOENT, path.toString());
+      }
+    } catch (IOException | RuntimeException e) {
+      throw errno(path, e);
+    }
+    inodes.unlink(path); // open handles keep their staged bytes, never published again
+  }
+
+  @Override
+  public void rmdir(long parent, String name) throws FuseException {
+    names.writeLock().lock();
+    try {
+      rmdirLocked(parent, name);
+    } finally {
+      names.writeLock().unlock();
+    }
+  }
+
+  private void rmdirLocked(long parent, String name) throws FuseException {
+    paperModeRefuses("rmdir");
+    FsPath path = child(parent, name);
+    FileInfo info = probe(path).orElseThrow(() -> new FuseException(Errno.ENOENT, path.toString()));
+    if (info.isFile()) {
+      throw new FuseException(Errno.ENOTDIR, path.toString());
+    }
+    try {
+      ns.delete(path, false);
+    } catch (IOException | RuntimeException e) {
+      throw errno(path, e);
+    }
+    inodes.unlink(path);
+  }
+
+  /**
+   * The namespace's rename, which is atomic where the store's is (Týr, memory). POSIX
+   * replaces an existing target; the namespace refuses one, so the target is deleted
+   * first: a reader may find no file at the target between the two calls (see README).
+   * Changes staged here under the source are published first, so the name carries them.
+   */
+  @Override
+  public void rename(long parent, String name, long newParent, String newName,
+      boolean noReplace) throws FuseException {
+    names.writeLock().lock();
+    try {
+      renameLocked(parent, name, newParent, newName, noReplace);
+    } finally {
+      names.writeLock().unlock();
+    }
+  }
+
+  private void renameLocked(long parent, String name, long newParent, String newName,
+      boolean noReplace) throws FuseException {
+    FsPath src = child(parent, name);
+    FsPath dst = child(newParent, newName);
+    FileInfo from = probe(src).orElseThrow(() -> new FuseException(Errno.ENOENT, src.toString()));
+    if (src.equals(dst)) {
+      return;
+    }
+    if (dst.isAtOrUnder(src)) {
+      throw new FuseException(Errno.EINVAL, "a directory cannot move under itself");
+    }
+    try {
+      publishUnder(src);
+      Optional<FileInfo> to = probe(dst);
+      if (to.isPresent()) {
+        if (noReplace) {
+          throw new FuseException(Errno.EEXIST, dst.toString());
+        }
+        if (from.isFile() && to.get().isDirectory()) {
+          throw new FuseException(Errno.EISDIR, dst.toString());
+        }
+        if (from.isDirectory() && to.get().isFile()) {
+          throw new FuseException(Errno.ENOTDIR, dst.toString());
+        }
+        ns.delete(dst, false); // a non-empty directory: ENOTEMPTY, as POSIX
+        inodes.unlink(dst);
+      }
+      if (!ns.rename(src, dst)) {
+        throw new FuseException(Errno.EIO, "rename " + src + " to " + dst + " was refused");
+      }
+    } catch (IOException | RuntimeException e) {
+      throw errno(src, e);
+    }
+    inodes.rename(src, dst);
+  }
+
+  // ---------------------------------------------------------------- files
+
+  @Override
+  public Opened open(long node, int flags) throws FuseException {
+    names.readLock().lock();
+    try {
+      return openLocked(node, flags);
+    } finally {
+      names.readLock().unlock();
+    }
+  }
+
+  private Opened openLocked(long node, int flags) throws FuseException {
+    Node n = node(node);
+    // The kernel may open a node it looked up before a rename replaced it (its name cache
+    // lasts 1 s): the name now holds another file, which is what an open of the name
+    // should read. Served with direct I/O, so that the new file's bytes never share the
+    // old node's page cache with the old file's readers (that mixed two versions).
+    // A writer gets ESTALE instead (the VFS then looks the name up again): its writes to a
+    // node without a name would never be published.
+    boolean replaced = n.unlinked && stagedOf(node) == null;
+    if (replaced && (flags & FuseSession.O_ACCMODE) != 0) {
+      throw new FuseException(Errno.ESTALE, n.path + " was replaced");
+    }
+    boolean writable = (flags & FuseSession.O_ACCMODE) != 0;
+    boolean trunc = writable && (flags & FuseSession.O_TRUNC) != 0;
+    boolean append = (flags & FuseSession.O_APPEND) != 0;
+    try {
+      FileReader reader = null;
+      synchronized (staged) {
+        StagedFile s = staged.get(node);
+        if (s == null && !writable) {
+          reader = ns.open(n.path); // a fresh record read: close-to-open
+        } else if (s == null) {
+          FileInfo info = ns.getFileInfo(n.path);
+          if (info.isDirectory()) {
+            throw new FuseException(Errno.EISDIR, n.path.toString());
+          }
+          s = trunc ? StagedFile.empty(settings.stagingDir())
+              : StagedFile.copyOf(settings.stagingDir(), ns.open(info));
+          staged.put(node, s);
+        } else if (trunc) {
+          s.truncate(0);
+        }
+        if (s != null) {
+          s.handles++;
+        }
+      }
+      Opened o = handle(new Handle(n, reader, writable, append, null));
+      return replaced ? new Opened(o.fh(), false, true) : o;
+    } catch (IOException | RuntimeException e) {
+      throw errno(n.path, e);
+    }
+  }
+
+  /**
+   * Publishes an empty file at once, so that the name exists from create on (as in any
+   * POSIX file system) and O_EXCL is decided by the store: the namespace's exclusive
+   * create fails if another client published the name first.
+   */
+  @Override
+  public Entry create(long parent, String name, int flags, Opened[] handle) throws FuseException {
+    FsPath path = child(parent, name);
+    boolean excl = (flags & FuseSession.O_EXCL) != 0;
+    Optional<FileInfo> existing = probe(path);
+    if (existing.isPresent()) {
+      if (excl) {
+        throw new FuseException(Errno.EEXIST, path.toString());
+      }
+      if (existing.get().isDirectory()) {
+        throw new FuseException(Errno.EISDIR, path.toString());
+      }
+      Node n = inodes.lookup(path);
+      handle[0] = open(n.id, flags);
+      return new Entry(n.id, getattr(n.id));
+    }
+    StagedFile s;
+    try {
+      s = StagedFile.empty(settings.stagingDir());
+      try {
+        FileWriter w = ns.create(path, !excl);
+        w.setModificationTime(s.mtime());
+        w.close();
+      } catch (IOException | RuntimeException e) {
+        s.discard();
+        throw e;
+      }
+    } catch (IOException | RuntimeException e) {
+      throw errno(path, e);
+    }
+    Node n = inodes.lookup(path);
+    synchronized (staged) {
+      StagedFile old = staged.putIfAbsent(n.id, s);
+      if (old != null) { // another create of the same name in this mount won
+        s.discard();
+        s = old;
+      } else {
+        s.publishedEmpty();
+      }
+      s.handles++;
+    }
+    handle[0] = handle(new Handle(n, null, true, (flags & FuseSession.O_APPEND) != 0, null));
+    n.lastAttr = fileAttr(n.id, s.length(), s.mtime());
+    return new Entry(n.id, n.lastAttr);
+  }
+
+  @Override
+  public void read(long node, long fh, long offset, ByteBuffer dst) throws FuseException {
+    Handle h = handleOf(fh);
+    StagedFile s = stagedOf(node);
+    try {
+      if (s != null) {
+        s.read(offset, dst); // this mount's writes, seen at once by every reader here
+        return;
+      }
+      if (h.reader() == null) {
+        throw new FuseException(Errno.EBADF, "handle lost its staged file");
+      }
+      while (dst.hasRemaining()) {
+        int n = h.reader().read(offset + dst.position(), dst).get();
+        if (n <= 0) {
+          break;
+        }
+      }
+    } catch (ExecutionException e) {
+      throw errno(h.node().path, e.getCause());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new FuseException(Errno.EINTR, "interrupted");
+    } catch (IOException | RuntimeException e) {
+      throw errno(h.node().path, e);
+    }
+  }
+
+  @Override
+  public int write(long node, long fh, long offset, ByteBuffer src) throws FuseException {
+    Handle h = handleOf(fh);
+    StagedFile s = stagedOf(node);
+    if (!h.writable() || s == null) {
+      throw new FuseException(Errno.EBADF, "not open for writing");
+    }
+    try {
+      return s.write(offset, src, h.append());
+    } catch (IOException e) {
+      // the staging directory's disk is full: the only ENOSPC a write can meet here
+      boolean full = String.valueOf(e.getMessage()).contains("No space left");
+      throw new FuseException(full ? Errno.ENOSPC : Errno.EIO,
+          "staging write failed: " + e.getMessage(), e);
+    }
+  }
+
+  /** close(2): publishes what this mount changed, so the next open anywhere sees it. */
+  @Override
+  public void flush(long node, long fh) throws FuseException {
+    publish(handleOf(fh).node());
+  }
+
+  @Override
+  public void fsync(long node, long fh, boolean dataOnly) throws FuseException {
+    publish(handleOf(fh).node());
+  }
+
+  @Override
+  public void release(long node, long fh) throws FuseException {
+    Handle h = handles.remove(fh);
+    if (h == null) {
+      return;
+    }
+    StagedFile s;
+    synchronized (staged) {
+      s = staged.get(h.node().id);
+      // a handle counts on the staged file when it was opened on it (it has no reader)
+      if (s == null || h.reader() != null || --s.handles > 0) {
+        return;
+      }
+    }
+    // Published while still in the map, so that a rename or unlink of the name, which
+    // publishes what is staged under it first, never misses it; an open racing in
+    // meanwhile keeps the staged file alive. A setattr (utimensat after close, as rsync
+    // and tar do) may change it after this publication: then it is published again, and
+    // it leaves the map only clean, under the monitor setattr changes it under.
+    while (true) {
+      try {
+        publish(h.node(), s);
+      } catch (FuseException e) {
+        synchronized (staged) {
+          if (s.handles == 0 && staged.remove(h.node().id, s)) {
+            s.discard();
+          }
+        }
+        throw e;
+      }
+      synchronized (staged) {
+        if (s.handles > 0) {
+          return; // reopened meanwhile: the new handles own it
+        }
+        if (!s.dirty() || h.node().unlinked) {
+          staged.remove(h.node().id, s);
+          s.discard();
+          return;
+        }
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- directories
+
+  @Override
+  public Opened opendir(long node) throws FuseException {
+    paperModeRefuses("opendir");
+    Node n = node(node);
+    try {
+      List<FileInfo> listing = n.path.isRoot() || probe(n.path).map(FileInfo::isDirectory).orElse(false)
+          ? ns.list(n.path) : null;
+      if (listing == null) {
+        throw new FuseException(Errno.ENOTDIR, n.path.toString());
+      }
+      return handle(new Handle(n, null, false, false, listing));
+    } catch (FileNotFoundException e) {
+      return handle(new Handle(n, null, false, false, List.of())); // emptied since lookup
+    } catch (IOException | RuntimeException e) {
+      throw errno(n.path, e);
+    }
+  }
+
+  /** Offsets: 1 after ".", 2 after "..", 2 + i + 1 after the i-th name of the listing. */
+  @Override
+  public void readdir(long node, long fh, long offset, DirBuffer out) throws FuseException {
+    Handle h = handleOf(fh);
+    List<FileInfo> listing = h.listing();
+    long off = offset;
+    if (off == 0 && !out.add(node, ".", DirBuffer.DT_DIR, 1)) {
+      return;
+    }
+    off = Math.max(off, 1);
+    if (off == 1) {
+      FsPath parent = h.node().path.isRoot() ? FsPath.ROOT : h.node().path.parent();
+      if (!out.add(inodes.inoOf(parent), "..", DirBuffer.DT_DIR, 2)) {
+        return;
+      }
+      off = 2;
+    }
+    for (int i = (int) (off - 2); i < listing.size(); i++) {
+      FileInfo f = listing.get(i);
+      if (!out.add(inodes.inoOf(f.path()), f.path().name(),
+          f.isDirectory() ? DirBuffer.DT_DIR : DirBuffer.DT_REG, i + 3)) {
+        return;
+      }
+    }
+  }
+
+  @Override
+  public void releasedir(long node, long fh) {
+    handles.remove(fh);
+  }
+
+  /** The store reports no capacity: a large constant, so that tools do not refuse to write. */
+  @Override
+  public StatFs statfs() {
+    return new StatFs(1L << 32, 1L << 32, 1L << 32, 1L << 32, 4096, 255);
+  }
+
+  // ---------------------------------------------------------------- shutdown
+
+  /** Publishes every file open for writing: an unmount loses nothing written so far. */
+  public void publishAll() {
+    List<Map.Entry<Long, StagedFile>> open;
+    synchronized (staged) {
+      open = new ArrayList<>(staged.entrySet());
+    }
+    for (Map.Entry<Long, StagedFile> e : open) {
+      Node n = inodes.get(e.getKey());
+      if (n != null) {
+        try {
+          publish(n, e.getValue());
+        } catch (FuseException ex) {
+          LOG.log(System.Logger.Level.ERROR, "could not publish " + n.path + " at unmount", ex);
+        }
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private void publish(Node n) throws FuseException {
+    StagedFile s = stagedOf(n.id);
+    if (s != null) {
+      publish(n, s);
+    }
+  }
+
+  /**
+   * Publishes {@code s} under the node's current name, unless it has none. Under the shared
+   * side of {@link #names}: a rename or unlink (the exclusive side) never runs between
+   * reading the name and the record's commit, which would put the file back under a name
+   * that was just renamed or unlinked.
+   */
+  private void publish(Node n, StagedFile s) throws FuseException {
+    names.readLock().lock();
+    try {
+      if (!n.unlinked) {
+        s.publish(ns, n.path);
+      }
+    } catch (IOException | RuntimeException e) {
+      throw errno(n.path, e);
+    } finally {
+      names.readLock().unlock();
+    }
+  }
+
+  /** Publishes the staged files at or under {@code path}, before it is renamed. */
+  private void publishUnder(FsPath path) throws FuseException {
+    List<Map.Entry<Long, StagedFile>> open;
+    synchronized (staged) {
+      open = new ArrayList<>(staged.entrySet());
+    }
+    for (Map.Entry<Long, StagedFile> e : open) {
+      Node n = inodes.get(e.getKey());
+      if (n != null && !n.unlinked && n.path.isAtOrUnder(path)) {
+        publish(n, e.getValue());
+      }
+    }
+  }
+
+  private StagedFile stagedOf(long node) {
+    synchronized (staged) {
+      return staged.get(node);
+    }
+  }
+
+  private Opened handle(Handle h) {
+    long fh = nextHandle.getAndIncrement();
+    handles.put(fh, h);
+    return new Opened(fh, false); // page cache dropped at open: close-to-open
+  }
+
+  private Handle handleOf(long fh) throws FuseException {
+    Handle h = handles.get(fh);
+    if (h == null) {
+      throw new FuseException(Errno.EBADF, "no handle " + fh);
+    }
+    return h;
+  }
+
+  private Node node(long id) throws FuseException {
+    Node n = inodes.get(id);
+    if (n == null) {
+      throw new FuseException(Errno.ENOENT, "stale node " + id);
+    }
+    return n;
+  }
+
+  private FsPath child(long parent, String name) throws FuseException {
+    Node p = node(parent);
+    try {
+      FsPath path = p.path.child(name);
+      ns.checkPath(path);
+      return path;
+    } catch (IllegalArgumentException e) {
+      throw errno(p.path, e);
+    }
+  }
+
+  private Optional<FileInfo> probe(FsPath path) throws FuseException {
+    try {
+      return ns.probe(path);
+    } catch (IOException | RuntimeException e) {
+      throw errno(path, e);
+    }
+  }
+
+  private void paperModeRefuses(String op) throws FuseException {
+    if (settings.paperMode()) {
+      throw new FuseException(Errno.EOPNOTSUPP, op + " is not supported in the paper's mode");
+    }
+  }
+
+  private Attr attrOf(long ino, FileInfo info) {
+    return info.isDirectory() ? dirAttr(ino, info.modificationTime())
+        : fileAttr(ino, info.length(), info.modificationTime());
+  }
+
+  private Attr fileAttr(long ino, long size, long mtime) {
+    return new Attr(ino, size, mtime, Attr.S_IFREG | settings.permission(), 1,
+        settings.blockSize(), 0, 0);
+  }
+
+  private Attr dirAttr(long ino, long mtime) {
+    return new Attr(ino, 0, mtime > 0 ? mtime : mountedAt, Attr.S_IFDIR | settings.permission(), 1,
+        settings.blockSize(), 0, 0);
+  }
+
+  /** The errno of a namespace or store failure. */
+  static FuseException errno(FsPath path, Throwable e) {
+    if (e instanceof FuseException f) {
+      return f;
+    }
+    int code;
+    if (e instanceof FileNotFoundException) {
+      code = Errno.ENOENT;
+    } else if (e instanceof FileAlreadyExistsException) {
+      code = Errno.EEXIST;
+    } else if (e instanceof DirectoryNotEmptyException) {
+      code = Errno.ENOTEMPTY;
+    } else if (e instanceof NotDirectoryException) {
+      code = Errno.ENOTDIR;
+    } else if (e instanceof IllegalPathException) {
+      code = e.getMessage() != null && e.getMessage().contains("over the store's limit")
+          ? Errno.ENAMETOOLONG : Errno.EINVAL;
+    } else {
+      code = Errno.EIO;
+      LOG.log(System.Logger.Level.WARNING, path + ": " + e, e);
+    }
+    return new FuseException(code, path + ": " + e.getMessage(), e);
+  }
+}

@@ -1,0 +1,110 @@
+package io.blobfs.fuse;
+
+import io.blobfs.namespace.NamespaceOptions;
+import io.blobfs.store.StoreOptions;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import javax.xml.parsers.DocumentBuilderFactory;
+import org.w3c.dom.Document;
+import org.w3c.dom.Element;
+import org.w3c.dom.NodeList;
+
+/**
+ * A mount's settings from the same {@code fs.blob.*} keys as blob://, so one
+ * core-site.xml serves both. Read without Hadoop: a Hadoop configuration file is a list
+ * of name/value properties, which the JDK's XML parser reads. For each file-system key
+ * the store profile's value ({@code fs.blob.store.STORE.KEY}) wins, then
+ * {@code fs.blob.KEY}, then the backend's own default, then blob://'s default, as in
+ * blobfs-core's {@code BlobFsConfiguration}, whose key names and defaults these are.
+ */
+record MountConfig(String storeName, String storeType, StoreOptions backend,
+    NamespaceOptions namespace, int permission, Path stagingDir) {
+
+  static final String PREFIX = "fs.blob.";
+  static final String STORE_PREFIX = "fs.blob.store.";
+  /** The one key of the mount's own: where files open for writing are staged. */
+  static final String STAGING_DIR = "fs.blob.fuse.staging.dir";
+
+  private static final List<String> FS_SUFFIXES = List.of("stripe.size", "write.buffer.size",
+      "write.max-inflight", "inline.threshold", "directory.markers", "list.page.size",
+      "create.performance", "writer.lease", "permission", "read.buffer.size", "read.ahead",
+      "read.random.min", "read.policy", "downgrade.syncable.exceptions");
+
+  /** The properties of a Hadoop-style configuration file. */
+  static Map<String, String> readXml(Path file) throws IOException {
+    Map<String, String> props = new HashMap<>();
+    try {
+      DocumentBuilderFactory f = DocumentBuilderFactory.newInstance();
+      f.setFeature("http://apache.org/xml/features/disallow-doctype-decl", true);
+      Document doc = f.newDocumentBuilder().parse(file.toFile());
+      NodeList list = doc.getElementsByTagName("property");
+      for (int i = 0; i < list.getLength(); i++) {
+        Element p = (Element) list.item(i);
+        String name = text(p, "name");
+        String value = text(p, "value");
+        if (name != null && value != null) {
+          props.put(name.trim(), value.trim());
+        }
+      }
+    } catch (javax.xml.parsers.ParserConfigurationException | org.xml.sax.SAXException e) {
+      throw new IOException("cannot read " + file + ": " + e.getMessage(), e);
+    }
+    return props;
+  }
+
+  private static String text(Element p, String tag) {
+    NodeList l = p.getElementsByTagName(tag);
+    return l.getLength() == 0 ? null : l.item(0).getTextContent();
+  }
+
+  /** Settings of store {@code storeName}; {@code backendDefaults} as the provider suggests. */
+  static MountConfig parse(Map<String, String> conf, String storeName,
+      Map<String, String> backendDefaults) {
+    String storePrefix = STORE_PREFIX + storeName + ".";
+    Map<String, String> profile = new HashMap<>();
+    conf.forEach((k, v) -> {
+      if (k.startsWith(storePrefix)) {
+        profile.put(k.substring(storePrefix.length()), v);
+      }
+    });
+    String type = profile.remove("type");
+    if (type == null) {
+      type = conf.getOrDefault("fs.blob.default.store.type", "memory");
+    }
+    Map<String, String> fsValues = new HashMap<>();
+    for (String suffix : FS_SUFFIXES) {
+      String v = profile.remove(suffix);
+      if (v == null) {
+        v = conf.getOrDefault(PREFIX + suffix, backendDefaults.get(suffix));
+      }
+      if (v != null) {
+        fsValues.put(suffix, v);
+      }
+    }
+    StoreOptions fs = new StoreOptions(PREFIX, fsValues);
+    long stripe = fs.getBytes("stripe.size", NamespaceOptions.DEFAULT_STRIPE_SIZE, 4096, 1L << 40);
+    long buffer = Math.min(stripe, fs.getBytes("write.buffer.size", 8L << 20, 4096, 1L << 30));
+    long inflight = fs.getBytes("write.max-inflight", 64L << 20, 0, 1L << 40);
+    long inline = fs.getBytes("inline.threshold", 64L << 10, 0, 1L << 20);
+    boolean markers = fs.getChoice("directory.markers", "none", List.of("none", "keep"))
+        .equals("keep");
+    int page = (int) fs.getLong("list.page.size", 1000, 1, 100_000);
+    Duration lease = fs.getDuration("writer.lease", NamespaceOptions.DEFAULT_WRITER_LEASE);
+    NamespaceOptions ns = new NamespaceOptions(stripe, (int) buffer, Math.max(inflight, buffer),
+        (int) inline, markers, page, fs.getBoolean("create.performance", false), lease);
+    int permission;
+    try {
+      permission = Integer.parseInt(fs.getString("permission", "777"), 8) & 0777;
+    } catch (NumberFormatException e) {
+      throw fs.bad("permission", fs.getString("permission", ""), "octal 000-777");
+    }
+    Path staging = Path.of(conf.getOrDefault(STAGING_DIR, System.getProperty("java.io.tmpdir")
+        + "/blobfs-fuse-" + ProcessHandle.current().pid()));
+    return new MountConfig(storeName, type, new StoreOptions(storePrefix, profile), ns,
+        permission, staging);
+  }
+}

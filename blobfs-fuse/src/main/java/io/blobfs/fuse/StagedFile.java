@@ -1,0 +1,256 @@
+package io.blobfs.fuse;
+
+import io.blobfs.namespace.BlobNamespace;
+import io.blobfs.namespace.FileReader;
+import io.blobfs.namespace.FileWriter;
+import io.blobfs.namespace.FsPath;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.locks.ReadWriteLock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+/**
+ * A file open for writing in this mount: its bytes live in a sparse local file until they
+ * are published, whole, as a new version of the blob file.
+ *
+ * <p>Why a local file: the namespace writes a file once, front to back, and publishes it
+ * atomically at close ({@link FileWriter}); POSIX writes land at any offset, in any order,
+ * from several processes, and may be read back at once. The local file takes the writes
+ * in place (holes read as zeros, truncate in both directions), every descriptor of the
+ * inode in this mount shares it, and {@link #publish} streams it through one
+ * {@link FileWriter}: at each close(2) (FLUSH) and fsync of a descriptor that changed it,
+ * and at the last release. A blob:// reader, or another mount, sees the last published
+ * version whole, never a mix: close-to-open consistency, as NFS gives.
+ *
+ * <p>Concurrency: writes, truncates and reads take the shared side of a lock (the
+ * channel's positional calls are safe together; disjoint ranges from several processes
+ * are the MPI-IO N-to-1 pattern), {@link #publish} the exclusive side, so a published
+ * version is the bytes of one moment.
+ */
+final class StagedFile {
+  private final Path local;
+  private final RandomAccessFile raf;
+  private final FileChannel channel;
+  private final ReadWriteLock lock = new ReentrantReadWriteLock();
+  private final Object lengthLock = new Object();
+  private long length;
+  private long mtime;
+  /** Changed since the last publication. */
+  private volatile boolean dirty;
+  /** Open handles sharing this file. Guarded by the owner's map. */
+  int handles;
+
+  private StagedFile(Path local, long length, long mtime) throws IOException {
+    this.local = local;
+    this.raf = new RandomAccessFile(local.toFile(), "rw");
+    this.channel = raf.getChannel();
+    this.length = length;
+    this.mtime = mtime;
+  }
+
+  /** An empty file, not yet in the store: {@code dirty} so that close publishes it. */
+  static StagedFile empty(Path dir) throws IOException {
+    StagedFile f = new StagedFile(Files.createTempFile(dir, "staged-", ""), 0,
+        System.currentTimeMillis());
+    f.dirty = true;
+    return f;
+  }
+
+  /** A copy of the published file, to be changed in place. */
+  static StagedFile copyOf(Path dir, FileReader reader) throws IOException {
+    StagedFile f = new StagedFile(Files.createTempFile(dir, "staged-", ""), reader.length(),
+        reader.info().modificationTime());
+    ByteBuffer buf = ByteBuffer.allocateDirect(1 << 20);
+    long pos = 0;
+    try {
+      while (pos < reader.length()) {
+        buf.clear();
+        int n = reader.read(pos, buf).get();
+        if (n < 0) {
+          break;
+        }
+        buf.flip();
+        while (buf.hasRemaining()) {
+          pos += f.channel.write(buf, pos);
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      f.discard();
+      throw new IOException("interrupted copying " + reader.info().path(), e);
+    } catch (ExecutionException e) {
+      f.discard();
+      throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
+    } catch (IOException e) {
+      f.discard();
+      throw e;
+    }
+    return f;
+  }
+
+  long length() {
+    synchronized (lengthLock) {
+      return length;
+    }
+  }
+
+  long mtime() {
+    synchronized (lengthLock) {
+      return mtime;
+    }
+  }
+
+  /** The empty file was published at create, with {@link #mtime}: nothing to publish yet. */
+  void publishedEmpty() {
+    dirty = false;
+  }
+
+  /**
+   * utimensat: the next publication carries this time. Under the shared lock, as a write:
+   * a publication running now ends first, so it cannot mark this change published.
+   */
+  void setMtime(long millis) {
+    lock.readLock().lock();
+    try {
+      synchronized (lengthLock) {
+        mtime = millis;
+      }
+      dirty = true;
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
+  boolean dirty() {
+    return dirty;
+  }
+
+  /** Writes {@code src} at {@code offset}, or at the end when {@code append}. */
+  int write(long offset, ByteBuffer src, boolean append) throws IOException {
+    lock.readLock().lock();
+    try {
+      int n = src.remaining();
+      long at = offset;
+      if (append) {
+        synchronized (lengthLock) {
+          at = length;
+          length += n; // reserve the range, so racing appends never overlap
+        }
+      }
+      long pos = at;
+      while (src.hasRemaining()) {
+        pos += channel.write(src, pos);
+      }
+      synchronized (lengthLock) {
+        length = Math.max(length, at + n);
+        mtime = System.currentTimeMillis();
+      }
+      dirty = true;
+      return n;
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
+  /** Reads into {@code dst} from {@code offset} up to its limit or the end. */
+  void read(long offset, ByteBuffer dst) throws IOException {
+    lock.readLock().lock();
+    try {
+      long end = Math.min(length(), offset + dst.remaining());
+      if (offset >= end) {
+        return;
+      }
+      dst.limit(dst.position() + (int) (end - offset));
+      long pos = offset;
+      while (dst.hasRemaining()) {
+        int n = channel.read(dst, pos);
+        if (n < 0) {
+          // the local file is shorter than the length after an extending truncate or a
+          // write past its end raced: the rest is a hole
+          while (dst.hasRemaining()) {
+            dst.put((byte) 0);
+          }
+          break;
+        }
+        pos += n;
+      }
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
+  void truncate(long size) throws IOException {
+    lock.writeLock().lock();
+    try {
+      raf.setLength(size); // sparse when it grows: the new bytes read as zeros
+      synchronized (lengthLock) {
+        length = size;
+        mtime = System.currentTimeMillis();
+      }
+      dirty = true;
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  /**
+   * Publishes the bytes as they are now as the file at {@code path}, if they changed since
+   * the last publication; returns when the namespace's close returned (the store's
+   * durability, see docs/semantics.md).
+   */
+  void publish(BlobNamespace ns, FsPath path) throws IOException {
+    lock.writeLock().lock();
+    try {
+      if (!dirty) {
+        return;
+      }
+      FileWriter w = ns.create(path, true);
+      try {
+        byte[] chunk = new byte[1 << 20];
+        ByteBuffer buf = ByteBuffer.wrap(chunk);
+        long len = length();
+        long pos = 0;
+        while (pos < len) {
+          buf.clear().limit((int) Math.min(chunk.length, len - pos));
+          int n = channel.read(buf, pos);
+          if (n < 0) { // a hole at the end (extending truncate): zeros
+            n = buf.remaining();
+            java.util.Arrays.fill(chunk, 0, n, (byte) 0);
+          }
+          w.write(chunk, 0, n);
+          pos += n;
+        }
+      } catch (IOException | RuntimeException e) {
+        w.abort();
+        throw e;
+      }
+      // the time of the last write (or utimensat), not of this close: stat shows one time
+      // while the file is open here and after, and tar, rsync and make see a stable mtime
+      w.setModificationTime(mtime());
+      w.close();
+      dirty = false;
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  /** Removes the local copy; unpublished changes are gone. */
+  void discard() {
+    try {
+      channel.close();
+      raf.close();
+    } catch (IOException ignored) {
+      // the file is removed next, whether or not the close worked
+    }
+    try {
+      Files.deleteIfExists(local);
+    } catch (IOException ignored) {
+      // a left-over temp file in the staging directory; the next mount starts a fresh one
+    }
+  }
+}

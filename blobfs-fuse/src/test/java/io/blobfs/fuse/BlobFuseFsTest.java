@@ -1,0 +1,347 @@
+package io.blobfs.fuse;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.blobfs.fuse.kernel.Entry;
+import io.blobfs.fuse.kernel.Errno;
+import io.blobfs.fuse.kernel.FuseException;
+import io.blobfs.fuse.kernel.FuseSession;
+import io.blobfs.fuse.kernel.LowLevelFs;
+import io.blobfs.fuse.kernel.Opened;
+import io.blobfs.fuse.kernel.SetAttr;
+import io.blobfs.namespace.BlobNamespace;
+import io.blobfs.namespace.FileReader;
+import io.blobfs.namespace.FsPath;
+import io.blobfs.namespace.NamespaceOptions;
+import io.blobfs.namespace.StoreCallCounters;
+import io.blobfs.store.FaultInjectingBlobStore;
+import io.blobfs.store.StoreLimits;
+import io.blobfs.store.StoreUnavailableException;
+import io.blobfs.store.memory.InMemoryBlobStore;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Arrays;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The mount's semantics, called as the kernel would, over an in-memory store: no kernel. */
+class BlobFuseFsTest {
+  private static final int RW = FuseSession.O_RDWR;
+
+  @TempDir
+  Path staging;
+  private FaultInjectingBlobStore faults;
+  private BlobNamespace ns;
+  private BlobFuseFs fs;
+
+  @BeforeEach
+  void setUp() throws Exception {
+    faults = FaultInjectingBlobStore.over(new InMemoryBlobStore("fuse",
+        new StoreLimits(200, 1L << 30, Integer.MAX_VALUE)));
+    // small stripes and no inline bytes, so that files span several data blobs
+    ns = new BlobNamespace(faults.store(), new NamespaceOptions(4096, 4096, 16384, 0, false, 100),
+        StoreCallCounters.NONE);
+    fs = mount(false);
+  }
+
+  private BlobFuseFs mount(boolean paper) throws Exception {
+    return new BlobFuseFs(ns, new BlobFuseFs.Settings(paper, 0755, 4096, staging));
+  }
+
+  private static ByteBuffer bytes(String s) {
+    return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private byte[] published(String path) throws Exception {
+    FileReader r = ns.open(FsPath.parse(path));
+    ByteBuffer b = ByteBuffer.allocate((int) r.length());
+    while (b.hasRemaining() && r.read(b.position(), b).get() > 0) { }
+    return b.array();
+  }
+
+  private byte[] read(long node, long fh, long off, int len) throws Exception {
+    ByteBuffer b = ByteBuffer.allocate(len);
+    fs.read(node, fh, off, b);
+    return Arrays.copyOf(b.array(), b.position());
+  }
+
+  private Entry create(String name, int flags, Opened[] h) throws Exception {
+    return fs.create(LowLevelFs.ROOT, name, flags, h);
+  }
+
+  @Test
+  void writesAtAnyOffsetLeaveHolesOfZerosAndPublishAtClose() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("f", RW, h);
+    fs.write(e.node(), h[0].fh(), 10000, bytes("end"));
+    fs.write(e.node(), h[0].fh(), 0, bytes("start"));
+    assertEquals(0, published("/f").length, "created empty, not yet the new bytes");
+    assertEquals(10003, fs.getattr(e.node()).size());
+    fs.flush(e.node(), h[0].fh());
+    byte[] want = new byte[10003];
+    System.arraycopy("start".getBytes(), 0, want, 0, 5);
+    System.arraycopy("end".getBytes(), 0, want, 10000, 3);
+    assertArrayEquals(want, published("/f"));
+    assertArrayEquals(want, read(e.node(), h[0].fh(), 0, 20000));
+    fs.release(e.node(), h[0].fh());
+    Opened r = fs.open(e.node(), 0);
+    assertArrayEquals(Arrays.copyOfRange(want, 4000, 10003), read(e.node(), r.fh(), 4000, 8000));
+  }
+
+  @Test
+  void anOpenFileShowsTheTimeItsRecordWasPublishedWith() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("m", RW, h);
+    assertEquals(ns.getFileInfo(FsPath.parse("/m")).modificationTime(), e.attr().mtimeMillis());
+    Thread.sleep(5);
+    fs.write(e.node(), h[0].fh(), 0, bytes("x"));
+    Thread.sleep(5);
+    fs.flush(e.node(), h[0].fh());
+    long published = ns.getFileInfo(FsPath.parse("/m")).modificationTime();
+    assertEquals(published, fs.getattr(e.node()).mtimeMillis(), "while still open");
+    fs.release(e.node(), h[0].fh());
+    assertEquals(published, fs.getattr(e.node()).mtimeMillis(), "after release");
+  }
+
+  @Test
+  void utimensatSetsTheTimeOfOpenAndClosedFiles() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("ut", RW, h);
+    fs.write(e.node(), h[0].fh(), 0, bytes("abc"));
+    fs.setattr(e.node(), new SetAttr(h[0].fh(), -1, 1_000_000_000L, false));
+    fs.release(e.node(), h[0].fh());
+    assertEquals(1_000_000_000L, ns.getFileInfo(FsPath.parse("/ut")).modificationTime());
+    assertEquals(2_000_000_000L,
+        fs.setattr(e.node(), new SetAttr(-1, -1, 2_000_000_000L, false)).mtimeMillis());
+    assertEquals(2_000_000_000L, ns.getFileInfo(FsPath.parse("/ut")).modificationTime());
+    assertEquals("abc", new String(published("/ut")));
+  }
+
+  @Test
+  void appendWritesAtTheEndWhateverTheOffset() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("log", RW, h);
+    fs.write(e.node(), h[0].fh(), 0, bytes("one,"));
+    fs.release(e.node(), h[0].fh());
+    Opened a = fs.open(e.node(), FuseSession.O_WRONLY | FuseSession.O_APPEND);
+    fs.write(e.node(), a.fh(), 0, bytes("two"));
+    fs.release(e.node(), a.fh());
+    assertEquals("one,two", new String(published("/log")));
+  }
+
+  @Test
+  void exclusiveCreateOfAnExistingNameIsEexist() throws Exception {
+    Opened[] h = new Opened[1];
+    create("x", RW, h);
+    FuseException err = assertThrows(FuseException.class,
+        () -> create("x", RW | FuseSession.O_EXCL, new Opened[1]));
+    assertEquals(Errno.EEXIST, err.errno());
+  }
+
+  @Test
+  void openWithTruncEmptiesTheFile() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("t", RW, h);
+    fs.write(e.node(), h[0].fh(), 0, bytes("0123456789"));
+    fs.release(e.node(), h[0].fh());
+    Opened t = fs.open(e.node(), FuseSession.O_WRONLY | FuseSession.O_TRUNC);
+    fs.write(e.node(), t.fh(), 0, bytes("ab"));
+    fs.release(e.node(), t.fh());
+    assertEquals("ab", new String(published("/t")));
+  }
+
+  @Test
+  void truncateOfAClosedFileShrinksAndGrowsWithZeros() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("g", RW, h);
+    fs.write(e.node(), h[0].fh(), 0, bytes("abcdef"));
+    fs.release(e.node(), h[0].fh());
+    fs.setattr(e.node(), new SetAttr(-1, 3, -1, false));
+    assertEquals("abc", new String(published("/g")));
+    assertEquals(5000, fs.setattr(e.node(), new SetAttr(-1, 5000, -1, false)).size());
+    byte[] got = published("/g");
+    assertEquals(5000, got.length);
+    assertEquals("abc", new String(got, 0, 3));
+    assertTrue(Arrays.equals(new byte[4997], Arrays.copyOfRange(got, 3, 5000)));
+  }
+
+  @Test
+  void renameReplacesTheTargetAndCarriesUnflushedWrites() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry a = create("a", RW, h);
+    fs.write(a.node(), h[0].fh(), 0, bytes("new"));
+    Opened[] h2 = new Opened[1];
+    Entry b = create("b", RW, h2);
+    fs.write(b.node(), h2[0].fh(), 0, bytes("old"));
+    fs.release(b.node(), h2[0].fh());
+    fs.rename(LowLevelFs.ROOT, "a", LowLevelFs.ROOT, "b", false);
+    assertEquals("new", new String(published("/b")));
+    assertFalse(ns.probe(FsPath.parse("/a")).isPresent());
+    fs.write(a.node(), h[0].fh(), 3, bytes("er"));
+    fs.release(a.node(), h[0].fh());
+    assertEquals("newer", new String(published("/b")), "the open file follows its new name");
+    FuseException err = assertThrows(FuseException.class,
+        () -> fs.rename(LowLevelFs.ROOT, "a", LowLevelFs.ROOT, "x", false));
+    assertEquals(Errno.ENOENT, err.errno(), "a was renamed away");
+  }
+
+  /**
+   * rsync's pattern: close, utimes, rename, with the kernel's RELEASE arriving during the
+   * rename. The publication at release must not commit the record under the old name after
+   * the rename moved it (that left rsync's temp files behind).
+   */
+  @Test
+  void aPublicationAtReleaseNeverRecreatesANameARenameMovedAway() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("tmp", RW, h);
+    fs.write(e.node(), h[0].fh(), 0, bytes("body"));
+    fs.flush(e.node(), h[0].fh());
+    fs.setattr(e.node(), new SetAttr(-1, -1, 5_000_000L, false)); // staged again
+    FaultInjectingBlobStore.Fault paused = faults.on(FaultInjectingBlobStore.Op.PUT,
+        FaultInjectingBlobStore.Op.COMMIT).keys("n/tmp").pause();
+    Thread release = new Thread(() -> {
+      try {
+        fs.release(e.node(), h[0].fh());
+      } catch (FuseException ex) {
+        throw new AssertionError(ex);
+      }
+    });
+    release.start();
+    paused.awaitReached();
+    Thread rename = new Thread(() -> {
+      try {
+        fs.rename(LowLevelFs.ROOT, "tmp", LowLevelFs.ROOT, "final", false);
+      } catch (FuseException ex) {
+        throw new AssertionError(ex);
+      }
+    });
+    rename.start();
+    Thread.sleep(200);
+    paused.release();
+    release.join(10_000);
+    rename.join(10_000);
+    assertFalse(ns.probe(FsPath.parse("/tmp")).isPresent(), "the old name came back");
+    assertEquals("body", new String(published("/final")));
+    assertEquals(5_000_000L, ns.getFileInfo(FsPath.parse("/final")).modificationTime());
+  }
+
+  /** rsync and tar set the time after close, while the kernel's RELEASE may be publishing. */
+  @Test
+  void aTimeSetWhileTheLastReleasePublishesIsPublishedToo() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("late", RW, h);
+    fs.write(e.node(), h[0].fh(), 0, bytes("abc"));
+    FaultInjectingBlobStore.Fault paused = faults.on(FaultInjectingBlobStore.Op.PUT,
+        FaultInjectingBlobStore.Op.COMMIT).keys("n/late").pause();
+    Thread release = new Thread(() -> {
+      try {
+        fs.release(e.node(), h[0].fh());
+      } catch (FuseException ex) {
+        throw new AssertionError(ex);
+      }
+    });
+    release.start();
+    paused.awaitReached();
+    Thread touch = new Thread(() -> {
+      try {
+        fs.setattr(e.node(), new SetAttr(-1, -1, 7_000_000L, false));
+      } catch (FuseException ex) {
+        throw new AssertionError(ex);
+      }
+    });
+    touch.start();
+    Thread.sleep(200);
+    paused.release();
+    release.join(10_000);
+    touch.join(10_000);
+    assertEquals(7_000_000L, ns.getFileInfo(FsPath.parse("/late")).modificationTime());
+    assertEquals("abc", new String(published("/late")));
+  }
+
+  @Test
+  void renameNoReplaceOfAnExistingTargetIsEexist() throws Exception {
+    create("p", RW, new Opened[1]);
+    create("q", RW, new Opened[1]);
+    FuseException err = assertThrows(FuseException.class,
+        () -> fs.rename(LowLevelFs.ROOT, "p", LowLevelFs.ROOT, "q", true));
+    assertEquals(Errno.EEXIST, err.errno());
+  }
+
+  @Test
+  void aFileUnlinkedWhileOpenStaysReadableAndIsNotPublishedAgain() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("u", RW, h);
+    fs.write(e.node(), h[0].fh(), 0, bytes("data"));
+    fs.unlink(LowLevelFs.ROOT, "u");
+    assertArrayEquals("data".getBytes(), read(e.node(), h[0].fh(), 0, 10));
+    fs.flush(e.node(), h[0].fh());
+    fs.release(e.node(), h[0].fh());
+    assertFalse(ns.probe(FsPath.parse("/u")).isPresent());
+  }
+
+  @Test
+  void directoriesAreTheNamespacesImplicitOnes() throws Exception {
+    Entry d = fs.mkdir(LowLevelFs.ROOT, "d");
+    assertTrue(fs.getattr(d.node()).isDirectory());
+    Opened[] h = new Opened[1];
+    Entry f = fs.create(d.node(), "f", RW, h);
+    fs.release(f.node(), h[0].fh());
+    Opened dir = fs.opendir(d.node());
+    var out = io.blobfs.fuse.kernel.DirBufferAccess.newBuffer(4096);
+    fs.readdir(d.node(), dir.fh(), 0, out);
+    assertEquals(java.util.List.of(".", "..", "f"), io.blobfs.fuse.kernel.DirBufferAccess.names(out));
+    FuseException notEmpty = assertThrows(FuseException.class, () -> fs.rmdir(LowLevelFs.ROOT, "d"));
+    assertEquals(Errno.ENOTEMPTY, notEmpty.errno());
+    fs.unlink(d.node(), "f");
+    fs.rmdir(LowLevelFs.ROOT, "d");
+    assertFalse(ns.probe(FsPath.parse("/d")).isPresent());
+  }
+
+  @Test
+  void paperModeRefusesDirectoryCalls() throws Exception {
+    BlobFuseFs paper = mount(true);
+    assertEquals(Errno.EOPNOTSUPP, assertThrows(FuseException.class,
+        () -> paper.mkdir(LowLevelFs.ROOT, "d")).errno());
+    assertEquals(Errno.EOPNOTSUPP, assertThrows(FuseException.class,
+        () -> paper.opendir(LowLevelFs.ROOT)).errno());
+    assertEquals(Errno.EOPNOTSUPP, assertThrows(FuseException.class,
+        () -> paper.rmdir(LowLevelFs.ROOT, "d")).errno());
+    Opened[] h = new Opened[1];
+    Entry f = paper.create(LowLevelFs.ROOT, "file", RW, h);
+    paper.write(f.node(), h[0].fh(), 0, bytes("ok"));
+    paper.release(f.node(), h[0].fh());
+    assertEquals("ok", new String(published("/file")));
+  }
+
+  @Test
+  void namesTheStoreCannotHoldAreRefusedBeforeAnyStoreCall() throws Exception {
+    // the store takes keys of 200 bytes: a 230-byte name fits FUSE but not the store
+    assertEquals(Errno.ENAMETOOLONG, assertThrows(FuseException.class,
+        () -> create("n".repeat(230), RW, new Opened[1])).errno());
+    assertEquals(Errno.ENAMETOOLONG, assertThrows(FuseException.class,
+        () -> fs.lookup(LowLevelFs.ROOT, "n".repeat(230))).errno());
+  }
+
+  @Test
+  void aLostStoreIsEio() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("s", RW, h);
+    fs.write(e.node(), h[0].fh(), 0, bytes("payload"));
+    faults.on(FaultInjectingBlobStore.Op.PUT, FaultInjectingBlobStore.Op.WRITE,
+        FaultInjectingBlobStore.Op.READ, FaultInjectingBlobStore.Op.STAT,
+        FaultInjectingBlobStore.Op.SCAN, FaultInjectingBlobStore.Op.COMMIT).always().failBefore();
+    assertEquals(Errno.EIO, assertThrows(FuseException.class,
+        () -> fs.flush(e.node(), h[0].fh())).errno());
+    assertEquals(Errno.EIO, assertThrows(FuseException.class,
+        () -> fs.lookup(LowLevelFs.ROOT, "other")).errno());
+    faults.clear();
+    fs.flush(e.node(), h[0].fh()); // still staged: the retry publishes it
+    assertEquals("payload", new String(published("/s")));
+  }
+}

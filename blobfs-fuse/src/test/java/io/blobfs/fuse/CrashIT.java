@@ -1,0 +1,135 @@
+package io.blobfs.fuse;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The mount command as a process of its own (scripts/blobfs-mount.sh over an embedded Týr
+ * node that syncs every commit), killed: SIGKILL mid-write leaves a mount that answers an
+ * error, a fresh mount works, and what was closed or fsynced reads back exactly; SIGTERM
+ * publishes every open file before it unmounts.
+ */
+class CrashIT {
+  @TempDir
+  Path tmp;
+  private Path mnt;
+  private Path conf;
+  private Process mount;
+
+  @BeforeEach
+  void setUp() throws Exception {
+    Mounts.assumeMountable();
+    mnt = tmp.resolve("mnt");
+    conf = tmp.resolve("core-site.xml");
+    Files.writeString(conf, """
+        <?xml version="1.0"?>
+        <configuration>
+          <property><name>fs.blob.store.crash.type</name><value>tyr</value></property>
+          <property><name>fs.blob.store.crash.embedded-dir</name><value>%s</value></property>
+          <property><name>fs.blob.store.crash.embedded-sync</name><value>always</value></property>
+          <property><name>fs.blob.store.crash.stripe.size</name><value>1m</value></property>
+          <property><name>fs.blob.fuse.staging.dir</name><value>%s</value></property>
+        </configuration>
+        """.formatted(tmp.resolve("tyr"), tmp.resolve("staging")));
+  }
+
+  @AfterEach
+  void tearDown() throws Exception {
+    if (mount != null && mount.isAlive()) {
+      mount.destroy();
+      mount.waitFor(30, TimeUnit.SECONDS);
+    }
+    new ProcessBuilder("umount", "-l", mnt.toString()).start().waitFor();
+  }
+
+  private Process start() throws Exception {
+    Path script = Path.of(System.getProperty("user.dir")).getParent().resolve("scripts/blobfs-mount.sh");
+    ProcessBuilder pb = new ProcessBuilder(script.toString(), "--conf", conf.toString(),
+        "--name", "crash", mnt.toString())
+        .redirectErrorStream(true).redirectOutput(tmp.resolve("mount.log").toFile());
+    pb.environment().put("BLOBFS_MOUNT_SKIP_BUILD", "1");
+    Process p = pb.start();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (!Files.readString(Path.of("/proc/self/mounts")).contains(" " + mnt + " fuse.blobfs")) {
+      assertTrue(p.isAlive(), "the mount exited: " + Files.readString(tmp.resolve("mount.log")));
+      assertTrue(System.nanoTime() < deadline, "not mounted after 60 s");
+      Thread.sleep(100);
+    }
+    return p;
+  }
+
+  /** The connection is gone: a close cannot reach the mount, and needs not. */
+  private static void closeQuietly(FileChannel c) {
+    try {
+      c.close();
+    } catch (IOException expected) {
+      // ENOTCONN
+    }
+  }
+
+  private static byte[] random(int n, long seed) {
+    byte[] b = new byte[n];
+    new Random(seed).nextBytes(b);
+    return b;
+  }
+
+  @Test
+  void sigkillMidWriteLosesNothingClosedOrFsynced() throws Exception {
+    mount = start();
+    byte[] closed = random(3 << 20, 1);
+    byte[] synced = random(5 << 20, 2);
+    Files.write(mnt.resolve("closed"), closed);
+    FileChannel syncedFile = FileChannel.open(mnt.resolve("synced"), StandardOpenOption.CREATE,
+        StandardOpenOption.WRITE);
+    syncedFile.write(ByteBuffer.wrap(synced));
+    syncedFile.force(true);
+    FileChannel open = FileChannel.open(mnt.resolve("open"), StandardOpenOption.CREATE,
+        StandardOpenOption.WRITE);
+    open.write(ByteBuffer.wrap(random(2 << 20, 3))); // neither closed nor fsynced
+    mount.destroyForcibly(); // SIGKILL to java (the script execs it)
+    assertTrue(mount.waitFor(30, TimeUnit.SECONDS));
+    // a clean error, not a hang: the kernel answers ENOTCONN once the server is gone
+    IOException e = assertThrows(IOException.class, () -> Files.readAllBytes(mnt.resolve("closed")));
+    assertTrue(e.getMessage().contains("not connected"), e.toString());
+    assertThrows(IOException.class, () -> open.write(ByteBuffer.wrap(new byte[10])));
+    closeQuietly(syncedFile);
+    closeQuietly(open);
+    assertEquals(0, new ProcessBuilder("umount", "-l", mnt.toString()).start().waitFor());
+
+    mount = start();
+    assertArrayEquals(closed, Files.readAllBytes(mnt.resolve("closed")));
+    assertArrayEquals(synced, Files.readAllBytes(mnt.resolve("synced")));
+    Files.write(mnt.resolve("after"), closed); // the fresh mount writes too
+    assertArrayEquals(closed, Files.readAllBytes(mnt.resolve("after")));
+  }
+
+  @Test
+  void sigtermPublishesOpenFilesBeforeUnmounting() throws Exception {
+    mount = start();
+    byte[] data = random(4 << 20, 4);
+    FileChannel open = FileChannel.open(mnt.resolve("open"), StandardOpenOption.CREATE,
+        StandardOpenOption.WRITE);
+    open.write(ByteBuffer.wrap(data));
+    mount.destroy(); // SIGTERM
+    assertTrue(mount.waitFor(60, TimeUnit.SECONDS), "the mount did not exit on SIGTERM");
+    assertEquals(143, mount.exitValue(), "exit status of a SIGTERM'd JVM");
+    closeQuietly(open);
+    mount = start();
+    assertArrayEquals(data, Files.readAllBytes(mnt.resolve("open")));
+  }
+}
