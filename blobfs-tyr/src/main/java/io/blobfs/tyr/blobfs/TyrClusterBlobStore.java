@@ -2,12 +2,12 @@ package io.blobfs.tyr.blobfs;
 
 import io.blobfs.store.BlobInfo;
 import io.blobfs.store.BlobMutation;
-import io.blobfs.store.BlobStore;
 import io.blobfs.store.PlacementAware;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.ScanPage;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.StoreUnavailableException;
+import io.blobfs.store.TransactionalBlobStore;
 import io.blobfs.store.VersionedBytes;
 import io.blobfs.tyr.api.ScanResult;
 import io.blobfs.tyr.api.TyrException;
@@ -51,16 +51,16 @@ import org.slf4j.LoggerFactory;
  * "composite cursor" collapses to one key). Pages are exact: no key is skipped or listed
  * twice.
  *
- * <p><b>Not transactional yet.</b> Transactions whose keys live on several nodes need a
- * two-phase commit with a recovery path (the next increment). Until then this store is
- * not a {@code TransactionalBlobStore}, so BlobFS renames and deletes with its
- * non-transactional paths (each step one single-key conditional call, safe on any store);
- * {@link #commitOnOneNode} serves the transactions whose keys all live on one node. It is
- * not {@code HeadScanning} either (a page merged from several nodes is not one committed
- * state), nor {@code CopiesOnWrite} (a call retried under a new ring sends the caller's
+ * <p><b>Transactions.</b> A transaction whose keys all have one primary is one commit
+ * on that node, as on a lone node (one round trip). One whose keys live on several nodes
+ * is a two-phase commit ({@link CrossNodeCommit}; the nodes' side and the recovery of a
+ * client or node that dies midway are in the server's {@code Transactions}): atomic, and
+ * serializable with every other transaction. So BlobFS renames and deletes with its
+ * transactional paths. The store is not {@code HeadScanning} (a page merged from several
+ * nodes is not one committed state), nor {@code CopiesOnWrite} (a call retried under a new ring sends the caller's
  * buffer again, so the caller must keep it until the call completes, as the SPI says).
  */
-public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
+public final class TyrClusterBlobStore implements TransactionalBlobStore, PlacementAware {
   private static final Logger LOG = LoggerFactory.getLogger(TyrClusterBlobStore.class);
   /** Tries of a call refused for its epoch: enough for a ring that changes while it runs. */
   static final int ATTEMPTS = 8;
@@ -372,31 +372,61 @@ public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
   }
 
   /**
-   * A transaction whose keys all live on one node, applied there atomically. One that
-   * spans nodes is refused, nothing applied: cross-node transactions (two-phase commit
-   * with recovery) are the next increment, which is why this store is not a
-   * {@code TransactionalBlobStore}.
-   *
-   * @throws UnsupportedOperationException if the keys live on more than one node
+   * The mutations in one transaction, atomically: on their node if all their keys have
+   * one primary, else by two-phase commit across their primaries; again under a newer
+   * ring if a node refuses for its ring. A broken precondition or a conflict with another
+   * transaction is a {@link io.blobfs.store.TransactionConflictException}, nothing
+   * applied.
    */
-  public void commitOnOneNode(List<BlobMutation> mutations) throws IOException {
+  @Override
+  public void commit(List<BlobMutation> mutations) throws IOException {
+    commit(mutations, CrossNodeCommit.StopAfter.NOTHING);
+  }
+
+  /** As {@link #commit(List)}; a cross-node one stops after {@code stop} (tests). */
+  void commit(List<BlobMutation> mutations, CrossNodeCommit.StopAfter stop)
+      throws IOException {
     if (mutations.isEmpty()) {
       return;
     }
-    String first = mutations.get(0).key();
-    onOwner(first, n -> {
+    for (int attempt = 1; ; attempt++) {
       Ring r = ring;
-      Member owner = r.primary(first);
+      Map<Member, List<BlobMutation>> byNode = new java.util.LinkedHashMap<>();
+      String first = null;
       for (BlobMutation m : mutations) {
-        if (!r.primary(m.key()).equals(owner)) {
-          throw new UnsupportedOperationException("transaction spans nodes " + owner + " ('"
-              + first + "') and " + r.primary(m.key()) + " ('" + m.key()
-              + "'): cross-node transactions are not built yet");
+        byNode.computeIfAbsent(r.primary(m.key()), k -> new ArrayList<>()).add(m);
+        first = first == null || m.key().compareTo(first) < 0 ? m.key() : first;
+      }
+      try {
+        if (byNode.size() == 1) {
+          Member only = byNode.keySet().iterator().next();
+          node(only).store().commit(mutations); // the one-round fast path
+        } else {
+          Map<Member, io.blobfs.tyr.api.TxRequest> parts = new java.util.LinkedHashMap<>();
+          byNode.forEach((m, muts) -> parts.put(m, TyrBlobStore.txOf(muts)));
+          // The first key's primary records the decision (Percolator's primary).
+          new CrossNodeCommit(parts, r.primary(first), m -> node(m).client()).run(stop);
+        }
+        return;
+      } catch (IOException e) {
+        WrongEpochException w = wrongEpoch(e);
+        if (w == null) {
+          throw e instanceof TyrException t ? TyrBlobStore.conflictOrIo(t, first) : e;
+        }
+        if (attempt >= ATTEMPTS) {
+          throw refusedTooOften(first, w);
+        }
+        if (!adopt(w.ring(), r)) {
+          pause(attempt);
         }
       }
-      n.commit(mutations);
-      return null;
-    });
+    }
+  }
+
+  /** Exactly what a mutation adds to a commit's frame, as on a lone node. */
+  @Override
+  public long commitBytes(BlobMutation m) {
+    return TyrBlobStore.exactCommitBytes(m);
   }
 
   // ------------------------------------------------------------------ scans
