@@ -1,0 +1,343 @@
+package io.blobfs.tyr.blobfs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.blobfs.store.BlobMutation;
+import io.blobfs.store.PutMode;
+import io.blobfs.store.TransactionConflictException;
+import io.blobfs.store.VersionedBytes;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.server.TyrServer;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Two-phase commit across the nodes of a cluster in this JVM: atomic commits, keys held
+ * while prepared, a client gone after prepare or after the decision, a node restarted
+ * with a prepared part, and serializable transfers between accounts on different nodes.
+ */
+class CrossNodeTransactionTest {
+  private static final Duration TIMEOUT = Duration.ofMillis(600);
+
+  @TempDir
+  Path dir;
+
+  private static ByteBuffer utf8(String s) {
+    return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** Key {@code prefix + n} for the first n whose primary is {@code m}, and whose n > after. */
+  static String keyOn(LocalTyrCluster c, Member m, String prefix) {
+    for (int i = 0; ; i++) {
+      if (c.ring.primary(prefix + i).equals(m)) {
+        return prefix + i;
+      }
+    }
+  }
+
+  /** One key per node, in key order: the first is on the coordinator. */
+  private static List<String> keysOnEveryNode(LocalTyrCluster c, String prefix) {
+    List<String> keys = new ArrayList<>();
+    for (Member m : c.members) {
+      keys.add(keyOn(c, m, prefix + c.members.indexOf(m) + "-"));
+    }
+    keys.sort(null);
+    return keys;
+  }
+
+  private static String text(TyrServer node, String key) throws IOException {
+    if (!node.engine().stat(key).exists()) {
+      return null;
+    }
+    ByteBuffer b = ByteBuffer.allocate((int) node.engine().stat(key).size());
+    node.engine().read(key, 0, b);
+    return new String(b.array(), StandardCharsets.UTF_8);
+  }
+
+  private static String textOnPrimary(LocalTyrCluster c, String key) throws IOException {
+    return text(c.server(c.ring.primary(key)), key);
+  }
+
+  private static List<BlobMutation> puts(List<String> keys, String value) {
+    List<BlobMutation> out = new ArrayList<>();
+    for (String k : keys) {
+      out.add(new BlobMutation.Put(k, utf8(value), PutMode.OVERWRITE));
+    }
+    return out;
+  }
+
+  private static void await(String what, BooleanSupplier done) throws InterruptedException {
+    long end = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+    while (!done.getAsBoolean()) {
+      if (System.nanoTime() > end) {
+        throw new AssertionError("not within 20 s: " + what);
+      }
+      Thread.sleep(20);
+    }
+  }
+
+  private static boolean nonePrepared(LocalTyrCluster c) {
+    return c.servers.stream().allMatch(s -> s.preparedTransactions().isEmpty());
+  }
+
+  @Test
+  void aTransactionOnThreeNodesCommitsWhole() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> keys = keysOnEveryNode(c, "k");
+      store.commit(puts(keys, "one"));
+      for (String k : keys) {
+        assertEquals("one", textOnPrimary(c, k));
+      }
+      assertThat(nonePrepared(c)).isTrue();
+    }
+  }
+
+  @Test
+  void preparedKeysAreHeldAndAClientGoneAfterPrepareIsAbortedEverywhere() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> keys = keysOnEveryNode(c, "k");
+      store.commit(puts(keys, "before"));
+      store.commit(puts(keys, "lost"), CrossNodeCommit.StopAfter.PREPARE);
+      for (TyrServer s : c.servers) {
+        assertThat(s.preparedTransactions()).hasSize(1);
+      }
+      // Until the decision, no other commit may touch a prepared key, on any node.
+      for (String k : keys) {
+        assertThatThrownBy(() -> store.commit(List.of(
+            new BlobMutation.Put(k, utf8("x"), PutMode.OVERWRITE))))
+            .isInstanceOf(TransactionConflictException.class).hasMessageContaining("prepared");
+      }
+      assertThatThrownBy(() -> store.commit(puts(keys, "other")))
+          .isInstanceOf(TransactionConflictException.class);
+      // No decision came: the coordinator aborts after its timeout, the others learn it.
+      await("every part resolved", () -> nonePrepared(c));
+      for (String k : keys) {
+        assertEquals("before", textOnPrimary(c, k));
+      }
+      store.commit(puts(keys, "after"));
+      for (String k : keys) {
+        assertEquals("after", textOnPrimary(c, k));
+      }
+    }
+  }
+
+  @Test
+  void aClientGoneAfterTheDecisionIsCommittedEverywhere() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> keys = keysOnEveryNode(c, "k");
+      store.commit(puts(keys, "before"));
+      store.commit(puts(keys, "decided"), CrossNodeCommit.StopAfter.DECISION);
+      // The coordinator (first key's primary) applied its part with the decision.
+      assertEquals("decided", textOnPrimary(c, keys.get(0)));
+      assertEquals("before", textOnPrimary(c, keys.get(1)));
+      await("every part resolved", () -> nonePrepared(c));
+      for (String k : keys) {
+        assertEquals("decided", textOnPrimary(c, k));
+      }
+    }
+  }
+
+  @Test
+  void aParticipantRestartedWithADecidedPartAppliesIt() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> keys = keysOnEveryNode(c, "k");
+      store.commit(puts(keys, "before"));
+      store.commit(puts(keys, "decided"), CrossNodeCommit.StopAfter.DECISION);
+      int down = c.members.indexOf(c.ring.primary(keys.get(2)));
+      c.stop(down);
+      c.restart(down);
+      assertThat(c.servers.get(down).preparedTransactions()).hasSize(1);
+      assertEquals("before", text(c.servers.get(down), keys.get(2)));
+      await("every part resolved", () -> nonePrepared(c));
+      for (String k : keys) {
+        assertEquals("decided", textOnPrimary(c, k));
+      }
+    }
+  }
+
+  @Test
+  void anUndecidedTransactionWaitsForItsCoordinatorAndAbortsWhenItReturns()
+      throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> keys = keysOnEveryNode(c, "k");
+      store.commit(puts(keys, "before"));
+      store.commit(puts(keys, "undecided"), CrossNodeCommit.StopAfter.PREPARE);
+      int coordinator = c.members.indexOf(c.ring.primary(keys.get(0)));
+      c.stop(coordinator);
+      Thread.sleep(TIMEOUT.toMillis() * 4);
+      // The others cannot know the decision: they keep their parts, keys held.
+      for (int i = 0; i < 3; i++) {
+        if (i != coordinator) {
+          assertThat(c.servers.get(i).preparedTransactions()).hasSize(1);
+        }
+      }
+      c.restart(coordinator);
+      assertThat(c.servers.get(coordinator).preparedTransactions()).hasSize(1);
+      await("every part resolved", () -> nonePrepared(c));
+      for (String k : keys) {
+        assertEquals("before", textOnPrimary(c, k));
+      }
+    }
+  }
+
+  /**
+   * R = 2: a decided transaction whose participant dies before applying its part. The
+   * others apply theirs (and replicate them); the dead primary's part waits on its disk,
+   * its keys readable from the backup at their old value and writable nowhere; at restart
+   * it applies the part and replicates it, so both replicas hold it.
+   */
+  @Test
+  void withTwoReplicasADeadParticipantAppliesAndReplicatesItsPartAtRestart()
+      throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> keys = keysOnEveryNode(c, "k");
+      store.commit(puts(keys, "before"));
+      store.commit(puts(keys, "decided"), CrossNodeCommit.StopAfter.DECISION);
+      String late = keys.get(2);
+      int down = c.members.indexOf(c.ring.primary(late));
+      c.stop(down);
+      await("the live participants resolved", () -> {
+        for (int i = 0; i < 3; i++) {
+          if (i != down && !c.servers.get(i).preparedTransactions().isEmpty()) {
+            return false;
+          }
+        }
+        return true;
+      });
+      for (String k : keys.subList(0, 2)) {
+        for (Member m : c.ring.owners(k)) {
+          if (c.members.indexOf(m) != down) {
+            assertEquals("decided", text(c.server(m), k), k + " on " + m);
+          }
+        }
+      }
+      Member backup = c.ring.owners(late).get(1);
+      assertEquals("before", text(c.server(backup), late));
+      c.restart(down);
+      await("the restarted participant resolved", () -> nonePrepared(c));
+      for (Member m : c.ring.owners(late)) {
+        assertEquals("decided", text(c.server(m), late), "replica " + m);
+      }
+    }
+  }
+
+  /** Reads every account and commits checks of what it read, retrying until it commits. */
+  private static void audit(TyrClusterBlobStore store, List<String> accounts,
+      AtomicInteger conflicts) throws Exception {
+    for (int attempt = 0; ; attempt++) {
+      long sum = 0;
+      List<BlobMutation> checks = new ArrayList<>();
+      for (String a : accounts) {
+        VersionedBytes v = store.readWithVersion(a, 64);
+        sum += Long.parseLong(new String(v.bytes(), StandardCharsets.UTF_8));
+        checks.add(new BlobMutation.Check(a, v.version()));
+      }
+      try {
+        store.commit(checks);
+        // Committed: what it read was one state of every account at once.
+        assertEquals(6000, sum, "a committed audit saw a total of " + sum);
+        return;
+      } catch (TransactionConflictException e) {
+        conflicts.incrementAndGet();
+        if (attempt > 500) {
+          throw e;
+        }
+        Thread.sleep(ThreadLocalRandom.current().nextInt(3));
+      }
+    }
+  }
+
+  /**
+   * Transfers between accounts on all three nodes from several threads, each a
+   * read-then-commit transaction validated by its read versions; audits read every
+   * account and commit only checks. The total never changes, and every audit that
+   * commits saw it.
+   */
+  @Test
+  void transfersBetweenAccountsOnDifferentNodesAreSerializable() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> accounts = new ArrayList<>();
+      for (int i = 0; i < 6; i++) {
+        accounts.add(keyOn(c, c.members.get(i % 3), "acct" + i + "-"));
+      }
+      for (String a : accounts) {
+        store.put(a, utf8("1000"), PutMode.OVERWRITE);
+      }
+      AtomicInteger transfers = new AtomicInteger();
+      AtomicInteger audits = new AtomicInteger();
+      AtomicInteger conflicts = new AtomicInteger();
+      ExecutorService pool = Executors.newFixedThreadPool(4);
+      List<Future<?>> runs = new ArrayList<>();
+      for (int t = 0; t < 4; t++) {
+        runs.add(pool.submit(() -> {
+          ThreadLocalRandom r = ThreadLocalRandom.current();
+          for (int step = 0; step < 60; step++) {
+            try {
+              if (step % 5 == 4) {
+                audit(store, accounts, conflicts);
+                audits.incrementAndGet();
+              } else {
+                String from = accounts.get(r.nextInt(6));
+                String to = accounts.get(r.nextInt(6));
+                if (from.equals(to)) {
+                  continue;
+                }
+                VersionedBytes f = store.readWithVersion(from, 64);
+                VersionedBytes g = store.readWithVersion(to, 64);
+                long amount = r.nextInt(50);
+                long fv = Long.parseLong(new String(f.bytes(), StandardCharsets.UTF_8));
+                long gv = Long.parseLong(new String(g.bytes(), StandardCharsets.UTF_8));
+                store.commit(List.of(new BlobMutation.Check(from, f.version()),
+                    new BlobMutation.Check(to, g.version()),
+                    new BlobMutation.Put(from, utf8(Long.toString(fv - amount)),
+                        PutMode.OVERWRITE),
+                    new BlobMutation.Put(to, utf8(Long.toString(gv + amount)),
+                        PutMode.OVERWRITE)));
+                transfers.incrementAndGet();
+              }
+            } catch (TransactionConflictException e) {
+              conflicts.incrementAndGet();
+            }
+          }
+          return null;
+        }));
+      }
+      for (Future<?> f : runs) {
+        f.get();
+      }
+      pool.shutdown();
+      long total = 0;
+      for (String a : accounts) {
+        total += Long.parseLong(textOnPrimary(c, a));
+      }
+      System.out.printf("transfers %d, audits %d, conflicts %d%n", transfers.get(),
+          audits.get(), conflicts.get());
+      assertEquals(6000, total);
+      assertThat(transfers.get()).isGreaterThan(50);
+      assertEquals(4 * 12, audits.get());
+      await("every part resolved", () -> nonePrepared(c));
+    }
+  }
+}
