@@ -95,7 +95,15 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
       try (TyrClient c = new TyrClient(at(template, seed))) {
         Ring ring = TyrClient.await(c.ring());
         LOG.info("store {}: joined {} through {}", name, ring, seed);
-        return new TyrClusterBlobStore(name, template, limits, ring);
+        // A part of a cross-node transaction travels in a prepare, which adds the ids.
+        int longestId = 0;
+        for (Member m : ring.members()) {
+          longestId = Math.max(longestId, m.id().getBytes(
+              java.nio.charset.StandardCharsets.UTF_8).length);
+        }
+        return new TyrClusterBlobStore(name, template, limits.withMaxCommitBytes(
+            limits.maxCommitBytes() - io.blobfs.tyr.protocol.Messages.prepareHeaderBytes(
+                ring.members().size(), longestId)), ring);
       } catch (IOException e) {
         if (failed == null) {
           failed = new StoreUnavailableException("no seed of Týr cluster " + seeds

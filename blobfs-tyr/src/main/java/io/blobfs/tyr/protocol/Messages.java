@@ -249,6 +249,15 @@ public final class Messages {
   /** What routing a request under an epoch adds to its payload: the epoch and its opcode. */
   public static final int ROUTED_HEADER_BYTES = Long.BYTES + 1;
 
+  /**
+   * What a prepare adds to a commit's payload, at most, for a transaction id of up to 64
+   * bytes and {@code participants} member ids of up to {@code longestId} bytes each: the
+   * id, the coordinator's id, and the participants' ids.
+   */
+  public static int prepareHeaderBytes(int participants, int longestId) {
+    return 2 + 64 + 2 + longestId + Integer.BYTES + participants * (2 + longestId);
+  }
+
   /** Bytes one read check takes in a commit's payload, as {@link #encodeTx} writes it. */
   public static int encodedBytes(ReadCheck r) {
     return stringBytes(r.key()) + Long.BYTES;

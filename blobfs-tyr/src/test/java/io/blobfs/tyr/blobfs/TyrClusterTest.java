@@ -262,6 +262,30 @@ class TyrClusterTest {
     }
   }
 
+  /**
+   * A cross-node transaction that counts exactly the store's commit limit is taken whole,
+   * though its largest part travels in a prepare, which adds the transaction's ids.
+   */
+  @Test
+  void aCrossNodeTransactionOfExactlyTheLimitIsTaken() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1);
+        TyrClusterBlobStore store = c.store("t")) {
+      String big = firstKey("big", k -> c.ring.primary(k).equals(c.members.get(0)));
+      String small = firstKey("small", k -> c.ring.primary(k).equals(c.members.get(1)));
+      BlobMutation tiny = new BlobMutation.Put(small, utf8("s"), PutMode.OVERWRITE);
+      long room = store.limits().maxCommitBytes() - store.commitBytes(tiny)
+          - store.commitBytes(new BlobMutation.Put(big, ByteBuffer.allocate(0),
+              PutMode.OVERWRITE));
+      ByteBuffer content = ByteBuffer.allocate(Math.toIntExact(room));
+      List<BlobMutation> tx = List.of(
+          new BlobMutation.Put(big, content, PutMode.OVERWRITE), tiny);
+      assertEquals(store.limits().maxCommitBytes(), store.commitBytes(tx));
+      store.commit(tx);
+      assertEquals(room, c.server(c.members.get(0)).engine().stat(big).size());
+      assertArrayEquals("s".getBytes(), bytesOn(c.server(c.members.get(1)), small));
+    }
+  }
+
   @Test
   void transactionsCommitOnOneNodeAndAcrossNodes() throws Exception {
     try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1);
