@@ -236,6 +236,85 @@ class TyrClusterTransactionsIT {
     }
   }
 
+  /** A client JVM running {@link CrossNodeClientMain}; its output lines go to {@code lines}. */
+  private static Process client(TyrProcessCluster cluster, String mode, List<String> keys,
+      java.util.concurrent.BlockingQueue<String> lines) throws IOException {
+    List<String> cmd = new ArrayList<>(List.of(
+        Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx256m",
+        "-cp", System.getProperty("java.class.path"), CrossNodeClientMain.class.getName(),
+        cluster.nodesOption(), mode));
+    cmd.addAll(keys);
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    Thread reader = new Thread(() -> {
+      try (java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(
+          p.getInputStream(), StandardCharsets.UTF_8))) {
+        for (String line; (line = r.readLine()) != null; ) {
+          lines.add(line);
+        }
+      } catch (IOException e) {
+        // the process is gone
+      }
+    });
+    reader.setDaemon(true);
+    reader.start();
+    return p;
+  }
+
+  private static String awaitLine(java.util.concurrent.BlockingQueue<String> lines,
+      java.util.function.Predicate<String> p) throws InterruptedException {
+    long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    while (System.nanoTime() < end) {
+      String line = lines.poll(1, java.util.concurrent.TimeUnit.SECONDS);
+      if (line != null && p.test(line)) {
+        return line;
+      }
+    }
+    throw new AssertionError("the client printed no such line within 60 s");
+  }
+
+  /**
+   * Client JVMs killed with SIGKILL: one right after its prepares (nothing applied, once
+   * the nodes resolve it), and three while committing transactions to keys on all three
+   * nodes in a loop, at a random moment: afterwards every key holds the same value, at
+   * least the last one the client saw acknowledged.
+   */
+  @Test
+  void aClientJvmKilledMidCommitLeavesAllOrNothing() throws Exception {
+    try (TyrProcessCluster cluster = start(dir);
+        TyrClusterBlobStore store = open(cluster, "tx")) {
+      Ring ring = store.ring();
+      List<String> keys = keysOnEveryNode(ring, "c");
+      keys.addAll(keysOnEveryNode(ring, "d"));
+      store.commit(puts(keys, "0"));
+      java.util.concurrent.BlockingQueue<String> lines =
+          new java.util.concurrent.LinkedBlockingQueue<>();
+      Process prepared = client(cluster, "prepare", keys, lines);
+      awaitLine(lines, "PREPARED"::equals);
+      prepared.destroyForcibly().waitFor();
+      assertThat(settle(store, keys)).containsOnly("0");
+      int kills = 0;
+      for (int round = 0; round < 3; round++) {
+        lines.clear();
+        Process loop = client(cluster, "loop", keys, lines);
+        awaitLine(lines, "3"::equals); // running, and past its JIT warm-up
+        Thread.sleep(ThreadLocalRandom.current().nextInt(50, 400));
+        loop.destroyForcibly().waitFor(); // SIGKILL
+        kills++;
+        long acknowledged = 0;
+        for (String l : lines) {
+          if (l.matches("[0-9]+")) {
+            acknowledged = Math.max(acknowledged, Long.parseLong(l));
+          }
+        }
+        List<String> values = settle(store, keys);
+        assertThat(values).as("round " + round).containsOnly(values.get(0));
+        assertThat(Long.parseLong(values.get(0))).isGreaterThanOrEqualTo(acknowledged);
+        System.out.printf("client SIGKILL %d: acknowledged %d, all %d keys hold %s%n", kills,
+            acknowledged, keys.size(), values.get(0));
+      }
+    }
+  }
+
   @Test
   void aNodeKilledWithAPreparedPartResolvesItAtRestart() throws Exception {
     try (TyrProcessCluster cluster = start(dir);
