@@ -156,14 +156,34 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
     T on(TyrBlobStore node) throws IOException;
   }
 
+  /**
+   * How long a single-key call waits, at most, for a key held by a prepared cross-node
+   * transaction: past the nodes' default transaction timeout, so that one a dead client
+   * left is resolved meanwhile. A single-key call is no transaction, and its callers do
+   * not expect a conflict that no lone node would give them; nothing was done, so it is
+   * simply made again.
+   */
+  static final long HELD_WAIT_NANOS = java.time.Duration.ofSeconds(30).toNanos();
+
+  private static long heldPauseMillis(int tries) {
+    return Math.min(200, 5L << Math.min(tries, 6));
+  }
+
   /** Runs {@code call} on the key's primary, again under a newer ring when refused. */
   private <T> T onOwner(String key, Call<T> call) throws IOException {
+    long start = System.nanoTime();
+    int held = 0;
     for (int attempt = 1; ; attempt++) {
       Ring r = ring;
       Member owner = r.primary(key);
       try {
         return call.on(node(owner).store());
       } catch (IOException e) {
+        if (TyrException.heldByPrepared(e) && System.nanoTime() - start < HELD_WAIT_NANOS) {
+          pauseMillis(heldPauseMillis(held++));
+          attempt--;
+          continue;
+        }
         WrongEpochException w = wrongEpoch(e);
         if (w == null) {
           throw lost(r, owner, key, e);
@@ -181,7 +201,21 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   /** {@link #onOwner} for the asynchronous calls. */
   private <T> CompletableFuture<T> onOwnerAsync(String key,
       Function<TyrBlobStore, CompletableFuture<T>> call, int attempt) {
-    return onReplicas(key, call, false, attempt, null, 0);
+    return whileHeld(() -> onReplicas(key, call, false, attempt, null, 0), System.nanoTime(),
+        0);
+  }
+
+  /** {@code call} again after a pause while its key is held by a prepared transaction. */
+  private static <T> CompletableFuture<T> whileHeld(
+      java.util.function.Supplier<CompletableFuture<T>> call, long start, int tries) {
+    return call.get().exceptionallyCompose(err -> {
+      if (TyrException.heldByPrepared(err) && System.nanoTime() - start < HELD_WAIT_NANOS) {
+        return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(
+                heldPauseMillis(tries), TimeUnit.MILLISECONDS))
+            .thenCompose(x -> whileHeld(call, start, tries + 1));
+      }
+      return CompletableFuture.failedFuture(err);
+    });
   }
 
   /**
@@ -300,8 +334,12 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   }
 
   private static void pause(int attempt) throws InterruptedIOException {
+    pauseMillis(pauseMillis(attempt));
+  }
+
+  private static void pauseMillis(long millis) throws InterruptedIOException {
     try {
-      Thread.sleep(pauseMillis(attempt));
+      Thread.sleep(millis);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new InterruptedIOException("interrupted waiting for the Týr ring");

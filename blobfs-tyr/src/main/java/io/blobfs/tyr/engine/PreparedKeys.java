@@ -52,8 +52,8 @@ final class PreparedKeys {
     for (String key : keysOf(tx)) {
       String holder = owners.get(key);
       if (holder != null && !holder.equals(txId)) {
-        throw new TyrException(ErrorCode.CONFLICT, "blob " + key + " is held by transaction "
-            + holder + ", prepared and not yet decided; retry");
+        throw new TyrException(ErrorCode.CONFLICT, "blob " + key + " " + TyrException.HELD
+            + " (" + holder + ") not yet decided; retry");
       }
     }
   }

@@ -138,6 +138,29 @@ class CrossNodeTransactionTest {
     }
   }
 
+  /**
+   * A single-key call (no transaction) on a key held by a prepared transaction waits for
+   * the decision instead of failing with a conflict no lone node would give.
+   */
+  @Test
+  void singleKeyWritesWaitForAHeldKey() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> keys = keysOnEveryNode(c, "k");
+      store.commit(puts(keys, "before"));
+      store.commit(puts(keys, "lost"), CrossNodeCommit.StopAfter.PREPARE);
+      long t0 = System.nanoTime();
+      store.put(keys.get(0), utf8("put"), PutMode.OVERWRITE);
+      store.write(keys.get(1), 0, utf8("WRITE!")).get();
+      long waited = (System.nanoTime() - t0) / 1_000_000;
+      assertThat(waited).as("waited for the resolution, ms").isGreaterThan(
+          TIMEOUT.toMillis() / 2);
+      assertEquals("put", textOnPrimary(c, keys.get(0)));
+      assertEquals("WRITE!", textOnPrimary(c, keys.get(1)));
+      assertEquals("before", textOnPrimary(c, keys.get(2)));
+    }
+  }
+
   @Test
   void aClientGoneAfterTheDecisionIsCommittedEverywhere() throws Exception {
     try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
