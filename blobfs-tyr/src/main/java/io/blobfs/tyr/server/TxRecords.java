@@ -16,6 +16,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -47,7 +48,13 @@ final class TxRecords {
 
   TxRecords(Path dataDir) throws IOException {
     this.dir = dataDir.resolve("transactions");
-    Files.createDirectories(dir); // inside the node's 0700 directory
+    // Owner only, as every file of the node: a prepared part holds blob data.
+    if (posix()) {
+      Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(
+          PosixFilePermissions.fromString("rwx------")));
+    } else {
+      Files.createDirectories(dir);
+    }
   }
 
   /**
@@ -121,10 +128,17 @@ final class TxRecords {
     return Files.exists(dir.resolve(txId + ".abort")) ? false : null;
   }
 
+  private boolean posix() {
+    return dir.getFileSystem().supportedFileAttributeViews().contains("posix");
+  }
+
   private void writeWhole(Path target, byte[] bytes) throws IOException {
     Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
-    try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE,
-        StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
+    java.util.Set<StandardOpenOption> options = java.util.Set.of(StandardOpenOption.CREATE,
+        StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
+    try (FileChannel ch = posix() ? FileChannel.open(tmp, options,
+        PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")))
+        : FileChannel.open(tmp, options)) {
       ByteBuffer b = ByteBuffer.wrap(bytes);
       while (b.hasRemaining()) {
         ch.write(b);

@@ -117,6 +117,16 @@ class CrossNodeTransactionTest {
       store.commit(puts(keys, "lost"), CrossNodeCommit.StopAfter.PREPARE);
       for (TyrServer s : c.servers) {
         assertThat(s.preparedTransactions()).hasSize(1);
+        // Its record holds blob data: readable by the node's user only.
+        Path records = s.config().engine().directory().resolve("transactions");
+        assertEquals("rwx------", java.nio.file.attribute.PosixFilePermissions.toString(
+            java.nio.file.Files.getPosixFilePermissions(records)));
+        try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(records)) {
+          for (Path f : files.toList()) {
+            assertEquals("rw-------", java.nio.file.attribute.PosixFilePermissions.toString(
+                java.nio.file.Files.getPosixFilePermissions(f)), f.toString());
+          }
+        }
       }
       // Until the decision, no other commit may touch a prepared key, on any node.
       for (String k : keys) {
