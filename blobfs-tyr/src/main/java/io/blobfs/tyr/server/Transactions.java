@@ -53,7 +53,7 @@ import org.slf4j.LoggerFactory;
  * its own part the same way. At restart a node reads its prepared records back: a part
  * whose keys moved past the versions it recorded was applied before the crash (only its
  * transaction could change them) and is forgotten; every other part is reserved again and
- * resolved as above. Nothing is applied until the decision is commit, and then every part
+ * resolved as above, at once rather than after a timeout. Nothing is applied until the decision is commit, and then every part
  * is, so nothing is half-applied.
  *
  * <p>While the coordinator cannot be reached, a participant keeps its part prepared and
@@ -285,7 +285,10 @@ final class Transactions implements Closeable {
         continue;
       }
       engine.reservePrepared(id, rec.request().tx());
-      parts.put(id, new Part(rec.request(), System.nanoTime()));
+      // Due at once: the client that prepared it lost its connection to this node with the
+      // crash, so the first resolver run settles it with the coordinator (or, here, decides).
+      parts.put(id, new Part(rec.request(),
+          System.nanoTime() - membership.txTimeout().toNanos() - 1));
       LOG.info("node {}: transaction {} is prepared here since before the restart; it will "
           + "be resolved with its coordinator {}", self(), id, rec.request().coordinator());
     }
