@@ -78,14 +78,24 @@ final class Transactions implements Closeable {
   private static final class Part {
     final Request.Prepare request;
     final long since;
+    /** Read back from its record at restart (it may have been applied before the crash). */
+    final boolean recovered;
     CompletableFuture<Integer> applying;
     boolean asking;
+    /** After a failed apply: the resolver tries again no sooner (System.nanoTime). */
+    long retryAt;
+    /** The pause after the next failed apply; doubles up to {@link #MAX_RETRY_NANOS}. */
+    long retryNanos;
 
-    Part(Request.Prepare request, long since) {
+    Part(Request.Prepare request, long since, boolean recovered) {
       this.request = request;
       this.since = since;
+      this.recovered = recovered;
     }
   }
+
+  /** The longest pause between two attempts to apply a decided part that failed. */
+  private static final long MAX_RETRY_NANOS = TimeUnit.SECONDS.toNanos(30);
 
   Transactions(TyrEngine engine, Membership membership, Replicator replicator,
       byte[] secret, int maxFrameBytes) throws IOException {
@@ -136,7 +146,8 @@ final class Transactions implements Closeable {
         byte[] record = TxRecords.encode(p, versions);
         records.writePrepared(id, record);
         // The copy kept until the decision: heap bytes, not the request frame's buffers.
-        parts.put(id, new Part(TxRecords.decode(record).request(), System.nanoTime()));
+        parts.put(id, new Part(TxRecords.decode(record).request(), System.nanoTime(),
+            false));
       } catch (IOException | RuntimeException e) {
         engine.releasePrepared(id);
         throw e instanceof TyrException t ? t : new TyrException(ErrorCode.SERVER_ERROR,
@@ -236,10 +247,13 @@ final class Transactions implements Closeable {
     all.whenComplete((r, err) -> {
       if (local.isDone() && !local.isCompletedExceptionally()) {
         forget(id); // applied here; a backup that missed it fails only this answer
+      } else if (appliedBeforeTheCrash(part, local)) {
+        engine.releasePrepared(id);
+        forget(id);
+        done.complete(TxDecision.COMMITTED);
+        return;
       } else {
-        synchronized (this) {
-          part.applying = null; // the engine refused it (closing, log failure): try again
-        }
+        retryLater(part, local.isDone() ? causeOf(local) : err);
       }
       if (err == null) {
         done.complete(TxDecision.COMMITTED);
@@ -248,6 +262,56 @@ final class Transactions implements Closeable {
       }
     });
     return done;
+  }
+
+  /**
+   * Whether a part whose decision is commit and that the engine refused on validation
+   * (not for a server error) was read back at restart: then the refusal means its own
+   * apply changed what it checked, before the crash took the record's deletion with it.
+   * Recovery finds that from the versions; this is the net under it, since a part that can
+   * never validate again would otherwise hold its keys for good.
+   */
+  private boolean appliedBeforeTheCrash(Part part, CompletableFuture<CommitResult> local) {
+    Throwable cause = local.isDone() ? causeOf(local) : null;
+    if (!part.recovered || !(cause instanceof TyrException t)
+        || t.code() == ErrorCode.SERVER_ERROR) {
+      return false;
+    }
+    LOG.error("node {}: transaction {} is decided commit, but its part read back at restart "
+        + "no longer validates ({}); taking it as applied before the crash and releasing its "
+        + "keys {}", self(), part.request.txId(), t.getMessage(),
+        engine.versionsOf(part.request.tx()).keySet());
+    return true;
+  }
+
+  /**
+   * After a failed apply of a decided part: says why, and lets the resolver try again
+   * after a pause that doubles (from a quarter of the timeout up to 30 s), not at its next
+   * run. The keys stay reserved: the decision stands and must be applied.
+   */
+  private void retryLater(Part part, Throwable cause) {
+    long pause;
+    synchronized (this) {
+      part.retryNanos = part.retryNanos == 0
+          ? Math.max(TimeUnit.MILLISECONDS.toNanos(50), membership.txTimeout().toNanos() / 4)
+          : Math.min(MAX_RETRY_NANOS, part.retryNanos * 2);
+      pause = part.retryNanos;
+      part.retryAt = System.nanoTime() + pause;
+      part.applying = null;
+    }
+    LOG.warn("node {}: transaction {} is decided commit, but its part could not be applied "
+        + "here; trying again in {} ms", self(), part.request.txId(),
+        TimeUnit.NANOSECONDS.toMillis(pause), cause);
+  }
+
+  private static Throwable causeOf(CompletableFuture<?> failed) {
+    try {
+      failed.join();
+      return null;
+    } catch (java.util.concurrent.CompletionException
+        | java.util.concurrent.CancellationException e) {
+      return e.getCause() != null ? e.getCause() : e;
+    }
   }
 
   private void forget(String id) {
@@ -274,10 +338,14 @@ final class Transactions implements Closeable {
     for (byte[] bytes : records.readAllPrepared()) {
       TxRecords.Prepared rec = TxRecords.decode(bytes);
       String id = rec.request().txId();
+      // While the part was prepared no commit but its own could touch its keys, and a
+      // version is the number of the commit that wrote it (0: absent), never reused: any
+      // key off its recorded version means the part was applied. A key it deleted reads 0,
+      // below its record, so "changed", not "newer", is the test.
       Map<String, Long> now = engine.versionsOf(rec.request().tx());
       boolean applied = false;
       for (Map.Entry<String, Long> e : rec.versions().entrySet()) {
-        applied |= now.getOrDefault(e.getKey(), 0L) > e.getValue();
+        applied |= now.getOrDefault(e.getKey(), 0L).longValue() != e.getValue();
       }
       if (applied) {
         LOG.info("node {}: transaction {} was applied here before the restart", self(), id);
@@ -288,7 +356,7 @@ final class Transactions implements Closeable {
       // Due at once: the client that prepared it lost its connection to this node with the
       // crash, so the first resolver run settles it with the coordinator (or, here, decides).
       parts.put(id, new Part(rec.request(),
-          System.nanoTime() - membership.txTimeout().toNanos() - 1));
+          System.nanoTime() - membership.txTimeout().toNanos() - 1, true));
       LOG.info("node {}: transaction {} is prepared here since before the restart; it will "
           + "be resolved with its coordinator {}", self(), id, rec.request().coordinator());
     }
@@ -297,9 +365,10 @@ final class Transactions implements Closeable {
   /** Resolves the parts prepared longer than the timeout. */
   private void resolveExpired() {
     List<Part> due = new ArrayList<>();
+    long now = System.nanoTime();
     synchronized (this) {
       for (Part p : parts.values()) {
-        if (expired(p) && p.applying == null && !p.asking) {
+        if (expired(p) && p.applying == null && !p.asking && now - p.retryAt >= 0) {
           due.add(p);
         }
       }
@@ -325,7 +394,7 @@ final class Transactions implements Closeable {
           } else if (o == TxDecision.COMMITTED || o == TxDecision.ABORTED) {
             LOG.info("node {}: transaction {} resolved with its coordinator: {}", self(), id,
                 TxDecision.name(o));
-            apply(id, o == TxDecision.COMMITTED);
+            apply(id, o == TxDecision.COMMITTED); // a failure is logged and retried there
           }
         });
       } catch (IOException | RuntimeException e) {

@@ -214,6 +214,53 @@ class CrossNodeTransactionTest {
     }
   }
 
+  /**
+   * A participant that crashed after applying its part and before deleting the part's
+   * record: a cross-node rename's source side (delete + check) reads back with its deleted
+   * key at version 0, below the version the record holds. The restarted node must find it
+   * applied (not reserve its keys again and retry a commit that can no longer validate).
+   */
+  @Test
+  void aDeleteOnlyPartRecoveredAfterItWasAppliedIsForgotten() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      Member coordinator = c.members.get(0);
+      Member source = c.members.get(1);
+      String target = keyOn(c, coordinator, "a");
+      String moved = keyOn(c, source, "bd");
+      String checked = keyOn(c, source, "bc");
+      store.commit(List.of(new BlobMutation.Put(moved, utf8("data"), PutMode.OVERWRITE),
+          new BlobMutation.Put(checked, utf8("dir"), PutMode.OVERWRITE)));
+      long movedVersion = store.stat(moved).version();
+      long checkedVersion = store.stat(checked).version();
+      store.commit(List.of(new BlobMutation.Put(target, utf8("data"), PutMode.CREATE),
+          new BlobMutation.Delete(moved, movedVersion),
+          new BlobMutation.Check(checked, checkedVersion)), CrossNodeCommit.StopAfter.DECISION);
+      int down = c.members.indexOf(source);
+      Path txDir = c.servers.get(down).config().engine().directory().resolve("transactions");
+      Path saved = dir.resolve("saved.prepared");
+      Path record;
+      try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(txDir)) {
+        record = files.filter(f -> f.toString().endsWith(".prepared")).findFirst()
+            .orElseThrow();
+      }
+      java.nio.file.Files.copy(record, saved);
+      await("the source part applied", () -> nonePrepared(c));
+      assertThat(textOnPrimary(c, moved)).isNull();
+      // The crash between the apply and the record's deletion.
+      c.stop(down);
+      java.nio.file.Files.copy(saved, record);
+      c.restart(down);
+      await("the recovered part forgotten", () -> nonePrepared(c));
+      assertThat(preparedRecords(c, down)).isZero();
+      assertThat(textOnPrimary(c, moved)).isNull();
+      assertEquals("data", textOnPrimary(c, target));
+      store.commit(List.of(new BlobMutation.Put(moved, utf8("again"), PutMode.CREATE),
+          new BlobMutation.Put(checked, utf8("dir2"), PutMode.OVERWRITE)));
+      assertEquals("again", textOnPrimary(c, moved));
+    }
+  }
+
   @Test
   void anUndecidedTransactionWaitsForItsCoordinatorAndAbortsWhenItReturns()
       throws Exception {
