@@ -76,11 +76,9 @@ final class CrossNodeCommit {
           new Request.Prepare(id, coordinator.id(), ids, e.getValue())));
     }
     IOException refused = null;
-    List<Member> prepared = new ArrayList<>();
     for (Map.Entry<Member, CompletableFuture<CommitResult>> e : prepares.entrySet()) {
       try {
         TyrClient.await(e.getValue());
-        prepared.add(e.getKey());
       } catch (IOException err) {
         // Another ring first: the caller retries under it; else the first refusal.
         if (refused == null || (err instanceof WrongEpochException
@@ -93,7 +91,7 @@ final class CrossNodeCommit {
       return;
     }
     if (refused != null) {
-      abort(prepared);
+      abort(true);
       throw refused;
     }
     int outcome;
@@ -107,7 +105,8 @@ final class CrossNodeCommit {
           + "resolves it with the coordinator within its timeout (all or none applied): "
           + e.getMessage(), e);
     }
-    if (outcome != TxDecision.COMMITTED) {
+    if (outcome != TxDecision.COMMITTED && outcome != TxDecision.COMMITTED_NOT_APPLIED) {
+      abort(false); // the coordinator dropped its part with the decision
       throw new TransactionConflictException("Týr transaction " + id + " was aborted by its "
           + "coordinator " + coordinator + " (" + TxDecision.name(outcome) + "): its prepare "
           + "timed out before the decision; nothing was applied");
@@ -139,24 +138,35 @@ final class CrossNodeCommit {
         }
       }
     }
+    if (outcome == TxDecision.COMMITTED_NOT_APPLIED) {
+      StoreUnavailableException e = new StoreUnavailableException("Týr transaction " + id
+          + " is committed (its coordinator " + coordinator + " recorded the decision) but "
+          + "the coordinator did not confirm its own part applied (its log or a backup "
+          + "failed): it applies it again", unapplied);
+      throw e;
+    }
     if (unapplied != null) {
       throw unapplied;
     }
   }
 
   /**
-   * Decides abort at the coordinator (so that no later commit can be decided) and drops
-   * the prepared parts; a node that cannot be told resolves its part after its timeout.
+   * Decides abort at the coordinator if {@code decide} (so that no later commit can be
+   * decided) and drops the parts of every other participant: also those whose prepare
+   * answer was lost (the part may be prepared there all the same; a node that has none
+   * answers at once). A node that cannot be told resolves its part after its timeout.
    */
-  private void abort(List<Member> prepared) {
-    try {
-      TyrClient.await(clients.apply(coordinator).decide(id, TxDecision.DECIDE_ABORT));
-    } catch (IOException e) {
-      LOG.debug("transaction {}: the coordinator {} was not told to abort: {}", id,
-          coordinator, e.toString());
+  private void abort(boolean decide) {
+    if (decide) {
+      try {
+        TyrClient.await(clients.apply(coordinator).decide(id, TxDecision.DECIDE_ABORT));
+      } catch (IOException e) {
+        LOG.debug("transaction {}: the coordinator {} was not told to abort: {}", id,
+            coordinator, e.toString());
+      }
     }
     List<CompletableFuture<Integer>> drops = new ArrayList<>();
-    for (Member m : prepared) {
+    for (Member m : parts.keySet()) {
       if (!m.equals(coordinator)) {
         drops.add(clients.apply(m).decide(id, TxDecision.APPLY_ABORT));
       }

@@ -23,6 +23,12 @@ public final class TxDecision {
   public static final int ABORTED = 2;
   /** Prepared on the coordinator, not decided, not timed out yet: ask again later. */
   public static final int PENDING = 3;
+  /**
+   * The answer to {@link #DECIDE_COMMIT} when commit is decided but the coordinator's own
+   * part is not applied (or not confirmed by its backups) yet: the transaction is
+   * committed, the coordinator retries its part, and the client still tells the others.
+   */
+  public static final int COMMITTED_NOT_APPLIED = 4;
 
   private TxDecision() {}
 
@@ -31,6 +37,7 @@ public final class TxDecision {
       case COMMITTED -> "committed";
       case ABORTED -> "aborted";
       case PENDING -> "pending";
+      case COMMITTED_NOT_APPLIED -> "committed, not applied on the coordinator yet";
       default -> "outcome " + outcome;
     };
   }

@@ -203,8 +203,20 @@ final class Transactions implements Closeable {
             : query ? "aborted (a participant's prepare timed out)" : "aborted");
       }
     }
-    boolean c = decided;
-    return apply(id, c).thenApply(x -> c ? TxDecision.COMMITTED : TxDecision.ABORTED);
+    if (!decided) {
+      return apply(id, false).thenApply(x -> TxDecision.ABORTED);
+    }
+    // The answer is the recorded decision. A failure of this node's own apply (its log, a
+    // backup) changes nothing decided: the part is retried here, and the client is told
+    // apart (COMMITTED_NOT_APPLIED) so that it still tells the other participants.
+    return apply(id, true).handle((x, e) -> {
+      if (e == null || query) {
+        return TxDecision.COMMITTED;
+      }
+      LOG.warn("node {}: transaction {} is committed, but this node's part is not confirmed "
+          + "applied: {}", self(), id, e.toString());
+      return TxDecision.COMMITTED_NOT_APPLIED;
+    });
   }
 
   /**

@@ -261,6 +261,43 @@ class CrossNodeTransactionTest {
     }
   }
 
+  /** Key {@code prefix + n} for the first n whose owners are exactly {@code owners}. */
+  private static String keyOwnedBy(LocalTyrCluster c, String prefix, Member... owners) {
+    for (int i = 0; ; i++) {
+      if (c.ring.owners(prefix + i).equals(List.of(owners))) {
+        return prefix + i;
+      }
+    }
+  }
+
+  /**
+   * R = 2, the coordinator's backup down: the coordinator records commit but cannot
+   * confirm its own part (the backup does not answer). The decision stands, so the client
+   * is told "committed" (not "outcome unknown") and still tells the other participant,
+   * which applies its part at once rather than after its timeout.
+   */
+  @Test
+  void aCoordinatorThatCannotApplyItsOwnPartStillAnswersCommitted() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2, null, Duration.ofSeconds(30));
+        TyrClusterBlobStore store = c.store("t")) {
+      Member coordinator = c.members.get(0);
+      Member other = c.members.get(1);
+      Member backup = c.members.get(2);
+      String first = keyOwnedBy(c, "a", coordinator, backup);
+      String second = keyOwnedBy(c, "b", other, coordinator);
+      c.stop(2);
+      assertThatThrownBy(() -> store.commit(List.of(
+          new BlobMutation.Put(first, utf8("one"), PutMode.OVERWRITE),
+          new BlobMutation.Put(second, utf8("two"), PutMode.OVERWRITE))))
+          .isInstanceOf(io.blobfs.store.StoreUnavailableException.class)
+          .hasMessageContaining("is committed");
+      // Told by the client, not by its resolver (the timeout is 30 s).
+      assertThat(c.server(other).preparedTransactions()).isEmpty();
+      assertEquals("two", text(c.server(other), second));
+      assertEquals("one", text(c.server(coordinator), first));
+    }
+  }
+
   @Test
   void anUndecidedTransactionWaitsForItsCoordinatorAndAbortsWhenItReturns()
       throws Exception {
