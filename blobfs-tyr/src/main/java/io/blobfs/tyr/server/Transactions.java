@@ -51,10 +51,11 @@ import org.slf4j.LoggerFactory;
  * timeout or it never prepared the transaction, decides abort then (the client is gone;
  * the recorded abort also refuses a prepare that arrives late). The coordinator resolves
  * its own part the same way. At restart a node reads its prepared records back: a part
- * whose keys moved past the versions it recorded was applied before the crash (only its
- * transaction could change them) and is forgotten; every other part is reserved again and
- * resolved as above, at once rather than after a timeout. Nothing is applied until the decision is commit, and then every part
- * is, so nothing is half-applied.
+ * with a key off the version it recorded (a deleted key reads 0) was applied before the
+ * crash (only its transaction could change them) and is forgotten; every other part is
+ * reserved again and resolved as above, at once rather than after a timeout. Nothing is
+ * applied until the decision is commit, and then every part is; a point read may see
+ * the parts applied so far until the last one is.
  *
  * <p>While the coordinator cannot be reached, a participant keeps its part prepared and
  * its keys reserved (the blocking of two-phase commit): it cannot know the decision.
@@ -140,9 +141,10 @@ final class Transactions implements Closeable {
       }
       Map<String, Long> versions = engine.prepare(id, p.tx());
       try {
-        if (engine.config().syncPolicy() == SyncPolicy.ALWAYS) {
-          engine.force(); // what the prepare validated against is on disk before it
-        }
+        // What the prepare validated against is on disk before its record, whatever the
+        // sync policy: recovery compares the keys' versions with the record's, and a
+        // record resting on commits a power loss took would read as applied.
+        engine.force();
         byte[] record = TxRecords.encode(p, versions);
         records.writePrepared(id, record);
         // The copy kept until the decision: heap bytes, not the request frame's buffers.
@@ -258,7 +260,15 @@ final class Transactions implements Closeable {
         ? replicator.commit(tx, commitHere) : commitHere.apply(tx);
     all.whenComplete((r, err) -> {
       if (local.isDone() && !local.isCompletedExceptionally()) {
-        forget(id); // applied here; a backup that missed it fails only this answer
+        // Applied here; a backup that missed it fails only this answer.
+        forgetOnceDurable(id, () -> {
+          if (err == null) {
+            done.complete(TxDecision.COMMITTED);
+          } else {
+            done.completeExceptionally(err);
+          }
+        });
+        return;
       } else if (appliedBeforeTheCrash(part, local)) {
         engine.releasePrepared(id);
         forget(id);
@@ -323,6 +333,39 @@ final class Transactions implements Closeable {
     } catch (java.util.concurrent.CompletionException
         | java.util.concurrent.CancellationException e) {
       return e.getCause() != null ? e.getCause() : e;
+    }
+  }
+
+  /**
+   * Forgets an applied part once its commit is on disk, then runs {@code then}. With
+   * sync=always the commit completes only then; otherwise the log is forced first, since a
+   * power loss could take the applied part with its record already gone (the transaction
+   * half-applied). The force runs on the resolver's thread, not the one that completed the
+   * commit (it may hold the engine's commit lock).
+   */
+  private void forgetOnceDurable(String id, Runnable then) {
+    if (engine.config().syncPolicy() == SyncPolicy.ALWAYS) {
+      forget(id);
+      then.run();
+      return;
+    }
+    try {
+      resolver.execute(() -> {
+        try {
+          engine.force();
+          forget(id);
+        } catch (IOException | RuntimeException e) {
+          // The record stays: at restart the part is found applied, or applied again.
+          synchronized (this) {
+            parts.remove(id);
+          }
+          LOG.warn("node {}: transaction {} applied, but the log could not be forced; its "
+              + "prepared record is kept", self(), id, e);
+        }
+        then.run();
+      });
+    } catch (java.util.concurrent.RejectedExecutionException closing) {
+      then.run(); // closing: the record stays, and recovery finds the part applied
     }
   }
 
