@@ -13,7 +13,9 @@ import java.util.Map;
  * A client JVM for tests that kill it with SIGKILL in the middle of cross-node commits.
  * {@code NODES prepare KEY...}: prepares "killed" on every key's node, prints PREPARED and
  * waits to be killed. {@code NODES loop KEY...}: commits "1", "2", ... to all the keys, one
- * transaction each, printing each number once its commit returned.
+ * transaction each, printing each number once its commit returned, and
+ * {@code UNAVAILABLE n: message} for one whose outcome it was not told (it goes on with
+ * the next number: the test kills a running client, never one that gave up).
  */
 public final class CrossNodeClientMain {
   private CrossNodeClientMain() {}
@@ -36,6 +38,10 @@ public final class CrossNodeClientMain {
           System.out.flush();
         } catch (io.blobfs.store.TransactionConflictException e) {
           i--; // a retryable conflict: again
+        } catch (io.blobfs.store.StoreUnavailableException e) {
+          // Committed or not, the nodes settle it; a later number overwrites it either way.
+          System.out.println("UNAVAILABLE " + i + ": " + e.getMessage());
+          System.out.flush();
         }
       }
     }

@@ -298,6 +298,9 @@ class TyrClusterTransactionsIT {
         Process loop = client(cluster, "loop", keys, lines);
         awaitLine(lines, "3"::equals); // running, and past its JIT warm-up
         Thread.sleep(ThreadLocalRandom.current().nextInt(50, 400));
+        // Killed mid-commit, not found already ended (by an exception, say).
+        assertThat(loop.isAlive()).as("round " + round + ": the client still runs; it "
+            + "printed " + lines).isTrue();
         loop.destroyForcibly().waitFor(); // SIGKILL
         kills++;
         long acknowledged = 3; // "3" was taken off the queue above
@@ -309,8 +312,9 @@ class TyrClusterTransactionsIT {
         List<String> values = settle(store, keys);
         assertThat(values).as("round " + round).containsOnly(values.get(0));
         assertThat(Long.parseLong(values.get(0))).isGreaterThanOrEqualTo(acknowledged);
-        System.out.printf("client SIGKILL %d: acknowledged %d, all %d keys hold %s%n", kills,
-            acknowledged, keys.size(), values.get(0));
+        long unavailable = lines.stream().filter(l -> l.startsWith("UNAVAILABLE")).count();
+        System.out.printf("client SIGKILL %d: acknowledged %d (%d unavailable), all %d keys "
+            + "hold %s%n", kills, acknowledged, unavailable, keys.size(), values.get(0));
       }
     }
   }
