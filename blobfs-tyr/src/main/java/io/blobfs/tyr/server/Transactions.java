@@ -85,6 +85,8 @@ final class Transactions implements Closeable {
     boolean asking;
     /** After a failed apply: the resolver tries again no sooner (System.nanoTime). */
     long retryAt;
+    /** Whether {@link #retryAt} is set (nanoTime may be negative: no "unset" value). */
+    boolean retrying;
     /** The pause after the next failed apply; doubles up to {@link #MAX_RETRY_NANOS}. */
     long retryNanos;
 
@@ -319,6 +321,7 @@ final class Transactions implements Closeable {
           : Math.min(MAX_RETRY_NANOS, part.retryNanos * 2);
       pause = part.retryNanos;
       part.retryAt = System.nanoTime() + pause;
+      part.retrying = true;
       part.applying = null;
     }
     LOG.warn("node {}: transaction {} is decided commit, but its part could not be applied "
@@ -423,7 +426,8 @@ final class Transactions implements Closeable {
     long now = System.nanoTime();
     synchronized (this) {
       for (Part p : parts.values()) {
-        if (expired(p) && p.applying == null && !p.asking && now - p.retryAt >= 0) {
+        if (expired(p) && p.applying == null && !p.asking
+            && (!p.retrying || now - p.retryAt >= 0)) {
           due.add(p);
         }
       }

@@ -84,4 +84,26 @@ class TransactionsTest {
       assertEquals("after", text(engine, "k"));
     }
   }
+
+  /**
+   * The coordinator's own apply fails (here: its engine closed): the decision recorded is
+   * commit all the same, so the answer says committed, apart from "applied", and the part
+   * stays prepared here, to be applied again.
+   */
+  @Test
+  void aCommitDecisionWhoseOwnApplyFailsIsCommittedNotApplied() throws Exception {
+    Member self = new Member("127.0.0.1", 1);
+    Membership membership = new Membership(self, new Ring(1, List.of(self), 8, 1))
+        .withTxTimeout(Duration.ofSeconds(30));
+    try (TyrEngine engine = TyrEngine.open(EngineConfig.defaults(dir.resolve("node")));
+        Transactions t = new Transactions(engine, membership, null, null, 1 << 20)) {
+      String id = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
+      t.prepare(new Request.Prepare(id, self.id(), List.of(self.id()),
+          TxRequest.of(new TxOp.Put("k", utf8("new"), false)))).join();
+      engine.close();
+      assertEquals(TxDecision.COMMITTED_NOT_APPLIED, decide(t, id, TxDecision.DECIDE_COMMIT));
+      assertThat(t.prepared()).containsExactly(id);
+      assertEquals(TxDecision.COMMITTED, decide(t, id, TxDecision.QUERY));
+    }
+  }
 }
