@@ -93,12 +93,15 @@ class TyrClusterTransactionsIT {
     while (true) {
       List<String> values = new ArrayList<>();
       try {
+        // A key still prepared refuses writes, not reads: "settled" is a commit that
+        // touches them all, which is refused while any part is prepared. Its versions are
+        // taken before the values are read, so a part applied between the reads and the
+        // commit fails the checks (read first, a stale value could pass as settled).
+        List<BlobMutation> checks = checksOf(store, keys);
         for (String k : keys) {
           values.add(read(store, k));
         }
-        // A key still prepared refuses writes, not reads: "settled" is a commit that
-        // touches them all, which is refused while any part is prepared.
-        store.commit(checksOf(store, keys));
+        store.commit(checks);
         return values;
       } catch (TransactionConflictException | io.blobfs.store.StoreUnavailableException e) {
         if (System.nanoTime() > end) {
