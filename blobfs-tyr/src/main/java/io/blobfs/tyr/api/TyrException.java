@@ -27,4 +27,22 @@ public class TyrException extends IOException {
   public boolean isRetryable() {
     return code.retryable;
   }
+
+  /** What a node's CONFLICT says when a key is held by a prepared cross-node transaction. */
+  public static final String HELD = "is held by a prepared transaction";
+
+  /**
+   * Whether {@code e}, or one of its causes, is a node's refusal of a key held by a
+   * prepared cross-node transaction: nothing was done, and the key is free again once
+   * that transaction is decided, so the same call may simply be made again.
+   */
+  public static boolean heldByPrepared(Throwable e) {
+    for (Throwable c = e; c != null; c = c.getCause()) {
+      if (c instanceof TyrException t && t.code == ErrorCode.CONFLICT
+          && t.getMessage() != null && t.getMessage().contains(HELD)) {
+        return true;
+      }
+    }
+    return false;
+  }
 }

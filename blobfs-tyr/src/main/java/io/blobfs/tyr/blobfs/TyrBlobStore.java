@@ -200,16 +200,21 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
     if (mutations.isEmpty()) {
       return; // e.g. deleting a directory that exists only implicitly
     }
+    try {
+      TyrClient.await(client.commit(txOf(mutations)));
+    } catch (TyrException e) {
+      throw conflictOrIo(e, mutations.get(0).key());
+    }
+  }
+
+  /** The Týr transaction the mutations are sent as. */
+  static TxRequest txOf(List<BlobMutation> mutations) {
     List<ReadCheck> reads = new ArrayList<>();
     List<TxOp> ops = new ArrayList<>(mutations.size());
     for (BlobMutation m : mutations) {
       translate(m, reads, ops);
     }
-    try {
-      TyrClient.await(client.commit(new TxRequest(reads, ops)));
-    } catch (TyrException e) {
-      throw conflictOrIo(e, mutations.get(0).key());
-    }
+    return new TxRequest(reads, ops);
   }
 
   /** The read checks and ops a mutation is sent as. */
@@ -233,11 +238,17 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
    */
   @Override
   public long commitBytes(BlobMutation m) {
+    return exactCommitBytes(m);
+  }
+
+  static long exactCommitBytes(BlobMutation m) {
     List<ReadCheck> reads = new ArrayList<>(1);
     List<TxOp> ops = new ArrayList<>(1);
     translate(m, reads, ops);
     if (ops.isEmpty() && reads.isEmpty()) {
-      return TransactionalBlobStore.super.commitBytes(m); // a kind this store does not send
+      // A kind this store does not send: the interface's bound.
+      return 2L * m.key().getBytes(java.nio.charset.StandardCharsets.UTF_8).length
+          + TransactionalBlobStore.MUTATION_OVERHEAD_BYTES;
     }
     long bytes = 0;
     for (ReadCheck r : reads) {
@@ -250,7 +261,7 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
   }
 
   /** A broken precondition of a transaction, whichever check caught it, is a conflict. */
-  private static IOException conflictOrIo(TyrException e, String key) {
+  static IOException conflictOrIo(TyrException e, String key) {
     if (e.code() == ErrorCode.CONFLICT || e.code() == ErrorCode.EXISTS
         || e.code() == ErrorCode.NOT_FOUND) {
       TransactionConflictException c = new TransactionConflictException(e.getMessage());

@@ -124,7 +124,6 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
       if (seeds.isEmpty()) {
         throw o.bad(NODES, o.get(NODES).get(), "host:port,host:port,...");
       }
-      // Not presented as a TransactionalBlobStore: cross-node transactions are not built.
       ClientConfig template = clientConfig(o, "cluster", 1, secret, maxOp);
       return TyrClusterBlobStore.open(storeName, seeds, template, limits.withMaxCommitBytes(
           maxCommitBytes(template.maxFrameBytes()) - Messages.ROUTED_HEADER_BYTES));

@@ -2,12 +2,12 @@ package io.blobfs.tyr.blobfs;
 
 import io.blobfs.store.BlobInfo;
 import io.blobfs.store.BlobMutation;
-import io.blobfs.store.BlobStore;
 import io.blobfs.store.PlacementAware;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.ScanPage;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.StoreUnavailableException;
+import io.blobfs.store.TransactionalBlobStore;
 import io.blobfs.store.VersionedBytes;
 import io.blobfs.tyr.api.ScanResult;
 import io.blobfs.tyr.api.TyrException;
@@ -51,16 +51,16 @@ import org.slf4j.LoggerFactory;
  * "composite cursor" collapses to one key). Pages are exact: no key is skipped or listed
  * twice.
  *
- * <p><b>Not transactional yet.</b> Transactions whose keys live on several nodes need a
- * two-phase commit with a recovery path (the next increment). Until then this store is
- * not a {@code TransactionalBlobStore}, so BlobFS renames and deletes with its
- * non-transactional paths (each step one single-key conditional call, safe on any store);
- * {@link #commitOnOneNode} serves the transactions whose keys all live on one node. It is
- * not {@code HeadScanning} either (a page merged from several nodes is not one committed
- * state), nor {@code CopiesOnWrite} (a call retried under a new ring sends the caller's
+ * <p><b>Transactions.</b> A transaction whose keys all have one primary is one commit
+ * on that node, as on a lone node (one round trip). One whose keys live on several nodes
+ * is a two-phase commit ({@link CrossNodeCommit}; the nodes' side and the recovery of a
+ * client or node that dies midway are in the server's {@code Transactions}): atomic, and
+ * serializable with every other transaction. So BlobFS renames and deletes with its
+ * transactional paths. The store is not {@code HeadScanning} (a page merged from several
+ * nodes is not one committed state), nor {@code CopiesOnWrite} (a call retried under a new ring sends the caller's
  * buffer again, so the caller must keep it until the call completes, as the SPI says).
  */
-public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
+public final class TyrClusterBlobStore implements TransactionalBlobStore, PlacementAware {
   private static final Logger LOG = LoggerFactory.getLogger(TyrClusterBlobStore.class);
   /** Tries of a call refused for its epoch: enough for a ring that changes while it runs. */
   static final int ATTEMPTS = 8;
@@ -95,7 +95,15 @@ public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
       try (TyrClient c = new TyrClient(at(template, seed))) {
         Ring ring = TyrClient.await(c.ring());
         LOG.info("store {}: joined {} through {}", name, ring, seed);
-        return new TyrClusterBlobStore(name, template, limits, ring);
+        // A part of a cross-node transaction travels in a prepare, which adds the ids.
+        int longestId = 0;
+        for (Member m : ring.members()) {
+          longestId = Math.max(longestId, m.id().getBytes(
+              java.nio.charset.StandardCharsets.UTF_8).length);
+        }
+        return new TyrClusterBlobStore(name, template, limits.withMaxCommitBytes(
+            limits.maxCommitBytes() - io.blobfs.tyr.protocol.Messages.prepareHeaderBytes(
+                ring.members().size(), longestId)), ring);
       } catch (IOException e) {
         if (failed == null) {
           failed = new StoreUnavailableException("no seed of Týr cluster " + seeds
@@ -148,14 +156,34 @@ public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
     T on(TyrBlobStore node) throws IOException;
   }
 
+  /**
+   * How long a single-key call waits, at most, for a key held by a prepared cross-node
+   * transaction: past the nodes' default transaction timeout, so that one a dead client
+   * left is resolved meanwhile. A single-key call is no transaction, and its callers do
+   * not expect a conflict that no lone node would give them; nothing was done, so it is
+   * simply made again.
+   */
+  static final long HELD_WAIT_NANOS = java.time.Duration.ofSeconds(30).toNanos();
+
+  private static long heldPauseMillis(int tries) {
+    return Math.min(200, 5L << Math.min(tries, 6));
+  }
+
   /** Runs {@code call} on the key's primary, again under a newer ring when refused. */
   private <T> T onOwner(String key, Call<T> call) throws IOException {
+    long start = System.nanoTime();
+    int held = 0;
     for (int attempt = 1; ; attempt++) {
       Ring r = ring;
       Member owner = r.primary(key);
       try {
         return call.on(node(owner).store());
       } catch (IOException e) {
+        if (TyrException.heldByPrepared(e) && System.nanoTime() - start < HELD_WAIT_NANOS) {
+          pauseMillis(heldPauseMillis(held++));
+          attempt--;
+          continue;
+        }
         WrongEpochException w = wrongEpoch(e);
         if (w == null) {
           throw lost(r, owner, key, e);
@@ -173,7 +201,21 @@ public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
   /** {@link #onOwner} for the asynchronous calls. */
   private <T> CompletableFuture<T> onOwnerAsync(String key,
       Function<TyrBlobStore, CompletableFuture<T>> call, int attempt) {
-    return onReplicas(key, call, false, attempt, null, 0);
+    return whileHeld(() -> onReplicas(key, call, false, attempt, null, 0), System.nanoTime(),
+        0);
+  }
+
+  /** {@code call} again after a pause while its key is held by a prepared transaction. */
+  private static <T> CompletableFuture<T> whileHeld(
+      java.util.function.Supplier<CompletableFuture<T>> call, long start, int tries) {
+    return call.get().exceptionallyCompose(err -> {
+      if (TyrException.heldByPrepared(err) && System.nanoTime() - start < HELD_WAIT_NANOS) {
+        return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(
+                heldPauseMillis(tries), TimeUnit.MILLISECONDS))
+            .thenCompose(x -> whileHeld(call, start, tries + 1));
+      }
+      return CompletableFuture.failedFuture(err);
+    });
   }
 
   /**
@@ -292,8 +334,12 @@ public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
   }
 
   private static void pause(int attempt) throws InterruptedIOException {
+    pauseMillis(pauseMillis(attempt));
+  }
+
+  private static void pauseMillis(long millis) throws InterruptedIOException {
     try {
-      Thread.sleep(pauseMillis(attempt));
+      Thread.sleep(millis);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new InterruptedIOException("interrupted waiting for the Týr ring");
@@ -372,31 +418,61 @@ public final class TyrClusterBlobStore implements BlobStore, PlacementAware {
   }
 
   /**
-   * A transaction whose keys all live on one node, applied there atomically. One that
-   * spans nodes is refused, nothing applied: cross-node transactions (two-phase commit
-   * with recovery) are the next increment, which is why this store is not a
-   * {@code TransactionalBlobStore}.
-   *
-   * @throws UnsupportedOperationException if the keys live on more than one node
+   * The mutations in one transaction, atomically: on their node if all their keys have
+   * one primary, else by two-phase commit across their primaries; again under a newer
+   * ring if a node refuses for its ring. A broken precondition or a conflict with another
+   * transaction is a {@link io.blobfs.store.TransactionConflictException}, nothing
+   * applied.
    */
-  public void commitOnOneNode(List<BlobMutation> mutations) throws IOException {
+  @Override
+  public void commit(List<BlobMutation> mutations) throws IOException {
+    commit(mutations, CrossNodeCommit.StopAfter.NOTHING);
+  }
+
+  /** As {@link #commit(List)}; a cross-node one stops after {@code stop} (tests). */
+  void commit(List<BlobMutation> mutations, CrossNodeCommit.StopAfter stop)
+      throws IOException {
     if (mutations.isEmpty()) {
       return;
     }
-    String first = mutations.get(0).key();
-    onOwner(first, n -> {
+    for (int attempt = 1; ; attempt++) {
       Ring r = ring;
-      Member owner = r.primary(first);
+      Map<Member, List<BlobMutation>> byNode = new java.util.LinkedHashMap<>();
+      String first = null;
       for (BlobMutation m : mutations) {
-        if (!r.primary(m.key()).equals(owner)) {
-          throw new UnsupportedOperationException("transaction spans nodes " + owner + " ('"
-              + first + "') and " + r.primary(m.key()) + " ('" + m.key()
-              + "'): cross-node transactions are not built yet");
+        byNode.computeIfAbsent(r.primary(m.key()), k -> new ArrayList<>()).add(m);
+        first = first == null || m.key().compareTo(first) < 0 ? m.key() : first;
+      }
+      try {
+        if (byNode.size() == 1) {
+          Member only = byNode.keySet().iterator().next();
+          node(only).store().commit(mutations); // the one-round fast path
+        } else {
+          Map<Member, io.blobfs.tyr.api.TxRequest> parts = new java.util.LinkedHashMap<>();
+          byNode.forEach((m, muts) -> parts.put(m, TyrBlobStore.txOf(muts)));
+          // The first key's primary records the decision (Percolator's primary).
+          new CrossNodeCommit(parts, r.primary(first), m -> node(m).client()).run(stop);
+        }
+        return;
+      } catch (IOException e) {
+        WrongEpochException w = wrongEpoch(e);
+        if (w == null) {
+          throw e instanceof TyrException t ? TyrBlobStore.conflictOrIo(t, first) : e;
+        }
+        if (attempt >= ATTEMPTS) {
+          throw refusedTooOften(first, w);
+        }
+        if (!adopt(w.ring(), r)) {
+          pause(attempt);
         }
       }
-      n.commit(mutations);
-      return null;
-    });
+    }
+  }
+
+  /** Exactly what a mutation adds to a commit's frame, as on a lone node. */
+  @Override
+  public long commitBytes(BlobMutation m) {
+    return TyrBlobStore.exactCommitBytes(m);
   }
 
   // ------------------------------------------------------------------ scans

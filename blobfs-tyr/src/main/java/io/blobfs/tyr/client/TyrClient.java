@@ -98,6 +98,20 @@ public final class TyrClient implements Closeable {
     return call(r, f -> Messages.decodeCommit(f.payload()));
   }
 
+  /** Cross-node transaction: this node's part, to prepare (routed like a commit). */
+  public CompletableFuture<CommitResult> prepare(Request.Prepare p) {
+    return call(p, f -> Messages.decodeCommit(f.payload()));
+  }
+
+  /**
+   * Cross-node transaction: a decision step ({@link io.blobfs.tyr.protocol.TxDecision}'s
+   * actions); completes with its outcome.
+   */
+  public CompletableFuture<Integer> decide(String txId, int action) {
+    return call(new Request.Decide(txId, action),
+        f -> (int) Messages.decodeCommit(f.payload()).version());
+  }
+
   /** The node's ring; BAD_REQUEST from a node that is not in a cluster. */
   public CompletableFuture<io.blobfs.tyr.ring.Ring> ring() {
     return call(new Request.RingInfo(), f -> Messages.decodeRing(f.payload()));
@@ -294,7 +308,7 @@ public final class TyrClient implements Closeable {
     java.util.function.LongSupplier routing = epoch;
     if (routing != null && (request instanceof Request.Stat || request instanceof Request.Read
         || request instanceof Request.Commit || request instanceof Request.Scan
-        || request instanceof Request.Grant)) {
+        || request instanceof Request.Grant || request instanceof Request.Prepare)) {
       request = new Request.Routed(routing.getAsLong(), request);
     }
     if (closed) {

@@ -17,6 +17,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReadWriteLock;
@@ -89,6 +90,8 @@ public final class TyrEngine implements Closeable {
    */
   private long lastNumber;
   private final SegmentPins pins = new SegmentPins();
+  /** Keys held by prepared cross-node transactions; guarded by the commit lock. */
+  private final PreparedKeys prepared = new PreparedKeys();
   private LocalIdentity identity;
   private volatile boolean closed;
   private volatile IOException failure;
@@ -351,9 +354,33 @@ public final class TyrEngine implements Closeable {
   /**
    * Validates and applies a transaction. Completes with its commit number once it is
    * durable (per the sync policy) and visible, or exceptionally with a
-   * {@link TyrException}, in which case nothing of it was applied.
+   * {@link TyrException}, in which case nothing of it was applied. A transaction naming a
+   * key that a prepared cross-node transaction holds is refused with CONFLICT.
    */
   public CompletableFuture<CommitResult> commit(TxRequest tx) {
+    return commit(tx, null);
+  }
+
+  /**
+   * Applies the part of cross-node transaction {@code txId} that {@link #prepare} took
+   * here, once its decision is commit: it passes its own reservations, which end as it is
+   * logged. Nothing is re-decided that the prepare validated, since no other commit could
+   * touch its keys meanwhile.
+   */
+  public CompletableFuture<CommitResult> commitPrepared(String txId, TxRequest tx) {
+    commitLock.lock();
+    try {
+      if (!prepared.holds(txId)) {
+        return CompletableFuture.failedFuture(new TyrException(ErrorCode.BAD_REQUEST,
+            "transaction " + txId + " is not prepared on this node"));
+      }
+    } finally {
+      commitLock.unlock();
+    }
+    return commit(tx, txId);
+  }
+
+  private CompletableFuture<CommitResult> commit(TxRequest tx, String txId) {
     try {
       CommitPlanner.checkShape(tx, config);
     } catch (TyrException e) {
@@ -363,20 +390,17 @@ public final class TyrEngine implements Closeable {
     commitLock.lock();
     try {
       checkOpen();
-      for (ReadCheck read : tx.reads()) {
-        BlobState s = versions.latest(read.key());
-        long now = s == null ? 0 : s.version;
-        if (now != read.version()) {
-          throw new TyrException(ErrorCode.CONFLICT, "blob " + read.key() + " was read at "
-              + "version " + read.version() + " and is now at " + now + "; retry");
-        }
-      }
+      prepared.checkFree(tx, txId);
+      validateReads(tx);
       CommitPlanner plan = logRecord(tx.ops().size(), p -> {
         for (int i = 0; i < tx.ops().size(); i++) {
           p.plan(i, tx.ops().get(i));
         }
         p.defragmentTouched();
-      });
+      }, false);
+      if (txId != null) {
+        prepared.release(txId); // logged: later commits validate against its states
+      }
       if (plan.ops().isEmpty()) { // nothing changes: no record, no commit number
         done.complete(new CommitResult(log.lastVersion(), plan.values()));
       } else {
@@ -392,11 +416,101 @@ public final class TyrEngine implements Closeable {
     return done;
   }
 
+  private void validateReads(TxRequest tx) throws TyrException {
+    for (ReadCheck read : tx.reads()) {
+      BlobState s = versions.latest(read.key());
+      long now = s == null ? 0 : s.version;
+      if (now != read.version()) {
+        throw new TyrException(ErrorCode.CONFLICT, "blob " + read.key() + " was read at "
+            + "version " + read.version() + " and is now at " + now + "; retry");
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ cross-node prepare
+
+  /**
+   * Prepares this node's part of cross-node transaction {@code txId}: validates it exactly
+   * as a commit would (read checks, then every op planned and the record dropped, so an
+   * exclusive create of an existing blob, a delete that must find its blob, a
+   * compare-and-set that finds another value fail here), and reserves its keys until
+   * {@link #commitPrepared} or {@link #releasePrepared}. Logs nothing: the caller makes
+   * the prepare durable. Returns the version (0: absent) each key the part names has now,
+   * which no commit but this transaction's can change while it is prepared.
+   */
+  public Map<String, Long> prepare(String txId, TxRequest tx) throws TyrException {
+    CommitPlanner.checkShape(tx, config);
+    commitLock.lock();
+    try {
+      checkOpen();
+      if (prepared.holds(txId)) {
+        throw new TyrException(ErrorCode.BAD_REQUEST, "transaction " + txId
+            + " is already prepared here");
+      }
+      prepared.checkFree(tx, txId);
+      validateReads(tx);
+      logRecord(tx.ops().size(), p -> {
+        for (int i = 0; i < tx.ops().size(); i++) {
+          p.plan(i, tx.ops().get(i));
+        }
+      }, true);
+      prepared.reserve(txId, tx);
+      return versionsOf(tx);
+    } finally {
+      commitLock.unlock();
+    }
+  }
+
+  /**
+   * Reserves the keys of a part found prepared in the node's records at restart: it was
+   * validated before the crash, and no commit has run since.
+   */
+  public void reservePrepared(String txId, TxRequest tx) {
+    commitLock.lock();
+    try {
+      prepared.reserve(txId, tx);
+    } finally {
+      commitLock.unlock();
+    }
+  }
+
+  /** Ends the reservations of a prepared part that is aborted (or already applied). */
+  public void releasePrepared(String txId) {
+    commitLock.lock();
+    try {
+      prepared.release(txId);
+    } finally {
+      commitLock.unlock();
+    }
+  }
+
+  /**
+   * Forces the log: every commit logged so far (also one staged, not yet acknowledged) is
+   * on disk when this returns, so a prepare made durable after it never rests on a commit
+   * a crash could still take.
+   */
+  public void force() throws IOException {
+    checkOpen();
+    log.force();
+  }
+
+  /** The newest version (0: absent) of every key {@code tx} names. */
+  public Map<String, Long> versionsOf(TxRequest tx) {
+    Map<String, Long> out = new java.util.LinkedHashMap<>();
+    for (String k : PreparedKeys.keysOf(tx)) {
+      BlobState s = versions.latest(k);
+      out.put(k, s == null ? 0L : s.version);
+    }
+    return out;
+  }
+
   /**
    * Under the commit lock: plans the next record with {@code body} and logs it, or, if it
-   * changes nothing, drops it (no record, no commit number; the plan has no ops).
+   * changes nothing, drops it (no record, no commit number; the plan has no ops). A dry
+   * run plans, and so validates, the record and always drops it.
    */
-  private CommitPlanner logRecord(int opCount, CommitPlanner.Body body) throws TyrException {
+  private CommitPlanner logRecord(int opCount, CommitPlanner.Body body, boolean dryRun)
+      throws TyrException {
     long version = lastNumber + 1;
     long now = System.currentTimeMillis();
     CommitPlanner plan = new CommitPlanner(config, log, view, version, now, opCount);
@@ -404,7 +518,7 @@ public final class TyrEngine implements Closeable {
       ceiling.cover(version); // on disk before anyone can see the number
       log.begin(version, now);
       body.plan(plan);
-      if (plan.ops().isEmpty()) {
+      if (plan.ops().isEmpty() || dryRun) {
         log.abort(); // the number was seen by no one: the next commit takes it
       } else {
         log.finish(plan.ops());
@@ -577,7 +691,7 @@ public final class TyrEngine implements Closeable {
       commitLock.lock();
       try {
         checkOpen();
-        CommitPlanner plan = logRecord(0, body);
+        CommitPlanner plan = logRecord(0, body, false);
         if (plan.ops().isEmpty()) {
           return null;
         }

@@ -63,6 +63,10 @@ public final class Messages {
       return Opcode.ROUTED;
     } else if (r instanceof Request.Replicate) {
       return Opcode.REPLICATE;
+    } else if (r instanceof Request.Prepare) {
+      return Opcode.PREPARE;
+    } else if (r instanceof Request.Decide) {
+      return Opcode.DECIDE;
     }
     return Opcode.PING;
   }
@@ -106,6 +110,16 @@ public final class Messages {
         out.addComponent(true, encodeTx(tx, alloc));
       }
       return out;
+    } else if (r instanceof Request.Prepare pr) {
+      ByteBuf head = writeString(writeString(alloc.buffer(), pr.txId()), pr.coordinator())
+          .writeInt(pr.participants().size());
+      for (String p : pr.participants()) {
+        writeString(head, p);
+      }
+      return alloc.compositeBuffer(Integer.MAX_VALUE).addComponents(true, head,
+          encodeTx(pr.tx(), alloc));
+    } else if (r instanceof Request.Decide d) {
+      return writeString(alloc.buffer(), d.txId()).writeByte(d.action());
     } else if (r instanceof Request.Routed rt) {
       // The inner payload may hold data sent in place: composed, never copied.
       ByteBuf head = alloc.buffer(9).writeLong(rt.epoch()).writeByte(opcodeOf(rt.inner()));
@@ -142,10 +156,22 @@ public final class Messages {
           }
           yield new Request.Replicate(epoch, source, incarnation, firstSeq, txs);
         }
+        case Opcode.PREPARE -> {
+          String txId = readString(in);
+          String coordinator = readString(in);
+          int n = count(in, 2);
+          List<String> participants = new ArrayList<>(n);
+          for (int i = 0; i < n; i++) {
+            participants.add(readString(in));
+          }
+          yield new Request.Prepare(txId, coordinator, participants, decodeTx(in));
+        }
+        case Opcode.DECIDE -> new Request.Decide(readString(in), in.readUnsignedByte());
         case Opcode.ROUTED -> {
           long epoch = in.readLong();
           int inner = in.readUnsignedByte();
-          if (inner == Opcode.ROUTED || inner == Opcode.HELLO || inner == Opcode.REPLICATE) {
+          if (inner == Opcode.ROUTED || inner == Opcode.HELLO || inner == Opcode.REPLICATE
+              || inner == Opcode.DECIDE) {
             throw new MalformedFrameException("opcode " + inner + " cannot be routed");
           }
           yield new Request.Routed(epoch, decodeRequest(inner, in));
@@ -222,6 +248,15 @@ public final class Messages {
 
   /** What routing a request under an epoch adds to its payload: the epoch and its opcode. */
   public static final int ROUTED_HEADER_BYTES = Long.BYTES + 1;
+
+  /**
+   * What a prepare adds to a commit's payload, at most, for a transaction id of up to 64
+   * bytes and {@code participants} member ids of up to {@code longestId} bytes each: the
+   * id, the coordinator's id, and the participants' ids.
+   */
+  public static int prepareHeaderBytes(int participants, int longestId) {
+    return 2 + 64 + 2 + longestId + Integer.BYTES + participants * (2 + longestId);
+  }
 
   /** Bytes one read check takes in a commit's payload, as {@link #encodeTx} writes it. */
   public static int encodedBytes(ReadCheck r) {

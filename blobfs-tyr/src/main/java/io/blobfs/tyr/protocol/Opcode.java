@@ -26,6 +26,13 @@ public final class Opcode {
    * primary's commit order (see {@code Replicator}).
    */
   public static final int REPLICATE = 12;
+  /**
+   * Cluster: a participant's part of a cross-node transaction, to validate, reserve and
+   * make durable until the decision (see the server's {@code Transactions}).
+   */
+  public static final int PREPARE = 13;
+  /** Cluster: a cross-node transaction's decision, asked for, taken or applied. */
+  public static final int DECIDE = 14;
 
   /** Sent by the server as soon as a connection opens: the nonce to authenticate with. */
   public static final int CHALLENGE = 0x40;
@@ -35,6 +42,6 @@ public final class Opcode {
   private Opcode() {}
 
   public static boolean isRequest(int opcode) {
-    return opcode >= HELLO && opcode <= REPLICATE;
+    return opcode >= HELLO && opcode <= DECIDE;
   }
 }

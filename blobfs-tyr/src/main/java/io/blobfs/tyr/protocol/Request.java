@@ -42,6 +42,25 @@ public sealed interface Request {
     }
   }
 
+  /**
+   * Cross-node transaction {@code txId}'s part on the receiving node: validated, its keys
+   * reserved and the whole made durable before the answer. {@code coordinator} is the
+   * participant that records the decision; {@code participants} are all of them (ids).
+   */
+  record Prepare(String txId, String coordinator, java.util.List<String> participants,
+      TxRequest tx) implements Request {
+    public Prepare {
+      participants = java.util.List.copyOf(participants);
+    }
+  }
+
+  /**
+   * A step of a cross-node transaction's decision, {@code action} one of
+   * {@code TxDecision}'s: to its coordinator, decide commit or abort (the first decision
+   * taken stands, and the answer is it), or ask it; to another participant, apply it.
+   */
+  record Decide(String txId, int action) implements Request {}
+
   /** The node's ring. */
   record RingInfo() implements Request {}
 
@@ -51,7 +70,8 @@ public sealed interface Request {
    */
   record Routed(long epoch, Request inner) implements Request {
     public Routed {
-      if (inner instanceof Routed || inner instanceof Hello || inner instanceof Replicate) {
+      if (inner instanceof Routed || inner instanceof Hello || inner instanceof Replicate
+          || inner instanceof Decide) {
         throw new IllegalArgumentException("cannot route a " + inner);
       }
     }

@@ -15,6 +15,7 @@ import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.util.HashMap;
 import java.util.List;
+import java.time.Duration;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.Executors;
@@ -38,6 +39,7 @@ import org.slf4j.LoggerFactory;
  * cluster-epoch        1      raise it whenever the list or settings change
  * cluster-vnodes       128    points per member on the ring
  * cluster-replication  1      replicas per key
+ * cluster-tx-timeout   10s    a prepared cross-node transaction's wait for its decision
  * cluster-file         a properties file with nodes, epoch, vnodes, replication instead;
  *                      re-read when it changes (checked every second), so a running node
  *                      moves to a new ring; a ring with a lower epoch is ignored
@@ -50,11 +52,16 @@ import org.slf4j.LoggerFactory;
 public final class Membership implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(Membership.class);
   public static final java.util.Set<String> KEYS = java.util.Set.of("cluster-nodes",
-      "cluster-self", "cluster-epoch", "cluster-vnodes", "cluster-replication", "cluster-file");
+      "cluster-self", "cluster-epoch", "cluster-vnodes", "cluster-replication", "cluster-file",
+      "cluster-tx-timeout");
+
+  /** How long a cross-node transaction may stay prepared before it is resolved. */
+  public static final Duration DEFAULT_TX_TIMEOUT = Duration.ofSeconds(10);
 
   private final Member self;
   private volatile Ring ring;
   private ScheduledExecutorService watcher;
+  private volatile Duration txTimeout = DEFAULT_TX_TIMEOUT;
 
   public Membership(Member self, Ring ring) {
     this.self = self;
@@ -71,6 +78,23 @@ public final class Membership implements Closeable {
 
   public Ring ring() {
     return ring;
+  }
+
+  /**
+   * How long a participant holds a prepared cross-node transaction before it asks the
+   * coordinator for the decision, and a coordinator before it aborts one it has not
+   * decided (option {@code cluster-tx-timeout}).
+   */
+  public Duration txTimeout() {
+    return txTimeout;
+  }
+
+  public Membership withTxTimeout(Duration timeout) {
+    if (timeout.isNegative() || timeout.isZero()) {
+      throw new IllegalArgumentException("transaction timeout must be positive: " + timeout);
+    }
+    this.txTimeout = timeout;
+    return this;
   }
 
   /**
@@ -112,6 +136,14 @@ public final class Membership implements Closeable {
       own(r, rd.key());
     } else if (inner instanceof Request.Grant g) {
       own(r, g.key());
+    } else if (inner instanceof Request.Prepare p) {
+      // A cross-node part is prepared, and later applied, on the primary of its keys.
+      for (ReadCheck rc : p.tx().reads()) {
+        primary(r, rc.key());
+      }
+      for (TxOp op : p.tx().ops()) {
+        primary(r, op.key());
+      }
     } else if (inner instanceof Request.Commit c) {
       // Writes go to the primary, which orders them and forwards them to the backups;
       // checks too, as versions are the primary's commit numbers.
@@ -164,14 +196,16 @@ public final class Membership implements Closeable {
       throws IOException {
     if (o.get("cluster-file").isPresent()) {
       for (String k : KEYS) {
-        if (!k.equals("cluster-file") && !k.equals("cluster-self") && o.get(k).isPresent()) {
+        if (!k.equals("cluster-file") && !k.equals("cluster-self")
+            && !k.equals("cluster-tx-timeout") && o.get(k).isPresent()) {
           throw new IllegalArgumentException(o.fullKey(k) + " and " + o.fullKey("cluster-file")
               + " are exclusive: the file holds the ring");
         }
       }
       Path file = Path.of(o.get("cluster-file").get());
       Ring ring = readRingFile(file);
-      Membership m = new Membership(self(o, bind, port), ring);
+      Membership m = new Membership(self(o, bind, port), ring)
+          .withTxTimeout(o.getDuration("cluster-tx-timeout", DEFAULT_TX_TIMEOUT));
       m.watch(file);
       return m;
     }
@@ -188,7 +222,8 @@ public final class Membership implements Closeable {
         Member.parseList(o.get("cluster-nodes").get()),
         (int) o.getLong("cluster-vnodes", 128, 1, 4096),
         (int) o.getLong("cluster-replication", 1, 1, 255));
-    return new Membership(self(o, bind, port), ring);
+    return new Membership(self(o, bind, port), ring)
+        .withTxTimeout(o.getDuration("cluster-tx-timeout", DEFAULT_TX_TIMEOUT));
   }
 
   private static Member self(StoreOptions o, String bind, int port) {

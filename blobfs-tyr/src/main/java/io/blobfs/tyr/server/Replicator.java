@@ -116,6 +116,15 @@ final class Replicator implements Closeable {
 
   /** A client's commit: local, then on every backup of the keys it writes. */
   CompletableFuture<CommitResult> commit(TxRequest tx) {
+    return commit(tx, engine::commit);
+  }
+
+  /**
+   * As {@link #commit(TxRequest)}, the local commit made by {@code local} (a prepared
+   * cross-node part is applied through the engine's {@code commitPrepared}).
+   */
+  CompletableFuture<CommitResult> commit(TxRequest tx,
+      java.util.function.Function<TxRequest, CompletableFuture<CommitResult>> local) {
     Ring ring = membership.ring();
     Map<Member, List<Integer>> perBackup = new LinkedHashMap<>();
     for (int i = 0; i < tx.ops().size(); i++) {
@@ -125,12 +134,12 @@ final class Replicator implements Closeable {
       }
     }
     if (perBackup.isEmpty()) {
-      return engine.commit(tx); // R = 1, or nothing written
+      return local.apply(tx); // R = 1, or nothing written
     }
-    CompletableFuture<CommitResult> local;
+    CompletableFuture<CommitResult> committed;
     List<Reserved> reserved = new ArrayList<>();
     synchronized (this) {
-      local = engine.commit(tx); // fixes this commit's place in the engine's order
+      committed = local.apply(tx); // fixes this commit's place in the engine's order
       for (Map.Entry<Member, List<Integer>> e : perBackup.entrySet()) {
         Stream s = stream(e.getKey());
         synchronized (s) {
@@ -138,7 +147,7 @@ final class Replicator implements Closeable {
         }
       }
     }
-    return local.handle((result, err) -> {
+    return committed.handle((result, err) -> {
       List<CompletableFuture<Void>> confirmed = new ArrayList<>();
       for (Reserved r : reserved) {
         TxRequest physical = err == null ? physical(tx, result, r.ops())

@@ -40,6 +40,8 @@ public final class TyrServer implements Closeable {
   private final RequestMemory memory;
   private final Membership membership;
   private final Replicator replicator;
+  /** Cross-node transactions' prepares and decisions; null for a lone node. */
+  private final Transactions transactions;
 
   private TyrServer(ServerConfig config, Membership membership) throws IOException {
     this.config = config;
@@ -51,8 +53,21 @@ public final class TyrServer implements Closeable {
         new DefaultThreadFactory("tyr-worker", true));
     this.replicator = membership == null ? null
         : new Replicator(membership, engine, config.secret(), config.maxFrameBytes());
+    Transactions txs = null;
+    if (membership != null) {
+      try {
+        txs = new Transactions(engine, membership, replicator, config.secret(),
+            config.maxFrameBytes());
+      } catch (IOException | RuntimeException e) {
+        shutdownThreads();
+        replicator.close();
+        engine.close();
+        throw e;
+      }
+    }
+    this.transactions = txs;
     TyrService service = new TyrService(engine, config.maxFrameBytes() - 64, membership,
-        replicator);
+        replicator, transactions);
     memory = new RequestMemory(config.maxRequestMemory());
     Authenticator auth = new Authenticator(config.secret());
     SslContext tls;
@@ -119,6 +134,11 @@ public final class TyrServer implements Closeable {
     return new TyrServer(config, membership);
   }
 
+  /** Ids of the cross-node transactions prepared on this node and not yet resolved. */
+  public java.util.List<String> preparedTransactions() {
+    return transactions == null ? java.util.List.of() : transactions.prepared();
+  }
+
   /** Its place in the cluster; null for a lone node. */
   public Membership membership() {
     return membership;
@@ -160,6 +180,9 @@ public final class TyrServer implements Closeable {
     listener.close().syncUninterruptibly();
     if (membership != null) {
       membership.close();
+    }
+    if (transactions != null) {
+      transactions.close();
     }
     shutdownThreads();
     if (replicator != null) {

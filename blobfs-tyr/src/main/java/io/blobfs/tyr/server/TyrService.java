@@ -25,13 +25,15 @@ final class TyrService {
   /** Null for a lone node (and then {@link #replicator} too). */
   private final Membership membership;
   private final Replicator replicator;
+  private final Transactions transactions;
 
   TyrService(TyrEngine engine, int maxReadBytes, Membership membership,
-      Replicator replicator) {
+      Replicator replicator, Transactions transactions) {
     this.engine = engine;
     this.maxReadBytes = maxReadBytes;
     this.membership = membership;
     this.replicator = replicator;
+    this.transactions = transactions;
   }
 
   /**
@@ -69,8 +71,20 @@ final class TyrService {
         }
         return replicator.apply(rep);
       }
+      if (request instanceof Request.Decide d) {
+        if (transactions == null) {
+          throw new TyrException(ErrorCode.BAD_REQUEST, "this Týr node is not in a cluster");
+        }
+        return transactions.decide(d);
+      }
       if (request instanceof Request.Routed routed) {
         request = routed.inner();
+      }
+      if (request instanceof Request.Prepare p) {
+        if (transactions == null) {
+          throw new TyrException(ErrorCode.BAD_REQUEST, "this Týr node is not in a cluster");
+        }
+        return transactions.prepare(p);
       }
       if (request instanceof Request.LocalInfo) {
         return CompletableFuture.completedFuture(engine.localIdentity());

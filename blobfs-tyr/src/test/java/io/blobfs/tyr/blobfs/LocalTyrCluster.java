@@ -25,7 +25,9 @@ final class LocalTyrCluster implements AutoCloseable {
   final List<TyrServer> servers = new ArrayList<>();
   private final java.util.Set<TyrServer> stopped = new java.util.HashSet<>();
   final List<Member> members = new ArrayList<>();
+  private final List<ServerConfig> configs = new ArrayList<>();
   final Ring ring;
+  private final Duration txTimeout;
 
   LocalTyrCluster(Path dir, int n, int vnodes, int replication) throws IOException {
     this(dir, n, vnodes, replication, null);
@@ -34,6 +36,13 @@ final class LocalTyrCluster implements AutoCloseable {
   /** Nodes that demand {@code secret} of every peer, clients and other nodes alike. */
   LocalTyrCluster(Path dir, int n, int vnodes, int replication, byte[] secret)
       throws IOException {
+    this(dir, n, vnodes, replication, secret, Membership.DEFAULT_TX_TIMEOUT);
+  }
+
+  /** With {@code txTimeout} for the nodes' prepared cross-node transactions. */
+  LocalTyrCluster(Path dir, int n, int vnodes, int replication, byte[] secret,
+      Duration txTimeout) throws IOException {
+    this.txTimeout = txTimeout;
     for (int i = 0; i < n; i++) {
       members.add(new Member("127.0.0.1", freePort()));
     }
@@ -45,7 +54,9 @@ final class LocalTyrCluster implements AutoCloseable {
         ServerConfig config = new ServerConfig("127.0.0.1", members.get(i).port(), engine,
             80 << 20, null, 8, 64, Duration.ofSeconds(60), 512L << 20, 128L << 20,
             Duration.ofSeconds(60), null).withSecret(secret);
-        servers.add(TyrServer.start(config, new Membership(members.get(i), ring)));
+        configs.add(config);
+        servers.add(TyrServer.start(config,
+            new Membership(members.get(i), ring).withTxTimeout(txTimeout)));
       }
     } catch (IOException | RuntimeException e) {
       close();
@@ -91,6 +102,16 @@ final class LocalTyrCluster implements AutoCloseable {
     if (stopped.add(servers.get(i))) {
       servers.get(i).close();
     }
+  }
+
+  /** Starts stopped node {@code i} again on its directory and port. */
+  void restart(int i) throws IOException {
+    TyrServer old = servers.get(i);
+    if (!stopped.contains(old)) {
+      throw new IllegalStateException("node " + i + " is running");
+    }
+    servers.set(i, TyrServer.start(configs.get(i),
+        new Membership(members.get(i), ring).withTxTimeout(txTimeout)));
   }
 
   @Override

@@ -30,6 +30,12 @@ public final class TyrProcessCluster implements AutoCloseable {
 
   public static TyrProcessCluster start(Path dir, int n, int vnodes, int replication)
       throws IOException, InterruptedException {
+    return start(dir, n, vnodes, replication, new String[0]);
+  }
+
+  /** With {@code extraArgs} ({@code --option value} pairs) given to every node. */
+  public static TyrProcessCluster start(Path dir, int n, int vnodes, int replication,
+      String... extraArgs) throws IOException, InterruptedException {
     Hosts hosts = Hosts.up(n);
     List<Member> members = new ArrayList<>();
     // A port of this run's own: a server left behind by a crashed run cannot answer for it.
@@ -44,9 +50,12 @@ public final class TyrProcessCluster implements AutoCloseable {
       for (int i = 1; i <= n; i++) {
         Member m = members.get(i - 1);
         List<String> launcher = hosts.namespaces() ? hosts.command(i, List.of()) : List.of();
+        List<String> args = new ArrayList<>(List.of("--sync", "interval",
+            "--cluster-file", c.ringFile.toString(), "--cluster-self", m.id()));
+        args.addAll(List.of(extraArgs));
         TyrServerProcess p = new TyrServerProcess(Files.createDirectories(
-            dir.resolve("node" + i)), launcher, m.host(), m.port(), "--sync", "interval",
-            "--cluster-file", c.ringFile.toString(), "--cluster-self", m.id());
+            dir.resolve("node" + i)), launcher, m.host(), m.port(),
+            args.toArray(new String[0]));
         c.nodes.add(p);
         p.start();
       }

@@ -1,0 +1,153 @@
+package io.blobfs.tyr.server;
+
+import io.blobfs.tyr.protocol.MalformedFrameException;
+import io.blobfs.tyr.protocol.Messages;
+import io.blobfs.tyr.protocol.Opcode;
+import io.blobfs.tyr.protocol.Request;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Pattern;
+
+/**
+ * The durable records of cross-node transactions on one node, one small file each in
+ * {@code <data-dir>/transactions}: {@code ID.prepared} for a part prepared here (the
+ * prepare request as it came, plus the versions its keys had), {@code ID.commit} or
+ * {@code ID.abort} for a decision this node took as coordinator. Each is written whole to
+ * a temporary file, forced, renamed into place and the directory forced, so after a crash
+ * a record is there entire or not at all.
+ *
+ * <p>Why files and not a record type in the engine's log: the log's records are replayed
+ * into blob states and reclaimed by compaction and checkpoints, which know nothing of a
+ * part that is prepared but not applied; a prepared part would have to survive both. The
+ * files keep the log's format and the single-node path unchanged, and there are only as
+ * many as transactions in flight (decisions stay, see {@link Transactions}).
+ */
+final class TxRecords {
+  /** Transaction ids are file names: letters, digits and dashes only. */
+  static final Pattern ID = Pattern.compile("[0-9A-Za-z-]{1,64}");
+
+  /** A prepared part read back: the request and its keys' versions at prepare. */
+  record Prepared(Request.Prepare request, Map<String, Long> versions) {}
+
+  private final Path dir;
+
+  TxRecords(Path dataDir) throws IOException {
+    this.dir = dataDir.resolve("transactions");
+    // Owner only, as every file of the node: a prepared part holds blob data.
+    if (posix()) {
+      Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(
+          PosixFilePermissions.fromString("rwx------")));
+    } else {
+      Files.createDirectories(dir);
+    }
+  }
+
+  /**
+   * Encodes a prepare and its versions, and decodes them back from heap bytes: the copy
+   * the node keeps, independent of the request frame's buffers.
+   */
+  static byte[] encode(Request.Prepare p, Map<String, Long> versions) {
+    ByteBuf req = Messages.encode(p, ByteBufAllocator.DEFAULT);
+    try {
+      ByteBuf out = Unpooled.buffer(8 + req.readableBytes() + 32 * versions.size());
+      out.writeInt(req.readableBytes()).writeBytes(req);
+      out.writeInt(versions.size());
+      for (Map.Entry<String, Long> e : versions.entrySet()) {
+        byte[] k = e.getKey().getBytes(StandardCharsets.UTF_8);
+        out.writeShort(k.length).writeBytes(k).writeLong(e.getValue());
+      }
+      byte[] bytes = new byte[out.readableBytes()];
+      out.readBytes(bytes);
+      return bytes;
+    } finally {
+      req.release();
+    }
+  }
+
+  static Prepared decode(byte[] bytes) throws IOException {
+    ByteBuf in = Unpooled.wrappedBuffer(bytes);
+    try {
+      int n = in.readInt();
+      Request r = Messages.decodeRequest(Opcode.PREPARE, in.readSlice(n));
+      Map<String, Long> versions = new LinkedHashMap<>();
+      for (int i = in.readInt(); i > 0; i--) {
+        byte[] k = new byte[in.readUnsignedShort()];
+        in.readBytes(k);
+        versions.put(new String(k, StandardCharsets.UTF_8), in.readLong());
+      }
+      return new Prepared((Request.Prepare) r, versions);
+    } catch (IndexOutOfBoundsException | MalformedFrameException e) {
+      throw new IOException("malformed prepared-transaction record: " + e.getMessage(), e);
+    }
+  }
+
+  void writePrepared(String txId, byte[] record) throws IOException {
+    writeWhole(dir.resolve(txId + ".prepared"), record);
+  }
+
+  void deletePrepared(String txId) throws IOException {
+    Files.deleteIfExists(dir.resolve(txId + ".prepared"));
+  }
+
+  /** Every prepared record, as written. */
+  List<byte[]> readAllPrepared() throws IOException {
+    List<byte[]> out = new ArrayList<>();
+    try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, "*.prepared")) {
+      for (Path f : files) {
+        out.add(Files.readAllBytes(f));
+      }
+    }
+    return out;
+  }
+
+  /** Records the coordinator's decision; the caller has checked that none exists. */
+  void writeDecision(String txId, boolean commit) throws IOException {
+    writeWhole(dir.resolve(txId + (commit ? ".commit" : ".abort")), new byte[0]);
+  }
+
+  /** The decision taken here: true commit, false abort, null none. */
+  Boolean decision(String txId) {
+    if (Files.exists(dir.resolve(txId + ".commit"))) {
+      return true;
+    }
+    return Files.exists(dir.resolve(txId + ".abort")) ? false : null;
+  }
+
+  private boolean posix() {
+    return dir.getFileSystem().supportedFileAttributeViews().contains("posix");
+  }
+
+  private void writeWhole(Path target, byte[] bytes) throws IOException {
+    Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
+    java.util.Set<StandardOpenOption> options = java.util.Set.of(StandardOpenOption.CREATE,
+        StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
+    try (FileChannel ch = posix() ? FileChannel.open(tmp, options,
+        PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")))
+        : FileChannel.open(tmp, options)) {
+      ByteBuffer b = ByteBuffer.wrap(bytes);
+      while (b.hasRemaining()) {
+        ch.write(b);
+      }
+      ch.force(true);
+    }
+    Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
+    try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
+      d.force(true);
+    }
+  }
+}

@@ -1,0 +1,467 @@
+package io.blobfs.tyr.blobfs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.blobfs.store.BlobMutation;
+import io.blobfs.store.PutMode;
+import io.blobfs.store.TransactionConflictException;
+import io.blobfs.store.VersionedBytes;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.server.TyrServer;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Two-phase commit across the nodes of a cluster in this JVM: atomic commits, keys held
+ * while prepared, a client gone after prepare or after the decision, a node restarted
+ * with a prepared part, and serializable transfers between accounts on different nodes.
+ */
+class CrossNodeTransactionTest {
+  private static final Duration TIMEOUT = Duration.ofMillis(600);
+
+  @TempDir
+  Path dir;
+
+  private static ByteBuffer utf8(String s) {
+    return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** Key {@code prefix + n} for the first n whose primary is {@code m}, and whose n > after. */
+  static String keyOn(LocalTyrCluster c, Member m, String prefix) {
+    for (int i = 0; ; i++) {
+      if (c.ring.primary(prefix + i).equals(m)) {
+        return prefix + i;
+      }
+    }
+  }
+
+  /** One key per node, in key order: the first is on the coordinator. */
+  private static List<String> keysOnEveryNode(LocalTyrCluster c, String prefix) {
+    List<String> keys = new ArrayList<>();
+    for (Member m : c.members) {
+      keys.add(keyOn(c, m, prefix + c.members.indexOf(m) + "-"));
+    }
+    keys.sort(null);
+    return keys;
+  }
+
+  private static String text(TyrServer node, String key) throws IOException {
+    if (!node.engine().stat(key).exists()) {
+      return null;
+    }
+    ByteBuffer b = ByteBuffer.allocate((int) node.engine().stat(key).size());
+    node.engine().read(key, 0, b);
+    return new String(b.array(), StandardCharsets.UTF_8);
+  }
+
+  private static String textOnPrimary(LocalTyrCluster c, String key) throws IOException {
+    return text(c.server(c.ring.primary(key)), key);
+  }
+
+  private static List<BlobMutation> puts(List<String> keys, String value) {
+    List<BlobMutation> out = new ArrayList<>();
+    for (String k : keys) {
+      out.add(new BlobMutation.Put(k, utf8(value), PutMode.OVERWRITE));
+    }
+    return out;
+  }
+
+  private static void await(String what, BooleanSupplier done) throws InterruptedException {
+    long end = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+    while (!done.getAsBoolean()) {
+      if (System.nanoTime() > end) {
+        throw new AssertionError("not within 20 s: " + what);
+      }
+      Thread.sleep(20);
+    }
+  }
+
+  /** The prepared-part records in node {@code i}'s directory (also while it is stopped). */
+  private static long preparedRecords(LocalTyrCluster c, int i) throws IOException {
+    Path d = c.servers.get(i).config().engine().directory().resolve("transactions");
+    try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(d)) {
+      return files.filter(f -> f.toString().endsWith(".prepared")).count();
+    }
+  }
+
+  private static boolean nonePrepared(LocalTyrCluster c) {
+    return c.servers.stream().allMatch(s -> s.preparedTransactions().isEmpty());
+  }
+
+  @Test
+  void aTransactionOnThreeNodesCommitsWhole() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> keys = keysOnEveryNode(c, "k");
+      store.commit(puts(keys, "one"));
+      for (String k : keys) {
+        assertEquals("one", textOnPrimary(c, k));
+      }
+      assertThat(nonePrepared(c)).isTrue();
+    }
+  }
+
+  @Test
+  void preparedKeysAreHeldAndAClientGoneAfterPrepareIsAbortedEverywhere() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> keys = keysOnEveryNode(c, "k");
+      store.commit(puts(keys, "before"));
+      store.commit(puts(keys, "lost"), CrossNodeCommit.StopAfter.PREPARE);
+      for (TyrServer s : c.servers) {
+        assertThat(s.preparedTransactions()).hasSize(1);
+        // Its record holds blob data: readable by the node's user only.
+        Path records = s.config().engine().directory().resolve("transactions");
+        assertEquals("rwx------", java.nio.file.attribute.PosixFilePermissions.toString(
+            java.nio.file.Files.getPosixFilePermissions(records)));
+        try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(records)) {
+          for (Path f : files.toList()) {
+            assertEquals("rw-------", java.nio.file.attribute.PosixFilePermissions.toString(
+                java.nio.file.Files.getPosixFilePermissions(f)), f.toString());
+          }
+        }
+      }
+      // Until the decision, no other commit may touch a prepared key, on any node.
+      for (String k : keys) {
+        assertThatThrownBy(() -> store.commit(List.of(
+            new BlobMutation.Put(k, utf8("x"), PutMode.OVERWRITE))))
+            .isInstanceOf(TransactionConflictException.class).hasMessageContaining("prepared");
+      }
+      assertThatThrownBy(() -> store.commit(puts(keys, "other")))
+          .isInstanceOf(TransactionConflictException.class);
+      // No decision came: the coordinator aborts after its timeout, the others learn it.
+      await("every part resolved", () -> nonePrepared(c));
+      for (String k : keys) {
+        assertEquals("before", textOnPrimary(c, k));
+      }
+      store.commit(puts(keys, "after"));
+      for (String k : keys) {
+        assertEquals("after", textOnPrimary(c, k));
+      }
+    }
+  }
+
+  /**
+   * A single-key call (no transaction) on a key held by a prepared transaction waits for
+   * the decision instead of failing with a conflict no lone node would give.
+   */
+  @Test
+  void singleKeyWritesWaitForAHeldKey() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> keys = keysOnEveryNode(c, "k");
+      store.commit(puts(keys, "before"));
+      store.commit(puts(keys, "lost"), CrossNodeCommit.StopAfter.PREPARE);
+      long t0 = System.nanoTime();
+      store.put(keys.get(0), utf8("put"), PutMode.OVERWRITE);
+      store.write(keys.get(1), 0, utf8("WRITE!")).get();
+      long waited = (System.nanoTime() - t0) / 1_000_000;
+      assertThat(waited).as("waited for the resolution, ms").isGreaterThan(
+          TIMEOUT.toMillis() / 2);
+      assertEquals("put", textOnPrimary(c, keys.get(0)));
+      assertEquals("WRITE!", textOnPrimary(c, keys.get(1)));
+      assertEquals("before", textOnPrimary(c, keys.get(2)));
+    }
+  }
+
+  @Test
+  void aClientGoneAfterTheDecisionIsCommittedEverywhere() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> keys = keysOnEveryNode(c, "k");
+      store.commit(puts(keys, "before"));
+      store.commit(puts(keys, "decided"), CrossNodeCommit.StopAfter.DECISION);
+      // The coordinator (first key's primary) applied its part with the decision.
+      assertEquals("decided", textOnPrimary(c, keys.get(0)));
+      assertEquals("before", textOnPrimary(c, keys.get(1)));
+      await("every part resolved", () -> nonePrepared(c));
+      for (String k : keys) {
+        assertEquals("decided", textOnPrimary(c, k));
+      }
+    }
+  }
+
+  @Test
+  void aParticipantRestartedWithADecidedPartAppliesIt() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> keys = keysOnEveryNode(c, "k");
+      store.commit(puts(keys, "before"));
+      store.commit(puts(keys, "decided"), CrossNodeCommit.StopAfter.DECISION);
+      int down = c.members.indexOf(c.ring.primary(keys.get(2)));
+      c.stop(down);
+      assertThat(preparedRecords(c, down)).isEqualTo(1);
+      c.restart(down);
+      await("every part resolved", () -> nonePrepared(c));
+      for (String k : keys) {
+        assertEquals("decided", textOnPrimary(c, k));
+      }
+    }
+  }
+
+  /**
+   * A participant that crashed after applying its part and before deleting the part's
+   * record: a cross-node rename's source side (delete + check) reads back with its deleted
+   * key at version 0, below the version the record holds. The restarted node must find it
+   * applied (not reserve its keys again and retry a commit that can no longer validate).
+   */
+  @Test
+  void aDeleteOnlyPartRecoveredAfterItWasAppliedIsForgotten() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      Member coordinator = c.members.get(0);
+      Member source = c.members.get(1);
+      String target = keyOn(c, coordinator, "a");
+      String moved = keyOn(c, source, "bd");
+      String checked = keyOn(c, source, "bc");
+      store.commit(List.of(new BlobMutation.Put(moved, utf8("data"), PutMode.OVERWRITE),
+          new BlobMutation.Put(checked, utf8("dir"), PutMode.OVERWRITE)));
+      long movedVersion = store.stat(moved).version();
+      long checkedVersion = store.stat(checked).version();
+      store.commit(List.of(new BlobMutation.Put(target, utf8("data"), PutMode.CREATE),
+          new BlobMutation.Delete(moved, movedVersion),
+          new BlobMutation.Check(checked, checkedVersion)), CrossNodeCommit.StopAfter.DECISION);
+      int down = c.members.indexOf(source);
+      Path txDir = c.servers.get(down).config().engine().directory().resolve("transactions");
+      Path saved = dir.resolve("saved.prepared");
+      Path record;
+      try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(txDir)) {
+        record = files.filter(f -> f.toString().endsWith(".prepared")).findFirst()
+            .orElseThrow();
+      }
+      java.nio.file.Files.copy(record, saved);
+      await("the source part applied", () -> nonePrepared(c));
+      assertThat(textOnPrimary(c, moved)).isNull();
+      // The crash between the apply and the record's deletion.
+      c.stop(down);
+      java.nio.file.Files.copy(saved, record);
+      c.restart(down);
+      await("the recovered part forgotten", () -> nonePrepared(c));
+      assertThat(preparedRecords(c, down)).isZero();
+      assertThat(textOnPrimary(c, moved)).isNull();
+      assertEquals("data", textOnPrimary(c, target));
+      store.commit(List.of(new BlobMutation.Put(moved, utf8("again"), PutMode.CREATE),
+          new BlobMutation.Put(checked, utf8("dir2"), PutMode.OVERWRITE)));
+      assertEquals("again", textOnPrimary(c, moved));
+    }
+  }
+
+  /** Key {@code prefix + n} for the first n whose owners are exactly {@code owners}. */
+  private static String keyOwnedBy(LocalTyrCluster c, String prefix, Member... owners) {
+    for (int i = 0; ; i++) {
+      if (c.ring.owners(prefix + i).equals(List.of(owners))) {
+        return prefix + i;
+      }
+    }
+  }
+
+  /**
+   * R = 2, the coordinator's backup down: the coordinator records commit but cannot
+   * confirm its own part (the backup does not answer). The decision stands, so the client
+   * is told "committed" (not "outcome unknown") and still tells the other participant,
+   * which applies its part at once rather than after its timeout.
+   */
+  @Test
+  void aCoordinatorThatCannotApplyItsOwnPartStillAnswersCommitted() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2, null, Duration.ofSeconds(30));
+        TyrClusterBlobStore store = c.store("t")) {
+      Member coordinator = c.members.get(0);
+      Member other = c.members.get(1);
+      Member backup = c.members.get(2);
+      String first = keyOwnedBy(c, "a", coordinator, backup);
+      String second = keyOwnedBy(c, "b", other, coordinator);
+      c.stop(2);
+      assertThatThrownBy(() -> store.commit(List.of(
+          new BlobMutation.Put(first, utf8("one"), PutMode.OVERWRITE),
+          new BlobMutation.Put(second, utf8("two"), PutMode.OVERWRITE))))
+          .isInstanceOf(io.blobfs.store.StoreUnavailableException.class)
+          .hasMessageContaining("is committed");
+      // Told by the client, not by its resolver (the timeout is 30 s).
+      assertThat(c.server(other).preparedTransactions()).isEmpty();
+      assertEquals("two", text(c.server(other), second));
+      assertEquals("one", text(c.server(coordinator), first));
+    }
+  }
+
+  @Test
+  void anUndecidedTransactionWaitsForItsCoordinatorAndAbortsWhenItReturns()
+      throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> keys = keysOnEveryNode(c, "k");
+      store.commit(puts(keys, "before"));
+      store.commit(puts(keys, "undecided"), CrossNodeCommit.StopAfter.PREPARE);
+      int coordinator = c.members.indexOf(c.ring.primary(keys.get(0)));
+      c.stop(coordinator);
+      Thread.sleep(TIMEOUT.toMillis() * 4);
+      // The others cannot know the decision: they keep their parts, keys held.
+      for (int i = 0; i < 3; i++) {
+        if (i != coordinator) {
+          assertThat(c.servers.get(i).preparedTransactions()).hasSize(1);
+        }
+      }
+      assertThat(preparedRecords(c, coordinator)).isEqualTo(1);
+      c.restart(coordinator);
+      await("every part resolved", () -> nonePrepared(c));
+      for (String k : keys) {
+        assertEquals("before", textOnPrimary(c, k));
+      }
+    }
+  }
+
+  /**
+   * R = 2: a decided transaction whose participant dies before applying its part. The
+   * others apply theirs (and replicate them); the dead primary's part waits on its disk,
+   * its keys readable from the backup at their old value and writable nowhere; at restart
+   * it applies the part and replicates it, so both replicas hold it.
+   */
+  @Test
+  void withTwoReplicasADeadParticipantAppliesAndReplicatesItsPartAtRestart()
+      throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> keys = keysOnEveryNode(c, "k");
+      store.commit(puts(keys, "before"));
+      store.commit(puts(keys, "decided"), CrossNodeCommit.StopAfter.DECISION);
+      String late = keys.get(2);
+      int down = c.members.indexOf(c.ring.primary(late));
+      c.stop(down);
+      await("the live participants resolved", () -> {
+        for (int i = 0; i < 3; i++) {
+          if (i != down && !c.servers.get(i).preparedTransactions().isEmpty()) {
+            return false;
+          }
+        }
+        return true;
+      });
+      for (String k : keys.subList(0, 2)) {
+        for (Member m : c.ring.owners(k)) {
+          if (c.members.indexOf(m) != down) {
+            assertEquals("decided", text(c.server(m), k), k + " on " + m);
+          }
+        }
+      }
+      Member backup = c.ring.owners(late).get(1);
+      assertEquals("before", text(c.server(backup), late));
+      c.restart(down);
+      await("the restarted participant resolved", () -> nonePrepared(c));
+      for (Member m : c.ring.owners(late)) {
+        assertEquals("decided", text(c.server(m), late), "replica " + m);
+      }
+    }
+  }
+
+  /** Reads every account and commits checks of what it read, retrying until it commits. */
+  private static void audit(TyrClusterBlobStore store, List<String> accounts,
+      AtomicInteger conflicts) throws Exception {
+    for (int attempt = 0; ; attempt++) {
+      long sum = 0;
+      List<BlobMutation> checks = new ArrayList<>();
+      for (String a : accounts) {
+        VersionedBytes v = store.readWithVersion(a, 64);
+        sum += Long.parseLong(new String(v.bytes(), StandardCharsets.UTF_8));
+        checks.add(new BlobMutation.Check(a, v.version()));
+      }
+      try {
+        store.commit(checks);
+        // Committed: what it read was one state of every account at once.
+        assertEquals(6000, sum, "a committed audit saw a total of " + sum);
+        return;
+      } catch (TransactionConflictException e) {
+        conflicts.incrementAndGet();
+        if (attempt > 500) {
+          throw e;
+        }
+        Thread.sleep(ThreadLocalRandom.current().nextInt(3));
+      }
+    }
+  }
+
+  /**
+   * Transfers between accounts on all three nodes from several threads, each a
+   * read-then-commit transaction validated by its read versions; audits read every
+   * account and commit only checks. The total never changes, and every audit that
+   * commits saw it.
+   */
+  @Test
+  void transfersBetweenAccountsOnDifferentNodesAreSerializable() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> accounts = new ArrayList<>();
+      for (int i = 0; i < 6; i++) {
+        accounts.add(keyOn(c, c.members.get(i % 3), "acct" + i + "-"));
+      }
+      for (String a : accounts) {
+        store.put(a, utf8("1000"), PutMode.OVERWRITE);
+      }
+      AtomicInteger transfers = new AtomicInteger();
+      AtomicInteger audits = new AtomicInteger();
+      AtomicInteger conflicts = new AtomicInteger();
+      ExecutorService pool = Executors.newFixedThreadPool(4);
+      List<Future<?>> runs = new ArrayList<>();
+      for (int t = 0; t < 4; t++) {
+        runs.add(pool.submit(() -> {
+          ThreadLocalRandom r = ThreadLocalRandom.current();
+          for (int step = 0; step < 60; step++) {
+            try {
+              if (step % 5 == 4) {
+                audit(store, accounts, conflicts);
+                audits.incrementAndGet();
+              } else {
+                String from = accounts.get(r.nextInt(6));
+                String to = accounts.get(r.nextInt(6));
+                if (from.equals(to)) {
+                  continue;
+                }
+                VersionedBytes f = store.readWithVersion(from, 64);
+                VersionedBytes g = store.readWithVersion(to, 64);
+                long amount = r.nextInt(50);
+                long fv = Long.parseLong(new String(f.bytes(), StandardCharsets.UTF_8));
+                long gv = Long.parseLong(new String(g.bytes(), StandardCharsets.UTF_8));
+                store.commit(List.of(new BlobMutation.Check(from, f.version()),
+                    new BlobMutation.Check(to, g.version()),
+                    new BlobMutation.Put(from, utf8(Long.toString(fv - amount)),
+                        PutMode.OVERWRITE),
+                    new BlobMutation.Put(to, utf8(Long.toString(gv + amount)),
+                        PutMode.OVERWRITE)));
+                transfers.incrementAndGet();
+              }
+            } catch (TransactionConflictException e) {
+              conflicts.incrementAndGet();
+            }
+          }
+          return null;
+        }));
+      }
+      for (Future<?> f : runs) {
+        f.get();
+      }
+      pool.shutdown();
+      long total = 0;
+      for (String a : accounts) {
+        total += Long.parseLong(textOnPrimary(c, a));
+      }
+      System.out.printf("transfers %d, audits %d, conflicts %d%n", transfers.get(),
+          audits.get(), conflicts.get());
+      assertEquals(6000, total);
+      assertThat(transfers.get()).isGreaterThan(50);
+      assertEquals(4 * 12, audits.get());
+      await("every part resolved", () -> nonePrepared(c));
+    }
+  }
+}

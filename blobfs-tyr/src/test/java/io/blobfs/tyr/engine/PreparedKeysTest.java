@@ -1,0 +1,110 @@
+package io.blobfs.tyr.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.ReadCheck;
+import io.blobfs.tyr.api.TxOp;
+import io.blobfs.tyr.api.TxRequest;
+import io.blobfs.tyr.api.TyrException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletionException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** A participant's prepare in the engine: validated like a commit, keys held until the decision. */
+class PreparedKeysTest {
+  @TempDir
+  Path dir;
+
+  private static ByteBuffer utf8(String s) {
+    return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private static String text(TyrEngine e, String key) throws Exception {
+    ByteBuffer b = ByteBuffer.allocate((int) e.stat(key).size());
+    e.read(key, 0, b);
+    return new String(b.array(), StandardCharsets.UTF_8);
+  }
+
+  private static ErrorCode codeOf(Throwable t) {
+    Throwable c = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+    return ((TyrException) c).code();
+  }
+
+  @Test
+  void prepareValidatesLikeACommitAndLogsNothing() throws Exception {
+    try (TyrEngine e = TyrEngine.open(EngineConfig.defaults(dir))) {
+      e.commit(TxRequest.of(new TxOp.Put("a", utf8("1"), false))).join();
+      long before = e.lastCommit();
+      long disk = e.diskBytes();
+      // An exclusive create of an existing blob, a stale read, a CAS on another value.
+      assertThatThrownBy(() -> e.prepare("t1", TxRequest.of(new TxOp.Create("a"))))
+          .satisfies(t -> assertEquals(ErrorCode.EXISTS, codeOf(t)));
+      assertThatThrownBy(() -> e.prepare("t2", new TxRequest(List.of(new ReadCheck("a", 99)),
+          List.of(new TxOp.Put("b", utf8("x"), false)))))
+          .satisfies(t -> assertEquals(ErrorCode.CONFLICT, codeOf(t)));
+      assertThatThrownBy(() -> e.prepare("t3", TxRequest.of(new TxOp.Delete("zz", true))))
+          .satisfies(t -> assertEquals(ErrorCode.NOT_FOUND, codeOf(t)));
+      // A valid one: nothing visible, nothing logged, no number used.
+      Map<String, Long> versions = e.prepare("t4", new TxRequest(
+          List.of(new ReadCheck("a", before)), List.of(new TxOp.Put("a", utf8("2"), false),
+          new TxOp.Put("c", utf8("3"), true))));
+      assertThat(versions).containsExactly(Map.entry("a", before), Map.entry("c", 0L));
+      assertEquals("1", text(e, "a"));
+      assertThat(e.stat("c").exists()).isFalse();
+      assertEquals(before, e.lastCommit());
+      assertEquals(disk, e.diskBytes());
+      // Failed prepares reserved nothing: "b" is free.
+      e.commit(TxRequest.of(new TxOp.Put("b", utf8("free"), false))).join();
+    }
+  }
+
+  @Test
+  void reservedKeysRefuseOtherCommitsUntilTheDecision() throws Exception {
+    try (TyrEngine e = TyrEngine.open(EngineConfig.defaults(dir))) {
+      e.commit(TxRequest.of(new TxOp.Put("a", utf8("1"), false))).join();
+      TxRequest part = new TxRequest(List.of(new ReadCheck("r", 0)),
+          List.of(new TxOp.Put("a", utf8("2"), false)));
+      e.prepare("t1", part);
+      // A write, a read check, another prepare of the same keys: all retryable conflicts.
+      for (TxRequest other : List.of(TxRequest.of(new TxOp.Put("a", utf8("x"), false)),
+          new TxRequest(List.of(new ReadCheck("a", 1)), List.of(new TxOp.Put("q", utf8("q"),
+              false))),
+          TxRequest.of(new TxOp.Put("r", utf8("x"), false)))) {
+        assertThatThrownBy(() -> e.commit(other).join())
+            .satisfies(t -> assertEquals(ErrorCode.CONFLICT, codeOf(t)));
+      }
+      assertThatThrownBy(() -> e.prepare("t2", TxRequest.of(new TxOp.Put("a", utf8("y"),
+          false)))).satisfies(t -> assertEquals(ErrorCode.CONFLICT, codeOf(t)));
+      assertThat(e.stat("q").exists()).isFalse();
+      // Other keys commit as usual.
+      e.commit(TxRequest.of(new TxOp.Put("other", utf8("o"), false))).join();
+      // The decision applies the part once; then the keys are free.
+      e.commitPrepared("t1", part).join();
+      assertEquals("2", text(e, "a"));
+      assertThatThrownBy(() -> e.commitPrepared("t1", part).join())
+          .satisfies(t -> assertEquals(ErrorCode.BAD_REQUEST, codeOf(t)));
+      e.commit(TxRequest.of(new TxOp.Put("a", utf8("3"), false))).join();
+      assertEquals("3", text(e, "a"));
+    }
+  }
+
+  @Test
+  void anAbortedPartFreesItsKeysAndChangesNothing() throws Exception {
+    try (TyrEngine e = TyrEngine.open(EngineConfig.defaults(dir))) {
+      e.commit(TxRequest.of(new TxOp.Put("a", utf8("1"), false))).join();
+      e.prepare("t1", TxRequest.of(new TxOp.Delete("a", true)));
+      e.releasePrepared("t1");
+      assertEquals("1", text(e, "a"));
+      e.commit(TxRequest.of(new TxOp.Put("a", utf8("2"), false))).join();
+      assertEquals("2", text(e, "a"));
+    }
+  }
+}

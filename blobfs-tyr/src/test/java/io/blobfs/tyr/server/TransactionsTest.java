@@ -1,0 +1,109 @@
+package io.blobfs.tyr.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.blobfs.tyr.api.CommitResult;
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.TxOp;
+import io.blobfs.tyr.api.TxRequest;
+import io.blobfs.tyr.api.TyrException;
+import io.blobfs.tyr.engine.EngineConfig;
+import io.blobfs.tyr.engine.TyrEngine;
+import io.blobfs.tyr.protocol.Request;
+import io.blobfs.tyr.protocol.TxDecision;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.ring.Ring;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * One node's side of a cross-node transaction, without a network: this node is the
+ * coordinator and only participant, so every decision is its own.
+ */
+class TransactionsTest {
+  private static final Duration TIMEOUT = Duration.ofMillis(300);
+
+  @TempDir
+  Path dir;
+
+  private static ByteBuffer utf8(String s) {
+    return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private static String text(TyrEngine engine, String key) throws IOException {
+    ByteBuffer b = ByteBuffer.allocate((int) engine.stat(key).size());
+    engine.read(key, 0, b);
+    return new String(b.array(), StandardCharsets.UTF_8);
+  }
+
+  private static int decide(Transactions t, String id, int action) throws IOException {
+    return (int) ((CommitResult) t.decide(new Request.Decide(id, action)).join()).version();
+  }
+
+  /**
+   * A client gone after its prepare: a QUERY before the timeout gets PENDING; after it,
+   * the coordinator decides abort (presumed abort) and drops the part, and the client's
+   * DECIDE_COMMIT arriving late gets ABORTED with nothing applied, the key free again.
+   */
+  @Test
+  void anExpiredPartIsAbortedAndALateCommitDecisionGetsAborted() throws Exception {
+    Member self = new Member("127.0.0.1", 1);
+    Membership membership = new Membership(self, new Ring(1, List.of(self), 8, 1))
+        .withTxTimeout(TIMEOUT);
+    try (TyrEngine engine = TyrEngine.open(EngineConfig.defaults(dir.resolve("node")));
+        Transactions t = new Transactions(engine, membership, null, null, 1 << 20)) {
+      engine.commit(TxRequest.of(new TxOp.Put("k", utf8("old"), false))).join();
+      String id = "3f2c8a5e-1b7d-4c9a-8e6f-0a1b2c3d4e5f";
+      t.prepare(new Request.Prepare(id, self.id(), List.of(self.id()),
+          TxRequest.of(new TxOp.Put("k", utf8("new"), false)))).join();
+      assertThat(t.prepared()).containsExactly(id);
+      assertEquals(TxDecision.PENDING, decide(t, id, TxDecision.QUERY));
+      assertThatThrownBy(() -> engine.commit(TxRequest.of(new TxOp.Put("k", utf8("other"),
+          false))).join()).hasRootCauseInstanceOf(TyrException.class)
+          .hasMessageContaining("prepared");
+
+      Thread.sleep(TIMEOUT.toMillis() + 50);
+      assertEquals(TxDecision.ABORTED, decide(t, id, TxDecision.QUERY));
+      assertEquals(TxDecision.ABORTED, decide(t, id, TxDecision.DECIDE_COMMIT));
+      assertThat(t.prepared()).isEmpty();
+      assertEquals("old", text(engine, "k"));
+      // A prepare of the same transaction arriving late is refused: the abort stands.
+      assertThatThrownBy(() -> t.prepare(new Request.Prepare(id, self.id(),
+          List.of(self.id()), TxRequest.of(new TxOp.Put("k", utf8("new"), false)))))
+          .isInstanceOfSatisfying(TyrException.class,
+              e -> assertEquals(ErrorCode.CONFLICT, e.code()));
+      engine.commit(TxRequest.of(new TxOp.Put("k", utf8("after"), false))).join();
+      assertEquals("after", text(engine, "k"));
+    }
+  }
+
+  /**
+   * The coordinator's own apply fails (here: its engine closed): the decision recorded is
+   * commit all the same, so the answer says committed, apart from "applied", and the part
+   * stays prepared here, to be applied again.
+   */
+  @Test
+  void aCommitDecisionWhoseOwnApplyFailsIsCommittedNotApplied() throws Exception {
+    Member self = new Member("127.0.0.1", 1);
+    Membership membership = new Membership(self, new Ring(1, List.of(self), 8, 1))
+        .withTxTimeout(Duration.ofSeconds(30));
+    try (TyrEngine engine = TyrEngine.open(EngineConfig.defaults(dir.resolve("node")));
+        Transactions t = new Transactions(engine, membership, null, null, 1 << 20)) {
+      String id = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
+      t.prepare(new Request.Prepare(id, self.id(), List.of(self.id()),
+          TxRequest.of(new TxOp.Put("k", utf8("new"), false)))).join();
+      engine.close();
+      assertEquals(TxDecision.COMMITTED_NOT_APPLIED, decide(t, id, TxDecision.DECIDE_COMMIT));
+      assertThat(t.prepared()).containsExactly(id);
+      assertEquals(TxDecision.COMMITTED, decide(t, id, TxDecision.QUERY));
+    }
+  }
+}
