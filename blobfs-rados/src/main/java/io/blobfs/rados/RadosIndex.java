@@ -112,6 +112,16 @@ final class RadosIndex {
         + Long.toHexString(NONCES.nextLong());
   }
 
+  /** When a marker was set (writer's clock); 0 for a committed entry or a bad value. */
+  static long millisOf(String value) {
+    int dot = value.indexOf('.');
+    try {
+      return dot > 1 ? Long.parseLong(value.substring(1, dot)) : 0;
+    } catch (NumberFormatException e) {
+      return 0;
+    }
+  }
+
   /** Before an object step that may create the key's object; null if not indexed. */
   String beforeCreate(String key) throws IOException {
     if (!covers(key)) {
@@ -133,46 +143,58 @@ final class RadosIndex {
   }
 
   /**
+   * Before the object step, a writer whose marker is older than half the grace period (a
+   * pause since it was set) sets a fresh one: a reader removes a missing object's entry
+   * only once its marker is older than the grace period, and the object step itself takes
+   * at most the op timeout, which the grace period far exceeds.
+   */
+  String refresh(String key, String marker) throws IOException {
+    if (marker == null || System.currentTimeMillis() - millisOf(marker) < grace.toMillis() / 2) {
+      return marker;
+    }
+    String m = marker(marker.charAt(0));
+    set(key, m);
+    return m;
+  }
+
+  /**
    * After the object step of {@link #beforeCreate}: {@code exists} when the object is known
    * to exist now (the step succeeded, or the object was already there). Otherwise the
-   * adding marker stays, and readers check the object.
+   * adding marker stays, and readers check the object. Throws if the entry could not be
+   * settled: another writer changed it meanwhile and no fresh adding marker could be set,
+   * so the name may have no entry that shows it.
    */
-  void afterCreate(String key, String marker, boolean exists) {
+  void afterCreate(String key, String marker, boolean exists) throws IOException {
     if (marker == null || !exists) {
       return;
     }
-    settle(key, () -> replaceIf(key, marker, COMMITTED));
+    if (!replaceIf(key, marker, COMMITTED)) {
+      set(key, marker('A')); // someone changed the entry: readers check the object
+    }
   }
 
   /**
    * After the object step of {@link #beforeDelete}: {@code gone} when the object is known to
-   * be absent now. Else (a conditional delete that lost, an unknown outcome) the marker
-   * becomes an adding one, which readers check and may commit.
+   * be absent now. A delete never removes the entry itself: its deleting marker stays as a
+   * tombstone that readers check against the object and remove once it is older than the
+   * grace period. Removing it here would race a creator that marked the entry before this
+   * delete's marker and creates the object after its removal: that name would have no
+   * entry, hidden from scans (and from the orphan sweeper's name scans). Else (a
+   * conditional delete that lost, an unknown outcome) the marker becomes an adding one,
+   * which readers check and may commit; a failure there leaves the deleting marker, which
+   * readers check too, so it is logged, not thrown.
    */
   void afterDelete(String key, String marker, boolean gone) {
-    if (marker == null) {
+    if (marker == null || gone) {
       return;
     }
-    settle(key, () -> gone ? removeIf(key, marker) : replaceIf(key, marker, marker('A')));
-  }
-
-  private interface Step {
-    boolean apply() throws IOException;
-  }
-
-  /**
-   * Applies a conditional settlement; if another writer changed the entry meanwhile, sets a
-   * fresh adding marker (readers then check the object). A failure here leaves a marker
-   * that readers check: the index stays a superset, so it is logged, not thrown.
-   */
-  private void settle(String key, Step step) {
     try {
-      if (!step.apply()) {
+      if (!replaceIf(key, marker, marker('A'))) {
         set(key, marker('A'));
       }
     } catch (IOException e) {
       LOG.log(System.Logger.Level.WARNING, "index entry of " + key
-          + " left pending (readers check its object): " + e);
+          + " left deleting (readers check its object): " + e);
     }
   }
 
@@ -263,12 +285,7 @@ final class RadosIndex {
 
     /** When a marker was set (writer's clock); 0 for a committed entry or a bad value. */
     long markedMillis() {
-      int dot = value.indexOf('.');
-      try {
-        return dot > 1 ? Long.parseLong(value.substring(1, dot)) : 0;
-      } catch (NumberFormatException e) {
-        return 0;
-      }
+      return millisOf(value);
     }
   }
 

@@ -142,7 +142,30 @@ class RadosIndexIT {
     assertEquals(List.of("n/dir/a"), scanAll(store, "n/dir/", 10));
     assertTrue(store.delete("n/dir/a"));
     assertEquals(List.of(), scanAll(store, "n/dir/", 10));
-    assertEquals(0, fsck(false).entries(), "a settled delete leaves no entry");
+    RadosIndexes.Fsck tombstone = fsck(true);
+    assertEquals(1, tombstone.stalePending(), "a delete leaves its marker: " + tombstone);
+    assertEquals(0, fsck(false).entries(), "removed past the grace period");
+  }
+
+  /**
+   * A creator marks the entry, a delete of the same key marks it over and removes the
+   * (missing) object, then the creator's object step makes the object and the creator dies
+   * before settling: the name must stay visible (it would else be hidden for good, also
+   * from the orphan sweeper's name scans, which would then delete the file's data).
+   */
+  @Test
+  void aDeleteRacingACreateNeverHidesTheCreatedName() throws Exception {
+    store.index().beforeCreate("n/dir/k"); // the creator's index step
+    assertFalse(store.delete("n/dir/k")); // another client's whole delete
+    Path f = Files.createTempFile("blobfs-index", ".bin");
+    Files.writeString(f, "x");
+    rados("-N", namespace + ".n", "put", "dir/k", f.toString()); // the creator's object step
+    Files.delete(f);
+
+    assertEquals(List.of("n/dir/k"), scanAll(store, "n/dir/", 10));
+    RadosIndexes.Fsck f1 = fsck(true);
+    assertTrue(f1.consistent(), f1.toString());
+    assertEquals(List.of("n/dir/k"), scanAll(store, "n/dir/", 10));
   }
 
   @Test
