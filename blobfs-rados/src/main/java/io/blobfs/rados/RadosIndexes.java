@@ -228,7 +228,15 @@ final class RadosIndexes {
    */
   static Fsck fsck(RadosCluster cluster, String pool, RadosKeys keys, RadosIndex index,
       Duration grace, boolean repair) throws IOException {
-    Set<String> objects = listNames(cluster, pool, keys);
+    return fsck(listNames(cluster, pool, keys), index, grace, repair);
+  }
+
+  /**
+   * {@link #fsck} against a listing of the objects taken before: writes running since may
+   * have made it stale, so nothing is changed on its word alone, only on a stat's.
+   */
+  static Fsck fsck(Set<String> objects, RadosIndex index, Duration grace, boolean repair)
+      throws IOException {
     long entries = 0;
     long wrong = 0;
     long stale = 0;
@@ -240,14 +248,24 @@ final class RadosIndexes {
     while (true) {
       RadosIndex.Batch b = index.read("", after, RadosIndex.MAX_PER_READ);
       List<RadosIndex.Entry> absent = new ArrayList<>();
+      List<RadosIndex.Entry> adding = new ArrayList<>();
       for (RadosIndex.Entry e : b.entries()) {
         entries++;
         entered.add(e.key());
         if (!objects.contains(e.key())) {
           absent.add(e);
-        } else if (e.adding()) {
-          committed += repair && index.replaceIf(e.key(), e.value(), RadosIndex.COMMITTED)
-              ? 1 : 0;
+        } else if (e.adding() && repair) {
+          adding.add(e);
+        }
+      }
+      // A committed entry is trusted without a stat, so it is made only on a stat's word
+      // (the listing may predate a delete); a delete that comes after the stat marks the
+      // entry first, so the conditional commit then fails.
+      boolean[] present = index.exist(adding.stream().map(RadosIndex.Entry::key).toList());
+      for (int i = 0; i < adding.size(); i++) {
+        RadosIndex.Entry e = adding.get(i);
+        if (present[i] && index.replaceIf(e.key(), e.value(), RadosIndex.COMMITTED)) {
+          committed++;
         }
       }
       boolean[] exists = index.exist(absent.stream().map(RadosIndex.Entry::key).toList());

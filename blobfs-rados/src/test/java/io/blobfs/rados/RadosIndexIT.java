@@ -168,6 +168,23 @@ class RadosIndexIT {
     assertEquals(List.of("n/dir/k"), scanAll(store, "n/dir/", 10));
   }
 
+  /**
+   * fsck's listing of the objects can predate a delete: an adding entry of a name listed
+   * then but gone now must not be committed (a committed entry is trusted without a stat).
+   */
+  @Test
+  void fsckDoesNotCommitAnAddingEntryOnTheWordOfAStaleListing() throws Exception {
+    store.put("n/dir/x", utf8("x"), PutMode.CREATE);
+    Set<String> listing = store.withCluster(RadosIndexes::listNames);
+    assertTrue(store.delete("n/dir/x"));
+    store.index().beforeCreate("n/dir/x"); // a creator that then dies before its object step
+
+    store.withCluster((cluster, pool, keys) ->
+        RadosIndexes.fsck(listing, store.index(), Duration.ofMinutes(10), true));
+    assertFalse(store.stat("n/dir/x").exists());
+    assertEquals(List.of(), scanAll(store, "n/dir/", 10));
+  }
+
   @Test
   void fsckFindsAndRepairsANameWithoutAnEntryAndAnEntryWithoutItsObject() throws Exception {
     store.put("n/dir/a", utf8("a"), PutMode.CREATE);
