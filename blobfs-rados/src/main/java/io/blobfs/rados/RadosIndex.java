@@ -79,6 +79,10 @@ final class RadosIndex {
     return shards;
   }
 
+  Duration grace() {
+    return grace;
+  }
+
   /** Whether a key has an entry in the index (names and intents). */
   static boolean covers(String key) {
     int slash = key.indexOf('/');

@@ -320,6 +320,59 @@ class RadosIndexIT {
     assertEquals(List.of("n/v"), scanAll(store, "n/", 10));
   }
 
+  /**
+   * A build (another client's, which found no description when it looked) keeps the shard
+   * count of the description that exists: rewriting it would scatter the clients' entries.
+   */
+  @Test
+  void aBuildKeepsTheShardCountAndGraceOfAnExistingDescription() throws IOException {
+    store.put("n/s/a", utf8("a"), PutMode.CREATE);
+    int shards = store.index().shards();
+    store.withCluster((cluster, pool, keys) -> RadosIndexes.build(cluster, pool, keys,
+        new RadosIndex(cluster, pool, keys, shards + 3, Duration.ofHours(5))));
+    RadosIndexes.Meta meta = store.withCluster(RadosIndexes::readMeta);
+    assertEquals(shards, meta.shards());
+    assertEquals(Duration.ofMinutes(10), meta.grace());
+    assertTrue(meta.ready());
+    try (RadosBlobStore other = open(Map.of())) {
+      assertEquals(shards, other.index().shards());
+      assertEquals(List.of("n/s/a"), scanAll(other, "n/s/", 10));
+    }
+  }
+
+  @Test
+  void aNewIndexRecordsItsGraceAndEveryClientUsesIt() throws IOException {
+    store.close();
+    namespace = "index-grace-" + System.nanoTime();
+    store = open(Map.of("index-grace", "1h"));
+    assertEquals(Duration.ofHours(1), store.withCluster(RadosIndexes::readMeta).grace());
+    try (RadosBlobStore other = open(Map.of("index-grace", "20m"))) {
+      assertEquals(Duration.ofHours(1), other.index().grace());
+    }
+    IllegalArgumentException tooShort = assertThrows(IllegalArgumentException.class,
+        () -> open(Map.of("index-grace", "1m"))); // op-timeout 20s: at least 200s
+    assertTrue(tooShort.getMessage().contains("index-grace"), tooShort.getMessage());
+  }
+
+  /**
+   * A pool that has names but no index (written in scan mode, or by older clients that may
+   * still be writing) is not indexed behind their backs at open: the build is a command.
+   */
+  @Test
+  void aPoolWithNamesButNoIndexIsRefusedInIndexMode() throws Exception {
+    store.close();
+    namespace = "index-unbuilt-" + System.nanoTime();
+    try (RadosBlobStore scan = open(Map.of("index", "scan"))) {
+      scan.put("n/a", utf8("a"), PutMode.CREATE);
+    }
+    IOException refused = assertThrows(IOException.class, () -> open(Map.of()));
+    assertTrue(refused.getMessage().contains("rados-index.sh build"), refused.getMessage());
+    try (RadosBlobStore scan = open(Map.of("index", "scan"))) {
+      assertNull(scan.withCluster(RadosIndexes::readMeta), "no index was made");
+    }
+    store = open(Map.of("index", "scan")); // for close()
+  }
+
   @Test
   void aPoolWrittenInScanModeIsBuiltAndScanModeIsThenRefused() throws Exception {
     store.close();
