@@ -90,6 +90,8 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     this.cluster = cluster;
     this.index = index == null ? null : index.index();
     this.indexReady = index != null && index.ready();
+    // nanoTime may be negative: a first check due now, not once it passes zero.
+    this.nextIndexCheck = System.nanoTime();
     this.placement = new CephPlacement(cluster::monCommand, mapTtl);
     this.pool = pool;
     this.baseNamespace = baseNamespace;
@@ -499,7 +501,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
       return true;
     }
     long now = System.nanoTime();
-    if (now - nextIndexCheck > 0) {
+    if (now - nextIndexCheck >= 0) {
       nextIndexCheck = now + TimeUnit.SECONDS.toNanos(1);
       RadosIndexes.Meta meta = RadosIndexes.readMeta(cluster, pool, keys);
       indexReady = meta != null && meta.ready();

@@ -453,10 +453,12 @@ final class RadosIndex {
     final IntByReference prval = new IntByReference();
     Pointer completion;
     final List<Entry> entries = new ArrayList<>();
+    final int max;
     boolean more;
 
     ShardRead(int shard, String prefix, String after, int max) {
       this.shard = shard;
+      this.max = max;
       LIB.rados_read_op_omap_get_vals2(op, after == null ? null : cString(after),
           cString(prefix), max, iter, moreFlag, prval);
     }
@@ -496,6 +498,13 @@ final class RadosIndex {
             new String(val, StandardCharsets.UTF_8)));
       }
       more = moreFlag.getValue() != 0;
+      if (more && entries.isEmpty()) {
+        // The merge would take this shard for finished and hide its names: no read can go
+        // on after an answer that moved the shard's cursor nowhere.
+        throw new IOException("index read of shard." + shard + ": the OSD has more entries"
+            + " but returned none (asked for " + max + "; osd_max_omap_entries_per_request"
+            + " or osd_max_omap_bytes_per_request too low?)");
+      }
     }
 
     void release() {

@@ -293,6 +293,19 @@ class RadosIndexIT {
     assertTrue(f.consistent(), f + " after " + ops[0] + " ops");
   }
 
+  /**
+   * A shard that says it has more but returns no entry (the OSD cuts an answer at zero
+   * entries when asked for none, or at its byte limit) must not end a scan as if the index
+   * had nothing more: the names after it would be hidden.
+   */
+  @Test
+  void aShardWithMoreButNoEntriesDoesNotEndTheRead() throws IOException {
+    store.put("n/m/a", utf8("a"), PutMode.CREATE);
+    IOException e = assertThrows(IOException.class, () -> store.withCluster(
+        (cluster, pool, keys) -> store.index().read("n/m/", null, 0)));
+    assertTrue(e.getMessage().contains("more"), e.getMessage());
+  }
+
   @Test
   void pendingEntriesBeforeTheFirstNameDoNotHideIt() throws IOException {
     for (int i = 0; i < 20; i++) {
