@@ -42,11 +42,13 @@ import java.util.zip.CRC32;
  * ({@link #beforeCreate}, {@link #afterCreate}, {@link #beforeDelete}, {@link #afterDelete}),
  * always conditionally on its marker being still there (omap_cmp in the same write op);
  * if it is not, someone else touched the entry and the writer sets a fresh adding marker,
- * which is always safe. So every existing object has an entry, and an entry that is not
- * committed is checked against its object by whoever reads it: a crash between the steps
- * never hides a name and never shows a missing one. Readers upgrade an adding entry whose
- * object exists to committed, never a deleting one (the delete may still come), and remove
- * an entry whose object is missing once its marker is older than the grace period.
+ * which is always safe. A delete that removed its object leaves its deleting marker as a
+ * tombstone: no writer ever removes an entry. So every existing object has an entry, and an
+ * entry that is not committed is checked against its object by whoever reads it: a crash
+ * between the steps never hides a name and never shows a missing one. Readers upgrade an
+ * adding entry whose object exists to committed, never a deleting one (the delete may still
+ * come), and remove an entry whose object is missing once its marker is older than the
+ * grace period, which far exceeds any writer's object step (op timeout).
  */
 final class RadosIndex {
   private static final System.Logger LOG = System.getLogger(RadosIndex.class.getName());
