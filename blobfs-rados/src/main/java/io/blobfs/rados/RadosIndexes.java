@@ -314,13 +314,17 @@ final class RadosIndexes {
         entered.add(e.key());
         if (!objects.contains(e.key())) {
           absent.add(e);
-        } else if (e.adding() && repair) {
+        } else if (repair && (e.adding() || !e.committed() && now - e.markedMillis()
+            >= grace.toMillis())) {
           adding.add(e);
         }
       }
       // A committed entry is trusted without a stat, so it is made only on a stat's word
       // (the listing may predate a delete); a delete that comes after the stat marks the
-      // entry first, so the conditional commit then fails.
+      // entry first, so the conditional commit then fails. A deleting mark older than the
+      // grace whose object exists is a delete long over (its op timed out) that lost a race
+      // or died before its object step: readers never commit it (the delete may still
+      // come), so without this it would cost every scan a stat for good.
       boolean[] present = index.exist(adding.stream().map(RadosIndex.Entry::key).toList());
       for (int i = 0; i < adding.size(); i++) {
         RadosIndex.Entry e = adding.get(i);
