@@ -155,7 +155,8 @@ final class RadosIndex {
    * at most the op timeout, which the grace period far exceeds.
    */
   String refresh(String key, String marker) throws IOException {
-    if (marker == null || System.currentTimeMillis() - millisOf(marker) < grace.toMillis() / 2) {
+    long age = marker == null ? 0 : System.currentTimeMillis() - millisOf(marker);
+    if (age < grace.toMillis() / 2) {
       return marker;
     }
     String m = marker(marker.charAt(0));

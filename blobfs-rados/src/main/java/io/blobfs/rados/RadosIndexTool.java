@@ -62,6 +62,16 @@ public final class RadosIndexTool {
       err.println("--namespace " + namespace + ": a name without '/'");
       return 2;
     }
+    int shards;
+    try {
+      shards = Integer.parseInt(o.getOrDefault("shards", "8"));
+    } catch (NumberFormatException e) {
+      shards = 0;
+    }
+    if (shards < 1 || shards > 1024) {
+      err.println("--shards " + o.get("shards") + ": 1 to 1024");
+      return 2;
+    }
     RadosKeys keys = new RadosKeys(namespace);
     RadosCluster.Identity id = new RadosCluster.Identity(
         o.getOrDefault("conf", "/etc/ceph/ceph.conf"), o.getOrDefault("client-id", "admin"),
@@ -70,8 +80,8 @@ public final class RadosIndexTool {
     try {
       if (args[0].equals("build")) {
         // --shards and --grace describe a new index only: an existing description is kept.
-        long n = RadosIndexes.build(cluster, pool, keys, new RadosIndex(cluster, pool, keys,
-            Integer.parseInt(o.getOrDefault("shards", "8")), grace));
+        long n = RadosIndexes.build(cluster, pool, keys,
+            new RadosIndex(cluster, pool, keys, shards, grace));
         RadosIndexes.Meta meta = RadosIndexes.readMeta(cluster, pool, keys);
         out.println("index of pool " + pool + " ready: " + n + " names, " + meta.shards()
             + " shards, grace " + meta.grace());

@@ -67,7 +67,8 @@ final class RadosIndexes {
           throw new NumberFormatException("shards " + shards);
         }
         String graceMs = kv.get("grace-ms");
-        Duration grace = graceMs == null ? DEFAULT_GRACE : Duration.ofMillis(Long.parseLong(graceMs));
+        Duration grace = graceMs == null ? DEFAULT_GRACE
+            : Duration.ofMillis(Long.parseLong(graceMs));
         if (grace.isNegative()) {
           throw new NumberFormatException("grace-ms " + graceMs);
         }

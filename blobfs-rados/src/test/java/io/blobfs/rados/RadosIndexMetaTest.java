@@ -35,6 +35,16 @@ class RadosIndexMetaTest {
   }
 
   @Test
+  void theToolRefusesAShardCountOutOfRangeBeforeConnecting() throws IOException {
+    for (String bad : new String[] {"0", "x", "2000"}) {
+      ByteArrayOutputStream err = new ByteArrayOutputStream();
+      assertEquals(2, RadosIndexTool.run(new String[] {"build", "--pool", "p", "--shards", bad,
+          "--conf", "/nonexistent/ceph.conf"}, System.out, new PrintStream(err)), bad);
+      assertTrue(err.toString().contains("--shards"), err.toString());
+    }
+  }
+
+  @Test
   void anythingElseIsRefusedRatherThanGuessed() {
     for (String bad : new String[] {"", "blobfs-index 2\nshards=8\nstate=ready\n",
         "blobfs-index 1\nstate=ready\n", "blobfs-index 1\nshards=0\nstate=ready\n",
