@@ -8,10 +8,11 @@
 #   scripts/rados-index.sh fsck [--repair] --pool P [--namespace NS] [options]
 #       checks index against objects: names without an entry (hidden from listings) and
 #       committed entries without their object (shown but missing) are errors (exit 1);
-#       pending entries of crashed writers older than --grace are stale. --repair fixes
-#       both with conditional updates.
+#       pending entries of crashed writers and deletes' tombstones older than the grace
+#       recorded in the index are stale. --repair fixes all with conditional updates.
 # Options: --conf /etc/ceph/ceph.conf --client-id admin --keyring FILE --mon-host HOST
-#          --shards 8 (a new index only) --grace 10m
+#          --shards 8 --grace 10m (both for a new index only: an existing one keeps its own)
+# A client in index mode refuses a pool that has names but no index until build has run.
 # Runs from this checkout's classes (built here, no mvn install).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -90,6 +90,8 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     this.cluster = cluster;
     this.index = index == null ? null : index.index();
     this.indexReady = index != null && index.ready();
+    // nanoTime may be negative: a first check due now, not once it passes zero.
+    this.nextIndexCheck = System.nanoTime();
     this.placement = new CephPlacement(cluster::monCommand, mapTtl);
     this.pool = pool;
     this.baseNamespace = baseNamespace;
@@ -240,7 +242,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     try {
       // Data stripes are not indexed: this costs nothing on the data path.
       marker = index == null || !RadosIndex.covers(key) ? null
-          : whileOpen(() -> index.beforeCreate(key));
+          : whileOpen(() -> index.refresh(key, index.beforeCreate(key)));
     } catch (IOException e) {
       return CompletableFuture.failedFuture(e);
     }
@@ -254,40 +256,61 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     if (marker == null) {
       return written;
     }
+    // A write whose entry could not be settled fails: its name may have no entry.
     return written.handle((v, t) -> {
       try {
         settleCreate(key, marker, t == null);
-      } catch (IOException closed) {
-        // the store closed meanwhile: the adding entry stays, which readers check
+        return null;
+      } catch (IOException e) {
+        if (t == null) {
+          return e;
+        }
+        (t instanceof java.util.concurrent.CompletionException && t.getCause() != null
+            ? t.getCause() : t).addSuppressed(e);
+        return null;
       }
-      return null;
-    }).thenCompose(x -> written);
+    }).thenCompose(e -> e == null ? written : CompletableFuture.<Void>failedFuture(e));
   }
 
   @Override
   public void put(String key, ByteBuffer content, PutMode mode) throws IOException {
     RadosKeys.Location loc = locate(key);
     Memory buf = wholeContent(key, content);
-    String marker = whileOpen(() -> index == null ? null : index.beforeCreate(key));
+    String marker = whileOpen(() -> index == null ? null
+        : index.refresh(key, index.beforeCreate(key)));
     boolean exists = false;
-    Pointer op = LIB.rados_create_write_op();
     try {
-      if (mode == PutMode.CREATE) {
-        LIB.rados_write_op_create(op, LibRados.LIBRADOS_CREATE_EXCLUSIVE, null);
+      Pointer op = LIB.rados_create_write_op();
+      try {
+        if (mode == PutMode.CREATE) {
+          LIB.rados_write_op_create(op, LibRados.LIBRADOS_CREATE_EXCLUSIVE, null);
+        }
+        // write_full replaces the object's content in one step: readers see old or new.
+        LIB.rados_write_op_write_full(op, buf, new NativeLong(content.remaining()));
+        int rc = whileOpen(() -> LIB.rados_write_op_operate(op, io(loc), loc.oid(),
+            null, LibRados.LIBRADOS_OPERATION_FULL_TRY));
+        exists = rc == 0 || rc == -RadosErrors.EEXIST;
+        RadosErrors.check("put", key, rc);
+      } finally {
+        LIB.rados_release_write_op(op);
       }
-      // write_full replaces the object's content in one step: readers see old or new.
-      LIB.rados_write_op_write_full(op, buf, new NativeLong(content.remaining()));
-      int rc = whileOpen(() -> LIB.rados_write_op_operate(op, io(loc), loc.oid(),
-          null, LibRados.LIBRADOS_OPERATION_FULL_TRY));
-      exists = rc == 0 || rc == -RadosErrors.EEXIST;
-      RadosErrors.check("put", key, rc);
-    } finally {
-      LIB.rados_release_write_op(op);
-      settleCreate(key, marker, exists);
+    } catch (IOException | RuntimeException e) {
+      try {
+        settleCreate(key, marker, exists);
+      } catch (IOException | RuntimeException settling) {
+        e.addSuppressed(settling); // the object step's failure is the one to report
+      }
+      throw e;
     }
+    // Throws if the entry could not be settled: the put fails rather than leave its name
+    // without an entry that shows it.
+    settleCreate(key, marker, exists);
   }
 
-  /** The index step after an object step that may have created the key's object. */
+  /**
+   * The index step after an object step that may have created the key's object; throws
+   * when the entry could not be settled ({@link RadosIndex#afterCreate}).
+   */
   private void settleCreate(String key, String marker, boolean exists) throws IOException {
     if (marker != null) {
       whileOpen(() -> {
@@ -478,7 +501,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
       return true;
     }
     long now = System.nanoTime();
-    if (now - nextIndexCheck > 0) {
+    if (now - nextIndexCheck >= 0) {
       nextIndexCheck = now + TimeUnit.SECONDS.toNanos(1);
       RadosIndexes.Meta meta = RadosIndexes.readMeta(cluster, pool, keys);
       indexReady = meta != null && meta.ready();

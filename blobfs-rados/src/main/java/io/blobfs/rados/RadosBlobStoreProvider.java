@@ -31,7 +31,11 @@ import java.util.Set;
  *                                          paper's pure-scan mode, refused on an indexed pool
  * fs.blob.store.NAME.index-shards    8     shard objects of a new index (then fixed)
  * fs.blob.store.NAME.index-grace     10m   how old a pending entry whose object is missing
- *                                          must be before a reader removes it
+ *                                          must be before a reader removes it; at least 10
+ *                                          op timeouts; a new index records it, and every
+ *                                          client then uses the recorded one
+ * A pool (namespace) that has names but no index is refused in omap mode: its index is
+ * built by scripts/rados-index.sh build once clients in scan mode are stopped.
  * </pre>
  */
 public final class RadosBlobStoreProvider implements BlobStoreProvider {
@@ -51,6 +55,22 @@ public final class RadosBlobStoreProvider implements BlobStoreProvider {
   public static final String INDEX = "index";
   public static final String INDEX_SHARDS = "index-shards";
   public static final String INDEX_GRACE = "index-grace";
+
+  /** How many op timeouts the index's grace period must be at least. */
+  static final int GRACE_OVER_OP_TIMEOUT = 10;
+
+  /**
+   * A reader removes a missing object's pending entry once its marker is older than the
+   * grace period, so the grace must far exceed the time a writer's object step may take (at
+   * most the op timeout), or a slow creator's name could lose its entry.
+   */
+  private static void checkGrace(StoreOptions options, Duration grace, Duration opTimeout,
+      String where) {
+    if (grace.compareTo(opTimeout.multipliedBy(GRACE_OVER_OP_TIMEOUT)) < 0) {
+      throw options.bad(INDEX_GRACE, grace + where, "at least " + GRACE_OVER_OP_TIMEOUT
+          + " times " + OP_TIMEOUT + " (" + opTimeout + ")");
+    }
+  }
 
   @Override
   public String type() {
@@ -83,7 +103,10 @@ public final class RadosBlobStoreProvider implements BlobStoreProvider {
       throw options.bad(INDEX, indexMode, "omap or scan");
     }
     int shards = (int) options.getLong(INDEX_SHARDS, 8, 1, 1024);
-    Duration grace = options.getDuration(INDEX_GRACE, Duration.ofMinutes(10));
+    Duration grace = options.getDuration(INDEX_GRACE, RadosIndexes.Meta.DEFAULT_GRACE);
+    if (indexMode.equals("omap")) {
+      checkGrace(options, grace, opTimeout, "");
+    }
     RadosCluster.Identity id = new RadosCluster.Identity(
         options.getString(CONF, "/etc/ceph/ceph.conf"),
         options.getString(CLIENT_ID, "admin"),
@@ -97,6 +120,8 @@ public final class RadosBlobStoreProvider implements BlobStoreProvider {
       RadosKeys keys = new RadosKeys(namespace);
       if (indexMode.equals("omap")) {
         index = RadosIndexes.open(cluster, pool, keys, shards, grace);
+        checkGrace(options, index.index().grace(), opTimeout, " (recorded in the index of pool "
+            + pool + ")");
       } else {
         // A pure-scan client would not keep an existing index, which would then hide the
         // names it creates from every indexed client.

@@ -42,11 +42,13 @@ import java.util.zip.CRC32;
  * ({@link #beforeCreate}, {@link #afterCreate}, {@link #beforeDelete}, {@link #afterDelete}),
  * always conditionally on its marker being still there (omap_cmp in the same write op);
  * if it is not, someone else touched the entry and the writer sets a fresh adding marker,
- * which is always safe. So every existing object has an entry, and an entry that is not
- * committed is checked against its object by whoever reads it: a crash between the steps
- * never hides a name and never shows a missing one. Readers upgrade an adding entry whose
- * object exists to committed, never a deleting one (the delete may still come), and remove
- * an entry whose object is missing once its marker is older than the grace period.
+ * which is always safe. A delete that removed its object leaves its deleting marker as a
+ * tombstone: no writer ever removes an entry. So every existing object has an entry, and an
+ * entry that is not committed is checked against its object by whoever reads it: a crash
+ * between the steps never hides a name and never shows a missing one. Readers upgrade an
+ * adding entry whose object exists to committed, never a deleting one (the delete may still
+ * come), and remove an entry whose object is missing once its marker is older than the
+ * grace period, which far exceeds any writer's object step (op timeout).
  */
 final class RadosIndex {
   private static final System.Logger LOG = System.getLogger(RadosIndex.class.getName());
@@ -77,6 +79,10 @@ final class RadosIndex {
 
   int shards() {
     return shards;
+  }
+
+  Duration grace() {
+    return grace;
   }
 
   /** Whether a key has an entry in the index (names and intents). */
@@ -112,6 +118,16 @@ final class RadosIndex {
         + Long.toHexString(NONCES.nextLong());
   }
 
+  /** When a marker was set (writer's clock); 0 for a committed entry or a bad value. */
+  static long millisOf(String value) {
+    int dot = value.indexOf('.');
+    try {
+      return dot > 1 ? Long.parseLong(value.substring(1, dot)) : 0;
+    } catch (NumberFormatException e) {
+      return 0;
+    }
+  }
+
   /** Before an object step that may create the key's object; null if not indexed. */
   String beforeCreate(String key) throws IOException {
     if (!covers(key)) {
@@ -133,46 +149,59 @@ final class RadosIndex {
   }
 
   /**
+   * Before the object step, a writer whose marker is older than half the grace period (a
+   * pause since it was set) sets a fresh one: a reader removes a missing object's entry
+   * only once its marker is older than the grace period, and the object step itself takes
+   * at most the op timeout, which the grace period far exceeds.
+   */
+  String refresh(String key, String marker) throws IOException {
+    long age = marker == null ? 0 : System.currentTimeMillis() - millisOf(marker);
+    if (age < grace.toMillis() / 2) {
+      return marker;
+    }
+    String m = marker(marker.charAt(0));
+    set(key, m);
+    return m;
+  }
+
+  /**
    * After the object step of {@link #beforeCreate}: {@code exists} when the object is known
    * to exist now (the step succeeded, or the object was already there). Otherwise the
-   * adding marker stays, and readers check the object.
+   * adding marker stays, and readers check the object. Throws if the entry could not be
+   * settled: another writer changed it meanwhile and no fresh adding marker could be set,
+   * so the name may have no entry that shows it.
    */
-  void afterCreate(String key, String marker, boolean exists) {
+  void afterCreate(String key, String marker, boolean exists) throws IOException {
     if (marker == null || !exists) {
       return;
     }
-    settle(key, () -> replaceIf(key, marker, COMMITTED));
+    if (!replaceIf(key, marker, COMMITTED)) {
+      set(key, marker('A')); // someone changed the entry: readers check the object
+    }
   }
 
   /**
    * After the object step of {@link #beforeDelete}: {@code gone} when the object is known to
-   * be absent now. Else (a conditional delete that lost, an unknown outcome) the marker
-   * becomes an adding one, which readers check and may commit.
+   * be absent now. A delete never removes the entry itself: its deleting marker stays as a
+   * tombstone that readers check against the object and remove once it is older than the
+   * grace period. Removing it here would race a creator that marked the entry before this
+   * delete's marker and creates the object after its removal: that name would have no
+   * entry, hidden from scans (and from the orphan sweeper's name scans). Else (a
+   * conditional delete that lost, an unknown outcome) the marker becomes an adding one,
+   * which readers check and may commit; a failure there leaves the deleting marker, which
+   * readers check too, so it is logged, not thrown.
    */
   void afterDelete(String key, String marker, boolean gone) {
-    if (marker == null) {
+    if (marker == null || gone) {
       return;
     }
-    settle(key, () -> gone ? removeIf(key, marker) : replaceIf(key, marker, marker('A')));
-  }
-
-  private interface Step {
-    boolean apply() throws IOException;
-  }
-
-  /**
-   * Applies a conditional settlement; if another writer changed the entry meanwhile, sets a
-   * fresh adding marker (readers then check the object). A failure here leaves a marker
-   * that readers check: the index stays a superset, so it is logged, not thrown.
-   */
-  private void settle(String key, Step step) {
     try {
-      if (!step.apply()) {
+      if (!replaceIf(key, marker, marker('A'))) {
         set(key, marker('A'));
       }
     } catch (IOException e) {
       LOG.log(System.Logger.Level.WARNING, "index entry of " + key
-          + " left pending (readers check its object): " + e);
+          + " left deleting (readers check its object): " + e);
     }
   }
 
@@ -263,12 +292,7 @@ final class RadosIndex {
 
     /** When a marker was set (writer's clock); 0 for a committed entry or a bad value. */
     long markedMillis() {
-      int dot = value.indexOf('.');
-      try {
-        return dot > 1 ? Long.parseLong(value.substring(1, dot)) : 0;
-      } catch (NumberFormatException e) {
-        return 0;
-      }
+      return millisOf(value);
     }
   }
 
@@ -432,10 +456,12 @@ final class RadosIndex {
     final IntByReference prval = new IntByReference();
     Pointer completion;
     final List<Entry> entries = new ArrayList<>();
+    final int max;
     boolean more;
 
     ShardRead(int shard, String prefix, String after, int max) {
       this.shard = shard;
+      this.max = max;
       LIB.rados_read_op_omap_get_vals2(op, after == null ? null : cString(after),
           cString(prefix), max, iter, moreFlag, prval);
     }
@@ -475,6 +501,13 @@ final class RadosIndex {
             new String(val, StandardCharsets.UTF_8)));
       }
       more = moreFlag.getValue() != 0;
+      if (more && entries.isEmpty()) {
+        // The merge would take this shard for finished and hide its names: no read can go
+        // on after an answer that moved the shard's cursor nowhere.
+        throw new IOException("index read of shard." + shard + ": the OSD has more entries"
+            + " but returned none (asked for " + max + "; osd_max_omap_entries_per_request"
+            + " or osd_max_omap_bytes_per_request too low?)");
+      }
     }
 
     void release() {

@@ -14,7 +14,8 @@ import java.util.Map;
  * RadosIndexTool fsck [--repair] [options] check index against objects (exit 1 if wrong)
  *
  * --pool P (required)  --namespace NS  --conf /etc/ceph/ceph.conf  --client-id admin
- * --keyring FILE  --mon-host HOST  --shards 8 (a new index only)  --grace 10m
+ * --keyring FILE  --mon-host HOST  --shards 8  --grace 10m (both for a new index only;
+ * an existing one keeps those recorded in its description, which fsck uses too)
  * </pre>
  *
  * {@code build} is for a pool written in pure-scan mode (or whose build was cut off):
@@ -54,27 +55,47 @@ public final class RadosIndexTool {
       return 2;
     }
     Duration grace = new io.blobfs.store.StoreOptions("--", o)
-        .getDuration("grace", Duration.ofMinutes(10));
-    RadosKeys keys = new RadosKeys(o.getOrDefault("namespace", ""));
+        .getDuration("grace", RadosIndexes.Meta.DEFAULT_GRACE);
+    String namespace = o.getOrDefault("namespace", "");
+    if (namespace.contains("/") || namespace.contains("\001")) {
+      // as the store refuses it: the index lives in namespace NS/index, which '/' would alias
+      err.println("--namespace " + namespace + ": a name without '/'");
+      return 2;
+    }
+    int shards;
+    try {
+      shards = Integer.parseInt(o.getOrDefault("shards", "8"));
+    } catch (NumberFormatException e) {
+      shards = 0;
+    }
+    if (shards < 1 || shards > 1024) {
+      err.println("--shards " + o.get("shards") + ": 1 to 1024");
+      return 2;
+    }
+    RadosKeys keys = new RadosKeys(namespace);
     RadosCluster.Identity id = new RadosCluster.Identity(
         o.getOrDefault("conf", "/etc/ceph/ceph.conf"), o.getOrDefault("client-id", "admin"),
         o.getOrDefault("keyring", ""), o.getOrDefault("mon-host", ""), Duration.ofSeconds(30));
     RadosCluster cluster = RadosCluster.acquire(id, Duration.ofSeconds(30));
     try {
-      RadosIndexes.Meta meta = RadosIndexes.readMeta(cluster, pool, keys);
-      int shards = meta != null ? meta.shards()
-          : Integer.parseInt(o.getOrDefault("shards", "8"));
-      RadosIndex index = new RadosIndex(cluster, pool, keys, shards, grace);
       if (args[0].equals("build")) {
-        long n = RadosIndexes.build(cluster, pool, keys, index);
-        out.println("index of pool " + pool + " ready: " + n + " names, " + shards + " shards");
+        // --shards and --grace describe a new index only: an existing description is kept.
+        long n = RadosIndexes.build(cluster, pool, keys,
+            new RadosIndex(cluster, pool, keys, shards, grace));
+        RadosIndexes.Meta meta = RadosIndexes.readMeta(cluster, pool, keys);
+        out.println("index of pool " + pool + " ready: " + n + " names, " + meta.shards()
+            + " shards, grace " + meta.grace());
         return 0;
       }
+      RadosIndexes.Meta meta = RadosIndexes.readMeta(cluster, pool, keys);
       if (meta == null) {
         err.println("pool " + pool + " has no name index: run build");
         return 1;
       }
-      RadosIndexes.Fsck f = RadosIndexes.fsck(cluster, pool, keys, index, grace, repair);
+      // The grace every client uses, recorded in the description; --grace is ignored here.
+      RadosIndex index = new RadosIndex(cluster, pool, keys, meta.shards(), meta.grace());
+      RadosIndexes.Fsck f = RadosIndexes.fsck(cluster, pool, keys, index, meta.grace(),
+          repair);
       out.println((repair ? "fsck --repair: " : "fsck: ") + f
           + (meta.ready() ? "" : " (index not ready: run build)"));
       return f.consistent() || repair ? 0 : 1;

@@ -24,17 +24,29 @@ import java.util.TreeMap;
  * build sets it {@code ready} once every object has its entry.
  */
 final class RadosIndexes {
+  private static final System.Logger LOG = System.getLogger(RadosIndexes.class.getName());
   private static final LibRados LIB = LibRados.INSTANCE;
   static final String META = "meta";
   private static final int META_MAX_BYTES = 4096;
 
   private RadosIndexes() {}
 
-  /** What {@code meta} says: shard count, and whether scans may trust the index yet. */
-  record Meta(int shards, boolean ready) {
+  /**
+   * What {@code meta} says: shard count, whether scans may trust the index yet, and the
+   * grace period after which a pending entry whose object is missing may be removed (one
+   * value for every client and fsck, as a shorter one would remove a live writer's entry).
+   */
+  record Meta(int shards, boolean ready, Duration grace) {
+    /** The grace period of a description written before it was recorded. */
+    static final Duration DEFAULT_GRACE = Duration.ofMinutes(10);
+
+    Meta ready(boolean now) {
+      return new Meta(shards, now, grace);
+    }
+
     String encode() {
       return "blobfs-index 1\nshards=" + shards + "\nstate=" + (ready ? "ready" : "building")
-          + "\n";
+          + "\ngrace-ms=" + grace.toMillis() + "\n";
     }
 
     static Meta decode(String text) throws IOException {
@@ -54,7 +66,13 @@ final class RadosIndexes {
         if (shards < 1) {
           throw new NumberFormatException("shards " + shards);
         }
-        return new Meta(shards, "ready".equals(kv.get("state")));
+        String graceMs = kv.get("grace-ms");
+        Duration grace = graceMs == null ? DEFAULT_GRACE
+            : Duration.ofMillis(Long.parseLong(graceMs));
+        if (grace.isNegative()) {
+          throw new NumberFormatException("grace-ms " + graceMs);
+        }
+        return new Meta(shards, "ready".equals(kv.get("state")), grace);
       } catch (RuntimeException e) {
         throw new IOException("bad BlobFS index description: " + text, e);
       }
@@ -73,8 +91,12 @@ final class RadosIndexes {
     return Meta.decode(new String(buf.getByteArray(0, rc), StandardCharsets.UTF_8));
   }
 
-  /** Writes the description; with {@code exclusive}, false if one exists already. */
-  static boolean writeMeta(RadosCluster cluster, String pool, RadosKeys keys, Meta meta,
+  /**
+   * Writes the description; with {@code exclusive}, false if one exists already. Only an
+   * exclusive write makes one: every other write rewrites the state of one read before, with
+   * the shard count and grace it read, so no client ever changes another's shard count.
+   */
+  private static boolean writeMeta(RadosCluster cluster, String pool, RadosKeys keys, Meta meta,
       boolean exclusive) throws IOException {
     byte[] b = meta.encode().getBytes(StandardCharsets.UTF_8);
     Memory buf = new Memory(b.length);
@@ -98,24 +120,54 @@ final class RadosIndexes {
   }
 
   /**
-   * Opens the index of a pool (namespace) for a store in index mode, making one if there is
-   * none: its description is written first, in state building, so that every client from
-   * then on keeps it; then every existing name is entered; then it is declared ready. Costs
-   * one listing of the pool, once per pool; later opens read one small object.
+   * Opens the index of a pool (namespace) for a store in index mode. A pool without names
+   * gets one at once: its description is written (exclusively, in state building, so that
+   * every client from then on keeps it), the few names made meanwhile are entered, and it
+   * is declared ready. A pool that already has names is refused: clients of an older
+   * version or in scan mode may be writing to it without keeping an index, so its index is
+   * built by {@code scripts/rados-index.sh build} once they are stopped.
    */
   static Opened open(RadosCluster cluster, String pool, RadosKeys keys, int shards,
       Duration grace) throws IOException {
     Meta meta = readMeta(cluster, pool, keys);
     if (meta == null) {
-      Meta fresh = new Meta(shards, false);
+      if (hasNames(cluster, pool, keys)) {
+        throw new IOException("pool " + pool + (keys.base().isEmpty() ? ""
+            : " namespace " + keys.base()) + " has names but no name index: stop its clients"
+            + " in scan mode (index=scan) or of older versions, then run"
+            + " scripts/rados-index.sh build (or open it with index=scan)");
+      }
+      Meta fresh = new Meta(shards, false, grace);
       if (writeMeta(cluster, pool, keys, fresh, true)) {
-        RadosIndex index = new RadosIndex(cluster, pool, keys, shards, grace);
-        build(cluster, pool, keys, index);
-        return new Opened(index, true);
+        build(cluster, pool, keys, new RadosIndex(cluster, pool, keys, shards, grace));
+        return new Opened(new RadosIndex(cluster, pool, keys, shards, grace), true);
       }
       meta = readMeta(cluster, pool, keys); // another client made it meanwhile
     }
-    return new Opened(new RadosIndex(cluster, pool, keys, meta.shards(), grace), meta.ready());
+    if (!meta.ready()) {
+      LOG.log(System.Logger.Level.WARNING, "the name index of pool " + pool
+          + (keys.base().isEmpty() ? "" : " namespace " + keys.base()) + " is still being"
+          + " built: scans list the whole pool until scripts/rados-index.sh build finishes;"
+          + " if no build is running (one was cut off), run it again");
+    }
+    return new Opened(new RadosIndex(cluster, pool, keys, meta.shards(), meta.grace()),
+        meta.ready());
+  }
+
+  /** Whether the pool (namespace) has any object of the indexed segments. */
+  private static boolean hasNames(RadosCluster cluster, String pool, RadosKeys keys)
+      throws IOException {
+    RadosListings listings = new RadosListings(cluster, pool, keys);
+    try {
+      for (String segment : RadosIndex.SEGMENTS) {
+        if (!listings.page(segment + "/", null, 1).keys().isEmpty()) {
+          return true;
+        }
+      }
+      return false;
+    } finally {
+      listings.closeAll();
+    }
   }
 
   /** An index and whether scans may use it already. */
@@ -126,12 +178,19 @@ final class RadosIndexes {
    * check against their objects, then declares the index ready. Safe on a live pool whose
    * clients all run this version: they see the description (building) and keep the index
    * themselves; an entry made here for an object deleted meanwhile is only a pending one.
+   * {@code requested} gives the shard count and grace of a new description only: one that
+   * exists (another client's) is kept as it is, and the index built is the one it describes.
    * Returns the number of names entered.
    */
-  static long build(RadosCluster cluster, String pool, RadosKeys keys, RadosIndex index)
+  static long build(RadosCluster cluster, String pool, RadosKeys keys, RadosIndex requested)
       throws IOException {
-    Meta building = new Meta(index.shards(), false);
-    writeMeta(cluster, pool, keys, building, false);
+    writeMeta(cluster, pool, keys,
+        new Meta(requested.shards(), false, requested.grace()), true);
+    Meta meta = readMeta(cluster, pool, keys);
+    if (meta == null) {
+      throw new IOException("index description of pool " + pool + " vanished during build");
+    }
+    RadosIndex index = new RadosIndex(cluster, pool, keys, meta.shards(), meta.grace());
     createShards(cluster, pool, keys, index.shards());
     long n = 0;
     List<List<String>> perShard = new ArrayList<>();
@@ -150,7 +209,9 @@ final class RadosIndexes {
     for (int s = 0; s < perShard.size(); s++) {
       flushAdding(index, s, perShard.get(s));
     }
-    writeMeta(cluster, pool, keys, new Meta(index.shards(), true), false);
+    if (!meta.ready()) {
+      writeMeta(cluster, pool, keys, meta.ready(true), false);
+    }
     return n;
   }
 
@@ -228,7 +289,15 @@ final class RadosIndexes {
    */
   static Fsck fsck(RadosCluster cluster, String pool, RadosKeys keys, RadosIndex index,
       Duration grace, boolean repair) throws IOException {
-    Set<String> objects = listNames(cluster, pool, keys);
+    return fsck(listNames(cluster, pool, keys), index, grace, repair);
+  }
+
+  /**
+   * {@link #fsck} against a listing of the objects taken before: writes running since may
+   * have made it stale, so nothing is changed on its word alone, only on a stat's.
+   */
+  static Fsck fsck(Set<String> objects, RadosIndex index, Duration grace, boolean repair)
+      throws IOException {
     long entries = 0;
     long wrong = 0;
     long stale = 0;
@@ -240,14 +309,28 @@ final class RadosIndexes {
     while (true) {
       RadosIndex.Batch b = index.read("", after, RadosIndex.MAX_PER_READ);
       List<RadosIndex.Entry> absent = new ArrayList<>();
+      List<RadosIndex.Entry> adding = new ArrayList<>();
       for (RadosIndex.Entry e : b.entries()) {
         entries++;
         entered.add(e.key());
         if (!objects.contains(e.key())) {
           absent.add(e);
-        } else if (e.adding()) {
-          committed += repair && index.replaceIf(e.key(), e.value(), RadosIndex.COMMITTED)
-              ? 1 : 0;
+        } else if (repair && (e.adding() || !e.committed() && now - e.markedMillis()
+            >= grace.toMillis())) {
+          adding.add(e);
+        }
+      }
+      // A committed entry is trusted without a stat, so it is made only on a stat's word
+      // (the listing may predate a delete); a delete that comes after the stat marks the
+      // entry first, so the conditional commit then fails. A deleting mark older than the
+      // grace whose object exists is a delete long over (its op timed out) that lost a race
+      // or died before its object step: readers never commit it (the delete may still
+      // come), so without this it would cost every scan a stat for good.
+      boolean[] present = index.exist(adding.stream().map(RadosIndex.Entry::key).toList());
+      for (int i = 0; i < adding.size(); i++) {
+        RadosIndex.Entry e = adding.get(i);
+        if (present[i] && index.replaceIf(e.key(), e.value(), RadosIndex.COMMITTED)) {
+          committed++;
         }
       }
       boolean[] exists = index.exist(absent.stream().map(RadosIndex.Entry::key).toList());

@@ -22,6 +22,11 @@ final class RadosKeys {
 
   private final String baseNamespace;
 
+  /** The store's base RADOS namespace ("" for none). */
+  String base() {
+    return baseNamespace;
+  }
+
   RadosKeys(String baseNamespace) {
     this.baseNamespace = baseNamespace;
   }

@@ -138,11 +138,53 @@ class RadosIndexIT {
     store.put("n/dir/a", utf8("a"), PutMode.CREATE);
     store.index().beforeDelete("n/dir/a"); // the deleter dies before the object step
     assertEquals(List.of("n/dir/a"), scanAll(store, "n/dir/", 10));
-    assertEquals(0, fsck(true).stalePending());
+    RadosIndexes.Fsck repaired = fsck(true); // grace 0: that delete is long over
+    assertEquals(0, repaired.stalePending(), repaired.toString());
+    assertEquals(1, repaired.committedNow(), "an old deleting mark over an object");
     assertEquals(List.of("n/dir/a"), scanAll(store, "n/dir/", 10));
     assertTrue(store.delete("n/dir/a"));
     assertEquals(List.of(), scanAll(store, "n/dir/", 10));
-    assertEquals(0, fsck(false).entries(), "a settled delete leaves no entry");
+    RadosIndexes.Fsck tombstone = fsck(true);
+    assertEquals(1, tombstone.stalePending(), "a delete leaves its marker: " + tombstone);
+    assertEquals(0, fsck(false).entries(), "removed past the grace period");
+  }
+
+  /**
+   * A creator marks the entry, a delete of the same key marks it over and removes the
+   * (missing) object, then the creator's object step makes the object and the creator dies
+   * before settling: the name must stay visible (it would else be hidden for good, also
+   * from the orphan sweeper's name scans, which would then delete the file's data).
+   */
+  @Test
+  void aDeleteRacingACreateNeverHidesTheCreatedName() throws Exception {
+    store.index().beforeCreate("n/dir/k"); // the creator's index step
+    assertFalse(store.delete("n/dir/k")); // another client's whole delete
+    Path f = Files.createTempFile("blobfs-index", ".bin");
+    Files.writeString(f, "x");
+    rados("-N", namespace + ".n", "put", "dir/k", f.toString()); // the creator's object step
+    Files.delete(f);
+
+    assertEquals(List.of("n/dir/k"), scanAll(store, "n/dir/", 10));
+    RadosIndexes.Fsck f1 = fsck(true);
+    assertTrue(f1.consistent(), f1.toString());
+    assertEquals(List.of("n/dir/k"), scanAll(store, "n/dir/", 10));
+  }
+
+  /**
+   * fsck's listing of the objects can predate a delete: an adding entry of a name listed
+   * then but gone now must not be committed (a committed entry is trusted without a stat).
+   */
+  @Test
+  void fsckDoesNotCommitAnAddingEntryOnTheWordOfAStaleListing() throws Exception {
+    store.put("n/dir/x", utf8("x"), PutMode.CREATE);
+    Set<String> listing = store.withCluster(RadosIndexes::listNames);
+    assertTrue(store.delete("n/dir/x"));
+    store.index().beforeCreate("n/dir/x"); // a creator that then dies before its object step
+
+    store.withCluster((cluster, pool, keys) ->
+        RadosIndexes.fsck(listing, store.index(), Duration.ofMinutes(10), true));
+    assertFalse(store.stat("n/dir/x").exists());
+    assertEquals(List.of(), scanAll(store, "n/dir/", 10));
   }
 
   @Test
@@ -253,6 +295,19 @@ class RadosIndexIT {
     assertTrue(f.consistent(), f + " after " + ops[0] + " ops");
   }
 
+  /**
+   * A shard that says it has more but returns no entry (the OSD cuts an answer at zero
+   * entries when asked for none, or at its byte limit) must not end a scan as if the index
+   * had nothing more: the names after it would be hidden.
+   */
+  @Test
+  void aShardWithMoreButNoEntriesDoesNotEndTheRead() throws IOException {
+    store.put("n/m/a", utf8("a"), PutMode.CREATE);
+    IOException e = assertThrows(IOException.class, () -> store.withCluster(
+        (cluster, pool, keys) -> store.index().read("n/m/", null, 0)));
+    assertTrue(e.getMessage().contains("more"), e.getMessage());
+  }
+
   @Test
   void pendingEntriesBeforeTheFirstNameDoNotHideIt() throws IOException {
     for (int i = 0; i < 20; i++) {
@@ -278,6 +333,59 @@ class RadosIndexIT {
     RadosIndexes.Fsck f = fsck(true);
     assertTrue(f.consistent(), f.toString());
     assertEquals(List.of("n/v"), scanAll(store, "n/", 10));
+  }
+
+  /**
+   * A build (another client's, which found no description when it looked) keeps the shard
+   * count of the description that exists: rewriting it would scatter the clients' entries.
+   */
+  @Test
+  void aBuildKeepsTheShardCountAndGraceOfAnExistingDescription() throws IOException {
+    store.put("n/s/a", utf8("a"), PutMode.CREATE);
+    int shards = store.index().shards();
+    store.withCluster((cluster, pool, keys) -> RadosIndexes.build(cluster, pool, keys,
+        new RadosIndex(cluster, pool, keys, shards + 3, Duration.ofHours(5))));
+    RadosIndexes.Meta meta = store.withCluster(RadosIndexes::readMeta);
+    assertEquals(shards, meta.shards());
+    assertEquals(Duration.ofMinutes(10), meta.grace());
+    assertTrue(meta.ready());
+    try (RadosBlobStore other = open(Map.of())) {
+      assertEquals(shards, other.index().shards());
+      assertEquals(List.of("n/s/a"), scanAll(other, "n/s/", 10));
+    }
+  }
+
+  @Test
+  void aNewIndexRecordsItsGraceAndEveryClientUsesIt() throws IOException {
+    store.close();
+    namespace = "index-grace-" + System.nanoTime();
+    store = open(Map.of("index-grace", "1h"));
+    assertEquals(Duration.ofHours(1), store.withCluster(RadosIndexes::readMeta).grace());
+    try (RadosBlobStore other = open(Map.of("index-grace", "20m"))) {
+      assertEquals(Duration.ofHours(1), other.index().grace());
+    }
+    IllegalArgumentException tooShort = assertThrows(IllegalArgumentException.class,
+        () -> open(Map.of("index-grace", "1m"))); // op-timeout 20s: at least 200s
+    assertTrue(tooShort.getMessage().contains("index-grace"), tooShort.getMessage());
+  }
+
+  /**
+   * A pool that has names but no index (written in scan mode, or by older clients that may
+   * still be writing) is not indexed behind their backs at open: the build is a command.
+   */
+  @Test
+  void aPoolWithNamesButNoIndexIsRefusedInIndexMode() throws Exception {
+    store.close();
+    namespace = "index-unbuilt-" + System.nanoTime();
+    try (RadosBlobStore scan = open(Map.of("index", "scan"))) {
+      scan.put("n/a", utf8("a"), PutMode.CREATE);
+    }
+    IOException refused = assertThrows(IOException.class, () -> open(Map.of()));
+    assertTrue(refused.getMessage().contains("rados-index.sh build"), refused.getMessage());
+    try (RadosBlobStore scan = open(Map.of("index", "scan"))) {
+      assertNull(scan.withCluster(RadosIndexes::readMeta), "no index was made");
+    }
+    store = open(Map.of("index", "scan")); // for close()
   }
 
   @Test
