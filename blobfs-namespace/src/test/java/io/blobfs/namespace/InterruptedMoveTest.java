@@ -255,6 +255,88 @@ class InterruptedMoveTest {
     checkEverything("a rename stalled before its copy", false);
   }
 
+  /** What another client does to the source while a rename of it is stalled. */
+  enum Meanwhile { DELETE_SOURCE, RENAME_SOURCE }
+
+  /**
+   * A rename that stalls past its lease right after its copy: the other client's operation
+   * settles the move (both names: rolled forward, the tombstone left), then takes the lock
+   * itself, which removes the tombstone, and finds the source gone. The rename, waking,
+   * must keep its copy, now the file's only name. Before: it took the copy back, and the
+   * file was lost.
+   */
+  @ParameterizedTest
+  @EnumSource(Meanwhile.class)
+  void aRenameStalledAfterItsCopyKeepsItOnceItsTombstoneIsGone(Meanwhile what)
+      throws Exception {
+    freshStore();
+    FsPath f = FsPath.parse("/a/f");
+    FsPath g = FsPath.parse("/a/g");
+    write(f, 2 * STRIPE + 3, 13);
+    // The rename reads its lock when taking it, to stamp it, and to check it still holds
+    // it after the copy: the third read.
+    Fault stall = dying.on(Op.READ).keys("d/.*/lock").nth(3).pause();
+    java.util.concurrent.ExecutorService renamer =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<Object> rename = renamer.submit(() -> {
+        try {
+          return dyingNamespace().rename(f, g);
+        } catch (IOException e) {
+          return e;
+        }
+      });
+      stall.awaitReached();
+      Thread.sleep(LEASE.toMillis() + 5);
+      if (what == Meanwhile.DELETE_SOURCE) {
+        assertFalse(recovery.delete(f, false), "the source was gone once settled");
+      } else {
+        assertThrows(java.io.FileNotFoundException.class,
+            () -> recovery.rename(f, FsPath.parse("/a/h")));
+      }
+      stall.release();
+      assertEquals(Boolean.TRUE, rename.get(30, java.util.concurrent.TimeUnit.SECONDS));
+    } finally {
+      renamer.shutdownNow();
+    }
+    given.put(g, given.remove(f));
+    checkEverything("a rename stalled after its copy, then " + what, false);
+  }
+
+  /**
+   * A rename that stalls past its lease before its copy, while another client deletes the
+   * source: the copy lands afterwards and would name deleted data; the rename takes it back.
+   */
+  @Test
+  void aRenameStalledBeforeItsCopyTakesItBackIfTheSourceWasDeleted() throws Exception {
+    freshStore();
+    FsPath f = FsPath.parse("/a/f");
+    FsPath g = FsPath.parse("/a/g");
+    write(f, 2 * STRIPE + 3, 14);
+    Fault stall = dying.on(Op.PUT).keys("n/a/g").pause();
+    java.util.concurrent.ExecutorService renamer =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<Object> rename = renamer.submit(() -> {
+        try {
+          return dyingNamespace().rename(f, g);
+        } catch (IOException e) {
+          return e;
+        }
+      });
+      stall.awaitReached();
+      Thread.sleep(LEASE.toMillis() + 5);
+      assertTrue(recovery.delete(f, false));
+      stall.release();
+      Object outcome = rename.get(30, java.util.concurrent.TimeUnit.SECONDS);
+      assertTrue(outcome instanceof IOException, "the stalled rename failed: " + outcome);
+    } finally {
+      renamer.shutdownNow();
+    }
+    given.remove(f);
+    checkEverything("a rename stalled before its copy, the source deleted", false);
+  }
+
   // ---------------------------------------------------------------- helpers
 
   private BlobNamespace dyingNamespace() {
