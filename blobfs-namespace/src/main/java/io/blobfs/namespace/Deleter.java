@@ -97,7 +97,7 @@ final class Deleter {
     }
     try {
       ns.calls().deleteIfVersion(key, read.version());
-      ns.deleteData(read.record());
+      ns.deleteDataUnder(read.record(), lock);
       return null;
     } catch (TransactionConflictException lost) {
       return lost;

@@ -337,6 +337,66 @@ class InterruptedMoveTest {
     checkEverything("a rename stalled before its copy, the source deleted", false);
   }
 
+  /** A change that removes a name's data. */
+  enum Replace { DELETE, OVERWRITE }
+
+  /**
+   * A delete or overwrite takes the file's lock, reads the name, and stalls past its lease;
+   * a rename takes the lock over, puts its copy and dies. The delete or overwrite, waking,
+   * removes the name it read, and must leave the data, which the copy names now. Before,
+   * it deleted the data: a name without data.
+   */
+  @ParameterizedTest
+  @EnumSource(Replace.class)
+  void aDeleteOrOverwriteThatOutlivedItsLockLeavesTheData(Replace how) throws Exception {
+    freshStore();
+    FsPath f = FsPath.parse("/a/f");
+    FsPath g = FsPath.parse("/a/g");
+    write(f, 2 * STRIPE + 5, 15);
+    byte[] newer = new byte[STRIPE + 1];
+    new Random(16).nextBytes(newer);
+    FaultInjectingBlobStore crashing =
+        FaultInjectingBlobStore.over(memory, TransactionalBlobStore.class);
+    Fault stall = dying.on(how == Replace.DELETE ? Op.DELETE : Op.PUT).keys("n/a/f").pause();
+    Fault death = crashing.on(Op.DELETE).keys("n/a/f").pause(); // the renamer's last call
+    java.util.concurrent.ExecutorService replacer =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    java.util.concurrent.ExecutorService renamer =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<Boolean> replace = replacer.submit(() -> {
+        if (how == Replace.DELETE) {
+          return dyingNamespace().delete(f, false);
+        }
+        try (FileWriter w = dyingNamespace().create(f, true)) {
+          w.write(newer, 0, newer.length);
+        }
+        return true;
+      });
+      stall.awaitReached();
+      Thread.sleep(LEASE.toMillis() + 5);
+      java.util.concurrent.Future<Boolean> rename = renamer.submit(() ->
+          new BlobNamespace(crashing.store(), OPTIONS, StoreCallCounters.NONE).rename(f, g));
+      death.awaitReached();
+      stall.release();
+      assertTrue(replace.get(30, java.util.concurrent.TimeUnit.SECONDS));
+      // The renamer dies where it stands: its paused call and every later one fail.
+      crashing.on(Op.STAT, EVERY_CALL).always().failBefore();
+      renamer.shutdownNow();
+      assertThrows(java.util.concurrent.ExecutionException.class,
+          () -> rename.get(30, java.util.concurrent.TimeUnit.SECONDS));
+    } finally {
+      replacer.shutdownNow();
+      renamer.shutdownNow();
+    }
+    Thread.sleep(LEASE.toMillis() + 5);
+    given.put(g, given.remove(f));
+    if (how == Replace.OVERWRITE) {
+      given.put(f, newer);
+    }
+    checkEverything("a " + how + " that outlived its lock", false);
+  }
+
   // ---------------------------------------------------------------- helpers
 
   private BlobNamespace dyingNamespace() {
