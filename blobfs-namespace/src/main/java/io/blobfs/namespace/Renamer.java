@@ -111,7 +111,7 @@ final class Renamer {
     VersionedRecord read = ns.readRecord(from, true)
         .orElseThrow(() -> new FileNotFoundException("renamed away meanwhile: " + src));
     if (!ns.calls().transactional()) {
-      if (!moveLocked(from, to, read, src, dst, false)) {
+      if (!moveLocked(from, to, read, src, dst, false, null)) {
         throw new FileNotFoundException("renamed away meanwhile: " + src);
       }
       return;
@@ -166,9 +166,11 @@ final class Renamer {
    * ({@link DataLocks#takeForRename}), which records the move, read again under the lock.
    * Returns false if the source is gone by then; if it changed, a directory's move
    * ({@code followChanges}) moves what is there now, a file's rename reports the lost race.
+   * A directory operation's {@code running} intent is checked once the lock is taken
+   * (which may have waited): an operation that outlived its lease stops before acting.
    */
   boolean moveLocked(String from, String to, VersionedRecord read, FsPath src,
-      FsPath dst, boolean followChanges) throws IOException {
+      FsPath dst, boolean followChanges, DirectoryMove.Running running) throws IOException {
     if (read.record().kind() != FileRecord.Kind.FILE) {
       moveRecord(from, to, read, src, dst, null); // a directory marker: no data, no lock
       return true;
@@ -177,6 +179,9 @@ final class Renamer {
       DataLocks.Lock lock = ns.locks().takeForRename(read.record().fileId(), src,
           new DataLocks.Move(from, to, read.version()));
       try {
+        if (running != null) {
+          running.keepAlive();
+        }
         Optional<VersionedRecord> now = ns.readRecord(from, true);
         if (now.isEmpty()) {
           return false;

@@ -397,6 +397,45 @@ class InterruptedMoveTest {
     checkEverything("a " + how + " that outlived its lock", false);
   }
 
+  /**
+   * A recursive delete stalls past its intent's lease; another client finishes it, and a
+   * file is made in the directory again. The stalled delete, waking, must stop rather than
+   * delete that file. Before, its renewal of the lease went on silently and its retry pass
+   * deleted the new file.
+   */
+  @Test
+  void aStalledRecursiveDeleteStopsOnceAnotherFinishedIt() throws Exception {
+    freshStore();
+    FsPath d = FsPath.parse("/d");
+    write(FsPath.parse("/d/w"), 2 * STRIPE + 1, 17);
+    write(FsPath.parse("/d/x"), 90, 18);
+    Fault stall = dying.on(Op.DELETE).keys("n/d/w").pause();
+    Object outcome;
+    java.util.concurrent.ExecutorService deleter =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<Object> delete = deleter.submit(() -> {
+        try {
+          return dyingNamespace().delete(d, true);
+        } catch (IOException e) {
+          return e;
+        }
+      });
+      stall.awaitReached();
+      Thread.sleep(LEASE.toMillis() + 5);
+      assertTrue(recovery.delete(d, true));
+      given.clear();
+      write(FsPath.parse("/d/y"), 100, 19);
+      stall.release();
+      outcome = delete.get(30, java.util.concurrent.TimeUnit.SECONDS);
+    } finally {
+      deleter.shutdownNow();
+    }
+    checkEverything("a stalled recursive delete", false);
+    assertTrue(outcome instanceof IOException
+        && outcome.toString().contains("outlived its lease"), "it stopped: " + outcome);
+  }
+
   // ---------------------------------------------------------------- helpers
 
   private BlobNamespace dyingNamespace() {
