@@ -80,9 +80,16 @@ final class DirectoryMove {
       Live live) throws IOException {
     List<RenameIntent> finished = new ArrayList<>();
     IOException failed = null;
-    for (String key : ns.scanAll(ns.layout().renameIntentPrefix(dir))) {
+    // Without transactions a rename into the tree counts too (its destination at, under or
+    // above dir): it is half done there as much as at its source, and acting on the
+    // destination first would split it (renamed on) or bring back what is deleted. Those
+    // intents are not under dir's prefix: every intent is read (there are few).
+    boolean bothSides = !ns.calls().transactional();
+    String prefix = bothSides ? ns.layout().renameIntentPrefix(FsPath.ROOT)
+        : ns.layout().renameIntentPrefix(dir);
+    for (String key : ns.scanAll(prefix)) {
       Optional<Stored> found = readVersioned(ns, key);
-      if (found.isEmpty() || !found.get().intent().src().isAtOrUnder(dir)) {
+      if (found.isEmpty() || !touches(found.get().intent(), dir, bothSides)) {
         continue;
       }
       RenameIntent intent = found.get().intent();
@@ -123,6 +130,15 @@ final class DirectoryMove {
       throw failed;
     }
     return finished;
+  }
+
+  /** Whether finishing what touches {@code dir} includes {@code intent}. */
+  private static boolean touches(RenameIntent intent, FsPath dir, boolean bothSides) {
+    if (intent.src().isAtOrUnder(dir)) {
+      return true;
+    }
+    return bothSides && intent.dst() != null
+        && (intent.dst().isAtOrUnder(dir) || dir.isAtOrUnder(intent.dst()));
   }
 
   /** What {@link #finishAtOrUnder} does with an intent whose operation still runs. */

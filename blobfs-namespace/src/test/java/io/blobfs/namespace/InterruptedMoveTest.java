@@ -436,6 +436,54 @@ class InterruptedMoveTest {
         && outcome.toString().contains("outlived its lease"), "it stopped: " + outcome);
   }
 
+  /** What is done to the destination of a directory rename cut off halfway. */
+  enum AtDestination { RENAME_IT, DELETE_IT, DELETE_BELOW_IT }
+
+  /**
+   * A directory rename /a to /b cut off with some names moved and some not; then the user
+   * acts on /b. The interrupted rename must be finished first. Before, only intents whose
+   * source was at or under the path were: renaming /b moved half the directory (split), and
+   * deleting /b deleted half, the rest coming back under /b once the intent was finished.
+   */
+  @ParameterizedTest
+  @EnumSource(AtDestination.class)
+  void aDirectoryRenameCutOffHalfwayIsFinishedFromItsDestination(AtDestination what)
+      throws Exception {
+    int split = 0;
+    for (int k = 1; ; k++) {
+      freshStore();
+      fillDirectory(k);
+      FsPath a = FsPath.parse("/a");
+      FsPath b = FsPath.parse("/b");
+      if (!dieAt(k, () -> dyingNamespace().rename(a, b))) {
+        break;
+      }
+      if (recovery.probe(a).isEmpty() || recovery.probe(b).isEmpty()) {
+        continue; // not halfway
+      }
+      split++;
+      Thread.sleep(LEASE.toMillis() + 5);
+      moveExpected(a, b);
+      switch (what) {
+        case RENAME_IT -> {
+          assertTrue(recovery.rename(b, FsPath.parse("/c2")));
+          moveExpected(b, FsPath.parse("/c2"));
+        }
+        case DELETE_IT -> {
+          assertTrue(recovery.delete(b, true));
+          given.keySet().removeIf(p -> p.isAtOrUnder(b));
+        }
+        case DELETE_BELOW_IT -> {
+          FsPath sub = FsPath.parse("/b/sub");
+          assertTrue(recovery.delete(sub, true));
+          given.keySet().removeIf(p -> p.isAtOrUnder(sub));
+        }
+      }
+      checkEverything(what + " after the rename was cut off at call " + k, false);
+    }
+    assertTrue(split > 3, "cut off halfway: " + split);
+  }
+
   // ---------------------------------------------------------------- helpers
 
   private BlobNamespace dyingNamespace() {
