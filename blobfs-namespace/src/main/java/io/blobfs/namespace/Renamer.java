@@ -288,8 +288,12 @@ final class Renamer {
       return; // a settler's tombstone: it completed this very move
     }
     String id = read.record().fileId();
-    DataLocks.Lock again = ns.locks().takeForRename(id, src,
-        new DataLocks.Move(from, to, read.version()));
+    DataLocks.Lock again;
+    try {
+      again = ns.locks().takeForRename(id, src, new DataLocks.Move(from, to, read.version()));
+    } catch (IOException e) {
+      throw bothNamed(src, dst, e); // the copy is still there, undecided
+    }
     try {
       Optional<VersionedRecord> copy = ns.readRecord(to, false);
       if (copy.isEmpty() || !copy.get().record().fileId().equals(id)) {
@@ -311,6 +315,9 @@ final class Renamer {
           + lost.key() + ") and changed nothing: meanwhile " + src + " was "
           + (other != null ? "renamed to " + ns.layout().pathOf(other) : "deleted")
           + "; its late copy at " + dst + " was taken back");
+    } catch (TransactionConflictException e) {
+      // a file kept in its record is deleted or overwritten without its lock
+      throw bothNamed(src, dst, e);
     } finally {
       ns.locks().release(again);
     }
