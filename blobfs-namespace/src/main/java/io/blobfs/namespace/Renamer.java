@@ -307,6 +307,11 @@ final class Renamer {
       }
       String other = otherNameOf(id, to);
       boolean dataGone = other == null && !dataWhole(read.record());
+      if (!ns.locks().stillHeld(again)) {
+        // The scan outlasted the lease (a large pool): what it found may be stale.
+        throw bothNamed(src, dst, new IOException("its lock (" + again.key() + ") was taken"
+            + " over again while it looked for the file's other names"));
+      }
       if (other == null && !dataGone) {
         return; // a settler completed the move; its tombstone is gone since
       }
