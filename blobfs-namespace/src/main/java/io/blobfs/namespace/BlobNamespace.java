@@ -454,7 +454,7 @@ public final class BlobNamespace {
       }
       if (replaced.isPresent() && !replaced.get().record().fileId().equals(record.fileId())) {
         try {
-          deleteData(replaced.get().record());
+          deleteDataUnder(replaced.get().record(), nameLock);
         } catch (IOException | RuntimeException e) {
           LOG.log(System.Logger.Level.WARNING, "published " + path + ", but removing the data"
               + " of the file it replaced failed; the orphan sweeper will remove it", e);
@@ -497,6 +497,22 @@ public final class BlobNamespace {
    */
   boolean locksNames(VersionedRecord read) {
     return !calls.transactional() && read.record().kind() == FileRecord.Kind.FILE;
+  }
+
+  /**
+   * Removes the data of a file whose name a delete or overwrite just removed, if the
+   * file's lock it took ({@code held}; null: none was needed) is still its own. A client
+   * that stalled past the lock's lease may have been overtaken by a rename of the file that
+   * put a copy and died: that copy names the data now, and only the sweeper, which checks
+   * every name, may decide it is unnamed. So the data is then left to it.
+   */
+  void deleteDataUnder(FileRecord record, DataLocks.Lock held) throws IOException {
+    if (held != null && !locks.stillHeld(held)) {
+      LOG.log(System.Logger.Level.INFO, "the lock on " + held.key() + " was taken over"
+          + " while its name was removed: its data is left to the orphan sweeper");
+      return;
+    }
+    deleteData(record);
   }
 
   /** Removes the data blobs of a file whose record is gone; missing ones are fine. */

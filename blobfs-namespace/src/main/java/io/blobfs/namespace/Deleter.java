@@ -42,7 +42,7 @@ final class Deleter {
     for (int attempt = 1; ; attempt++) {
       Optional<VersionedRecord> file = ns.readRecord(key, false);
       if (file.isPresent()) {
-        TransactionConflictException lost = deleteFile(key, file.get(), path);
+        TransactionConflictException lost = deleteFile(key, file.get(), path, null);
         if (lost == null) {
           break;
         }
@@ -78,7 +78,7 @@ final class Deleter {
    * changed after it was read (nothing deleted), else null.
    */
   private TransactionConflictException deleteFile(String key, VersionedRecord read,
-      FsPath path) throws IOException {
+      FsPath path, DirectoryMove.Running running) throws IOException {
     DataLocks.Lock lock = null;
     if (ns.locksNames(read)) {
       DataLocks.Held taken;
@@ -96,8 +96,11 @@ final class Deleter {
       lock = taken.lock();
     }
     try {
+      if (running != null) {
+        running.keepAlive(); // taking the lock may have waited: a stalled delete stops here
+      }
       ns.calls().deleteIfVersion(key, read.version());
-      ns.deleteData(read.record());
+      ns.deleteDataUnder(read.record(), lock);
       return null;
     } catch (TransactionConflictException lost) {
       return lost;
@@ -167,7 +170,7 @@ final class Deleter {
           // made again meanwhile: kept
         }
       } else {
-        deleteFile(key, read.get(), ns.layout().pathOf(key));
+        deleteFile(key, read.get(), ns.layout().pathOf(key), running);
       }
     }
     ns.pending().removeAtOrUnder(intent.src());
@@ -195,7 +198,8 @@ final class Deleter {
       }
       Optional<VersionedRecord> read = ns.readRecord(key, false);
       if (read.isPresent()) {
-        TransactionConflictException e = deleteFile(key, read.get(), ns.layout().pathOf(key));
+        TransactionConflictException e =
+            deleteFile(key, read.get(), ns.layout().pathOf(key), intent);
         lost = e != null ? e : lost;
       }
     }

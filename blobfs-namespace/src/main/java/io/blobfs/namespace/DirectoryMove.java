@@ -80,9 +80,16 @@ final class DirectoryMove {
       Live live) throws IOException {
     List<RenameIntent> finished = new ArrayList<>();
     IOException failed = null;
-    for (String key : ns.scanAll(ns.layout().renameIntentPrefix(dir))) {
+    // Without transactions a rename into the tree counts too (its destination at, under or
+    // above dir): it is half done there as much as at its source, and acting on the
+    // destination first would split it (renamed on) or bring back what is deleted. Those
+    // intents are not under dir's prefix: every intent is read (there are few).
+    boolean bothSides = !ns.calls().transactional();
+    String prefix = bothSides ? ns.layout().renameIntentPrefix(FsPath.ROOT)
+        : ns.layout().renameIntentPrefix(dir);
+    for (String key : ns.scanAll(prefix)) {
       Optional<Stored> found = readVersioned(ns, key);
-      if (found.isEmpty() || !found.get().intent().src().isAtOrUnder(dir)) {
+      if (found.isEmpty() || !touches(found.get().intent(), dir, bothSides)) {
         continue;
       }
       RenameIntent intent = found.get().intent();
@@ -123,6 +130,15 @@ final class DirectoryMove {
       throw failed;
     }
     return finished;
+  }
+
+  /** Whether finishing what touches {@code dir} includes {@code intent}. */
+  private static boolean touches(RenameIntent intent, FsPath dir, boolean bothSides) {
+    if (intent.src().isAtOrUnder(dir)) {
+      return true;
+    }
+    return bothSides && intent.dst() != null
+        && (intent.dst().isAtOrUnder(dir) || dir.isAtOrUnder(intent.dst()));
   }
 
   /** What {@link #finishAtOrUnder} does with an intent whose operation still runs. */
@@ -191,7 +207,7 @@ final class DirectoryMove {
       try {
         // false: renamed or deleted meanwhile, so no longer in this directory
         renamer.moveLocked(from, to, read.get(), ns.layout().pathOf(from),
-            ns.layout().pathOf(to), true);
+            ns.layout().pathOf(to), true, running);
       } catch (FileAlreadyExistsException taken) {
         leftBehind(from);
       }
@@ -212,24 +228,30 @@ final class DirectoryMove {
       throw BlobNamespace.lostRace(intent.toString(), new TransactionConflictException(
           "another rename or delete of " + intent.src() + " is under way"));
     }
-    return new Running(ns, intent, System.nanoTime());
+    return Running.stamped(ns, intent);
   }
 
   /**
    * A directory operation's intent while it runs without transactions: a lease, renewed
    * whenever a quarter of it has passed, so that nobody finishes the operation meanwhile.
-   * Only when its client dies or stalls past the lease may another take it over.
+   * Only when its client dies or stalls past the lease may another take it over. The lease
+   * is a fence: every renewal is conditional on the version this owner last wrote, and an
+   * owner whose intent was taken over or finished by another stops ({@link #keepAlive}),
+   * so that a stalled operation never acts again once someone else has finished it.
    */
   static final class Running {
     private final BlobNamespace ns;
     private final String key;
     private RenameIntent intent;
+    /** The version of the intent as this owner last wrote it; 0 with transactions. */
+    private long version;
     private long renewedNanos;
 
-    private Running(BlobNamespace ns, RenameIntent intent, long renewedNanos) {
+    private Running(BlobNamespace ns, RenameIntent intent, long version, long renewedNanos) {
       this.ns = ns;
       this.key = ns.layout().renameIntentKey(intent.src());
       this.intent = intent;
+      this.version = version;
       this.renewedNanos = renewedNanos;
     }
 
@@ -238,12 +260,28 @@ final class DirectoryMove {
     }
 
     /**
+     * The intent just written, with its version read back (a put does not return it). No
+     * other client can have changed it meanwhile: its lease has only just begun.
+     */
+    private static Running stamped(BlobNamespace ns, RenameIntent written) throws IOException {
+      long started = System.nanoTime();
+      Optional<Stored> now = readVersioned(ns, ns.layout().renameIntentKey(written.src()));
+      // A rename's intent does not store its start time: compared by id and lease.
+      if (now.isEmpty() || !now.get().intent().id().equals(written.id())
+          || now.get().intent().expiresMillis() != written.expiresMillis()) {
+        throw BlobNamespace.lostRace(written.toString(), new TransactionConflictException(
+            "its intent changed right after it was written"));
+      }
+      return new Running(ns, written, now.get().version(), started);
+    }
+
+    /**
      * Takes over an intent whose lease ran out (or that has none: transactions), as read;
      * empty if another client changed it first (it runs it now, or has finished it).
      */
     static Optional<Running> takeOver(BlobNamespace ns, Stored read) throws IOException {
       if (read.intent().expiresMillis() == 0) {
-        return Optional.of(new Running(ns, read.intent(), System.nanoTime()));
+        return Optional.of(new Running(ns, read.intent(), 0, System.nanoTime()));
       }
       RenameIntent mine = read.intent().renewedUntil(expiry(ns));
       try {
@@ -252,32 +290,48 @@ final class DirectoryMove {
       } catch (TransactionConflictException e) {
         return Optional.empty();
       }
-      return Optional.of(new Running(ns, mine, System.nanoTime()));
+      return Optional.of(stamped(ns, mine));
     }
 
-    /** Renews the lease if a quarter of it has passed; a lost intent is left alone. */
+    /**
+     * Called before each act: renews the lease if a quarter of it has passed, on the
+     * version this owner wrote. If another client took the intent over or finished it
+     * meanwhile (this owner stalled past its lease), fails: acting on would undo or redo
+     * what that client did (a delete removing a file made after it finished, say).
+     */
     void keepAlive() throws IOException {
       long quarter = ns.locks().renameLease().toNanos() / 4;
       if (intent.expiresMillis() == 0 || System.nanoTime() - renewedNanos < quarter) {
         return;
       }
-      Optional<Stored> now = readVersioned(ns, key);
-      if (now.isEmpty() || !now.get().intent().id().equals(intent.id())) {
-        return; // finished by another after this one outlived its lease: each move is conditional
-      }
       RenameIntent renewed = intent.renewedUntil(expiry(ns));
       try {
-        ns.calls().putIfVersion(key, renewed.encode(), now.get().version());
-        intent = renewed;
-        renewedNanos = System.nanoTime();
-      } catch (TransactionConflictException e) {
-        // taken over meanwhile: as above
+        ns.calls().putIfVersion(key, renewed.encode(), version);
+      } catch (TransactionConflictException e) { // taken over, or finished and removed
+        throw outlived(e);
       }
+      Running now = stamped(ns, renewed);
+      intent = renewed;
+      version = now.version;
+      renewedNanos = now.renewedNanos;
+    }
+
+    private IOException outlived(IOException cause) {
+      return new IOException(intent + " outlived its lease: another client took its intent"
+          + " over (" + key + ") and finishes it; this one stopped", cause);
     }
 
     /** Removes the intent once the operation is done, if it is still this one's. */
     void end() throws IOException {
-      new DirectoryMove(ns, ns.renamer(), intent).removeIntent();
+      if (version == 0) {
+        new DirectoryMove(ns, ns.renamer(), intent).removeIntent();
+        return;
+      }
+      try {
+        ns.calls().deleteIfVersion(key, version);
+      } catch (TransactionConflictException e) {
+        throw outlived(e); // taken over as this one did its last act: that one ends it
+      }
     }
   }
 

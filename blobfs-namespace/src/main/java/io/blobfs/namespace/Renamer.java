@@ -111,7 +111,7 @@ final class Renamer {
     VersionedRecord read = ns.readRecord(from, true)
         .orElseThrow(() -> new FileNotFoundException("renamed away meanwhile: " + src));
     if (!ns.calls().transactional()) {
-      if (!moveLocked(from, to, read, src, dst, false)) {
+      if (!moveLocked(from, to, read, src, dst, false, null)) {
         throw new FileNotFoundException("renamed away meanwhile: " + src);
       }
       return;
@@ -166,9 +166,11 @@ final class Renamer {
    * ({@link DataLocks#takeForRename}), which records the move, read again under the lock.
    * Returns false if the source is gone by then; if it changed, a directory's move
    * ({@code followChanges}) moves what is there now, a file's rename reports the lost race.
+   * A directory operation's {@code running} intent is checked once the lock is taken
+   * (which may have waited): an operation that outlived its lease stops before acting.
    */
   boolean moveLocked(String from, String to, VersionedRecord read, FsPath src,
-      FsPath dst, boolean followChanges) throws IOException {
+      FsPath dst, boolean followChanges, DirectoryMove.Running running) throws IOException {
     if (read.record().kind() != FileRecord.Kind.FILE) {
       moveRecord(from, to, read, src, dst, null); // a directory marker: no data, no lock
       return true;
@@ -177,6 +179,9 @@ final class Renamer {
       DataLocks.Lock lock = ns.locks().takeForRename(read.record().fileId(), src,
           new DataLocks.Move(from, to, read.version()));
       try {
+        if (running != null) {
+          running.keepAlive();
+        }
         Optional<VersionedRecord> now = ns.readRecord(from, true);
         if (now.isEmpty()) {
           return false;
@@ -228,23 +233,16 @@ final class Renamer {
         throw new IOException("rename " + src + " to " + dst + " failed and changed nothing", e);
       }
       if (!held) {
-        // Stalled past the lock's lease and taken over: by a settler, which rolled this
-        // move forward if the copy was already there (its tombstone says so), or by a
-        // sweeper or another rename, after which the copy must go.
-        if (ns.locks().settledByOther(lock)) {
-          return;
-        }
-        IOException e = new IOException("rename " + src + " to " + dst + " outlived its"
-            + " lock (" + lock.key() + ") and changed nothing; retry");
-        takeBack(to, read, src, dst, e);
-        throw e;
+        afterLostLock(from, to, read, src, dst, lock);
+        return;
       }
     }
     try {
       ns.calls().deleteIfVersion(from, read.version());
     } catch (TransactionConflictException lost) {
-      if (lock != null && !ns.locks().stillHeld(lock) && ns.locks().settledByOther(lock)) {
-        return; // a settler removed the source first: the move is complete
+      if (lock != null && !ns.locks().stillHeld(lock)) {
+        afterLostLock(from, to, read, src, dst, lock);
+        return;
       }
       takeBack(to, read, src, dst, lost);
       throw BlobNamespace.lostRace("rename " + src + " to " + dst, lost);
@@ -266,6 +264,91 @@ final class Renamer {
       }
       throw bothNamed(src, dst, unknown); // changed by someone else: cannot tell whose
     }
+  }
+
+  /**
+   * This rename stalled past its lock's lease after its copy was put, and the lock was
+   * taken over. Returns if the move is complete, throws if it changed nothing.
+   *
+   * <p>The copy cannot simply be taken back: a settler that saw both names rolled the move
+   * forward, and the copy is then the file's only name. Its tombstone says so, but only
+   * until the next client that takes the lock removes it. Nor can the copy simply stay: if
+   * the settler came before the copy landed, the file may have been renamed on or deleted
+   * since, and the copy would be a second name on its data, or a name without data. So the
+   * rename takes the lock again (settling whatever is pending first), and decides under it,
+   * where no other rename, delete or overwrite changes a name of the file: the source still
+   * holding the file means nobody else moved it, and the move is finished; otherwise the
+   * copy stays only if no other name holds the file and its data is all there. That check
+   * scans every name, as the sweeper does: a cost paid only by a rename that outlived its
+   * lease.
+   */
+  private void afterLostLock(String from, String to, VersionedRecord read, FsPath src,
+      FsPath dst, DataLocks.Lock lost) throws IOException {
+    if (ns.locks().settledByOther(lost)) {
+      return; // a settler's tombstone: it completed this very move
+    }
+    String id = read.record().fileId();
+    DataLocks.Lock again;
+    try {
+      again = ns.locks().takeForRename(id, src, new DataLocks.Move(from, to, read.version()));
+    } catch (IOException e) {
+      throw bothNamed(src, dst, e); // the copy is still there, undecided
+    }
+    try {
+      Optional<VersionedRecord> copy = ns.readRecord(to, false);
+      if (copy.isEmpty() || !copy.get().record().fileId().equals(id)) {
+        throw new IOException("rename " + src + " to " + dst + " outlived its lock ("
+            + lost.key() + ") and its copy was removed meanwhile: it changed nothing; retry");
+      }
+      Optional<VersionedRecord> source = ns.readRecord(from, false);
+      if (source.isPresent() && source.get().version() == read.version()) {
+        ns.calls().deleteIfVersion(from, read.version()); // nobody else moved it: finish
+        return;
+      }
+      String other = otherNameOf(id, to);
+      boolean dataGone = other == null && !dataWhole(read.record());
+      if (!ns.locks().stillHeld(again)) {
+        // The scan outlasted the lease (a large pool): what it found may be stale.
+        throw bothNamed(src, dst, new IOException("its lock (" + again.key() + ") was taken"
+            + " over again while it looked for the file's other names"));
+      }
+      if (other == null && !dataGone) {
+        return; // a settler completed the move; its tombstone is gone since
+      }
+      ns.calls().deleteIfVersion(to, copy.get().version());
+      throw new IOException("rename " + src + " to " + dst + " outlived its lock ("
+          + lost.key() + ") and changed nothing: meanwhile " + src + " was "
+          + (other != null ? "renamed to " + ns.layout().pathOf(other) : "deleted")
+          + "; its late copy at " + dst + " was taken back");
+    } catch (TransactionConflictException e) {
+      // a file kept in its record is deleted or overwritten without its lock
+      throw bothNamed(src, dst, e);
+    } finally {
+      ns.locks().release(again);
+    }
+  }
+
+  /** The key of a name other than {@code except} that holds the file {@code id}, or null. */
+  private String otherNameOf(String id, String except) throws IOException {
+    for (String key : ns.scanAll(KeyLayout.NAMES + "/")) {
+      if (!key.equals(except) && !KeyLayout.isMarker(key)) {
+        Optional<VersionedRecord> r = ns.readRecord(key, false);
+        if (r.isPresent() && id.equals(r.get().record().fileId())) {
+          return key;
+        }
+      }
+    }
+    return null;
+  }
+
+  /** Whether every data blob of {@code record} exists (a delete of the file removes them). */
+  private boolean dataWhole(FileRecord record) throws IOException {
+    for (long s = 0; s < record.stripeCount(); s++) {
+      if (!ns.calls().stat(ns.layout().dataKey(record.fileId(), s)).exists()) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** Removes the destination's copy of {@code read} if it is there; {@code cause} gets why not. */

@@ -26,11 +26,13 @@ import java.util.TreeMap;
  * {@link #GROUP} files, and loops: renames a whole directory to a fresh name, renames a
  * file within its directory, overwrites a file, deletes a directory recursively, creates
  * a new group. Every file's bytes carry its group and the write that made them (then bytes
- * that follow from that write only), so the checks need no log of what the worker did:
- * every name must read back bytes self-consistent with their header (bytes it was given),
- * no two names may share a file id, each group must lie whole in one directory (a
- * directory rename or delete cut off would leave it split or short), and after the sweep
- * no data blob may lack a name, and no lock or intent may be left.
+ * that follow from that write only): every name must read back bytes self-consistent with
+ * their header (bytes it was given), no two names may share a file id, each group must lie
+ * whole in one directory (a directory rename or delete cut off would leave it split or
+ * short), and after the sweep no data blob may lack a name, and no lock or intent may be
+ * left. A group lost whole leaves no trace in the store, so the worker also logs each
+ * group it made and each it is about to delete ({@link Log}): every group made and not
+ * deleted must still be there.
  */
 public final class CrashLoop {
   /** Files per group. */
@@ -56,8 +58,9 @@ public final class CrashLoop {
   }
 
   /**
-   * The worker: runs operations until killed, printing "OP n kind" after each one that
-   * returned (whatever it answered).
+   * The worker: runs operations until killed, printing "BEGIN n" before each one and
+   * "OP n kind" after each one that returned (whatever it answered), "GROUP+ id" once a
+   * group is in place and "GROUP- id" before a group's delete starts.
    */
   public static void work(BlobStore store, Duration lease, long seed, PrintStream out)
       throws IOException {
@@ -69,8 +72,10 @@ public final class CrashLoop {
     out.flush();
     for (long n = 1; ; n++) {
       String kind;
+      out.println("BEGIN " + n);
+      out.flush();
       try {
-        kind = one(ns, rnd, seed, n, dirs, writes);
+        kind = one(ns, rnd, seed, n, dirs, writes, out);
         writes += GROUP;
       } catch (IOException e) {
         // Not expected from a lone worker; go on from what is there now.
@@ -85,7 +90,7 @@ public final class CrashLoop {
 
   /** One operation; {@code writes}: the worker's write ids so far (it uses up to GROUP more). */
   private static String one(BlobNamespace ns, Random rnd, long seed, long n, List<FsPath> dirs,
-      long writes) throws IOException {
+      long writes, PrintStream out) throws IOException {
     int dice = rnd.nextInt(100);
     if (dirs.size() < 3 || dice < 10 && dirs.size() < 8) {
       // Made aside, then renamed into place: a group appears whole or not at all.
@@ -97,6 +102,7 @@ public final class CrashLoop {
       FsPath dir = FsPath.parse("/g" + seed + "-" + n);
       ns.rename(made, dir);
       dirs.add(dir);
+      out.println("GROUP+ " + group);
       return "create-group";
     }
     FsPath dir = dirs.get(rnd.nextInt(dirs.size()));
@@ -115,6 +121,11 @@ public final class CrashLoop {
       }
       write(ns, victim.path(), groupOf(ns, victim), ++writes, rnd);
       return "overwrite";
+    }
+    List<FileInfo> files = ns.list(dir);
+    if (!files.isEmpty()) {
+      out.println("GROUP- " + groupOf(ns, files.get(0)));
+      out.flush();
     }
     ns.delete(dir, true);
     dirs.remove(dir);
@@ -160,15 +171,61 @@ public final class CrashLoop {
     return b;
   }
 
+  /**
+   * The parent's record of the workers' output over all runs: the groups that must exist
+   * (made, and no delete of them begun), operations completed, and how many runs were
+   * killed in the middle of an operation (begun, not returned).
+   */
+  public static final class Log {
+    private final Set<Long> groups = new HashSet<>();
+    private long operations;
+    private int killedMidOperation;
+
+    /** Takes in the whole output of one worker run, after it was killed. */
+    public synchronized void run(List<String> lines) {
+      boolean open = false;
+      for (String line : lines) {
+        String[] w = line.split(" ", 3);
+        switch (w[0]) {
+          case "BEGIN" -> open = true;
+          case "OP" -> {
+            open = false;
+            operations++;
+          }
+          case "GROUP+" -> groups.add(Long.parseLong(w[1]));
+          case "GROUP-" -> groups.remove(Long.parseLong(w[1]));
+          default -> { }
+        }
+      }
+      if (open) {
+        killedMidOperation++;
+      }
+    }
+
+    public synchronized Set<Long> groups() {
+      return Set.copyOf(groups);
+    }
+
+    public synchronized long operations() {
+      return operations;
+    }
+
+    public synchronized int killedMidOperation() {
+      return killedMidOperation;
+    }
+  }
+
   /** What one recovery found; {@code problems} empty if every invariant holds. */
   public record Check(int files, int groups, List<String> finished, int sweptBlobs,
       List<String> problems) {}
 
   /**
    * The parent's half, after a kill: waits out the dead worker's lease, runs the recovery
-   * command ({@link BlobNamespace#finishInterruptedRenames}) and a sweep, then checks.
+   * command ({@link BlobNamespace#finishInterruptedRenames}) and a sweep, then checks,
+   * {@code mustExist} among it: the groups the worker made and began no delete of.
    */
-  public static Check recoverAndCheck(BlobStore store, Duration lease) throws Exception {
+  public static Check recoverAndCheck(BlobStore store, Duration lease, Set<Long> mustExist)
+      throws Exception {
     Thread.sleep(lease.toMillis() + 50);
     BlobNamespace ns = namespace(store, lease);
     List<String> finished = ns.finishInterruptedRenames();
@@ -213,6 +270,11 @@ public final class CrashLoop {
       if (dirs.size() != 1 || g.getValue() != GROUP) {
         problems.add("group " + g.getKey() + " is split or short: " + g.getValue()
             + " file(s) in " + dirs);
+      }
+    }
+    for (long g : mustExist) {
+      if (!filesOfGroup.containsKey(g)) {
+        problems.add("group " + g + " was made and never deleted, but is gone");
       }
     }
     for (String key : keys(store, KeyLayout.DATA)) {

@@ -34,7 +34,7 @@ class CrashLoopTest {
         new InMemoryBlobStore("crash", new StoreLimits(1024, 1L << 30, Integer.MAX_VALUE));
     FaultInjectingBlobStore dying = FaultInjectingBlobStore.over(memory);
     List<String> problems = new ArrayList<>();
-    long ops = 0;
+    CrashLoop.Log log = new CrashLoop.Log();
     int settled = 0;
     int kills = 30;
     for (int kill = 1; kill <= kills; kill++) {
@@ -47,16 +47,20 @@ class CrashLoopTest {
         // every call fails from the point of death on
       }
       dying.clear();
-      ops += out.toString(StandardCharsets.UTF_8).lines().filter(l -> l.startsWith("OP ")).count();
-      CrashLoop.Check c = CrashLoop.recoverAndCheck(memory, LEASE);
+      log.run(out.toString(StandardCharsets.UTF_8).lines().toList());
+      CrashLoop.Check c = CrashLoop.recoverAndCheck(memory, LEASE, log.groups());
       settled += c.finished().size();
       for (String p : c.problems()) {
         problems.add("after kill " + kill + ": " + p);
       }
     }
-    System.out.printf("[crash memory] seed %d: %d kills, %d operations, %d recoveries, %d"
-        + " interrupted operations finished or settled%n", seed, kills, ops, kills, settled);
+    System.out.printf("[crash memory] seed %d: %d kills (%d mid-operation), %d operations,"
+        + " %d recoveries, %d interrupted operations finished or settled, %d groups that"
+        + " must exist%n", seed, kills, log.killedMidOperation(), log.operations(), kills,
+        settled, log.groups().size());
     assertEquals(List.of(), problems, "seed " + seed);
-    assertTrue(ops > kills, "operations: " + ops);
+    assertTrue(log.operations() > kills, "operations: " + log.operations());
+    assertTrue(log.killedMidOperation() > kills / 2,
+        "kills mid-operation: " + log.killedMidOperation());
   }
 }

@@ -255,6 +255,235 @@ class InterruptedMoveTest {
     checkEverything("a rename stalled before its copy", false);
   }
 
+  /** What another client does to the source while a rename of it is stalled. */
+  enum Meanwhile { DELETE_SOURCE, RENAME_SOURCE }
+
+  /**
+   * A rename that stalls past its lease right after its copy: the other client's operation
+   * settles the move (both names: rolled forward, the tombstone left), then takes the lock
+   * itself, which removes the tombstone, and finds the source gone. The rename, waking,
+   * must keep its copy, now the file's only name. Before: it took the copy back, and the
+   * file was lost.
+   */
+  @ParameterizedTest
+  @EnumSource(Meanwhile.class)
+  void aRenameStalledAfterItsCopyKeepsItOnceItsTombstoneIsGone(Meanwhile what)
+      throws Exception {
+    freshStore();
+    FsPath f = FsPath.parse("/a/f");
+    FsPath g = FsPath.parse("/a/g");
+    write(f, 2 * STRIPE + 3, 13);
+    // The rename reads its lock when taking it, to stamp it, and to check it still holds
+    // it after the copy: the third read.
+    Fault stall = dying.on(Op.READ).keys("d/.*/lock").nth(3).pause();
+    java.util.concurrent.ExecutorService renamer =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<Object> rename = renamer.submit(() -> {
+        try {
+          return dyingNamespace().rename(f, g);
+        } catch (IOException e) {
+          return e;
+        }
+      });
+      stall.awaitReached();
+      Thread.sleep(LEASE.toMillis() + 5);
+      if (what == Meanwhile.DELETE_SOURCE) {
+        assertFalse(recovery.delete(f, false), "the source was gone once settled");
+      } else {
+        assertThrows(java.io.FileNotFoundException.class,
+            () -> recovery.rename(f, FsPath.parse("/a/h")));
+      }
+      stall.release();
+      assertEquals(Boolean.TRUE, rename.get(30, java.util.concurrent.TimeUnit.SECONDS));
+    } finally {
+      renamer.shutdownNow();
+    }
+    given.put(g, given.remove(f));
+    checkEverything("a rename stalled after its copy, then " + what, false);
+  }
+
+  /**
+   * A rename that stalls past its lease before its copy, while another client deletes the
+   * source: the copy lands afterwards and would name deleted data; the rename takes it back.
+   */
+  @Test
+  void aRenameStalledBeforeItsCopyTakesItBackIfTheSourceWasDeleted() throws Exception {
+    freshStore();
+    FsPath f = FsPath.parse("/a/f");
+    FsPath g = FsPath.parse("/a/g");
+    write(f, 2 * STRIPE + 3, 14);
+    Fault stall = dying.on(Op.PUT).keys("n/a/g").pause();
+    java.util.concurrent.ExecutorService renamer =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<Object> rename = renamer.submit(() -> {
+        try {
+          return dyingNamespace().rename(f, g);
+        } catch (IOException e) {
+          return e;
+        }
+      });
+      stall.awaitReached();
+      Thread.sleep(LEASE.toMillis() + 5);
+      assertTrue(recovery.delete(f, false));
+      stall.release();
+      Object outcome = rename.get(30, java.util.concurrent.TimeUnit.SECONDS);
+      assertTrue(outcome instanceof IOException, "the stalled rename failed: " + outcome);
+    } finally {
+      renamer.shutdownNow();
+    }
+    given.remove(f);
+    checkEverything("a rename stalled before its copy, the source deleted", false);
+  }
+
+  /** A change that removes a name's data. */
+  enum Replace { DELETE, OVERWRITE }
+
+  /**
+   * A delete or overwrite takes the file's lock, reads the name, and stalls past its lease;
+   * a rename takes the lock over, puts its copy and dies. The delete or overwrite, waking,
+   * removes the name it read, and must leave the data, which the copy names now. Before,
+   * it deleted the data: a name without data.
+   */
+  @ParameterizedTest
+  @EnumSource(Replace.class)
+  void aDeleteOrOverwriteThatOutlivedItsLockLeavesTheData(Replace how) throws Exception {
+    freshStore();
+    FsPath f = FsPath.parse("/a/f");
+    FsPath g = FsPath.parse("/a/g");
+    write(f, 2 * STRIPE + 5, 15);
+    byte[] newer = new byte[STRIPE + 1];
+    new Random(16).nextBytes(newer);
+    FaultInjectingBlobStore crashing =
+        FaultInjectingBlobStore.over(memory, TransactionalBlobStore.class);
+    Fault stall = dying.on(how == Replace.DELETE ? Op.DELETE : Op.PUT).keys("n/a/f").pause();
+    Fault death = crashing.on(Op.DELETE).keys("n/a/f").pause(); // the renamer's last call
+    java.util.concurrent.ExecutorService replacer =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    java.util.concurrent.ExecutorService renamer =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<Boolean> replace = replacer.submit(() -> {
+        if (how == Replace.DELETE) {
+          return dyingNamespace().delete(f, false);
+        }
+        try (FileWriter w = dyingNamespace().create(f, true)) {
+          w.write(newer, 0, newer.length);
+        }
+        return true;
+      });
+      stall.awaitReached();
+      Thread.sleep(LEASE.toMillis() + 5);
+      java.util.concurrent.Future<Boolean> rename = renamer.submit(() ->
+          new BlobNamespace(crashing.store(), OPTIONS, StoreCallCounters.NONE).rename(f, g));
+      death.awaitReached();
+      stall.release();
+      assertTrue(replace.get(30, java.util.concurrent.TimeUnit.SECONDS));
+      // The renamer dies where it stands: its paused call and every later one fail.
+      crashing.on(Op.STAT, EVERY_CALL).always().failBefore();
+      renamer.shutdownNow();
+      assertThrows(java.util.concurrent.ExecutionException.class,
+          () -> rename.get(30, java.util.concurrent.TimeUnit.SECONDS));
+    } finally {
+      replacer.shutdownNow();
+      renamer.shutdownNow();
+    }
+    Thread.sleep(LEASE.toMillis() + 5);
+    given.put(g, given.remove(f));
+    if (how == Replace.OVERWRITE) {
+      given.put(f, newer);
+    }
+    checkEverything("a " + how + " that outlived its lock", false);
+  }
+
+  /**
+   * A recursive delete stalls past its intent's lease; another client finishes it, and a
+   * file is made in the directory again. The stalled delete, waking, must stop rather than
+   * delete that file. Before, its renewal of the lease went on silently and its retry pass
+   * deleted the new file.
+   */
+  @Test
+  void aStalledRecursiveDeleteStopsOnceAnotherFinishedIt() throws Exception {
+    freshStore();
+    FsPath d = FsPath.parse("/d");
+    write(FsPath.parse("/d/w"), 2 * STRIPE + 1, 17);
+    write(FsPath.parse("/d/x"), 90, 18);
+    Fault stall = dying.on(Op.DELETE).keys("n/d/w").pause();
+    Object outcome;
+    java.util.concurrent.ExecutorService deleter =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<Object> delete = deleter.submit(() -> {
+        try {
+          return dyingNamespace().delete(d, true);
+        } catch (IOException e) {
+          return e;
+        }
+      });
+      stall.awaitReached();
+      Thread.sleep(LEASE.toMillis() + 5);
+      assertTrue(recovery.delete(d, true));
+      given.clear();
+      write(FsPath.parse("/d/y"), 100, 19);
+      stall.release();
+      outcome = delete.get(30, java.util.concurrent.TimeUnit.SECONDS);
+    } finally {
+      deleter.shutdownNow();
+    }
+    checkEverything("a stalled recursive delete", false);
+    assertTrue(outcome instanceof IOException
+        && outcome.toString().contains("outlived its lease"), "it stopped: " + outcome);
+  }
+
+  /** What is done to the destination of a directory rename cut off halfway. */
+  enum AtDestination { RENAME_IT, DELETE_IT, DELETE_BELOW_IT }
+
+  /**
+   * A directory rename /a to /b cut off with some names moved and some not; then the user
+   * acts on /b. The interrupted rename must be finished first. Before, only intents whose
+   * source was at or under the path were: renaming /b moved half the directory (split), and
+   * deleting /b deleted half, the rest coming back under /b once the intent was finished.
+   */
+  @ParameterizedTest
+  @EnumSource(AtDestination.class)
+  void aDirectoryRenameCutOffHalfwayIsFinishedFromItsDestination(AtDestination what)
+      throws Exception {
+    int split = 0;
+    for (int k = 1; ; k++) {
+      freshStore();
+      fillDirectory(k);
+      FsPath a = FsPath.parse("/a");
+      FsPath b = FsPath.parse("/b");
+      if (!dieAt(k, () -> dyingNamespace().rename(a, b))) {
+        break;
+      }
+      if (recovery.probe(a).isEmpty() || recovery.probe(b).isEmpty()) {
+        continue; // not halfway
+      }
+      split++;
+      Thread.sleep(LEASE.toMillis() + 5);
+      moveExpected(a, b);
+      switch (what) {
+        case RENAME_IT -> {
+          assertTrue(recovery.rename(b, FsPath.parse("/c2")));
+          moveExpected(b, FsPath.parse("/c2"));
+        }
+        case DELETE_IT -> {
+          assertTrue(recovery.delete(b, true));
+          given.keySet().removeIf(p -> p.isAtOrUnder(b));
+        }
+        case DELETE_BELOW_IT -> {
+          FsPath sub = FsPath.parse("/b/sub");
+          assertTrue(recovery.delete(sub, true));
+          given.keySet().removeIf(p -> p.isAtOrUnder(sub));
+        }
+      }
+      checkEverything(what + " after the rename was cut off at call " + k, false);
+    }
+    assertTrue(split > 3, "cut off halfway: " + split);
+  }
+
   // ---------------------------------------------------------------- helpers
 
   private BlobNamespace dyingNamespace() {

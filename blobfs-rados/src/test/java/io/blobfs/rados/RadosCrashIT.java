@@ -19,7 +19,6 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -43,7 +42,7 @@ class RadosCrashIT {
     Map<String, String> options =
         CephTestCluster.storeOptions(env, env.pool(), "crash-" + System.nanoTime());
     Random rnd = new Random(seed);
-    AtomicLong ops = new AtomicLong();
+    CrashLoop.Log log = new CrashLoop.Log();
     int recoveries = 0;
     int finished = 0;
     int swept = 0;
@@ -53,8 +52,8 @@ class RadosCrashIT {
         new StoreOptions("fs.blob.store.crash.", options))) {
       try {
         for (int kill = 1; kill <= kills; kill++) {
-          runAndKill(seed * 100 + kill, options, 300 + rnd.nextInt(2500), ops);
-          last = CrashLoop.recoverAndCheck(store, LEASE);
+          log.run(runAndKill(seed * 100 + kill, options, 300 + rnd.nextInt(2500)));
+          last = CrashLoop.recoverAndCheck(store, LEASE, log.groups());
           recoveries++;
           finished += last.finished().size();
           swept += last.sweptBlobs();
@@ -63,25 +62,30 @@ class RadosCrashIT {
             System.out.println("[crash] PROBLEM after kill " + kill + ": " + p);
           }
           System.out.printf("[crash] kill %d: %d ops so far; recovery finished %s, swept %d"
-              + " blob(s); %d files in %d groups%n", kill, ops.get(), last.finished(),
+              + " blob(s); %d files in %d groups%n", kill, log.operations(), last.finished(),
               last.sweptBlobs(), last.files(), last.groups());
         }
       } finally {
         removeAll(store);
       }
     }
-    System.out.printf("[crash] seed %d: %d kills (SIGKILL), %d operations completed, %d"
-        + " recoveries (%d interrupted operations finished or settled, %d orphan blobs"
-        + " swept), %d problem(s)%n", seed, kills, ops.get(), recoveries, finished, swept,
-        problems.size());
+    System.out.printf("[crash] seed %d: %d kills (SIGKILL; %d mid-operation), %d operations"
+        + " completed, %d recoveries (%d interrupted operations finished or settled, %d orphan"
+        + " blobs swept), %d groups that must exist, %d problem(s)%n", seed, kills,
+        log.killedMidOperation(), log.operations(), recoveries, finished, swept,
+        log.groups().size(), problems.size());
     assertEquals(List.of(), problems, "seed " + seed);
-    assertTrue(ops.get() > kills, "the worker got work done between kills: " + ops.get());
+    assertTrue(log.operations() > kills,
+        "the worker got work done between kills: " + log.operations());
     assertTrue(last != null && last.files() > 0, "files remain to check");
   }
 
-  /** Starts a worker, waits until it is ready, lets it run {@code millis}, kills it. */
-  private static void runAndKill(long seed, Map<String, String> options, int millis,
-      AtomicLong ops) throws Exception {
+  /**
+   * Starts a worker, waits until it is ready, lets it run {@code millis}, kills it; returns
+   * its output.
+   */
+  private static List<String> runAndKill(long seed, Map<String, String> options, int millis)
+      throws Exception {
     List<String> cmd = new ArrayList<>(List.of(
         Paths.get(System.getProperty("java.home"), "bin", "java").toString(), "-cp",
         System.getProperty("java.class.path"), CrashWorker.class.getName(),
@@ -90,15 +94,15 @@ class RadosCrashIT {
     Process worker = new ProcessBuilder(cmd).redirectErrorStream(true).start();
     CountDownLatch ready = new CountDownLatch(1);
     List<String> tail = new ArrayList<>();
+    List<String> lines = java.util.Collections.synchronizedList(new ArrayList<>());
     Thread reader = new Thread(() -> {
       try (BufferedReader r = new BufferedReader(
           new InputStreamReader(worker.getInputStream(), StandardCharsets.UTF_8))) {
         for (String line; (line = r.readLine()) != null; ) {
           if (line.startsWith("READY")) {
             ready.countDown();
-          } else if (line.startsWith("OP ")) {
-            ops.incrementAndGet();
           }
+          lines.add(line);
           synchronized (tail) {
             tail.add(line);
             if (tail.size() > 20) {
@@ -123,6 +127,9 @@ class RadosCrashIT {
       worker.destroyForcibly(); // SIGKILL
       worker.waitFor(30, TimeUnit.SECONDS);
       reader.join(10_000);
+    }
+    synchronized (lines) {
+      return List.copyOf(lines);
     }
   }
 
