@@ -164,18 +164,27 @@ public final class CephTestCluster {
       cmd.addAll(java.util.List.of("--keyring", env.adminKeyring()));
     }
     cmd.addAll(java.util.List.of(args));
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    try {
-      p.waitFor();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new java.io.InterruptedIOException();
-    }
-    if (p.exitValue() != 0) {
+    for (int attempt = 1; ; attempt++) {
+      Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      try {
+        p.waitFor();
+        if (p.exitValue() == 0) {
+          return out;
+        }
+        // The CLI can ask for the monitor's command list before its session has the
+        // monitor map; the monitor then sees a zero fsid and refuses ("handle_command on
+        // fsid 0000... != ..." in its log). Nothing was run, so asking again is safe.
+        if (attempt < 3 && out.contains("problem getting command descriptions")) {
+          Thread.sleep(1000);
+          continue;
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new java.io.InterruptedIOException();
+      }
       throw new IOException(String.join(" ", cmd) + " failed: " + out);
     }
-    return out;
   }
 
   static Path repoRoot() {
