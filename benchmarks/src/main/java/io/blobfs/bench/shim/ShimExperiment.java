@@ -1,28 +1,32 @@
 package io.blobfs.bench.shim;
 
 import io.blobfs.bench.Args;
-import io.blobfs.bench.run.Workload;
+import io.blobfs.bench.MainJob;
 import io.blobfs.bench.StorageCounters;
+import io.blobfs.bench.run.Dataset;
+import io.blobfs.bench.run.SparkSubmitRunner;
+import io.blobfs.bench.run.Workload;
 import io.blobfs.bench.workloads.Committer;
+import io.blobfs.bench.workloads.Grep;
 import io.blobfs.bench.workloads.TextDataGenerator;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.GlobalStorageStatistics;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.StorageStatistics;
-import org.apache.spark.SparkConf;
-import org.apache.spark.api.java.JavaSparkContext;
 
 /**
- * The paper's section 7 experiment: the same Spark workloads on HDFS with its hierarchical
+ * The paper's section 7 experiment: the five Spark workloads ({@link Workload}) on HDFS with its hierarchical
  * namespace ({@code hdfs://}) and on the flat namespace over the same HDFS
  * ({@code flat://}, blobfs-hdfs-shim: every path one name in {@code /bench-flat}).
  * Reports completion time per workload (Figure 4), the directory operations each job made
@@ -30,17 +34,18 @@ import org.apache.spark.api.java.JavaSparkContext;
  *
  * <p>Run through {@code scripts/bench-hdfs-shim.sh}, which starts HDFS's daemons
  * ({@code scripts/hdfs/hdfs.sh}). Options [defaults]: {@code --hdfs} the NameNode's URI
- * [$HDFS_URI], {@code --size} input bytes [64m], {@code --files} [8], {@code --rounds}
+ * [$HDFS_URI], {@code --size} text input bytes, the other inputs a share of it as in
+ * {@link Dataset} [64m], {@code --seed} [1], {@code --rounds}
  * measured runs of each workload on each side [5], {@code --warmup} unmeasured runs [1],
  * {@code --committer} classic|manifest [classic], {@code --master} [local[2]],
- * {@code --workloads} comma-separated names from {@link ShimWorkload#ALL} [all],
+ * {@code --workloads} comma-separated ids of {@link Workload} [all],
  * {@code --dirop-reps} [30], {@code --root-names} comma-separated extra names in the flat
- * root for the directory benchmark [0,1000,5000], {@code --report} the Markdown file
- * [benchmarks/reports/hdfs-shim.md].
+ * root for the directory benchmark [0,1000,5000], {@code --report} the Markdown file, the
+ * charts beside it as NAME-time.png and NAME-dirops.png [benchmarks/reports/hdfs-shim.md].
  */
 public final class ShimExperiment {
-  static final String PATTERN = "ceph";
-  static final int SORT_PARTITIONS = 4;
+  /** Grep's pattern: the application's default, which the expectations must use too. */
+  static final String PATTERN = Grep.DEFAULT_PATTERN;
   static final String FLAT_IMPL = "io.blobfs.shim.FlatNamespaceFileSystem";
   static final String FLAT_ROOT = "/bench-flat";
   /** Counted per job: Hadoop's own call names, as DFS and the shim both report them. */
@@ -60,7 +65,7 @@ public final class ShimExperiment {
     Map<String, String> d = new LinkedHashMap<>();
     d.put("hdfs", System.getenv().getOrDefault("HDFS_URI", ""));
     d.put("size", "64m");
-    d.put("files", "8");
+    d.put("seed", "1");
     d.put("rounds", "5");
     d.put("warmup", "1");
     d.put("committer", "classic");
@@ -88,95 +93,141 @@ public final class ShimExperiment {
     }
     List<ShimWorkload> workloads = select(a.get("workloads"));
     Committer committer = Committer.parse(a.get("committer"));
-    TextDataGenerator.Spec spec =
-        new TextDataGenerator.Spec(a.getBytes("size"), a.getInt("files"), 1);
-    ShimWorkload.InputFacts facts = facts(spec);
+    long size = a.getBytes("size");
+    long seed = a.getLong("seed");
+    Map<Dataset, Dataset.Expected> expected = new EnumMap<>(Dataset.class);
+    for (ShimWorkload w : workloads) {
+      Dataset d = w.workload().input();
+      expected.computeIfAbsent(d, k -> k.expected(k.spec(size, seed), PATTERN));
+    }
 
-    SparkConf conf = new SparkConf()
-        .setMaster(a.get("master"))
-        .setAppName("blobfs-hdfs-shim")
-        .set("spark.ui.enabled", "false")
-        .set("spark.log.level", "WARN")
-        .set("spark.driver.host", "127.0.0.1")
-        .set("spark.driver.bindAddress", "127.0.0.1")
-        // scripts/hdfs/hdfs.sh runs one DataNode: the client chooses replication.
-        .set("spark.hadoop.dfs.replication", "1")
-        .set("spark.hadoop.fs.flat.impl", FLAT_IMPL)
-        .set("spark.hadoop.fs.flat.underlying.shim", hdfs + FLAT_ROOT);
+    // The jobs' settings: Spark's own, then the Hadoop keys every job and the harness share.
+    Map<String, String> hadoop = new LinkedHashMap<>();
+    // scripts/hdfs/hdfs.sh runs one DataNode: the client chooses replication.
+    hadoop.put("dfs.replication", "1");
+    hadoop.put("fs.flat.impl", FLAT_IMPL);
+    hadoop.put("fs.flat.underlying.shim", hdfs + FLAT_ROOT);
+    for (String scheme : List.of("hdfs", "flat")) {
+      hadoop.put(Committer.FACTORY_SCHEME_KEY_PREFIX + scheme, committer.factoryClass());
+    }
+    Map<String, String> spark = MainJob.sparkConf();
+    hadoop.forEach((k, v) -> spark.put("spark.hadoop." + k, v));
+    Configuration conf = new Configuration();
+    hadoop.forEach(conf::set);
+    java.nio.file.Path appJar = SparkSubmitRunner.appJar(
+        java.nio.file.Path.of(System.getProperty("java.io.tmpdir"), "blobfs-shim-bench"));
 
     double loadBefore = loadAverage();
     String run = "run-" + System.currentTimeMillis();
     List<Run> runs = new ArrayList<>();
+    List<String> wrong = new ArrayList<>();
     Map<String, Map<Integer, Map<String, List<Long>>>> dirOps = new LinkedHashMap<>();
     Map<Integer, Long> flatRootNames = new LinkedHashMap<>();
-    try (JavaSparkContext sc = new JavaSparkContext(conf)) {
-      FileSystem hdfsFs = new Path(hdfs + "/").getFileSystem(sc.hadoopConfiguration());
-      Path flatBase = new Path("flat://shim/" + run);
-      List<Target> targets = List.of(
-          new Target("hdfs", hdfsFs, new Path(hdfs + "/bench-hier/" + run)),
-          new Target("flat", flatBase.getFileSystem(sc.hadoopConfiguration()), flatBase));
-      for (Target t : targets) {
-        TextDataGenerator.generate(t.fs(), new Path(t.base(), "input"), spec);
+    // The jobs run in this JVM (client mode) and get these same cached instances: Hadoop's
+    // cache is keyed by scheme, authority and user, not by configuration.
+    FileSystem hdfsFs = new Path(hdfs + "/").getFileSystem(conf);
+    Path flatBase = new Path("flat://shim/" + run);
+    List<Target> targets = List.of(
+        new Target("hdfs", hdfsFs, new Path(hdfs + "/bench-hier/" + run)),
+        new Target("flat", flatBase.getFileSystem(conf), flatBase));
+    for (Target t : targets) {
+      for (Dataset d : expected.keySet()) {
+        d.generate(t.fs(), new Path(t.base(), d.dirName()), d.spec(size, seed));
       }
-      int rounds = a.getInt("rounds");
-      int warmup = a.getInt("warmup");
-      for (int r = 0; r < warmup + rounds; r++) {
-        for (ShimWorkload w : workloads) {
-          // Alternate which side goes first, so neither always runs on a warmer cache.
-          List<Target> order = r % 2 == 0 ? targets : List.of(targets.get(1), targets.get(0));
-          for (Target t : order) {
-            Run result = runOnce(sc, w, t, r, committer, facts);
-            System.out.printf(Locale.ROOT, "%s %s %s: %.2f s %s%n",
-                r < warmup ? "warmup" : "round " + (r - warmup + 1), w.name(), t.name(),
-                result.seconds(), result.check());
-            if (r >= warmup) {
-              runs.add(result);
-            }
+    }
+    Map<Workload, Workload.Outcome> reference = new EnumMap<>(Workload.class);
+    int rounds = a.getInt("rounds");
+    int warmup = a.getInt("warmup");
+    for (int r = 0; r < warmup + rounds; r++) {
+      for (ShimWorkload w : workloads) {
+        // Alternate which side goes first, so neither always runs on a warmer cache.
+        List<Target> order = r % 2 == 0 ? targets : List.of(targets.get(1), targets.get(0));
+        for (Target t : order) {
+          Run result = runOnce(a.get("master"), spark, appJar, w, t, r, reference,
+              expected.get(w.workload().input()));
+          System.out.printf(Locale.ROOT, "%s %s %s: %.2f s %s (load %.1f)%n",
+              r < warmup ? "warmup" : "round " + (r - warmup + 1), w.name(), t.name(),
+              result.seconds(), result.check(), loadAverage());
+          if (r >= warmup) {
+            runs.add(result);
+          }
+          if (!Workload.OK.equals(result.check())) {
+            wrong.add(w.name() + "/" + t.name() + " round " + r + ": " + result.check());
           }
         }
       }
-      int padded = 0;
-      for (int extra : parseInts(a.get("root-names"))) {
-        for (Target t : targets) {
-          pad(t, padded, extra);
-          Path base = new Path(t.base(), "dirops-" + extra);
-          dirOps.computeIfAbsent(t.name(), k -> new LinkedHashMap<>())
-              .put(extra, DirectoryOpBench.run(t.fs(), base, a.getInt("dirop-reps"), 4));
-        }
-        flatRootNames.put(extra, (long) hdfsFs.listStatus(new Path(hdfs + FLAT_ROOT)).length);
-        padded = Math.max(padded, extra);
-      }
+    }
+    int padded = 0;
+    for (int extra : parseInts(a.get("root-names"))) {
       for (Target t : targets) {
-        t.fs().delete(t.base(), true);
+        pad(t, padded, extra);
+        Path base = new Path(t.base(), "dirops-" + extra);
+        dirOps.computeIfAbsent(t.name(), k -> new LinkedHashMap<>())
+            .put(extra, DirectoryOpBench.run(t.fs(), base, a.getInt("dirop-reps"), 4));
       }
+      flatRootNames.put(extra, (long) hdfsFs.listStatus(new Path(hdfs + FLAT_ROOT)).length);
+      padded = Math.max(padded, extra);
+    }
+    for (Target t : targets) {
+      t.fs().delete(t.base(), true);
     }
     String load = String.format(Locale.ROOT, "%.1f at the start, %.1f at the end",
         loadBefore, loadAverage());
-    String markdown = ShimReport.markdown(a, spec, facts, workloads, runs, dirOps,
-        flatRootNames, Instant.now(), load);
+    java.nio.file.Path report = java.nio.file.Path.of(a.get("report")).toAbsolutePath();
+    // The charts sit beside the report, named after it: hdfs-shim.md, hdfs-shim-time.png.
+    String chartName = report.getFileName().toString().replaceFirst("\\.md$", "");
+    String markdown = ShimReport.markdown(a, inputs(expected.keySet(), size, seed), workloads,
+        runs, dirOps, flatRootNames, Instant.now(), load, chartName);
     System.out.println(markdown);
-    java.nio.file.Path report = java.nio.file.Path.of(a.get("report"));
-    Files.createDirectories(report.toAbsolutePath().getParent());
+    Files.createDirectories(report.getParent());
     Files.writeString(report, markdown);
-    List<String> wrong = runs.stream().filter(x -> !Workload.OK.equals(x.check()))
-        .map(x -> x.workload() + "/" + x.target() + ": " + x.check()).toList();
+    ShimReport.charts(report.getParent(), chartName, workloads, runs, dirOps, flatRootNames);
     if (!wrong.isEmpty()) {
       throw new IllegalStateException("wrong output: " + wrong);
     }
   }
 
-  private static Run runOnce(JavaSparkContext sc, ShimWorkload w, Target t, int round,
-      Committer committer, ShimWorkload.InputFacts facts) throws IOException {
+  /**
+   * One submission, timed, with the calls it made, its output checked as
+   * {@code WorkloadBench} checks: against the generator's expectations and against the
+   * workload's first output on either side (the reference), then deleted.
+   */
+  private static Run runOnce(String master, Map<String, String> spark,
+      java.nio.file.Path appJar, ShimWorkload w, Target t, int round,
+      Map<Workload, Workload.Outcome> reference, Dataset.Expected expected)
+      throws IOException {
     Path output = new Path(t.base(), w.name() + "-" + round);
-    committer.configure(sc.hadoopConfiguration(), output);
+    Path input = new Path(t.base(), w.workload().input().dirName());
     StorageCounters before = counters(t.fs());
     long t0 = System.nanoTime();
-    w.run(sc, new Path(t.base(), "input"), output, committer);
+    String failure = null;
+    try {
+      w.run(master, spark, appJar, input, output);
+    } catch (Exception e) { // SparkSubmit rethrows what the application threw
+      failure = "failed: " + e;
+      e.printStackTrace();
+    }
     double seconds = (System.nanoTime() - t0) / 1e9;
     StorageCounters calls = counters(t.fs()).minus(before);
-    String check = w.check(t.fs(), output, facts);
+    String check = failure;
+    if (check == null) {
+      Workload.Outcome actual = w.workload().read(t.fs(), output);
+      check = w.workload().check(actual, reference.computeIfAbsent(w.workload(), k -> actual),
+          expected);
+    }
     t.fs().delete(output, true);
     return new Run(w.name(), t.name(), seconds, calls, check);
+  }
+
+  /** The report's line on the inputs: each dataset's generated size. */
+  private static String inputs(java.util.Set<Dataset> datasets, long size, long seed) {
+    List<String> parts = new ArrayList<>();
+    for (Dataset d : datasets) {
+      TextDataGenerator.Spec s = d.spec(size, seed);
+      parts.add(String.format(Locale.ROOT, "%s %,d bytes in %d files",
+          d.name().toLowerCase(Locale.ROOT), s.totalBytes(), s.files()));
+    }
+    return String.join("; ", parts) + " (seed " + seed + ")";
   }
 
   /**
@@ -214,20 +265,6 @@ public final class ShimExperiment {
   private static double loadAverage() {
     return java.lang.management.ManagementFactory.getOperatingSystemMXBean()
         .getSystemLoadAverage();
-  }
-
-  private static ShimWorkload.InputFacts facts(TextDataGenerator.Spec spec) {
-    long lines = 0;
-    long matches = 0;
-    for (int i = 0; i < spec.files(); i++) {
-      for (Iterator<String> it = TextDataGenerator.lines(spec, i); it.hasNext(); ) {
-        lines++;
-        if (it.next().contains(PATTERN)) {
-          matches++;
-        }
-      }
-    }
-    return new ShimWorkload.InputFacts(lines, matches, PATTERN, SORT_PARTITIONS);
   }
 
   private static List<ShimWorkload> select(String names) {

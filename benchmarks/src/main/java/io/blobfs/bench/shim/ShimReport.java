@@ -2,30 +2,34 @@ package io.blobfs.bench.shim;
 
 import io.blobfs.bench.Args;
 import io.blobfs.bench.StorageCounters;
-import io.blobfs.bench.workloads.TextDataGenerator;
+import org.knowm.xchart.BitmapEncoder;
+import org.knowm.xchart.CategoryChart;
+import org.knowm.xchart.CategoryChartBuilder;
+import org.knowm.xchart.style.Styler;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.time.Instant;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
-/** The Markdown of {@link ShimExperiment}: Figures 4 and 5 as tables, with the setup. */
+/** The Markdown of {@link ShimExperiment}: Figures 4 and 5 as tables and charts, with the setup. */
 final class ShimReport {
   private ShimReport() {}
 
-  static String markdown(Args a, TextDataGenerator.Spec spec, ShimWorkload.InputFacts facts,
-      List<ShimWorkload> workloads, List<ShimExperiment.Run> runs,
+  static String markdown(Args a, String inputs, List<ShimWorkload> workloads, List<ShimExperiment.Run> runs,
       Map<String, Map<Integer, Map<String, List<Long>>>> dirOps, Map<Integer, Long> rootNames,
-      Instant when, String loadAverage) {
+      Instant when, String loadAverage, String chartName) {
     StringBuilder md = new StringBuilder();
     md.append("# Flat namespace over HDFS against HDFS (paper section 7, Figures 4 and 5)\n\n");
     md.append(String.format(Locale.ROOT, "Run %s on %d cores (`nproc`), Spark `%s`, HDFS from "
         + "`scripts/hdfs/hdfs.sh` (one NameNode and one DataNode on loopback, replication 1). "
-        + "Input: %d files, %d lines, %,d bytes of generated text, written once on each side. "
+        + "Inputs, generated once on each side: %s. Every output is checked against the "
+        + "generator's expectations and the workload's first output on either side. "
         + "Committer: %s. %s measured runs of each workload on each side after %s warm-up "
         + "run(s), the side that goes first alternating. The machine was shared: load "
         + "average %s.%n%n", when, Runtime.getRuntime()
-        .availableProcessors(), a.get("master"), spec.files(), facts.lines(),
-        spec.totalBytes(), a.get("committer"), a.get("rounds"), a.get("warmup"),
+        .availableProcessors(), a.get("master"), inputs, a.get("committer"), a.get("rounds"), a.get("warmup"),
         loadAverage));
     md.append("- **hdfs**: `hdfs://` with its hierarchical namespace.\n");
     md.append("- **flat**: `flat://` (blobfs-hdfs-shim) over the same HDFS: every path one "
@@ -33,6 +37,7 @@ final class ShimReport {
         + "directory rename as scans of that directory (Table 3).\n\n");
 
     md.append("## Completion time (Figure 4)\n\n");
+    md.append("![Figure 4](" + chartName + "-time.png)\n\n");
     md.append("| workload | hdfs mean s (min-max) | flat mean s (min-max) | flat / hdfs |\n");
     md.append("|---|---:|---:|---:|\n");
     for (ShimWorkload w : workloads) {
@@ -94,6 +99,7 @@ final class ShimReport {
         + "read the whole flat root; getFileStatus of a directory stops at the first name "
         + "under it, which here sorts before the extra names. Median (90th percentile), "
         + "µs.\n\n");
+    md.append("![Figure 5](" + chartName + "-dirops.png)\n\n");
     md.append("| operation | names in the flat root | hdfs | flat | flat / hdfs (median) |\n");
     md.append("|---|---:|---:|---:|---:|\n");
     for (Map.Entry<Integer, Long> level : rootNames.entrySet()) {
@@ -110,15 +116,57 @@ final class ShimReport {
 
     md.append("\n## Reproduce\n\n");
     StringBuilder options = new StringBuilder();
-    for (String k : List.of("size", "files", "rounds", "warmup", "committer", "master",
+    for (String k : List.of("size", "seed", "rounds", "warmup", "committer", "master",
         "workloads", "dirop-reps", "root-names")) {
       options.append(" --").append(k).append(' ').append(a.get(k));
     }
     md.append("```\nscripts/bench-hdfs-shim.sh" + options + "\n```\n\n");
-    md.append("Workloads are the list `ShimWorkload.ALL` (`benchmarks/src/main/java/io/"
-        + "blobfs/bench/shim`); the paper's other three join it as they are written, and "
-        + "`--workloads` picks some.\n");
+    md.append("The workloads are the paper's five (`io.blobfs.bench.run.Workload`, the same "
+        + "applications and output checks as `scripts/bench-compare.sh`); `--workloads` picks "
+        + "some.\n");
     return md.toString();
+  }
+
+  /**
+   * Figure 4 ({@code NAME-time.png}: mean completion time per workload, a bar per side) and
+   * Figure 5 ({@code NAME-dirops.png}: median latency per directory operation, a bar per
+   * side and flat-root size, log scale: the scans span orders of magnitude).
+   */
+  static void charts(java.nio.file.Path dir, String name, List<ShimWorkload> workloads,
+      List<ShimExperiment.Run> runs,
+      Map<String, Map<Integer, Map<String, List<Long>>>> dirOps, Map<Integer, Long> rootNames)
+      throws IOException {
+    Files.createDirectories(dir);
+    CategoryChart time = new CategoryChartBuilder().width(900).height(480)
+        .title("Completion time per workload (mean of the rounds; Figure 4)")
+        .xAxisTitle("workload").yAxisTitle("seconds").build();
+    time.getStyler().setLegendPosition(Styler.LegendPosition.OutsideE);
+    List<String> names = workloads.stream().map(ShimWorkload::name).toList();
+    for (String side : List.of("hdfs", "flat")) {
+      time.addSeries(side, names,
+          workloads.stream().map(w -> stats(runs, w.name(), side)[0]).toList());
+    }
+    BitmapEncoder.saveBitmap(time, dir.resolve(name + "-time").toString(),
+        BitmapEncoder.BitmapFormat.PNG);
+
+    CategoryChart ops = new CategoryChartBuilder().width(1000).height(520)
+        .title("Directory operation latency (median; Figure 5)")
+        .xAxisTitle("operation").yAxisTitle("µs (log scale)").build();
+    ops.getStyler().setLegendPosition(Styler.LegendPosition.OutsideE);
+    ops.getStyler().setYAxisLogarithmic(true);
+    // Bars start at the axis minimum, 0 by default, which a log axis refuses.
+    ops.getStyler().setYAxisMin(1.0);
+    for (String side : List.of("hdfs", "flat")) {
+      for (Map.Entry<Integer, Long> level : rootNames.entrySet()) {
+        Map<String, List<Long>> byOp = dirOps.get(side).get(level.getKey());
+        ops.addSeries(String.format(Locale.ROOT, "%s, %,d names in flat root", side,
+            level.getValue()), DirectoryOpBench.OPS, DirectoryOpBench.OPS.stream()
+            .map(op -> Math.max(1.0, DirectoryOpBench.percentile(byOp.get(op), 0.5) / 1e3))
+            .toList());
+      }
+    }
+    BitmapEncoder.saveBitmap(ops, dir.resolve(name + "-dirops").toString(),
+        BitmapEncoder.BitmapFormat.PNG);
   }
 
   private static double[] stats(List<ShimExperiment.Run> runs, String workload, String side) {

@@ -1,80 +1,39 @@
 package io.blobfs.bench.shim;
 
-import io.blobfs.bench.run.OutputDigest;
+import io.blobfs.bench.run.SparkSubmitRunner;
 import io.blobfs.bench.run.Workload;
-import io.blobfs.bench.workloads.Committer;
-import io.blobfs.bench.workloads.Grep;
-import io.blobfs.bench.workloads.Sort;
-import java.io.IOException;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
-import org.apache.hadoop.fs.FileSystem;
+import java.util.Map;
 import org.apache.hadoop.fs.Path;
-import org.apache.spark.api.java.JavaSparkContext;
 
 /**
- * A workload of the HDFS-against-flat experiment: a Spark job from input to output, and a
- * check of what it wrote. {@link #ALL} is the list the experiment runs; the paper's other
- * three (Decision Tree, Connected Components, Tokenizer) join it as they are written.
+ * A workload of the HDFS-against-flat experiment: one of the paper's five ({@link Workload},
+ * the same applications, inputs and output checks as {@code WorkloadBench} and
+ * {@code CompareBench}), submitted as an application through {@link SparkSubmitRunner} in
+ * this JVM, so the file systems it opens are the cached instances whose counters the
+ * experiment reads.
  */
-public interface ShimWorkload {
-  String name();
+record ShimWorkload(Workload workload) {
+  /** All five, in {@link Workload}'s order. */
+  static final List<ShimWorkload> ALL =
+      Arrays.stream(Workload.values()).map(ShimWorkload::new).toList();
 
-  /** Runs the job on {@code input}, writing {@code output} (which does not exist yet). */
-  void run(JavaSparkContext sc, Path input, Path output, Committer committer);
+  String name() {
+    return workload.id();
+  }
 
-  /** {@code ok}, or what is wrong with the output. */
-  String check(FileSystem fs, Path output, InputFacts input) throws IOException;
-
-  /** What the generator says the input holds, computed without any file system. */
-  record InputFacts(long lines, long grepMatches, String pattern, int sortPartitions) {}
-
-  ShimWorkload GREP = new ShimWorkload() {
-    @Override
-    public String name() {
-      return "grep";
-    }
-
-    @Override
-    public void run(JavaSparkContext sc, Path input, Path output, Committer committer) {
-      Grep.run(sc, input.toString(), output.toString(), ShimExperiment.PATTERN, committer);
-    }
-
-    @Override
-    public String check(FileSystem fs, Path output, InputFacts input) throws IOException {
-      return checkLines(fs, output, input.grepMatches(), false);
-    }
-  };
-
-  ShimWorkload SORT = new ShimWorkload() {
-    @Override
-    public String name() {
-      return "sort";
-    }
-
-    @Override
-    public void run(JavaSparkContext sc, Path input, Path output, Committer committer) {
-      Sort.run(sc, input.toString(), output.toString(), ShimExperiment.SORT_PARTITIONS,
-          committer);
-    }
-
-    @Override
-    public String check(FileSystem fs, Path output, InputFacts input) throws IOException {
-      return checkLines(fs, output, input.lines(), true);
-    }
-  };
-
-  List<ShimWorkload> ALL = List.of(GREP, SORT);
-
-  /** Committed, {@code expected} lines, and ascending if {@code sorted}; else what is wrong. */
-  private static String checkLines(FileSystem fs, Path output, long expected, boolean sorted)
-      throws IOException {
-    OutputDigest d = OutputDigest.of(fs, output);
-    if (!d.committed()) {
-      return "no _SUCCESS";
-    }
-    if (sorted && !d.ascending()) {
-      return "out of order";
-    }
-    return d.lines() == expected ? Workload.OK : d.lines() + " lines, expected " + expected;
+  /**
+   * Submits the workload on {@code input}, writing {@code output}; {@code sparkConf} holds the
+   * run's {@code --conf}s (the flat scheme's settings, the committer). Throws what the
+   * application threw.
+   */
+  void run(String master, Map<String, String> sparkConf, java.nio.file.Path appJar,
+      Path input, Path output) {
+    Map<String, String> conf = new LinkedHashMap<>(sparkConf);
+    conf.put("spark.app.name", name() + "@" + output.toUri().getScheme());
+    SparkSubmitRunner.submit(SparkSubmitRunner.arguments(master, conf, workload.mainClass(),
+        appJar, workload.appArgs(input, output)));
   }
 }
