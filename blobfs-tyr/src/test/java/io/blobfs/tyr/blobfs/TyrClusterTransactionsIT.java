@@ -158,14 +158,7 @@ class TyrClusterTransactionsIT {
           for (int step = 0; step < 100; step++) {
             try {
               if (step % 5 == 4) {
-                long sum = 0;
-                List<BlobMutation> checks = new ArrayList<>();
-                for (String a : accounts) {
-                  VersionedBytes v = store.readWithVersion(a, 64);
-                  sum += Long.parseLong(new String(v.bytes(), StandardCharsets.UTF_8));
-                  checks.add(new BlobMutation.Check(a, v.version()));
-                }
-                store.commit(checks);
+                long sum = BankAccounts.audit(store, accounts);
                 assertEquals(6000, sum, "a committed audit saw a total of " + sum);
                 audits.incrementAndGet();
               } else {
@@ -174,17 +167,7 @@ class TyrClusterTransactionsIT {
                 if (from.equals(to)) {
                   continue;
                 }
-                VersionedBytes f = store.readWithVersion(from, 64);
-                VersionedBytes g = store.readWithVersion(to, 64);
-                long amount = r.nextInt(50);
-                long fv = Long.parseLong(new String(f.bytes(), StandardCharsets.UTF_8));
-                long gv = Long.parseLong(new String(g.bytes(), StandardCharsets.UTF_8));
-                store.commit(List.of(new BlobMutation.Check(from, f.version()),
-                    new BlobMutation.Check(to, g.version()),
-                    new BlobMutation.Put(from, utf8(Long.toString(fv - amount)),
-                        PutMode.OVERWRITE),
-                    new BlobMutation.Put(to, utf8(Long.toString(gv + amount)),
-                        PutMode.OVERWRITE)));
+                BankAccounts.transfer(store, from, to, r.nextInt(50));
                 transfers.incrementAndGet();
               }
             } catch (TransactionConflictException e) {
