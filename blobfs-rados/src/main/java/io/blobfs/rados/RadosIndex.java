@@ -190,9 +190,22 @@ final class RadosIndex {
    * conditional delete that lost, an unknown outcome) the marker becomes an adding one,
    * which readers check and may commit; a failure there leaves the deleting marker, which
    * readers check too, so it is logged, not thrown.
+   *
+   * <p>A delete whose marker is no longer there sets a fresh deleting one. Its object step
+   * may have run after that of a writer who marked the entry later: a creator (or a reader
+   * that saw the object) then commits the entry by its own marker, still in place, and the
+   * name would show with no object behind it. Only a deleting marker set after the removal
+   * rules that out; a commit after it needs a marker set after it too, so an object step
+   * after the removal. That one a failure must not skip, so it is thrown.
    */
-  void afterDelete(String key, String marker, boolean gone) {
-    if (marker == null || gone) {
+  void afterDelete(String key, String marker, boolean gone) throws IOException {
+    if (marker == null) {
+      return;
+    }
+    if (gone) {
+      if (!replaceIf(key, marker, marker)) {
+        set(key, marker('D'));
+      }
       return;
     }
     try {

@@ -171,6 +171,29 @@ class RadosIndexIT {
   }
 
   /**
+   * A delete marks the entry, a creator marks it over and finds the object there, then the
+   * delete's object step removes it, and only then does the creator settle: it commits by
+   * its own marker, still in place. The delete, settling last, must not leave that commit
+   * standing, or the name shows with no object (the race CI once caught in
+   * {@link #racingWritersOnTheSameKeysLeaveTheIndexRight}).
+   */
+  @Test
+  void aDeleteWhoseMarkWasOverwrittenStillHidesTheNameItRemoved() throws Exception {
+    store.put("n/dir/k", utf8("k"), PutMode.CREATE);
+    String deleting = store.index().beforeDelete("n/dir/k"); // the deleter's index step
+    String adding = store.index().beforeCreate("n/dir/k"); // an overwriter's index step
+    rados("-N", namespace + ".n", "rm", "dir/k"); // the deleter's object step
+    store.index().afterCreate("n/dir/k", adding, true); // the overwriter saw the object
+    store.index().afterDelete("n/dir/k", deleting, true);
+
+    assertFalse(store.stat("n/dir/k").exists());
+    assertEquals(List.of(), scanAll(store, "n/dir/", 10));
+    RadosIndexes.Fsck f = fsck(false);
+    assertEquals(0, f.wrongEntries(), f.toString());
+    assertTrue(f.consistent(), f.toString());
+  }
+
+  /**
    * fsck's listing of the objects can predate a delete: an adding entry of a name listed
    * then but gone now must not be committed (a committed entry is trusted without a stat).
    */
