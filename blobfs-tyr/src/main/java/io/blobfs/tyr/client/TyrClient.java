@@ -453,6 +453,7 @@ public final class TyrClient implements Closeable {
         }
       }
     }
-    group.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+    group.shutdownGracefully(Transport.shutdownQuietMillis(config.host()), 2000,
+        TimeUnit.MILLISECONDS).syncUninterruptibly();
   }
 }

@@ -25,6 +25,17 @@ public final class Transport {
     return host.startsWith(IN_JVM);
   }
 
+  /**
+   * How long an event loop group that carried this transport's channels should stay quiet
+   * before it stops. An in-JVM channel's close ends with a task on its peer's event loop
+   * (Netty's {@code LocalChannel.doClose}), and the peer answers with one on ours: a group
+   * that stops at once rejects it, and Netty logs a RejectedExecutionException at every
+   * exit of a job on an embedded node. TCP needs no such wait.
+   */
+  public static long shutdownQuietMillis(String host) {
+    return inJvm(host) ? 100 : 0;
+  }
+
   public static SocketAddress address(String host, int port) {
     return inJvm(host) ? new LocalAddress(host.substring(IN_JVM.length()))
         : new InetSocketAddress(host, port);

@@ -192,8 +192,9 @@ public final class TyrServer implements Closeable {
   }
 
   private void shutdownThreads() {
-    boss.shutdownGracefully(0, 1, TimeUnit.SECONDS);
-    io.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+    long quiet = Transport.shutdownQuietMillis(config.bind());
+    boss.shutdownGracefully(quiet, 1000, TimeUnit.MILLISECONDS);
+    io.shutdownGracefully(quiet, 1000, TimeUnit.MILLISECONDS).syncUninterruptibly();
     workers.shutdown();
     try {
       workers.awaitTermination(10, TimeUnit.SECONDS);
