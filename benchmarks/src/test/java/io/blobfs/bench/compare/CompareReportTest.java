@@ -58,6 +58,11 @@ class CompareReportTest {
     assertThat(r.bestGain("tyr", "hdfs")).isCloseTo(0.2, within(1e-9));
     assertThat(r.bestGain("tyr", "cephfs")).isCloseTo(1 - 8 / 9.0, within(1e-9));
     assertThat(CompareReport.median(List.of(3.0, 1.0, 2.0, 10.0))).isEqualTo(2.5);
+    // per workload (grep, sort): tyr 20% faster than hdfs, then 10% slower
+    List<Double> gains = r.relativeImprovement("tyr", "hdfs");
+    assertThat(gains).hasSize(2);
+    assertThat(gains.get(0)).isCloseTo(20.0, within(1e-9));
+    assertThat(gains.get(1)).isCloseTo(-10.0, within(1e-9));
   }
 
   @Test
@@ -68,8 +73,9 @@ class CompareReportTest {
         .contains("| read bandwidth over HDFS (geomean of workloads) | Týr 1.28, RADOS 1.32 | 1.22 |")
         .contains("| jobs faster than HDFS, best workload | up to 22% | +20% |")
         .contains("All 18 runs were right.");
+    assertThat(md).contains("![relative improvement](cmp-relative.png)");
     r.charts(dir, "cmp");
-    for (String m : List.of("time", "read", "write")) {
+    for (String m : List.of("time", "read", "write", "relative")) {
       Path png = dir.resolve("cmp-" + m + ".png");
       assertThat(png).exists();
       byte[] head = Files.readAllBytes(png);
