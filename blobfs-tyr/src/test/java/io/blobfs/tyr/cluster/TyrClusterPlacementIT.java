@@ -88,6 +88,12 @@ class TyrClusterPlacementIT {
    */
   static void assertPlacement(TyrProcessCluster cluster, TyrClusterBlobStore store, int count)
       throws Exception {
+    assertPlacement(cluster.members(), cluster.onOwnHosts(), store, count);
+  }
+
+  /** The same, on {@code members} ({@code ownHosts}: not loopback addresses). */
+  static void assertPlacement(List<Member> members, boolean ownHosts, TyrClusterBlobStore store,
+      int count) throws Exception {
     assertThat((BlobStore) store).isInstanceOf(PlacementAware.class);
     Random r = new Random(42);
     List<String> keys = new ArrayList<>();
@@ -103,7 +109,7 @@ class TyrClusterPlacementIT {
     }
     Futures.await(CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0])));
     Map<Member, Set<String>> stored = new HashMap<>();
-    for (Member m : cluster.members()) {
+    for (Member m : members) {
       stored.put(m, keysOn(m, "p/"));
     }
     Ring ring = store.ring();
@@ -111,7 +117,7 @@ class TyrClusterPlacementIT {
     int mismatches = 0;
     for (String k : keys) {
       Set<Member> holders = new HashSet<>();
-      for (Member m : cluster.members()) {
+      for (Member m : members) {
         if (stored.get(m).contains(k)) {
           holders.add(m);
         }
@@ -121,13 +127,13 @@ class TyrClusterPlacementIT {
       }
       List<String> want = new ArrayList<>();
       for (Member m : ring.owners(k)) {
-        want.add(cluster.onOwnHosts() ? m.host() : "localhost");
+        want.add(ownHosts ? m.host() : "localhost");
       }
       assertEquals(want, store.hostsOf(k), k);
     }
     assertEquals(0, mismatches, "keys not stored exactly on their computed owners");
     int total = 0;
-    for (Member m : cluster.members()) {
+    for (Member m : members) {
       total += stored.get(m).size();
       System.out.println(m + " holds " + stored.get(m).size() + " of " + count
           + " blobs (R = " + replication + ")");
