@@ -26,7 +26,8 @@ final class EventLogLocality {
   private EventLogLocality() {}
 
   /** Input tasks of one kind of application, by locality level and by host. */
-  record Share(Map<String, Integer> byLocality, Map<String, Integer> byHost) {
+  record Share(Map<String, Integer> byLocality, Map<String, Integer> byHost,
+      List<String> apps) {
     int total() {
       return byLocality.values().stream().mapToInt(Integer::intValue).sum();
     }
@@ -43,18 +44,21 @@ final class EventLogLocality {
 
     @Override
     public String toString() {
-      return String.format(Locale.ROOT, "%d of %d (%.3f) %s %s", nodeLocal(), total(),
-          fraction(), byLocality, byHost);
+      return String.format(Locale.ROOT, "%d of %d (%.3f) %s %s in %s", nodeLocal(), total(),
+          fraction(), byLocality, byHost, apps);
     }
   }
 
-  /** The input tasks of every application in {@code dir} whose name contains {@code app}. */
-  static Share inputTasks(Path dir, String app) throws IOException {
+  /**
+   * The input tasks of every application that logged into {@code dir}. (By directory, not by
+   * name: the applications name themselves, which overrides {@code spark.app.name}.)
+   */
+  static Share inputTasks(Path dir) throws IOException {
+    List<String> apps = new java.util.ArrayList<>();
     Map<String, Integer> byLocality = new TreeMap<>();
     Map<String, Integer> byHost = new TreeMap<>();
     // A rolling event log (spark.eventLog.rolling.enabled) is a directory per application
-    // whose events_N_* files continue one another: the application's name, in the first,
-    // holds for the rest.
+    // whose events_N_* files continue one another.
     List<Path> logs;
     try (Stream<Path> s = Files.walk(dir)) {
       logs = s.filter(Files::isRegularFile)
@@ -63,20 +67,14 @@ final class EventLogLocality {
               .thenComparingInt(EventLogLocality::rollingIndex))
           .toList();
     }
-    boolean selected = false;
-    Path appDir = null;
     for (Path log : logs) {
-      if (!log.getParent().equals(appDir) || log.getParent().equals(dir)) {
-        appDir = log.getParent();
-        selected = false;
-      }
       try (BufferedReader r = Files.newBufferedReader(log, StandardCharsets.UTF_8)) {
         for (String line = r.readLine(); line != null; line = r.readLine()) {
           JsonNode e = JSON.readTree(line);
           String event = e.path("Event").asText();
           if (event.equals("SparkListenerApplicationStart")) {
-            selected = e.path("App Name").asText().contains(app);
-          } else if (selected && event.equals("SparkListenerTaskEnd")
+            apps.add(e.path("App Name").asText() + " (" + e.path("App ID").asText() + ")");
+          } else if (event.equals("SparkListenerTaskEnd")
               && e.path("Task Metrics").path("Input Metrics").path("Bytes Read").asLong() > 0) {
             JsonNode info = e.path("Task Info");
             byLocality.merge(info.path("Locality").asText(), 1, Integer::sum);
@@ -85,7 +83,7 @@ final class EventLogLocality {
         }
       }
     }
-    return new Share(byLocality, byHost);
+    return new Share(byLocality, byHost, apps);
   }
 
   /** N of a rolling log's {@code events_N_APPID}; 0 for a single-file log. */
