@@ -155,7 +155,13 @@ class SparkStandaloneOnTyrClusterIT {
   /** {@code scripts/hosts/spark-cluster.sh}, run with the build's Spark classpath. */
   private record SparkCluster(String master, String driverHost) {
     static SparkCluster up(int n) throws IOException, InterruptedException {
-      String out = run("up", Integer.toString(n));
+      String out;
+      try {
+        out = run("up", Integer.toString(n));
+      } catch (IOException e) {
+        run("down"); // what did start (a Master, some Workers) must not outlive the test
+        throw e;
+      }
       String master = null;
       String driver = null;
       for (String line : out.lines().toList()) {
