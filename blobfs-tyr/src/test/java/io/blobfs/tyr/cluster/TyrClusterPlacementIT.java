@@ -55,13 +55,8 @@ class TyrClusterPlacementIT {
     }
   }
 
-  private static TyrClusterBlobStore open(String name) throws Exception {
-    return (TyrClusterBlobStore) new TyrBlobStoreProvider().open(name, new StoreOptions(
-        "fs.blob.store." + name + ".", Map.of("nodes", cluster.nodesOption())));
-  }
-
   /** Every key each node really holds, listed by the node itself (a scan names no key). */
-  private static Set<String> keysOn(Member m, String prefix) throws Exception {
+  static Set<String> keysOn(Member m, String prefix) throws Exception {
     Set<String> keys = new HashSet<>();
     try (TyrClient raw = new TyrClient(ClientConfig.of(m.host(), m.port()))) {
       String cursor = null;
@@ -76,59 +71,85 @@ class TyrClusterPlacementIT {
 
   @Test
   void computedOwnersAreTheNodesThatStoreTheBlobs() throws Exception {
-    try (TyrClusterBlobStore store = open("placement")) {
-      assertThat((BlobStore) store).isInstanceOf(PlacementAware.class);
-      Random r = new Random(42);
-      List<String> keys = new ArrayList<>();
-      List<CompletableFuture<Void>> writes = new ArrayList<>();
-      for (int i = 0; i < 10_000; i++) {
-        String k = "p/" + Long.toHexString(r.nextLong()) + "/" + r.nextInt(64);
-        keys.add(k);
-        writes.add(store.write(k, 0, ByteBuffer.wrap(k.getBytes(StandardCharsets.UTF_8))));
-        if (writes.size() == 256) {
-          Futures.await(CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0])));
-          writes.clear();
+    try (TyrClusterBlobStore store = open(cluster, "placement")) {
+      assertPlacement(cluster, store, 10_000);
+    }
+  }
+
+  static TyrClusterBlobStore open(TyrProcessCluster cluster, String name) throws Exception {
+    return (TyrClusterBlobStore) new TyrBlobStoreProvider().open(name, new StoreOptions(
+        "fs.blob.store." + name + ".", Map.of("nodes", cluster.nodesOption())));
+  }
+
+  /**
+   * Writes {@code count} random keys through the cluster store, then asks every node which
+   * keys it holds: each key must be on exactly the owners the client computes (all R of
+   * them, no other node), and {@code hostsOf} must name those owners' hosts, primary first.
+   */
+  static void assertPlacement(TyrProcessCluster cluster, TyrClusterBlobStore store, int count)
+      throws Exception {
+    assertPlacement(cluster.members(), cluster.onOwnHosts(), store, count);
+  }
+
+  /** The same, on {@code members} ({@code ownHosts}: not loopback addresses). */
+  static void assertPlacement(List<Member> members, boolean ownHosts, TyrClusterBlobStore store,
+      int count) throws Exception {
+    assertThat((BlobStore) store).isInstanceOf(PlacementAware.class);
+    Random r = new Random(42);
+    List<String> keys = new ArrayList<>();
+    List<CompletableFuture<Void>> writes = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      String k = "p/" + Long.toHexString(r.nextLong()) + "/" + r.nextInt(64);
+      keys.add(k);
+      writes.add(store.write(k, 0, ByteBuffer.wrap(k.getBytes(StandardCharsets.UTF_8))));
+      if (writes.size() == 256) {
+        Futures.await(CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0])));
+        writes.clear();
+      }
+    }
+    Futures.await(CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0])));
+    Map<Member, Set<String>> stored = new HashMap<>();
+    for (Member m : members) {
+      stored.put(m, keysOn(m, "p/"));
+    }
+    Ring ring = store.ring();
+    int replication = ring.owners(keys.get(0)).size();
+    int mismatches = 0;
+    for (String k : keys) {
+      Set<Member> holders = new HashSet<>();
+      for (Member m : members) {
+        if (stored.get(m).contains(k)) {
+          holders.add(m);
         }
       }
-      Futures.await(CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0])));
-      Map<Member, Set<String>> stored = new HashMap<>();
-      for (Member m : cluster.members()) {
-        stored.put(m, keysOn(m, "p/"));
+      if (!holders.equals(Set.copyOf(ring.owners(k)))) {
+        mismatches++;
       }
-      Ring ring = store.ring();
-      int mismatches = 0;
-      for (String k : keys) {
-        Set<Member> holders = new HashSet<>();
-        for (Member m : cluster.members()) {
-          if (stored.get(m).contains(k)) {
-            holders.add(m);
-          }
-        }
-        if (!holders.equals(Set.copyOf(ring.owners(k)))) {
-          mismatches++;
-        }
-        String want = cluster.onOwnHosts() ? ring.primary(k).host() : "localhost";
-        assertEquals(List.of(want), store.hostsOf(k), k);
+      List<String> want = new ArrayList<>();
+      for (Member m : ring.owners(k)) {
+        want.add(ownHosts ? m.host() : "localhost");
       }
-      assertEquals(0, mismatches, "keys not stored exactly on their computed owners");
-      int total = 0;
-      for (Member m : cluster.members()) {
-        total += stored.get(m).size();
-        System.out.println(m + " holds " + stored.get(m).size() + " of 10000 blobs");
-      }
-      assertEquals(10_000, total);
-      // Every byte reads back through the cluster store.
-      for (String k : keys.subList(0, 500)) {
-        assertArrayEquals(k.getBytes(StandardCharsets.UTF_8),
-            store.readWithVersion(k, 1000).bytes());
-      }
+      assertEquals(want, store.hostsOf(k), k);
+    }
+    assertEquals(0, mismatches, "keys not stored exactly on their computed owners");
+    int total = 0;
+    for (Member m : members) {
+      total += stored.get(m).size();
+      System.out.println(m + " holds " + stored.get(m).size() + " of " + count
+          + " blobs (R = " + replication + ")");
+    }
+    assertEquals(count * replication, total);
+    // Every byte reads back through the cluster store.
+    for (String k : keys.subList(0, 500)) {
+      assertArrayEquals(k.getBytes(StandardCharsets.UTF_8),
+          store.readWithVersion(k, 1000).bytes());
     }
   }
 
   /** The nodes load a new ring file; a running client is refused, learns it and follows. */
   @Test
   void aRingChangeReachesRunningClients() throws Exception {
-    try (TyrClusterBlobStore store = open("epochs")) {
+    try (TyrClusterBlobStore store = open(cluster, "epochs")) {
       store.put("e/before", ByteBuffer.wrap(new byte[] {1}), io.blobfs.store.PutMode.OVERWRITE);
       long epoch = store.ring().epoch();
       cluster.writeRing(epoch + 1, 128, 1); // same placement, new epoch

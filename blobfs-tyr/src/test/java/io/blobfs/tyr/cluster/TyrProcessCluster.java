@@ -36,7 +36,15 @@ public final class TyrProcessCluster implements AutoCloseable {
   /** With {@code extraArgs} ({@code --option value} pairs) given to every node. */
   public static TyrProcessCluster start(Path dir, int n, int vnodes, int replication,
       String... extraArgs) throws IOException, InterruptedException {
-    Hosts hosts = Hosts.up(n);
+    return startOn(Hosts.up(n), dir, n, vnodes, replication, extraArgs);
+  }
+
+  /**
+   * On hosts 1..n of {@code hosts}, which may have more: several clusters can share the
+   * hosts (a benchmark's 1-node and 3-node clusters), each on a port of its own.
+   */
+  public static TyrProcessCluster startOn(Hosts hosts, Path dir, int n, int vnodes,
+      int replication, String... extraArgs) throws IOException, InterruptedException {
     List<Member> members = new ArrayList<>();
     // A port of this run's own: a server left behind by a crashed run cannot answer for it.
     int nsPort = 20_000 + ThreadLocalRandom.current().nextInt(10_000);
