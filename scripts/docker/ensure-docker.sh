@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes a Docker engine answer here: installs Debian's docker.io (and debootstrap, which
-# build-images.sh uses for the base image) when missing, and starts dockerd when none
+# build-images.sh uses for the base image, and docker-compose, which the compose test
+# uses when the CLI has no compose plugin) when missing, and starts dockerd when none
 # answers. Installing and starting dockerd need root. Every wait is bounded: exit 0 once
 # `docker version` reaches the engine, else non-zero with one line saying why.
 #   BLOBFS_DOCKERD_LOG   dockerd's log (default /var/log/blobfs-dockerd.log)
@@ -13,7 +14,20 @@ fail() { echo "ensure-docker: $*" >&2; exit 1; }
 # A CLI newer than the engine is fine: it negotiates the API version down.
 answers() { command -v docker >/dev/null && timeout 10 docker version >/dev/null 2>&1; }
 
-answers && exit 0
+compose_ok() {
+  command -v docker-compose >/dev/null \
+    || { command -v docker >/dev/null && timeout 10 docker compose version >/dev/null 2>&1; }
+}
+if answers; then
+  # Only a missing compose is worth installing next to an engine that answers.
+  if compose_ok || [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then exit 0; fi
+  echo "ensure-docker: installing docker-compose" >&2
+  apt=(timeout 900 apt-get -o DPkg::Lock::Timeout=600 -qq)
+  DEBIAN_FRONTEND=noninteractive "${apt[@]}" update || fail "apt-get update failed"
+  DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y --no-install-recommends \
+    docker-compose >/dev/null || fail "apt-get install docker-compose failed"
+  exit 0
+fi
 [ "$(id -u)" -eq 0 ] || fail "no Docker engine answers to this user, and starting one needs root" \
   "(run this as root, or start dockerd yourself)"
 [ -z "${DOCKER_HOST:-}" ] || fail "DOCKER_HOST=$DOCKER_HOST does not answer" \
@@ -22,6 +36,7 @@ answers && exit 0
 missing=()
 command -v dockerd >/dev/null || missing+=(docker.io)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
+compose_ok || missing+=(docker-compose)
 if [ ${#missing[@]} -gt 0 ]; then
   command -v apt-get >/dev/null || fail "no apt-get: install ${missing[*]} by other means"
   echo "ensure-docker: installing ${missing[*]}" >&2
