@@ -36,7 +36,7 @@ source scripts/lib/bench-services.sh
 log() { echo "[bench-hpc] $*" >&2; }
 
 bench_build
-mvn -B -ntp -q -pl blobfs-fuse -am compile -DskipTests >&2 # the mount's classpath.txt
+mvn -B -ntp -q -pl blobfs-fuse -am package -DskipTests >&2 # the mount's classpath.txt (package: its test-jar dependencies exist only then)
 services=""
 [[ ,$backends, == *,tyr,* ]] && services+=tyr,
 [[ ,$backends, == *,rados,* ]] && services+=rados,

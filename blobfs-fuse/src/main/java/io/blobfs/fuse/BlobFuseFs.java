@@ -62,7 +62,7 @@ public final class BlobFuseFs implements LowLevelFs {
   private final long mountedAt = System.currentTimeMillis();
 
   /** An open file; {@code reader} is null when the file was staged at open. */
-  private record Handle(Node node, FileReader reader, boolean writable, boolean append,
+  private record Handle(Node node, PublishedReader reader, boolean writable, boolean append,
       List<FileInfo> listing) {}
 
   public BlobFuseFs(BlobNamespace ns, Settings settings) throws IOException {
@@ -372,7 +372,8 @@ public final class BlobFuseFs implements LowLevelFs {
           s.handles++;
         }
       }
-      Opened o = handle(new Handle(n, reader, writable, append, null));
+      Opened o = handle(new Handle(n, reader == null ? null : new PublishedReader(reader),
+          writable, append, null));
       return replaced ? new Opened(o.fh(), false, true) : o;
     } catch (IOException | RuntimeException e) {
       throw errno(n.path, e);
@@ -442,12 +443,7 @@ public final class BlobFuseFs implements LowLevelFs {
       if (h.reader() == null) {
         throw new FuseException(Errno.EBADF, "handle lost its staged file");
       }
-      while (dst.hasRemaining()) {
-        int n = h.reader().read(offset + dst.position(), dst).get();
-        if (n <= 0) {
-          break;
-        }
-      }
+      h.reader().read(offset, dst);
     } catch (ExecutionException e) {
       throw errno(h.node().path, e.getCause());
     } catch (InterruptedException e) {
@@ -491,6 +487,9 @@ public final class BlobFuseFs implements LowLevelFs {
     Handle h = handles.remove(fh);
     if (h == null) {
       return;
+    }
+    if (h.reader() != null) {
+      h.reader().close();
     }
     StagedFile s;
     synchronized (staged) {
