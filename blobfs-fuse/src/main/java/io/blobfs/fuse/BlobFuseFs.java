@@ -63,7 +63,12 @@ public final class BlobFuseFs implements LowLevelFs {
 
   /** An open file; {@code reader} is null when the file was staged at open. */
   private record Handle(Node node, PublishedReader reader, boolean writable, boolean append,
-      List<FileInfo> listing) {}
+      List<FileInfo> listing, AtomicLong written) {
+    Handle(Node node, PublishedReader reader, boolean writable, boolean append,
+        List<FileInfo> listing) {
+      this(node, reader, writable, append, listing, new AtomicLong());
+    }
+  }
 
   public BlobFuseFs(BlobNamespace ns, Settings settings) throws IOException {
     this.ns = ns;
@@ -462,7 +467,11 @@ public final class BlobFuseFs implements LowLevelFs {
       throw new FuseException(Errno.EBADF, "not open for writing");
     }
     try {
-      return s.write(offset, src, h.append());
+      int n = s.write(offset, src, h.append());
+      // at least this write's count (a racing writer's may be later: a close then
+      // publishes a little more than it must, never less)
+      h.written().accumulateAndGet(s.changes(), Math::max);
+      return n;
     } catch (IOException e) {
       // the staging directory's disk is full: the only ENOSPC a write can meet here
       boolean full = String.valueOf(e.getMessage()).contains("No space left");
@@ -474,12 +483,12 @@ public final class BlobFuseFs implements LowLevelFs {
   /** close(2): publishes what this mount changed, so the next open anywhere sees it. */
   @Override
   public void flush(long node, long fh) throws FuseException {
-    publish(handleOf(fh).node());
+    publishFor(handleOf(fh));
   }
 
   @Override
   public void fsync(long node, long fh, boolean dataOnly) throws FuseException {
-    publish(handleOf(fh).node());
+    publishFor(handleOf(fh));
   }
 
   @Override
@@ -607,10 +616,14 @@ public final class BlobFuseFs implements LowLevelFs {
 
   // ---------------------------------------------------------------- helpers
 
-  private void publish(Node n) throws FuseException {
-    StagedFile s = stagedOf(n.id);
+  /**
+   * close(2) or fsync of one descriptor: publishes the staged file unless a publication
+   * already carried this descriptor's writes and every change no descriptor owns.
+   */
+  private void publishFor(Handle h) throws FuseException {
+    StagedFile s = stagedOf(h.node().id);
     if (s != null) {
-      publish(n, s);
+      publish(h.node(), s, Math.max(h.written().get(), s.unownedChanges()));
     }
   }
 
@@ -621,10 +634,15 @@ public final class BlobFuseFs implements LowLevelFs {
    * that was just renamed or unlinked.
    */
   private void publish(Node n, StagedFile s) throws FuseException {
+    publish(n, s, Long.MAX_VALUE);
+  }
+
+  /** As {@link #publish(Node, StagedFile)}, if changes up to {@code needed} are not yet. */
+  private void publish(Node n, StagedFile s, long needed) throws FuseException {
     names.readLock().lock();
     try {
       if (!n.unlinked) {
-        s.publish(ns, n.path);
+        s.publish(ns, n.path, needed);
       }
     } catch (IOException | RuntimeException e) {
       throw errno(n.path, e);

@@ -42,6 +42,18 @@ final class StagedFile {
   private long mtime;
   /** Changed since the last publication. */
   private volatile boolean dirty;
+  /**
+   * Changes so far (writes, truncates, times), counted under {@code lengthLock}; {@code
+   * published}: the count when the last publication took the exclusive lock, so every
+   * change up to it is in that version. A descriptor's close or fsync need publish only
+   * if a change of its own came later: with several processes writing one file (MPI-IO's
+   * N-to-1) each close or fsync no longer uploads the whole file again when another's
+   * publication already carried its writes.
+   */
+  private long changes;
+  private volatile long published;
+  /** The last change made by no descriptor in particular (truncate, utimensat, O_TRUNC). */
+  private volatile long unowned;
   /** Open handles sharing this file. Guarded by the owner's map. */
   int handles;
 
@@ -58,6 +70,8 @@ final class StagedFile {
     StagedFile f = new StagedFile(Files.createTempFile(dir, "staged-", ""), 0,
         System.currentTimeMillis());
     f.dirty = true;
+    f.changes = 1;
+    f.unowned = 1; // an O_TRUNC of a published file: any descriptor's close publishes it
     return f;
   }
 
@@ -108,6 +122,19 @@ final class StagedFile {
   /** The empty file was published at create, with {@link #mtime}: nothing to publish yet. */
   void publishedEmpty() {
     dirty = false;
+    published = changes();
+  }
+
+  /** The count of changes so far: a descriptor that just wrote needs a version this new. */
+  long changes() {
+    synchronized (lengthLock) {
+      return changes;
+    }
+  }
+
+  /** The last change no descriptor owns: every close or fsync must see it published. */
+  long unownedChanges() {
+    return unowned;
   }
 
   /**
@@ -119,6 +146,7 @@ final class StagedFile {
     try {
       synchronized (lengthLock) {
         mtime = millis;
+        unowned = ++changes;
       }
       dirty = true;
     } finally {
@@ -149,6 +177,7 @@ final class StagedFile {
       synchronized (lengthLock) {
         length = Math.max(length, at + n);
         mtime = System.currentTimeMillis();
+        changes++;
       }
       dirty = true;
       return n;
@@ -191,6 +220,7 @@ final class StagedFile {
       synchronized (lengthLock) {
         length = size;
         mtime = System.currentTimeMillis();
+        unowned = ++changes;
       }
       dirty = true;
     } finally {
@@ -204,11 +234,21 @@ final class StagedFile {
    * durability, see docs/semantics.md).
    */
   void publish(BlobNamespace ns, FsPath path) throws IOException {
+    publish(ns, path, Long.MAX_VALUE);
+  }
+
+  /**
+   * Publishes as {@link #publish(BlobNamespace, FsPath)}, unless a publication already
+   * carried every change up to {@code needed} (a count from {@link #changes}): a close or
+   * fsync that waited for another's publication, which took its writes, returns at once.
+   */
+  void publish(BlobNamespace ns, FsPath path, long needed) throws IOException {
     lock.writeLock().lock();
     try {
-      if (!dirty) {
+      if (!dirty || published >= needed) {
         return;
       }
+      long carried = changes(); // no change runs now: the exclusive lock is held
       FileWriter w = ns.create(path, true);
       try {
         byte[] chunk = new byte[1 << 20];
@@ -234,6 +274,7 @@ final class StagedFile {
       w.setModificationTime(mtime());
       w.close();
       dirty = false;
+      published = carried;
     } finally {
       lock.writeLock().unlock();
     }
