@@ -251,20 +251,9 @@ final class StagedFile {
       long carried = changes(); // no change runs now: the exclusive lock is held
       FileWriter w = ns.create(path, true);
       try {
-        byte[] chunk = new byte[1 << 20];
-        ByteBuffer buf = ByteBuffer.wrap(chunk);
-        long len = length();
-        long pos = 0;
-        while (pos < len) {
-          buf.clear().limit((int) Math.min(chunk.length, len - pos));
-          int n = channel.read(buf, pos);
-          if (n < 0) { // a hole at the end (extending truncate): zeros
-            n = buf.remaining();
-            java.util.Arrays.fill(chunk, 0, n, (byte) 0);
-          }
-          w.write(chunk, 0, n);
-          pos += n;
-        }
+        // straight from the page cache into the writer's buffers; a hole at the end
+        // (extending truncate) reads as zeros
+        w.transferFrom(channel, 0, length());
       } catch (IOException | RuntimeException e) {
         w.abort();
         throw e;

@@ -6,6 +6,7 @@ import io.blobfs.store.InProcess;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Arrays;
@@ -106,6 +107,41 @@ public final class FileWriter implements Closeable {
       buffer.put(b, off, n);
       off += n;
       len -= n;
+      if (buffer.position() == limit) {
+        send();
+      }
+    }
+  }
+
+  /**
+   * Writes the next {@code count} bytes of the file from {@code src}, starting at {@code
+   * position} in it, read straight into this writer's buffers: one copy of each byte from
+   * the channel (a FUSE mount's staged file, in the page cache) to the store, where
+   * reading into an array first and {@link #write(byte[], int, int)} make three. Bytes
+   * past the channel's end are zeros (a file extended by truncate ends in a hole).
+   */
+  public void transferFrom(FileChannel src, long position, long count) throws IOException {
+    checkOpen();
+    while (count > 0) {
+      long limit = chunkLimit();
+      if (buffer == null) {
+        buffer = newBuffer(limit);
+      } else if (!buffer.hasRemaining()) {
+        grow(limit);
+      }
+      int n = (int) Math.min(count, Math.min(buffer.remaining(), limit - buffer.position()));
+      ByteBuffer window = buffer.duplicate().limit(buffer.position() + n);
+      int got = src.read(window, position);
+      if (got < 0) { // the hole at the end
+        for (int i = 0; i < n; i++) {
+          buffer.put((byte) 0);
+        }
+        got = n;
+      } else {
+        buffer.position(buffer.position() + got);
+      }
+      position += got;
+      count -= got;
       if (buffer.position() == limit) {
         send();
       }
