@@ -32,6 +32,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -58,6 +60,15 @@ public final class BlobFuseFs implements LowLevelFs {
   private final AtomicLong nextHandle = new AtomicLong(1);
   /** Renames and unlinks exclusive, publications shared: see {@link #publish(Node, StagedFile)}. */
   private final ReentrantReadWriteLock names = new ReentrantReadWriteLock();
+  /**
+   * Runs the early uploads of files being written ({@link EarlyUpload}): two at a time,
+   * since each keeps up to the write buffer's in-flight bytes moving on its own.
+   */
+  private final Executor uploads = Executors.newFixedThreadPool(2, r -> {
+    Thread t = new Thread(r, "blobfs-early-upload");
+    t.setDaemon(true);
+    return t;
+  });
   /** What an implicit directory, which has no time of its own, shows: the mount's start. */
   private final long mountedAt = System.currentTimeMillis();
 
@@ -367,8 +378,8 @@ public final class BlobFuseFs implements LowLevelFs {
           if (info.isDirectory()) {
             throw new FuseException(Errno.EISDIR, n.path.toString());
           }
-          s = trunc ? StagedFile.empty(settings.stagingDir())
-              : StagedFile.copyOf(settings.stagingDir(), ns.open(info));
+          s = (trunc ? StagedFile.empty(settings.stagingDir())
+              : StagedFile.copyOf(settings.stagingDir(), ns.open(info))).uploadEarly(ns, uploads);
           staged.put(node, s);
         } else if (trunc) {
           s.truncate(0);
@@ -408,7 +419,7 @@ public final class BlobFuseFs implements LowLevelFs {
     }
     StagedFile s;
     try {
-      s = StagedFile.empty(settings.stagingDir());
+      s = StagedFile.empty(settings.stagingDir()).uploadEarly(ns, uploads);
       try {
         FileWriter w = ns.create(path, !excl);
         w.setModificationTime(s.mtime());
@@ -467,7 +478,7 @@ public final class BlobFuseFs implements LowLevelFs {
       throw new FuseException(Errno.EBADF, "not open for writing");
     }
     try {
-      int n = s.write(offset, src, h.append());
+      int n = s.write(offset, src, h.append(), h.node().path);
       // at least this write's count (a racing writer's may be later: a close then
       // publishes a little more than it must, never less)
       h.written().accumulateAndGet(s.changes(), Math::max);

@@ -11,6 +11,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.locks.ReadWriteLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -56,6 +57,11 @@ final class StagedFile {
   private volatile long unowned;
   /** Open handles sharing this file. Guarded by the owner's map. */
   int handles;
+  /** The next version's upload, under way while the file is written. */
+  private final EarlyUpload early;
+  /** Where early uploads run; null: none (every publication uploads the whole file). */
+  private volatile BlobNamespace uploadNs;
+  private volatile Executor uploadExecutor;
 
   private StagedFile(Path local, long length, long mtime) throws IOException {
     this.local = local;
@@ -63,6 +69,14 @@ final class StagedFile {
     this.channel = raf.getChannel();
     this.length = length;
     this.mtime = mtime;
+    this.early = new EarlyUpload(channel, length);
+  }
+
+  /** Lets writes start uploading the next version in the background ({@link EarlyUpload}). */
+  StagedFile uploadEarly(BlobNamespace ns, Executor executor) {
+    this.uploadNs = ns;
+    this.uploadExecutor = executor;
+    return this;
   }
 
   /** An empty file, not yet in the store: {@code dirty} so that close publishes it. */
@@ -158,8 +172,11 @@ final class StagedFile {
     return dirty;
   }
 
-  /** Writes {@code src} at {@code offset}, or at the end when {@code append}. */
-  int write(long offset, ByteBuffer src, boolean append) throws IOException {
+  /**
+   * Writes {@code src} at {@code offset}, or at the end when {@code append}; {@code path}:
+   * the file's name now, for an early upload (null: none).
+   */
+  int write(long offset, ByteBuffer src, boolean append, FsPath path) throws IOException {
     lock.readLock().lock();
     try {
       int n = src.remaining();
@@ -170,16 +187,28 @@ final class StagedFile {
           length += n; // reserve the range, so racing appends never overlap
         }
       }
+      early.writing(at);
       long pos = at;
-      while (src.hasRemaining()) {
-        pos += channel.write(src, pos);
+      try {
+        while (src.hasRemaining()) {
+          pos += channel.write(src, pos);
+        }
+      } finally {
+        // written or not, the range may have changed: never counted as uploadable unless
+        // it was fully written (a failed write leaves the upload claimed below it)
+        if (pos == at + n) {
+          synchronized (lengthLock) {
+            length = Math.max(length, at + n);
+            mtime = System.currentTimeMillis();
+            changes++;
+          }
+          dirty = true;
+          Executor ex = uploadExecutor;
+          early.written(at, at + n, path == null || ex == null ? null : uploadNs, path, ex);
+        } else {
+          early.failed(at);
+        }
       }
-      synchronized (lengthLock) {
-        length = Math.max(length, at + n);
-        mtime = System.currentTimeMillis();
-        changes++;
-      }
-      dirty = true;
       return n;
     } finally {
       lock.readLock().unlock();
@@ -217,6 +246,7 @@ final class StagedFile {
     lock.writeLock().lock();
     try {
       raf.setLength(size); // sparse when it grows: the new bytes read as zeros
+      early.truncated(size);
       synchronized (lengthLock) {
         length = size;
         mtime = System.currentTimeMillis();
@@ -249,19 +279,19 @@ final class StagedFile {
         return;
       }
       long carried = changes(); // no change runs now: the exclusive lock is held
-      FileWriter w = ns.create(path, true);
-      try {
-        // straight from the page cache into the writer's buffers; a hole at the end
-        // (extending truncate) reads as zeros
-        w.transferFrom(channel, 0, length());
-      } catch (IOException | RuntimeException e) {
-        w.abort();
-        throw e;
+      long len = length();
+      long[] uploaded = {0};
+      FileWriter w = early.finish(path, len, uploaded);
+      if (w == null) {
+        write(ns.create(path, true), 0, len);
+      } else {
+        try {
+          write(w, uploaded[0], len); // the rest after what went up in the background
+        } catch (IOException e) {
+          // e.g. its lease lapsed while the file sat open: the whole file, once more
+          write(ns.create(path, true), 0, len);
+        }
       }
-      // the time of the last write (or utimensat), not of this close: stat shows one time
-      // while the file is open here and after, and tar, rsync and make see a stable mtime
-      w.setModificationTime(mtime());
-      w.close();
       dirty = false;
       published = carried;
     } finally {
@@ -269,8 +299,25 @@ final class StagedFile {
     }
   }
 
+  /** Completes a version in {@code w} from byte {@code from} and publishes it. */
+  private void write(FileWriter w, long from, long len) throws IOException {
+    try {
+      // straight from the page cache into the writer's buffers; a hole at the end
+      // (extending truncate) reads as zeros
+      w.transferFrom(channel, from, len - from);
+      // the time of the last write (or utimensat), not of this close: stat shows one time
+      // while the file is open here and after, and tar, rsync and make see a stable mtime
+      w.setModificationTime(mtime());
+    } catch (IOException | RuntimeException e) {
+      w.abort();
+      throw e;
+    }
+    w.close();
+  }
+
   /** Removes the local copy; unpublished changes are gone. */
   void discard() {
+    early.abandon(); // before the channel closes under its task
     try {
       channel.close();
       raf.close();

@@ -1,0 +1,179 @@
+package io.blobfs.fuse;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.blobfs.fuse.kernel.Entry;
+import io.blobfs.fuse.kernel.LowLevelFs;
+import io.blobfs.fuse.kernel.Opened;
+import io.blobfs.fuse.kernel.FuseSession;
+import io.blobfs.fuse.kernel.SetAttr;
+import io.blobfs.namespace.BlobNamespace;
+import io.blobfs.namespace.FileReader;
+import io.blobfs.namespace.FsPath;
+import io.blobfs.namespace.NamespaceOptions;
+import io.blobfs.namespace.StoreCallCounters;
+import io.blobfs.store.StoreLimits;
+import io.blobfs.store.memory.InMemoryBlobStore;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Files written through the mount start uploading their next version while they are
+ * written, so a close uploads the rest, not the whole file; and whatever happens to the
+ * file meanwhile (overwrites of uploaded bytes, truncates, renames) the published bytes
+ * are the staged file's.
+ */
+class EarlyUploadTest {
+  private static final int MIB = 1 << 20;
+  private static final int RW = FuseSession.O_RDWR;
+
+  @TempDir
+  Path staging;
+  private final AtomicLong bytesWritten = new AtomicLong();
+  private BlobNamespace ns;
+  private BlobFuseFs fs;
+  private byte[] data;
+
+  @BeforeEach
+  void setUp() throws Exception {
+    StoreCallCounters counters = (counter, delta) -> {
+      if (counter.equals(StoreCallCounters.BYTES_WRITTEN)) {
+        bytesWritten.addAndGet(delta);
+      }
+    };
+    ns = new BlobNamespace(new InMemoryBlobStore("early", new StoreLimits(200, 1L << 30,
+        Integer.MAX_VALUE)), new NamespaceOptions(MIB, MIB, 8 * MIB, 0, false, 100), counters);
+    fs = new BlobFuseFs(ns, new BlobFuseFs.Settings(false, 0755, 4096, staging));
+    data = new byte[20 * MIB + 777];
+    new Random(11).nextBytes(data);
+  }
+
+  private byte[] published(String path) throws Exception {
+    FileReader r = ns.open(FsPath.parse(path));
+    ByteBuffer b = ByteBuffer.allocate((int) r.length());
+    while (b.hasRemaining() && r.read(b.position(), b).get() > 0) { }
+    return b.array();
+  }
+
+  /** Writes {@code data} front to back in 1 MiB writes, as fio and cp do. */
+  private void writeAll(Entry e, Opened h) throws Exception {
+    for (int off = 0; off < data.length; off += MIB) {
+      fs.write(e.node(), h.fh(), off,
+          ByteBuffer.wrap(data, off, Math.min(MIB, data.length - off)));
+    }
+  }
+
+  /** Waits (bounded) until the background has uploaded at least {@code bytes}. */
+  private void awaitUploaded(long bytes) throws InterruptedException {
+    for (int i = 0; i < 500 && bytesWritten.get() < bytes; i++) {
+      Thread.sleep(10);
+    }
+  }
+
+  @Test
+  void aFileWrittenFrontToBackIsMostlyUploadedBeforeItsCloseAndOnlyOnce() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("seq", h);
+    writeAll(e, h[0]);
+    awaitUploaded(16L * MIB);
+    long before = bytesWritten.get();
+    assertTrue(before >= 16L * MIB, "uploaded before close: " + before);
+    fs.flush(e.node(), h[0].fh());
+    assertArrayEquals(data, published("/seq"));
+    // each byte went up once (plus records): no second, whole upload at close
+    assertTrue(bytesWritten.get() < data.length + MIB, "uploaded in all: " + bytesWritten.get());
+    fs.release(e.node(), h[0].fh());
+  }
+
+  @Test
+  void anOverwriteOfUploadedBytesStillPublishesTheStagedBytes() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("over", h);
+    writeAll(e, h[0]);
+    awaitUploaded(16L * MIB);
+    byte[] patch = new byte[5000];
+    Arrays.fill(patch, (byte) 7);
+    fs.write(e.node(), h[0].fh(), 1234, ByteBuffer.wrap(patch));
+    System.arraycopy(patch, 0, data, 1234, patch.length);
+    fs.flush(e.node(), h[0].fh());
+    assertArrayEquals(data, published("/over"));
+    fs.release(e.node(), h[0].fh());
+  }
+
+  @Test
+  void aTruncateAfterAnUploadPublishesTheTruncatedFile() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("cut", h);
+    writeAll(e, h[0]);
+    awaitUploaded(16L * MIB);
+    fs.setattr(e.node(), new SetAttr(h[0].fh(), 3L * MIB + 5, -1, false));
+    fs.flush(e.node(), h[0].fh());
+    assertArrayEquals(Arrays.copyOf(data, 3 * MIB + 5), published("/cut"));
+    // grown again past the old end: a hole of zeros, then new bytes
+    fs.write(e.node(), h[0].fh(), 12L * MIB, ByteBuffer.wrap(data, 0, 100));
+    fs.flush(e.node(), h[0].fh());
+    byte[] want = new byte[12 * MIB + 100];
+    System.arraycopy(data, 0, want, 0, 3 * MIB + 5);
+    System.arraycopy(data, 0, want, 12 * MIB, 100);
+    assertArrayEquals(want, published("/cut"));
+    fs.release(e.node(), h[0].fh());
+  }
+
+  @Test
+  void aRenameDuringTheUploadPublishesUnderTheNewNameOnly() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("old", h);
+    writeAll(e, h[0]);
+    awaitUploaded(8L * MIB);
+    fs.rename(LowLevelFs.ROOT, "old", LowLevelFs.ROOT, "new", false);
+    fs.write(e.node(), h[0].fh(), data.length, ByteBuffer.wrap(data, 0, 10));
+    fs.flush(e.node(), h[0].fh());
+    byte[] want = Arrays.copyOf(data, data.length + 10);
+    System.arraycopy(data, 0, want, data.length, 10);
+    assertArrayEquals(want, published("/new"));
+    assertTrue(ns.probe(FsPath.parse("/old")).isEmpty(), "nothing under the old name");
+    fs.release(e.node(), h[0].fh());
+  }
+
+  @Test
+  void fourWritersFillingTheirQuartersPublishTheWholeFile() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("n1", h);
+    Opened[] w = new Opened[4];
+    for (int i = 0; i < 4; i++) {
+      w[i] = fs.open(e.node(), RW);
+    }
+    int quarter = data.length / 4;
+    for (int off = 0; off < quarter; off += 64 << 10) { // interleaved, as 4 processes
+      for (int i = 0; i < 4; i++) {
+        int at = i * quarter + off;
+        int end = i == 3 ? data.length : (i + 1) * quarter;
+        int n = Math.min(64 << 10, Math.min(end - at, quarter - off));
+        fs.write(e.node(), w[i].fh(), at, ByteBuffer.wrap(data, at, n));
+      }
+    }
+    fs.write(e.node(), w[3].fh(), 4L * quarter,
+        ByteBuffer.wrap(data, 4 * quarter, data.length - 4 * quarter));
+    for (Opened o : w) {
+      fs.fsync(e.node(), o.fh(), false);
+      assertArrayEquals(data, published("/n1"));
+    }
+    for (Opened o : w) {
+      fs.release(e.node(), o.fh());
+    }
+    fs.release(e.node(), h[0].fh());
+    assertEquals(data.length, published("/n1").length);
+  }
+
+  private Entry create(String name, Opened[] h) throws Exception {
+    return fs.create(LowLevelFs.ROOT, name, RW, h);
+  }
+}
