@@ -89,7 +89,7 @@ final class EarlyUpload {
     ranges.tailMap(size, true).clear();
     Map.Entry<Long, Long> last = ranges.lastEntry();
     if (last != null && last.getValue() > size) {
-      last.setValue(size);
+      ranges.put(last.getKey(), size); // the entry is a snapshot: setValue is refused
     }
   }
 

@@ -128,6 +128,20 @@ class EarlyUploadTest {
   }
 
   @Test
+  void aTruncateThroughARangeWrittenAheadOfTheRestKeepsItsStart() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("gap", h);
+    fs.write(e.node(), h[0].fh(), 0, ByteBuffer.wrap(data, 0, MIB));
+    fs.write(e.node(), h[0].fh(), 5L * MIB, ByteBuffer.wrap(data, 5 * MIB, 5 * MIB));
+    fs.setattr(e.node(), new SetAttr(h[0].fh(), 7L * MIB, -1, false)); // through [5, 10) MiB
+    fs.write(e.node(), h[0].fh(), MIB, ByteBuffer.wrap(data, MIB, 4 * MIB)); // the gap
+    fs.write(e.node(), h[0].fh(), 7L * MIB, ByteBuffer.wrap(data, 7 * MIB, 13 * MIB));
+    fs.flush(e.node(), h[0].fh());
+    assertArrayEquals(Arrays.copyOf(data, 20 * MIB), published("/gap"));
+    fs.release(e.node(), h[0].fh());
+  }
+
+  @Test
   void aRenameDuringTheUploadPublishesUnderTheNewNameOnly() throws Exception {
     Opened[] h = new Opened[1];
     Entry e = create("old", h);
