@@ -49,7 +49,17 @@ public final class BlobFuseFs implements LowLevelFs {
   private static final System.Logger LOG = System.getLogger(BlobFuseFs.class.getName());
 
   /** Settings of the semantics. */
-  public record Settings(boolean paperMode, int permission, int blockSize, Path stagingDir) {}
+  /**
+   * Settings of the semantics; {@code earlyUploadChunk}: bytes a file being written gathers
+   * before its next version starts uploading in the background ({@link EarlyUpload}), 0 for
+   * never.
+   */
+  public record Settings(boolean paperMode, int permission, int blockSize, Path stagingDir,
+      long earlyUploadChunk) {
+    public Settings(boolean paperMode, int permission, int blockSize, Path stagingDir) {
+      this(paperMode, permission, blockSize, stagingDir, EarlyUpload.DEFAULT_CHUNK);
+    }
+  }
 
   private final BlobNamespace ns;
   private final Settings settings;
@@ -379,7 +389,7 @@ public final class BlobFuseFs implements LowLevelFs {
             throw new FuseException(Errno.EISDIR, n.path.toString());
           }
           s = (trunc ? StagedFile.empty(settings.stagingDir())
-              : StagedFile.copyOf(settings.stagingDir(), ns.open(info))).uploadEarly(ns, uploads);
+              : StagedFile.copyOf(settings.stagingDir(), ns.open(info))).uploadEarly(ns, uploads, settings.earlyUploadChunk());
           staged.put(node, s);
         } else if (trunc) {
           s.truncate(0);
@@ -419,7 +429,8 @@ public final class BlobFuseFs implements LowLevelFs {
     }
     StagedFile s;
     try {
-      s = StagedFile.empty(settings.stagingDir()).uploadEarly(ns, uploads);
+      s = StagedFile.empty(settings.stagingDir())
+          .uploadEarly(ns, uploads, settings.earlyUploadChunk());
       try {
         FileWriter w = ns.create(path, !excl);
         w.setModificationTime(s.mtime());

@@ -30,9 +30,10 @@ import java.util.concurrent.Executor;
  */
 final class EarlyUpload {
   /** Bytes gathered before a background upload starts (and between its rounds). */
-  static final long CHUNK = 8L << 20;
+  static final long DEFAULT_CHUNK = 8L << 20;
 
   private final FileChannel channel;
+  private long chunk = DEFAULT_CHUNK;
   /** Written ranges beyond the contiguous start, start to end, merged as they meet. */
   private final TreeMap<Long, Long> ranges = new TreeMap<>();
   /** Start offsets of writes in flight, with their counts. */
@@ -48,6 +49,10 @@ final class EarlyUpload {
   EarlyUpload(FileChannel channel, long present) {
     this.channel = channel;
     this.prefix = present;
+  }
+
+  synchronized void chunk(long bytes) {
+    chunk = bytes;
   }
 
   /** Before a write of {@code [offset, ...)} touches the file. */
@@ -66,7 +71,7 @@ final class EarlyUpload {
     synchronized (this) {
       inFlight.computeIfPresent(offset, (k, n) -> n == 1 ? null : n - 1);
       addRange(offset, end);
-      if (ns == null || broken || !task.isDone() || ready() - uploaded < CHUNK) {
+      if (ns == null || broken || !task.isDone() || ready() - uploaded < chunk) {
         return;
       }
       task = CompletableFuture.runAsync(() -> run(ns, path), executor);
@@ -122,7 +127,7 @@ final class EarlyUpload {
     }
   }
 
-  /** The background task: uploads ready chunks until fewer than {@link #CHUNK} wait. */
+  /** The background task: uploads ready chunks until less than a chunk waits. */
   private void run(BlobNamespace ns, FsPath path) {
     try {
       while (true) {
@@ -144,11 +149,11 @@ final class EarlyUpload {
         }
         synchronized (this) {
           long end = ready();
-          if (broken || end - uploaded < CHUNK) {
+          if (broken || end - uploaded < chunk) {
             return;
           }
           from = uploaded;
-          to = end - (end - uploaded) % CHUNK; // whole chunks: fewer, larger rounds
+          to = end - (end - uploaded) % chunk; // whole chunks: fewer, larger rounds
           claimed = to;
         }
         w.transferFrom(channel, from, to - from);

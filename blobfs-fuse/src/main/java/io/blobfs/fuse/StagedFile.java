@@ -73,9 +73,12 @@ final class StagedFile {
   }
 
   /** Lets writes start uploading the next version in the background ({@link EarlyUpload}). */
-  StagedFile uploadEarly(BlobNamespace ns, Executor executor) {
-    this.uploadNs = ns;
-    this.uploadExecutor = executor;
+  StagedFile uploadEarly(BlobNamespace ns, Executor executor, long chunk) {
+    if (chunk > 0) {
+      early.chunk(chunk);
+      this.uploadNs = ns;
+      this.uploadExecutor = executor;
+    }
     return this;
   }
 
