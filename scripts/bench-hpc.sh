@@ -100,9 +100,12 @@ fio_mbps() {
   shift 5
   case $rw in *write*) extra=(--end_fsync=1 --do_verify=0) ;; *) drop_caches ;; esac
   out=$work/fio.json
-  if ! fio --name="$f" --directory="$d" --filename="$f" --rw="$rw" --bs="$bs" --size="$size" \
-       --ioengine=psync --verify=crc32c --verify_fatal=1 --group_reporting "${extra[@]}" "$@" \
-       --output-format=json >"$out" 2>"$work/fio.err"; then
+  # fio saves a verify state file (NAME-N-verify.state) in its working directory when a
+  # writing job ends; nothing here loads it: not saved, and fio runs in the work
+  # directory so that nothing it leaves lands in the checkout
+  if ! (cd "$work" && fio --name="$f" --directory="$d" --filename="$f" --rw="$rw" --bs="$bs" \
+       --size="$size" --ioengine=psync --verify=crc32c --verify_fatal=1 --verify_state_save=0 \
+       --group_reporting "${extra[@]}" "$@" --output-format=json) >"$out" 2>"$work/fio.err"; then
     cat "$work/fio.err" >&2
     log "fio $rw on $d failed (a verify mismatch stops the run)"
     return 1
