@@ -505,12 +505,12 @@ public final class BlobFuseFs implements LowLevelFs {
   /** close(2): publishes what this mount changed, so the next open anywhere sees it. */
   @Override
   public void flush(long node, long fh) throws FuseException {
-    publishFor(handleOf(fh));
+    publishFor(handleOf(fh), false);
   }
 
   @Override
   public void fsync(long node, long fh, boolean dataOnly) throws FuseException {
-    publishFor(handleOf(fh));
+    publishFor(handleOf(fh), true);
   }
 
   @Override
@@ -639,13 +639,18 @@ public final class BlobFuseFs implements LowLevelFs {
   // ---------------------------------------------------------------- helpers
 
   /**
-   * close(2) or fsync of one descriptor: publishes the staged file unless a publication
-   * already carried this descriptor's writes and every change no descriptor owns.
+   * close(2) of one descriptor: publishes the staged file unless a publication already
+   * carried this descriptor's writes and every change no descriptor owns. fsync ({@code
+   * wholeFile}) publishes every change of the file so far: POSIX fsync flushes the file,
+   * not the descriptor, and a descriptor that wrote nothing may still be the one synced
+   * (sync FILE opens it read-only; the kernel sends a shared mmap's writes under any
+   * writable handle of the inode). An fsync with nothing newer still returns at once.
    */
-  private void publishFor(Handle h) throws FuseException {
+  private void publishFor(Handle h, boolean wholeFile) throws FuseException {
     StagedFile s = stagedOf(h.node().id);
     if (s != null) {
-      publish(h.node(), s, Math.max(h.written().get(), s.unownedChanges()));
+      long needed = wholeFile ? s.changes() : Math.max(h.written().get(), s.unownedChanges());
+      publish(h.node(), s, needed);
     }
   }
 

@@ -24,8 +24,8 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * from several processes, and may be read back at once. The local file takes the writes
  * in place (holes read as zeros, truncate in both directions), every descriptor of the
  * inode in this mount shares it, and {@link #publish} streams it through one
- * {@link FileWriter}: at each close(2) (FLUSH) and fsync of a descriptor that changed it,
- * and at the last release. A blob:// reader, or another mount, sees the last published
+ * {@link FileWriter}: at each close(2) (FLUSH) of a descriptor that changed it, at each
+ * fsync of the file while it has unpublished changes, and at the last release. A blob:// reader, or another mount, sees the last published
  * version whole, never a mix: close-to-open consistency, as NFS gives.
  *
  * <p>Concurrency: writes, truncates and reads take the shared side of a lock (the
@@ -46,10 +46,10 @@ final class StagedFile {
   /**
    * Changes so far (writes, truncates, times), counted under {@code lengthLock}; {@code
    * published}: the count when the last publication took the exclusive lock, so every
-   * change up to it is in that version. A descriptor's close or fsync need publish only
-   * if a change of its own came later: with several processes writing one file (MPI-IO's
-   * N-to-1) each close or fsync no longer uploads the whole file again when another's
-   * publication already carried its writes.
+   * change up to it is in that version. A descriptor's close need publish only if a
+   * change of its own came later, an fsync only if any change came later: with several
+   * processes writing one file (MPI-IO's N-to-1) each close no longer uploads the whole
+   * file again when another's publication already carried its writes.
    */
   private long changes;
   private volatile long published;
@@ -149,7 +149,7 @@ final class StagedFile {
     }
   }
 
-  /** The last change no descriptor owns: every close or fsync must see it published. */
+  /** The last change no descriptor owns: every close must see it published. */
   long unownedChanges() {
     return unowned;
   }

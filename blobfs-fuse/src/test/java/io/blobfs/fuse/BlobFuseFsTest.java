@@ -172,6 +172,31 @@ class BlobFuseFsTest {
   }
 
   @Test
+  void anFsyncPublishesEveryChangeOfTheFileWhicheverDescriptorMadeIt() throws Exception {
+    // POSIX fsync(fd) flushes the file, not the descriptor: fsync on a descriptor that
+    // wrote nothing (sync FILE opens it read-only; a shared mmap's writes may come in under
+    // another descriptor's handle) must still publish what the others wrote
+    Opened[] h = new Opened[1];
+    Entry e = create("synced", RW, h);
+    Opened other = fs.open(e.node(), RW);
+    Opened ro = fs.open(e.node(), 0); // O_RDONLY
+    fs.write(e.node(), h[0].fh(), 0, bytes("one"));
+    fs.fsync(e.node(), ro.fh(), false);
+    assertArrayEquals("one".getBytes(), published("/synced"), "fsync of a read-only fd");
+    fs.write(e.node(), h[0].fh(), 3, bytes("two"));
+    fs.fsync(e.node(), other.fh(), true);
+    assertArrayEquals("onetwo".getBytes(), published("/synced"), "fdatasync of another fd");
+    // a close still publishes only its own descriptor's changes
+    fs.write(e.node(), h[0].fh(), 6, bytes("three"));
+    fs.flush(e.node(), other.fh());
+    assertArrayEquals("onetwo".getBytes(), published("/synced"), "close of an fd that wrote nothing");
+    for (Opened o : new Opened[] {ro, other, h[0]}) {
+      fs.release(e.node(), o.fh());
+    }
+    assertArrayEquals("onetwothree".getBytes(), published("/synced"));
+  }
+
+  @Test
   void exclusiveCreateOfAnExistingNameIsEexist() throws Exception {
     Opened[] h = new Opened[1];
     create("x", RW, h);
