@@ -4,6 +4,7 @@ import io.blobfs.namespace.BlobNamespace;
 import io.blobfs.namespace.FileReader;
 import io.blobfs.namespace.FileWriter;
 import io.blobfs.namespace.FsPath;
+import io.blobfs.store.StoreFullException;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
@@ -290,9 +291,20 @@ final class StagedFile {
       } else {
         try {
           write(w, uploaded[0], len); // the rest after what went up in the background
-        } catch (IOException e) {
-          // e.g. its lease lapsed while the file sat open: the whole file, once more
-          write(ns.create(path, true), 0, len);
+        } catch (IOException first) {
+          // Only a failure of the early writer's own state (its lease lapsed while the file
+          // sat open, a write it sent failed) is worth the whole file once more. A failed
+          // commit (a lost race, an outcome unknown) or a full store would fail again, or
+          // publish twice, at twice the space and time: thrown as it is.
+          if (w.reachedCommit() || causedBy(first, StoreFullException.class)) {
+            throw first;
+          }
+          try {
+            write(ns.create(path, true), 0, len);
+          } catch (IOException | RuntimeException again) {
+            again.addSuppressed(first);
+            throw again;
+          }
         }
       }
       dirty = false;
@@ -316,6 +328,15 @@ final class StagedFile {
       throw e;
     }
     w.close();
+  }
+
+  private static boolean causedBy(Throwable e, Class<? extends Throwable> type) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (type.isInstance(t)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Removes the local copy; unpublished changes are gone. */

@@ -2,9 +2,12 @@ package io.blobfs.fuse;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.blobfs.fuse.kernel.Entry;
+import io.blobfs.fuse.kernel.Errno;
+import io.blobfs.fuse.kernel.FuseException;
 import io.blobfs.fuse.kernel.LowLevelFs;
 import io.blobfs.fuse.kernel.Opened;
 import io.blobfs.fuse.kernel.FuseSession;
@@ -14,12 +17,25 @@ import io.blobfs.namespace.FileReader;
 import io.blobfs.namespace.FsPath;
 import io.blobfs.namespace.NamespaceOptions;
 import io.blobfs.namespace.StoreCallCounters;
+import io.blobfs.store.BlobStore;
+import io.blobfs.store.FaultInjectingBlobStore;
+import io.blobfs.store.StoreFullException;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.memory.InMemoryBlobStore;
+import java.io.IOException;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -38,6 +54,11 @@ class EarlyUploadTest {
   @TempDir
   Path staging;
   private final AtomicLong bytesWritten = new AtomicLong();
+  private FaultInjectingBlobStore faults;
+  /** While set, the store refuses every data write as a full pool does. */
+  private final AtomicBoolean full = new AtomicBoolean();
+  /** The data keys of the writes refused for lack of space. */
+  private final List<String> refused = new CopyOnWriteArrayList<>();
   private BlobNamespace ns;
   private BlobFuseFs fs;
   private byte[] data;
@@ -49,8 +70,10 @@ class EarlyUploadTest {
         bytesWritten.addAndGet(delta);
       }
     };
-    ns = new BlobNamespace(new InMemoryBlobStore("early", new StoreLimits(200, 1L << 30,
-        Integer.MAX_VALUE)), new NamespaceOptions(MIB, MIB, 8 * MIB, 0, false, 100), counters);
+    faults = FaultInjectingBlobStore.over(new InMemoryBlobStore("early",
+        new StoreLimits(200, 1L << 30, Integer.MAX_VALUE)));
+    ns = new BlobNamespace(fullable(faults.store()),
+        new NamespaceOptions(MIB, MIB, 8 * MIB, 0, false, 100), counters);
     fs = new BlobFuseFs(ns, new BlobFuseFs.Settings(false, 0755, 4096, staging));
     data = new byte[20 * MIB + 777];
     new Random(11).nextBytes(data);
@@ -185,6 +208,91 @@ class EarlyUploadTest {
     }
     fs.release(e.node(), h[0].fh());
     assertEquals(data.length, published("/n1").length);
+  }
+
+  @Test
+  void aFailedCommitIsReportedNotUploadedAgain() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("commitfail", h);
+    writeAll(e, h[0]);
+    awaitUploaded(16L * MIB);
+    // the record's put fails and nothing was applied: the publication's own failure, which
+    // a second, whole upload through another writer would only repeat
+    FaultInjectingBlobStore.Fault put = faults.on(FaultInjectingBlobStore.Op.PUT,
+        FaultInjectingBlobStore.Op.COMMIT).keys("n/commitfail").failBefore();
+    FuseException err = assertThrows(FuseException.class, () -> fs.flush(e.node(), h[0].fh()));
+    assertEquals(Errno.EIO, err.errno());
+    assertEquals(1, put.fired());
+    assertTrue(bytesWritten.get() < data.length + MIB, "uploaded in all: " + bytesWritten.get());
+    assertEquals(0, published("/commitfail").length, "the version created empty is still the file");
+    fs.flush(e.node(), h[0].fh()); // the close after: the changes are still to publish
+    assertArrayEquals(data, published("/commitfail"));
+    fs.release(e.node(), h[0].fh());
+  }
+
+  @Test
+  void aFullStoreIsReportedWithoutASecondWholeUpload() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("full", h);
+    writeAll(e, h[0]);
+    awaitUploaded(16L * MIB);
+    full.set(true);
+    FuseException err = assertThrows(FuseException.class, () -> fs.flush(e.node(), h[0].fh()));
+    assertTrue(causedBy(err, StoreFullException.class), "reported: " + err);
+    Set<String> writers = new HashSet<>();
+    for (String key : refused) {
+      writers.add(key.substring(0, key.lastIndexOf('/')));
+    }
+    assertEquals(1, writers.size(), "refused writes of one writer only: " + refused);
+    full.set(false);
+    fs.flush(e.node(), h[0].fh());
+    assertArrayEquals(data, published("/full"));
+    fs.release(e.node(), h[0].fh());
+  }
+
+  @Test
+  void aFailedWholeUploadAfterAFailedEarlyWriterCarriesTheFirstError() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("twice", h);
+    writeAll(e, h[0]);
+    awaitUploaded(16L * MIB);
+    // the early writer's rest fails (its own writes: a whole upload may do better), then
+    // the whole upload fails too: both errors reach the caller
+    faults.on(FaultInjectingBlobStore.Op.WRITE).always().failBefore();
+    FuseException err = assertThrows(FuseException.class, () -> fs.flush(e.node(), h[0].fh()));
+    Throwable thrown = err.getCause();
+    assertEquals(1, thrown.getSuppressed().length, "the early writer's error: " + thrown);
+    assertTrue(thrown.getSuppressed()[0] instanceof IOException);
+    faults.clear();
+    fs.release(e.node(), h[0].fh());
+    assertArrayEquals(data, published("/twice"));
+  }
+
+  /** {@code store}, refusing data writes while {@link #full} is set. */
+  private BlobStore fullable(BlobStore store) {
+    InvocationHandler h = (proxy, m, args) -> {
+      if (full.get() && m.getName().equals("write") && args.length == 3
+          && ((String) args[0]).startsWith("d/")) {
+        refused.add((String) args[0]);
+        return CompletableFuture.failedFuture(new StoreFullException("the pool is full"));
+      }
+      try {
+        return m.invoke(store, args);
+      } catch (InvocationTargetException ex) {
+        throw ex.getCause();
+      }
+    };
+    return (BlobStore) Proxy.newProxyInstance(getClass().getClassLoader(),
+        store.getClass().getInterfaces(), h);
+  }
+
+  private static boolean causedBy(Throwable e, Class<? extends Throwable> type) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (type.isInstance(t)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private Entry create(String name, Opened[] h) throws Exception {

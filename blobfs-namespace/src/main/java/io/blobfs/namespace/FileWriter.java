@@ -39,6 +39,8 @@ public final class FileWriter implements Closeable {
   /** Bytes handed to the store so far; the buffer holds the bytes after them. */
   private long sent;
   private boolean closed;
+  /** close() handed the record to the namespace's commit. */
+  private boolean committing;
   /** The time the record is published with; -1: the time of close(). */
   private long modificationTime = -1;
   private IOException failure;
@@ -278,6 +280,7 @@ public final class FileWriter implements Closeable {
     // (discardData); one whose outcome is unknown keeps it until the lease runs out, so
     // that a put applied late still finds its data.
     boolean striped = !record.isInline();
+    committing = true;
     ns.commitFile(path, record, overwrite, this::discardData, () -> {
       if (striped) {
         holdLock(true);
@@ -316,6 +319,16 @@ public final class FileWriter implements Closeable {
 
   public boolean isClosed() {
     return closed;
+  }
+
+  /**
+   * Whether {@link #close()} reached the record's commit: a failure of close after that is
+   * the publication's (a lost race, a full store, an outcome unknown), not this writer's
+   * (its writes, its lease), and a caller must not take it for a reason to write the file
+   * again through another writer.
+   */
+  public boolean reachedCommit() {
+    return committing;
   }
 
   private void discardData() {
