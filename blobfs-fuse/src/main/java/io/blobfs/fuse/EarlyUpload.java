@@ -176,7 +176,11 @@ final class EarlyUpload {
    * upload is over; the next writes start another.
    */
   FileWriter finish(FsPath path, long length, long[] uploadedOut) {
-    task.join(); // never fails: run() catches what it throws
+    CompletableFuture<Void> running;
+    synchronized (this) {
+      running = task;
+    }
+    running.join(); // never fails: run() catches what it throws
     FileWriter w;
     long done;
     synchronized (this) {
@@ -200,10 +204,14 @@ final class EarlyUpload {
 
   /** The staged file is gone: the upload is dropped, its data removed. */
   void abandon() {
+    CompletableFuture<Void> running;
     synchronized (this) {
+      // in one step: a written() before this started the task read here, and one after
+      // sees broken and starts none, so no task can set a writer after the abort below
       broken = true;
+      running = task;
     }
-    task.join();
+    running.join();
     synchronized (this) {
       if (writer != null) {
         writer.abort();
