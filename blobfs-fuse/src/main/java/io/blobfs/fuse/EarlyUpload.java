@@ -29,6 +29,7 @@ import java.util.concurrent.Executor;
  * publishing thread.
  */
 final class EarlyUpload {
+  private static final System.Logger LOG = System.getLogger(EarlyUpload.class.getName());
   /** Bytes gathered before a background upload starts (and between its rounds). */
   static final long DEFAULT_CHUNK = 8L << 20;
 
@@ -165,6 +166,11 @@ final class EarlyUpload {
       synchronized (this) {
         broken = true; // the publication writes the file whole and reports what fails
       }
+      // No data is lost, but an upload that keeps failing (a full pool, a lapsed lease, a
+      // dead OSD) would otherwise go unseen. Once per version: a broken upload starts no
+      // other task until the next publication.
+      LOG.log(System.Logger.Level.WARNING, "background upload of " + path + " failed; its"
+          + " next publication uploads the whole file", e);
     }
   }
 

@@ -37,6 +37,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -266,6 +270,46 @@ class EarlyUploadTest {
     faults.clear();
     fs.release(e.node(), h[0].fh());
     assertArrayEquals(data, published("/twice"));
+  }
+
+  @Test
+  void aFailingBackgroundUploadIsLoggedOncePerVersion() throws Exception {
+    List<LogRecord> warnings = new CopyOnWriteArrayList<>();
+    Logger log = Logger.getLogger(EarlyUpload.class.getName());
+    Handler capture = new Handler() {
+      @Override
+      public void publish(LogRecord r) {
+        if (r.getLevel().intValue() >= Level.WARNING.intValue()) {
+          warnings.add(r);
+        }
+      }
+
+      @Override
+      public void flush() { }
+
+      @Override
+      public void close() { }
+    };
+    log.addHandler(capture);
+    try {
+      Opened[] h = new Opened[1];
+      Entry e = create("bg", h);
+      FaultInjectingBlobStore.Fault down =
+          faults.on(FaultInjectingBlobStore.Op.WRITE).always().failBefore();
+      writeAll(e, h[0]); // 20 MiB: two background rounds at least, each failing
+      for (int i = 0; i < 500 && down.fired() == 0; i++) {
+        Thread.sleep(10);
+      }
+      assertTrue(down.fired() > 0, "the background upload ran");
+      faults.clear();
+      fs.flush(e.node(), h[0].fh()); // no data lost: the publication writes the whole file
+      assertArrayEquals(data, published("/bg"));
+      assertEquals(1, warnings.size(), "one warning for this version: " + warnings);
+      assertTrue(warnings.get(0).getMessage().contains("/bg"), warnings.get(0).getMessage());
+      fs.release(e.node(), h[0].fh());
+    } finally {
+      log.removeHandler(capture);
+    }
   }
 
   /** {@code store}, refusing data writes while {@link #full} is set. */
