@@ -46,6 +46,12 @@ final class EarlyUpload {
   private boolean broken;
   private FileWriter writer;
   private CompletableFuture<Void> task = CompletableFuture.completedFuture(null);
+  /**
+   * The token of a task handed to the executor that has not started yet: {@link #finish}
+   * and {@link #abandon} withdraw it instead of waiting behind other files' uploads in
+   * the pool; the task, when it comes up, finds its token gone and does nothing.
+   */
+  private Object queued;
 
   EarlyUpload(FileChannel channel, long present) {
     this.channel = channel;
@@ -75,8 +81,32 @@ final class EarlyUpload {
       if (ns == null || broken || !task.isDone() || ready() - uploaded < chunk) {
         return;
       }
-      task = CompletableFuture.runAsync(() -> run(ns, path), executor);
+      Object token = new Object();
+      queued = token;
+      task = CompletableFuture.runAsync(() -> start(token, ns, path), executor);
     }
+  }
+
+  private void start(Object token, BlobNamespace ns, FsPath path) {
+    synchronized (this) {
+      if (queued != token) {
+        return; // withdrawn while it waited in the queue
+      }
+      queued = null;
+    }
+    run(ns, path);
+  }
+
+  /**
+   * Under the monitor: the task to wait for, none if it has not started (it is withdrawn:
+   * what it would have uploaded goes up with the publication instead).
+   */
+  private CompletableFuture<Void> withdrawOrRunning() {
+    if (queued != null) {
+      queued = null;
+      task = CompletableFuture.completedFuture(null); // written() may start the next one
+    }
+    return task;
   }
 
   /** That write failed part way: its range is not written, and no longer in flight. */
@@ -184,7 +214,7 @@ final class EarlyUpload {
   FileWriter finish(FsPath path, long length, long[] uploadedOut) {
     CompletableFuture<Void> running;
     synchronized (this) {
-      running = task;
+      running = withdrawOrRunning();
     }
     running.join(); // never fails: run() catches what it throws
     FileWriter w;
@@ -215,7 +245,7 @@ final class EarlyUpload {
       // in one step: a written() before this started the task read here, and one after
       // sees broken and starts none, so no task can set a writer after the abort below
       broken = true;
-      running = task;
+      running = withdrawOrRunning();
     }
     running.join();
     synchronized (this) {

@@ -3,6 +3,7 @@ package io.blobfs.fuse;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.blobfs.fuse.kernel.Entry;
@@ -27,6 +28,7 @@ import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HashSet;
@@ -310,6 +312,30 @@ class EarlyUploadTest {
     } finally {
       log.removeHandler(capture);
     }
+  }
+
+  @Test
+  void aCloseDoesNotWaitForAnUploadStillQueuedBehindOtherFiles() throws Exception {
+    // the upload pool is busy with other files: this file's task sits in the queue
+    List<Runnable> queue = new CopyOnWriteArrayList<>();
+    StagedFile s = StagedFile.empty(staging).uploadEarly(ns, queue::add, MIB);
+    FsPath path = FsPath.parse("/queued");
+    s.write(0, ByteBuffer.wrap(data, 0, 4 * MIB), false, path);
+    assertEquals(1, queue.size(), "a background upload was queued");
+    // the publication withdraws it and uploads the file itself, instead of waiting
+    assertTimeoutPreemptively(Duration.ofSeconds(10), () -> s.publish(ns, path));
+    assertArrayEquals(Arrays.copyOf(data, 4 * MIB), published("/queued"));
+    long written = bytesWritten.get();
+    queue.get(0).run(); // when the pool reaches it at last, it does nothing
+    assertEquals(written, bytesWritten.get(), "the withdrawn task uploaded nothing");
+    // and the next version's writes start an upload of their own
+    s.write(4L * MIB, ByteBuffer.wrap(data, 4 * MIB, 2 * MIB), false, path);
+    assertEquals(2, queue.size(), "the next version's upload was queued");
+    queue.get(1).run();
+    assertTrue(bytesWritten.get() >= written + 6L * MIB, "uploaded in the background");
+    s.publish(ns, path);
+    assertArrayEquals(Arrays.copyOf(data, 6 * MIB), published("/queued"));
+    s.discard();
   }
 
   /** {@code store}, refusing data writes while {@link #full} is set. */
