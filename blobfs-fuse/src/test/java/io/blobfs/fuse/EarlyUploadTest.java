@@ -20,6 +20,7 @@ import io.blobfs.namespace.NamespaceOptions;
 import io.blobfs.namespace.StoreCallCounters;
 import io.blobfs.store.BlobStore;
 import io.blobfs.store.FaultInjectingBlobStore;
+import io.blobfs.store.PutMode;
 import io.blobfs.store.StoreFullException;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.memory.InMemoryBlobStore;
@@ -336,6 +337,28 @@ class EarlyUploadTest {
     s.publish(ns, path);
     assertArrayEquals(Arrays.copyOf(data, 6 * MIB), published("/queued"));
     s.discard();
+  }
+
+  @Test
+  void anEarlyWriterWhoseLeaseWasTakenIsReplacedByAWholeUpload() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("idle", h);
+    writeAll(e, h[0]);
+    awaitUploaded(16L * MIB);
+    // the file sat open longer than the writer lease: the orphan sweeper took the early
+    // writer's lock (a new version of it), so its renewal before publishing fails
+    for (String key : faults.store().scan("d/", null, 1000).keys()) {
+      if (key.endsWith("/lock")) {
+        faults.store().put(key, ByteBuffer.wrap(new byte[] {1}), PutMode.OVERWRITE);
+      }
+    }
+    long before = bytesWritten.get();
+    fs.flush(e.node(), h[0].fh());
+    assertArrayEquals(data, published("/idle"));
+    // the early stripes are given up: the whole file went up once more
+    assertTrue(bytesWritten.get() - before >= data.length,
+        "uploaded at close: " + (bytesWritten.get() - before));
+    fs.release(e.node(), h[0].fh());
   }
 
   /** {@code store}, refusing data writes while {@link #full} is set. */
