@@ -14,7 +14,9 @@ if [ ! -e /dev/fuse ] || [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 if [ "${BLOBFS_MOUNT_SKIP_BUILD:-}" != 1 ]; then
-  (cd "$root" && mvn -B -q -pl blobfs-fuse -am compile -DskipTests)
+  # package, not compile: classpath.txt resolves the test-jar dependencies, which exist
+  # in a reactor build only once packaged
+  (cd "$root" && mvn -B -q -pl blobfs-fuse -am package -DskipTests)
 fi
 cp_file="$root/blobfs-fuse/target/classpath.txt"
 exec java ${BLOBFS_MOUNT_JAVA_OPTS:-} -cp "$root/blobfs-fuse/target/classes:$(cat "$cp_file")" \

@@ -32,6 +32,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -47,7 +49,17 @@ public final class BlobFuseFs implements LowLevelFs {
   private static final System.Logger LOG = System.getLogger(BlobFuseFs.class.getName());
 
   /** Settings of the semantics. */
-  public record Settings(boolean paperMode, int permission, int blockSize, Path stagingDir) {}
+  /**
+   * Settings of the semantics; {@code earlyUploadChunk}: bytes a file being written gathers
+   * before its next version starts uploading in the background ({@link EarlyUpload}), 0 for
+   * never.
+   */
+  public record Settings(boolean paperMode, int permission, int blockSize, Path stagingDir,
+      long earlyUploadChunk) {
+    public Settings(boolean paperMode, int permission, int blockSize, Path stagingDir) {
+      this(paperMode, permission, blockSize, stagingDir, EarlyUpload.DEFAULT_CHUNK);
+    }
+  }
 
   private final BlobNamespace ns;
   private final Settings settings;
@@ -58,12 +70,26 @@ public final class BlobFuseFs implements LowLevelFs {
   private final AtomicLong nextHandle = new AtomicLong(1);
   /** Renames and unlinks exclusive, publications shared: see {@link #publish(Node, StagedFile)}. */
   private final ReentrantReadWriteLock names = new ReentrantReadWriteLock();
+  /**
+   * Runs the early uploads of files being written ({@link EarlyUpload}): two at a time,
+   * since each keeps up to the write buffer's in-flight bytes moving on its own.
+   */
+  private final Executor uploads = Executors.newFixedThreadPool(2, r -> {
+    Thread t = new Thread(r, "blobfs-early-upload");
+    t.setDaemon(true);
+    return t;
+  });
   /** What an implicit directory, which has no time of its own, shows: the mount's start. */
   private final long mountedAt = System.currentTimeMillis();
 
   /** An open file; {@code reader} is null when the file was staged at open. */
-  private record Handle(Node node, FileReader reader, boolean writable, boolean append,
-      List<FileInfo> listing) {}
+  private record Handle(Node node, PublishedReader reader, boolean writable, boolean append,
+      List<FileInfo> listing, AtomicLong written) {
+    Handle(Node node, PublishedReader reader, boolean writable, boolean append,
+        List<FileInfo> listing) {
+      this(node, reader, writable, append, listing, new AtomicLong());
+    }
+  }
 
   public BlobFuseFs(BlobNamespace ns, Settings settings) throws IOException {
     this.ns = ns;
@@ -362,8 +388,8 @@ public final class BlobFuseFs implements LowLevelFs {
           if (info.isDirectory()) {
             throw new FuseException(Errno.EISDIR, n.path.toString());
           }
-          s = trunc ? StagedFile.empty(settings.stagingDir())
-              : StagedFile.copyOf(settings.stagingDir(), ns.open(info));
+          s = (trunc ? StagedFile.empty(settings.stagingDir())
+              : StagedFile.copyOf(settings.stagingDir(), ns.open(info))).uploadEarly(ns, uploads, settings.earlyUploadChunk());
           staged.put(node, s);
         } else if (trunc) {
           s.truncate(0);
@@ -372,7 +398,8 @@ public final class BlobFuseFs implements LowLevelFs {
           s.handles++;
         }
       }
-      Opened o = handle(new Handle(n, reader, writable, append, null));
+      Opened o = handle(new Handle(n, reader == null ? null : new PublishedReader(reader),
+          writable, append, null));
       return replaced ? new Opened(o.fh(), false, true) : o;
     } catch (IOException | RuntimeException e) {
       throw errno(n.path, e);
@@ -402,7 +429,8 @@ public final class BlobFuseFs implements LowLevelFs {
     }
     StagedFile s;
     try {
-      s = StagedFile.empty(settings.stagingDir());
+      s = StagedFile.empty(settings.stagingDir())
+          .uploadEarly(ns, uploads, settings.earlyUploadChunk());
       try {
         FileWriter w = ns.create(path, !excl);
         w.setModificationTime(s.mtime());
@@ -442,12 +470,7 @@ public final class BlobFuseFs implements LowLevelFs {
       if (h.reader() == null) {
         throw new FuseException(Errno.EBADF, "handle lost its staged file");
       }
-      while (dst.hasRemaining()) {
-        int n = h.reader().read(offset + dst.position(), dst).get();
-        if (n <= 0) {
-          break;
-        }
-      }
+      h.reader().read(offset, dst);
     } catch (ExecutionException e) {
       throw errno(h.node().path, e.getCause());
     } catch (InterruptedException e) {
@@ -466,7 +489,11 @@ public final class BlobFuseFs implements LowLevelFs {
       throw new FuseException(Errno.EBADF, "not open for writing");
     }
     try {
-      return s.write(offset, src, h.append());
+      int n = s.write(offset, src, h.append(), h.node().path);
+      // at least this write's count (a racing writer's may be later: a close then
+      // publishes a little more than it must, never less)
+      h.written().accumulateAndGet(s.changes(), Math::max);
+      return n;
     } catch (IOException e) {
       // the staging directory's disk is full: the only ENOSPC a write can meet here
       boolean full = String.valueOf(e.getMessage()).contains("No space left");
@@ -478,12 +505,12 @@ public final class BlobFuseFs implements LowLevelFs {
   /** close(2): publishes what this mount changed, so the next open anywhere sees it. */
   @Override
   public void flush(long node, long fh) throws FuseException {
-    publish(handleOf(fh).node());
+    publishFor(handleOf(fh), false);
   }
 
   @Override
   public void fsync(long node, long fh, boolean dataOnly) throws FuseException {
-    publish(handleOf(fh).node());
+    publishFor(handleOf(fh), true);
   }
 
   @Override
@@ -491,6 +518,9 @@ public final class BlobFuseFs implements LowLevelFs {
     Handle h = handles.remove(fh);
     if (h == null) {
       return;
+    }
+    if (h.reader() != null) {
+      h.reader().close();
     }
     StagedFile s;
     synchronized (staged) {
@@ -608,10 +638,19 @@ public final class BlobFuseFs implements LowLevelFs {
 
   // ---------------------------------------------------------------- helpers
 
-  private void publish(Node n) throws FuseException {
-    StagedFile s = stagedOf(n.id);
+  /**
+   * close(2) of one descriptor: publishes the staged file unless a publication already
+   * carried this descriptor's writes and every change no descriptor owns. fsync ({@code
+   * wholeFile}) publishes every change of the file so far: POSIX fsync flushes the file,
+   * not the descriptor, and a descriptor that wrote nothing may still be the one synced
+   * (sync FILE opens it read-only; the kernel sends a shared mmap's writes under any
+   * writable handle of the inode). An fsync with nothing newer still returns at once.
+   */
+  private void publishFor(Handle h, boolean wholeFile) throws FuseException {
+    StagedFile s = stagedOf(h.node().id);
     if (s != null) {
-      publish(n, s);
+      long needed = wholeFile ? s.changes() : Math.max(h.written().get(), s.unownedChanges());
+      publish(h.node(), s, needed);
     }
   }
 
@@ -622,10 +661,15 @@ public final class BlobFuseFs implements LowLevelFs {
    * that was just renamed or unlinked.
    */
   private void publish(Node n, StagedFile s) throws FuseException {
+    publish(n, s, Long.MAX_VALUE);
+  }
+
+  /** As {@link #publish(Node, StagedFile)}, if changes up to {@code needed} are not yet. */
+  private void publish(Node n, StagedFile s, long needed) throws FuseException {
     names.readLock().lock();
     try {
       if (!n.unlinked) {
-        s.publish(ns, n.path);
+        s.publish(ns, n.path, needed);
       }
     } catch (IOException | RuntimeException e) {
       throw errno(n.path, e);

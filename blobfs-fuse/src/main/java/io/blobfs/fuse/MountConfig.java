@@ -22,12 +22,13 @@ import org.w3c.dom.NodeList;
  * blobfs-core's {@code BlobFsConfiguration}, whose key names and defaults these are.
  */
 record MountConfig(String storeName, String storeType, StoreOptions backend,
-    NamespaceOptions namespace, int permission, Path stagingDir) {
+    NamespaceOptions namespace, int permission, Path stagingDir, long earlyUploadChunk) {
 
   static final String PREFIX = "fs.blob.";
   static final String STORE_PREFIX = "fs.blob.store.";
-  /** The one key of the mount's own: where files open for writing are staged. */
+  /** The mount's own keys: where files open for writing are staged; see EarlyUpload. */
   static final String STAGING_DIR = "fs.blob.fuse.staging.dir";
+  static final String EARLY_UPLOAD = "fs.blob.fuse.early-upload.chunk";
 
   private static final List<String> FS_SUFFIXES = List.of("stripe.size", "write.buffer.size",
       "write.max-inflight", "inline.threshold", "directory.markers", "list.page.size",
@@ -104,7 +105,10 @@ record MountConfig(String storeName, String storeType, StoreOptions backend,
     }
     Path staging = Path.of(conf.getOrDefault(STAGING_DIR, System.getProperty("java.io.tmpdir")
         + "/blobfs-fuse-" + ProcessHandle.current().pid()));
+    long early = new StoreOptions("fs.blob.fuse.", conf.containsKey(EARLY_UPLOAD)
+        ? Map.of("early-upload.chunk", conf.get(EARLY_UPLOAD)) : Map.of())
+        .getBytes("early-upload.chunk", EarlyUpload.DEFAULT_CHUNK, 0, 1L << 40);
     return new MountConfig(storeName, type, new StoreOptions(storePrefix, profile), ns,
-        permission, staging);
+        permission, staging, early);
   }
 }

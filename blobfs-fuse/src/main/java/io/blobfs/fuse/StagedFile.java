@@ -4,6 +4,7 @@ import io.blobfs.namespace.BlobNamespace;
 import io.blobfs.namespace.FileReader;
 import io.blobfs.namespace.FileWriter;
 import io.blobfs.namespace.FsPath;
+import io.blobfs.store.StoreFullException;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
@@ -11,6 +12,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.locks.ReadWriteLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -23,8 +25,8 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * from several processes, and may be read back at once. The local file takes the writes
  * in place (holes read as zeros, truncate in both directions), every descriptor of the
  * inode in this mount shares it, and {@link #publish} streams it through one
- * {@link FileWriter}: at each close(2) (FLUSH) and fsync of a descriptor that changed it,
- * and at the last release. A blob:// reader, or another mount, sees the last published
+ * {@link FileWriter}: at each close(2) (FLUSH) of a descriptor that changed it, at each
+ * fsync of the file while it has unpublished changes, and at the last release. A blob:// reader, or another mount, sees the last published
  * version whole, never a mix: close-to-open consistency, as NFS gives.
  *
  * <p>Concurrency: writes, truncates and reads take the shared side of a lock (the
@@ -42,8 +44,25 @@ final class StagedFile {
   private long mtime;
   /** Changed since the last publication. */
   private volatile boolean dirty;
+  /**
+   * Changes so far (writes, truncates, times), counted under {@code lengthLock}; {@code
+   * published}: the count when the last publication took the exclusive lock, so every
+   * change up to it is in that version. A descriptor's close need publish only if a
+   * change of its own came later, an fsync only if any change came later: with several
+   * processes writing one file (MPI-IO's N-to-1) each close no longer uploads the whole
+   * file again when another's publication already carried its writes.
+   */
+  private long changes;
+  private volatile long published;
+  /** The last change made by no descriptor in particular (truncate, utimensat, O_TRUNC). */
+  private volatile long unowned;
   /** Open handles sharing this file. Guarded by the owner's map. */
   int handles;
+  /** The next version's upload, under way while the file is written. */
+  private final EarlyUpload early;
+  /** Where early uploads run; null: none (every publication uploads the whole file). */
+  private volatile BlobNamespace uploadNs;
+  private volatile Executor uploadExecutor;
 
   private StagedFile(Path local, long length, long mtime) throws IOException {
     this.local = local;
@@ -51,6 +70,17 @@ final class StagedFile {
     this.channel = raf.getChannel();
     this.length = length;
     this.mtime = mtime;
+    this.early = new EarlyUpload(channel, length);
+  }
+
+  /** Lets writes start uploading the next version in the background ({@link EarlyUpload}). */
+  StagedFile uploadEarly(BlobNamespace ns, Executor executor, long chunk) {
+    if (chunk > 0) {
+      early.chunk(chunk);
+      this.uploadNs = ns;
+      this.uploadExecutor = executor;
+    }
+    return this;
   }
 
   /** An empty file, not yet in the store: {@code dirty} so that close publishes it. */
@@ -58,6 +88,8 @@ final class StagedFile {
     StagedFile f = new StagedFile(Files.createTempFile(dir, "staged-", ""), 0,
         System.currentTimeMillis());
     f.dirty = true;
+    f.changes = 1;
+    f.unowned = 1; // an O_TRUNC of a published file: any descriptor's close publishes it
     return f;
   }
 
@@ -108,6 +140,19 @@ final class StagedFile {
   /** The empty file was published at create, with {@link #mtime}: nothing to publish yet. */
   void publishedEmpty() {
     dirty = false;
+    published = changes();
+  }
+
+  /** The count of changes so far: a descriptor that just wrote needs a version this new. */
+  long changes() {
+    synchronized (lengthLock) {
+      return changes;
+    }
+  }
+
+  /** The last change no descriptor owns: every close must see it published. */
+  long unownedChanges() {
+    return unowned;
   }
 
   /**
@@ -119,6 +164,7 @@ final class StagedFile {
     try {
       synchronized (lengthLock) {
         mtime = millis;
+        unowned = ++changes;
       }
       dirty = true;
     } finally {
@@ -130,8 +176,11 @@ final class StagedFile {
     return dirty;
   }
 
-  /** Writes {@code src} at {@code offset}, or at the end when {@code append}. */
-  int write(long offset, ByteBuffer src, boolean append) throws IOException {
+  /**
+   * Writes {@code src} at {@code offset}, or at the end when {@code append}; {@code path}:
+   * the file's name now, for an early upload (null: none).
+   */
+  int write(long offset, ByteBuffer src, boolean append, FsPath path) throws IOException {
     lock.readLock().lock();
     try {
       int n = src.remaining();
@@ -142,15 +191,28 @@ final class StagedFile {
           length += n; // reserve the range, so racing appends never overlap
         }
       }
+      early.writing(at);
       long pos = at;
-      while (src.hasRemaining()) {
-        pos += channel.write(src, pos);
+      try {
+        while (src.hasRemaining()) {
+          pos += channel.write(src, pos);
+        }
+      } finally {
+        // written or not, the range may have changed: never counted as uploadable unless
+        // it was fully written (a failed write leaves the upload claimed below it)
+        if (pos == at + n) {
+          synchronized (lengthLock) {
+            length = Math.max(length, at + n);
+            mtime = System.currentTimeMillis();
+            changes++;
+          }
+          dirty = true;
+          Executor ex = uploadExecutor;
+          early.written(at, at + n, path == null || ex == null ? null : uploadNs, path, ex);
+        } else {
+          early.failed(at);
+        }
       }
-      synchronized (lengthLock) {
-        length = Math.max(length, at + n);
-        mtime = System.currentTimeMillis();
-      }
-      dirty = true;
       return n;
     } finally {
       lock.readLock().unlock();
@@ -188,9 +250,11 @@ final class StagedFile {
     lock.writeLock().lock();
     try {
       raf.setLength(size); // sparse when it grows: the new bytes read as zeros
+      early.truncated(size);
       synchronized (lengthLock) {
         length = size;
         mtime = System.currentTimeMillis();
+        unowned = ++changes;
       }
       dirty = true;
     } finally {
@@ -204,43 +268,80 @@ final class StagedFile {
    * durability, see docs/semantics.md).
    */
   void publish(BlobNamespace ns, FsPath path) throws IOException {
+    publish(ns, path, Long.MAX_VALUE);
+  }
+
+  /**
+   * Publishes as {@link #publish(BlobNamespace, FsPath)}, unless a publication already
+   * carried every change up to {@code needed} (a count from {@link #changes}): a close or
+   * fsync that waited for another's publication, which took its writes, returns at once.
+   */
+  void publish(BlobNamespace ns, FsPath path, long needed) throws IOException {
     lock.writeLock().lock();
     try {
-      if (!dirty) {
+      if (!dirty || published >= needed) {
         return;
       }
-      FileWriter w = ns.create(path, true);
-      try {
-        byte[] chunk = new byte[1 << 20];
-        ByteBuffer buf = ByteBuffer.wrap(chunk);
-        long len = length();
-        long pos = 0;
-        while (pos < len) {
-          buf.clear().limit((int) Math.min(chunk.length, len - pos));
-          int n = channel.read(buf, pos);
-          if (n < 0) { // a hole at the end (extending truncate): zeros
-            n = buf.remaining();
-            java.util.Arrays.fill(chunk, 0, n, (byte) 0);
+      long carried = changes(); // no change runs now: the exclusive lock is held
+      long len = length();
+      long[] uploaded = {0};
+      FileWriter w = early.finish(path, len, uploaded);
+      if (w == null) {
+        write(ns.create(path, true), 0, len);
+      } else {
+        try {
+          write(w, uploaded[0], len); // the rest after what went up in the background
+        } catch (IOException first) {
+          // Only a failure of the early writer's own state (its lease lapsed while the file
+          // sat open, a write it sent failed) is worth the whole file once more. A failed
+          // commit (a lost race, an outcome unknown) or a full store would fail again, or
+          // publish twice, at twice the space and time: thrown as it is.
+          if (w.reachedCommit() || causedBy(first, StoreFullException.class)) {
+            throw first;
           }
-          w.write(chunk, 0, n);
-          pos += n;
+          try {
+            write(ns.create(path, true), 0, len);
+          } catch (IOException | RuntimeException again) {
+            again.addSuppressed(first);
+            throw again;
+          }
         }
-      } catch (IOException | RuntimeException e) {
-        w.abort();
-        throw e;
       }
-      // the time of the last write (or utimensat), not of this close: stat shows one time
-      // while the file is open here and after, and tar, rsync and make see a stable mtime
-      w.setModificationTime(mtime());
-      w.close();
       dirty = false;
+      published = carried;
     } finally {
       lock.writeLock().unlock();
     }
   }
 
+  /** Completes a version in {@code w} from byte {@code from} and publishes it. */
+  private void write(FileWriter w, long from, long len) throws IOException {
+    try {
+      // straight from the page cache into the writer's buffers; a hole at the end
+      // (extending truncate) reads as zeros
+      w.transferFrom(channel, from, len - from);
+      // the time of the last write (or utimensat), not of this close: stat shows one time
+      // while the file is open here and after, and tar, rsync and make see a stable mtime
+      w.setModificationTime(mtime());
+    } catch (IOException | RuntimeException e) {
+      w.abort();
+      throw e;
+    }
+    w.close();
+  }
+
+  private static boolean causedBy(Throwable e, Class<? extends Throwable> type) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (type.isInstance(t)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Removes the local copy; unpublished changes are gone. */
   void discard() {
+    early.abandon(); // before the channel closes under its task
     try {
       channel.close();
       raf.close();

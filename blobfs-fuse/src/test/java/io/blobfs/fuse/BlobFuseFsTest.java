@@ -136,6 +136,67 @@ class BlobFuseFsTest {
   }
 
   @Test
+  void aCloseWhoseWritesAnotherPublicationCarriedCallsNoStore() throws Exception {
+    // MPI-IO's N-to-1: several descriptors write one file; one fsyncs, which publishes
+    // everything written so far; the others' closes then have nothing of theirs to publish
+    Opened[] h = new Opened[1];
+    Entry e = create("shared", RW, h);
+    Opened a = fs.open(e.node(), RW);
+    Opened b = fs.open(e.node(), RW);
+    fs.write(e.node(), a.fh(), 0, bytes("aaaa"));
+    fs.write(e.node(), b.fh(), 4, bytes("bbbb"));
+    fs.fsync(e.node(), a.fh(), false);
+    assertArrayEquals("aaaabbbb".getBytes(), published("/shared"));
+    FaultInjectingBlobStore.Fault down = faults.on(FaultInjectingBlobStore.Op.WRITE,
+        FaultInjectingBlobStore.Op.PUT, FaultInjectingBlobStore.Op.COMMIT).always()
+        .failBefore();
+    fs.flush(e.node(), b.fh()); // b's writes are published: no store call, no error
+    fs.flush(e.node(), h[0].fh()); // wrote nothing
+    // a write after the publication is b's own: its close must publish, and fails here
+    fs.write(e.node(), b.fh(), 8, bytes("cc"));
+    FuseException err = assertThrows(FuseException.class, () -> fs.flush(e.node(), b.fh()));
+    assertEquals(Errno.EIO, err.errno());
+    assertTrue(down.fired() > 0);
+    faults.clear();
+    fs.flush(e.node(), a.fh()); // a's writes are published, but b's are not: b's close is
+    assertArrayEquals("aaaabbbb".getBytes(), published("/shared"));
+    fs.flush(e.node(), b.fh());
+    assertArrayEquals("aaaabbbbcc".getBytes(), published("/shared"));
+    // a truncate belongs to no descriptor: any close publishes it
+    fs.setattr(e.node(), new SetAttr(a.fh(), 2, -1, false));
+    fs.flush(e.node(), h[0].fh());
+    assertArrayEquals("aa".getBytes(), published("/shared"));
+    for (Opened o : new Opened[] {a, b, h[0]}) {
+      fs.release(e.node(), o.fh());
+    }
+  }
+
+  @Test
+  void anFsyncPublishesEveryChangeOfTheFileWhicheverDescriptorMadeIt() throws Exception {
+    // POSIX fsync(fd) flushes the file, not the descriptor: fsync on a descriptor that
+    // wrote nothing (sync FILE opens it read-only; a shared mmap's writes may come in under
+    // another descriptor's handle) must still publish what the others wrote
+    Opened[] h = new Opened[1];
+    Entry e = create("synced", RW, h);
+    Opened other = fs.open(e.node(), RW);
+    Opened ro = fs.open(e.node(), 0); // O_RDONLY
+    fs.write(e.node(), h[0].fh(), 0, bytes("one"));
+    fs.fsync(e.node(), ro.fh(), false);
+    assertArrayEquals("one".getBytes(), published("/synced"), "fsync of a read-only fd");
+    fs.write(e.node(), h[0].fh(), 3, bytes("two"));
+    fs.fsync(e.node(), other.fh(), true);
+    assertArrayEquals("onetwo".getBytes(), published("/synced"), "fdatasync of another fd");
+    // a close still publishes only its own descriptor's changes
+    fs.write(e.node(), h[0].fh(), 6, bytes("three"));
+    fs.flush(e.node(), other.fh());
+    assertArrayEquals("onetwo".getBytes(), published("/synced"), "close of an fd that wrote nothing");
+    for (Opened o : new Opened[] {ro, other, h[0]}) {
+      fs.release(e.node(), o.fh());
+    }
+    assertArrayEquals("onetwothree".getBytes(), published("/synced"));
+  }
+
+  @Test
   void exclusiveCreateOfAnExistingNameIsEexist() throws Exception {
     Opened[] h = new Opened[1];
     create("x", RW, h);

@@ -41,6 +41,16 @@ class FioIT {
   }
 
   @Test
+  void theKernelReadsAheadAsMuchAsOneRequestCarries() throws Exception {
+    // INIT leaves FUSE at 128 KiB; the mount raises its device's read-ahead to max_read
+    long dev = ((Number) java.nio.file.Files.getAttribute(mnt, "unix:dev")).longValue();
+    long minor = (dev & 0xff) | ((dev >>> 12) & 0xffffff00L);
+    String kb = java.nio.file.Files.readString(
+        Path.of("/sys/class/bdi/0:" + minor + "/read_ahead_kb")).trim();
+    org.junit.jupiter.api.Assertions.assertEquals("1024", kb);
+  }
+
+  @Test
   void sequentialOneMebibyteBlocks() throws Exception {
     fio("--name=seq --filename=seq --rw=write --bs=1M --size=96M");
   }

@@ -58,6 +58,9 @@ final class Mounts {
     // small stripes, so that the tests' files span many data blobs
     conf.put("fs.blob.store." + store + ".stripe.size", "1m");
     conf.put(MountConfig.STAGING_DIR, staging.toString());
+    // early uploads every 64 KiB (not 8 MiB), so that the tests' small files take that
+    // path too, with the overwrites, truncates and renames that break it
+    conf.put(MountConfig.EARLY_UPLOAD, "64k");
     return BlobMount.mount(conf, store, false, mountPoint);
   }
 

@@ -6,6 +6,7 @@ import io.blobfs.store.InProcess;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Arrays;
@@ -38,6 +39,8 @@ public final class FileWriter implements Closeable {
   /** Bytes handed to the store so far; the buffer holds the bytes after them. */
   private long sent;
   private boolean closed;
+  /** close() handed the record to the namespace's commit. */
+  private boolean committing;
   /** The time the record is published with; -1: the time of close(). */
   private long modificationTime = -1;
   private IOException failure;
@@ -106,6 +109,41 @@ public final class FileWriter implements Closeable {
       buffer.put(b, off, n);
       off += n;
       len -= n;
+      if (buffer.position() == limit) {
+        send();
+      }
+    }
+  }
+
+  /**
+   * Writes the next {@code count} bytes of the file from {@code src}, starting at {@code
+   * position} in it, read straight into this writer's buffers: one copy of each byte from
+   * the channel (a FUSE mount's staged file, in the page cache) to the store, where
+   * reading into an array first and {@link #write(byte[], int, int)} make three. Bytes
+   * past the channel's end are zeros (a file extended by truncate ends in a hole).
+   */
+  public void transferFrom(FileChannel src, long position, long count) throws IOException {
+    checkOpen();
+    while (count > 0) {
+      long limit = chunkLimit();
+      if (buffer == null) {
+        buffer = newBuffer(limit);
+      } else if (!buffer.hasRemaining()) {
+        grow(limit);
+      }
+      int n = (int) Math.min(count, Math.min(buffer.remaining(), limit - buffer.position()));
+      ByteBuffer window = buffer.duplicate().limit(buffer.position() + n);
+      int got = src.read(window, position);
+      if (got < 0) { // the hole at the end
+        for (int i = 0; i < n; i++) {
+          buffer.put((byte) 0);
+        }
+        got = n;
+      } else {
+        buffer.position(buffer.position() + got);
+      }
+      position += got;
+      count -= got;
       if (buffer.position() == limit) {
         send();
       }
@@ -242,6 +280,7 @@ public final class FileWriter implements Closeable {
     // (discardData); one whose outcome is unknown keeps it until the lease runs out, so
     // that a put applied late still finds its data.
     boolean striped = !record.isInline();
+    committing = true;
     ns.commitFile(path, record, overwrite, this::discardData, () -> {
       if (striped) {
         holdLock(true);
@@ -280,6 +319,16 @@ public final class FileWriter implements Closeable {
 
   public boolean isClosed() {
     return closed;
+  }
+
+  /**
+   * Whether {@link #close()} reached the record's commit: a failure of close after that is
+   * the publication's (a lost race, a full store, an outcome unknown), not this writer's
+   * (its writes, its lease), and a caller must not take it for a reason to write the file
+   * again through another writer.
+   */
+  public boolean reachedCommit() {
+    return committing;
   }
 
   private void discardData() {

@@ -27,6 +27,9 @@ public final class ReadAhead {
   private interface Bytes {
     void copyTo(int at, byte[] b, int off, int len);
 
+    /** Copies {@code len} bytes from {@code at} into {@code dst} at its position, advancing it. */
+    void copyTo(int at, ByteBuffer dst, int len);
+
     /** Done with them: a loan goes back to the store; our buffer may be reused. */
     void release();
   }
@@ -60,8 +63,48 @@ public final class ReadAhead {
    * count, or -1 at or past the end of the file.
    */
   public int read(long pos, byte[] b, int off, int len) throws IOException {
-    if (pos >= reader.length()) {
+    Chunk c = chunkAt(pos);
+    if (c == null) {
       return -1;
+    }
+    Bytes bytes = Futures.await(c.bytes());
+    int at = (int) (pos - c.start());
+    int n = Math.min(len, c.length() - at);
+    bytes.copyTo(at, b, off, n);
+    return n;
+  }
+
+  /**
+   * As {@link #read(long, byte[], int, int)}, into {@code dst} from its position up to
+   * its limit (or the end of the chunk): one copy from the store's buffer into the
+   * caller's, which may be direct (a FUSE reply). Advances {@code dst}'s position.
+   */
+  public int read(long pos, ByteBuffer dst) throws IOException {
+    Chunk c = chunkAt(pos);
+    if (c == null) {
+      return -1;
+    }
+    Bytes bytes = Futures.await(c.bytes());
+    int at = (int) (pos - c.start());
+    int n = Math.min(dst.remaining(), c.length() - at);
+    bytes.copyTo(at, dst, n);
+    return n;
+  }
+
+  /** The first byte still held or in flight (where a read costs no new store call). */
+  public long firstBuffered() {
+    return chunks.isEmpty() ? next : chunks.peek().start();
+  }
+
+  /** The end of what has been asked of the store: reads below it are being fetched. */
+  public long requestedEnd() {
+    return next;
+  }
+
+  /** The chunk that holds {@code pos}, requesting the following ones; null past the end. */
+  private Chunk chunkAt(long pos) throws IOException {
+    if (pos >= reader.length()) {
+      return null;
     }
     while (!chunks.isEmpty() && chunks.peek().start() + chunks.peek().length() <= pos) {
       Chunk done = chunks.poll();
@@ -76,12 +119,7 @@ public final class ReadAhead {
       next = pos;
     }
     topUp();
-    Chunk c = chunks.peek();
-    Bytes bytes = Futures.await(c.bytes());
-    int at = (int) (pos - c.start());
-    int n = Math.min(len, c.length() - at);
-    bytes.copyTo(at, b, off, n);
-    return n;
+    return chunks.peek();
   }
 
   private void topUp() {
@@ -91,7 +129,9 @@ public final class ReadAhead {
     }
     long length = reader.length();
     while (next < length && (chunks.isEmpty() || inFlight + chunkSize <= maxBytes)) {
-      int n = (int) Math.min(chunkSize, length - next);
+      // chunks end on multiples of the chunk size, so that a read-ahead started mid-chunk
+      // (a reader that seeked) still asks for whole stripes, never two halves of two
+      int n = (int) Math.min(chunkSize - next % chunkSize, length - next);
       chunks.add(new Chunk(next, n, lend ? lent(next, n) : buffered(next, n)));
       next += n;
       inFlight += n;
@@ -153,6 +193,12 @@ public final class ReadAhead {
       buffer.get(at, b, off, len);
     }
 
+    @Override
+    public void copyTo(int at, ByteBuffer dst, int len) {
+      dst.put(dst.position(), buffer, at, len);
+      dst.position(dst.position() + len);
+    }
+
     /** On the reader's thread only (the free list is not shared). */
     @Override
     public void release() {
@@ -183,6 +229,23 @@ public final class ReadAhead {
         int n = Math.min(len, loan.length() - at);
         loan.copyTo(at, b, off, n);
         off += n;
+        len -= n;
+        at = 0;
+      }
+    }
+
+    @Override
+    public void copyTo(int at, ByteBuffer dst, int len) {
+      for (ReadLoan loan : loans) {
+        if (len == 0) {
+          return;
+        }
+        if (at >= loan.length()) {
+          at -= loan.length();
+          continue;
+        }
+        int n = Math.min(len, loan.length() - at);
+        loan.copyTo(at, dst, n);
         len -= n;
         at = 0;
       }

@@ -28,6 +28,17 @@ public interface LendsReads extends BlobStore {
     /** Copies {@code len} bytes from {@code at} in this loan into {@code dst}. */
     void copyTo(int at, byte[] dst, int off, int len);
 
+    /**
+     * Copies {@code len} bytes from {@code at} in this loan into {@code dst} at its
+     * position, advancing it. The default goes through a heap array; a store whose loans
+     * can copy into a buffer directly (a direct one, say a FUSE reply) overrides it.
+     */
+    default void copyTo(int at, java.nio.ByteBuffer dst, int len) {
+      byte[] tmp = new byte[len];
+      copyTo(at, tmp, 0, len);
+      dst.put(tmp);
+    }
+
     /** Gives the buffer back; may be called from any thread, more than once. */
     void release();
   }

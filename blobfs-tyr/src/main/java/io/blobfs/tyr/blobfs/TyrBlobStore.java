@@ -128,6 +128,15 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
     }
 
     @Override
+    public void copyTo(int at, java.nio.ByteBuffer dst, int len) {
+      // one copy, from Netty's buffer straight into the caller's (no heap array between)
+      int limit = dst.limit();
+      dst.limit(dst.position() + len);
+      data.getBytes(data.readerIndex() + at, dst);
+      dst.limit(limit);
+    }
+
+    @Override
     public void release() {
       if (released.compareAndSet(false, true)) {
         data.release();

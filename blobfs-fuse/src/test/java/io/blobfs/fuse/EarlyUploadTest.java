@@ -1,0 +1,394 @@
+package io.blobfs.fuse;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.blobfs.fuse.kernel.Entry;
+import io.blobfs.fuse.kernel.Errno;
+import io.blobfs.fuse.kernel.FuseException;
+import io.blobfs.fuse.kernel.LowLevelFs;
+import io.blobfs.fuse.kernel.Opened;
+import io.blobfs.fuse.kernel.FuseSession;
+import io.blobfs.fuse.kernel.SetAttr;
+import io.blobfs.namespace.BlobNamespace;
+import io.blobfs.namespace.FileReader;
+import io.blobfs.namespace.FsPath;
+import io.blobfs.namespace.NamespaceOptions;
+import io.blobfs.namespace.StoreCallCounters;
+import io.blobfs.store.BlobStore;
+import io.blobfs.store.FaultInjectingBlobStore;
+import io.blobfs.store.PutMode;
+import io.blobfs.store.StoreFullException;
+import io.blobfs.store.StoreLimits;
+import io.blobfs.store.memory.InMemoryBlobStore;
+import java.io.IOException;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Files written through the mount start uploading their next version while they are
+ * written, so a close uploads the rest, not the whole file; and whatever happens to the
+ * file meanwhile (overwrites of uploaded bytes, truncates, renames) the published bytes
+ * are the staged file's.
+ */
+class EarlyUploadTest {
+  private static final int MIB = 1 << 20;
+  private static final int RW = FuseSession.O_RDWR;
+
+  @TempDir
+  Path staging;
+  private final AtomicLong bytesWritten = new AtomicLong();
+  private FaultInjectingBlobStore faults;
+  /** While set, the store refuses every data write as a full pool does. */
+  private final AtomicBoolean full = new AtomicBoolean();
+  /** The data keys of the writes refused for lack of space. */
+  private final List<String> refused = new CopyOnWriteArrayList<>();
+  private BlobNamespace ns;
+  private BlobFuseFs fs;
+  private byte[] data;
+
+  @BeforeEach
+  void setUp() throws Exception {
+    StoreCallCounters counters = (counter, delta) -> {
+      if (counter.equals(StoreCallCounters.BYTES_WRITTEN)) {
+        bytesWritten.addAndGet(delta);
+      }
+    };
+    faults = FaultInjectingBlobStore.over(new InMemoryBlobStore("early",
+        new StoreLimits(200, 1L << 30, Integer.MAX_VALUE)));
+    ns = new BlobNamespace(fullable(faults.store()),
+        new NamespaceOptions(MIB, MIB, 8 * MIB, 0, false, 100), counters);
+    fs = new BlobFuseFs(ns, new BlobFuseFs.Settings(false, 0755, 4096, staging));
+    data = new byte[20 * MIB + 777];
+    new Random(11).nextBytes(data);
+  }
+
+  private byte[] published(String path) throws Exception {
+    FileReader r = ns.open(FsPath.parse(path));
+    ByteBuffer b = ByteBuffer.allocate((int) r.length());
+    while (b.hasRemaining() && r.read(b.position(), b).get() > 0) { }
+    return b.array();
+  }
+
+  /** Writes {@code data} front to back in 1 MiB writes, as fio and cp do. */
+  private void writeAll(Entry e, Opened h) throws Exception {
+    for (int off = 0; off < data.length; off += MIB) {
+      fs.write(e.node(), h.fh(), off,
+          ByteBuffer.wrap(data, off, Math.min(MIB, data.length - off)));
+    }
+  }
+
+  /** Waits (bounded) until the background has uploaded at least {@code bytes}. */
+  private void awaitUploaded(long bytes) throws InterruptedException {
+    for (int i = 0; i < 500 && bytesWritten.get() < bytes; i++) {
+      Thread.sleep(10);
+    }
+  }
+
+  @Test
+  void aFileWrittenFrontToBackIsMostlyUploadedBeforeItsCloseAndOnlyOnce() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("seq", h);
+    writeAll(e, h[0]);
+    awaitUploaded(16L * MIB);
+    long before = bytesWritten.get();
+    assertTrue(before >= 16L * MIB, "uploaded before close: " + before);
+    fs.flush(e.node(), h[0].fh());
+    assertArrayEquals(data, published("/seq"));
+    // each byte went up once (plus records): no second, whole upload at close
+    assertTrue(bytesWritten.get() < data.length + MIB, "uploaded in all: " + bytesWritten.get());
+    fs.release(e.node(), h[0].fh());
+  }
+
+  @Test
+  void anOverwriteOfUploadedBytesStillPublishesTheStagedBytes() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("over", h);
+    writeAll(e, h[0]);
+    awaitUploaded(16L * MIB);
+    byte[] patch = new byte[5000];
+    Arrays.fill(patch, (byte) 7);
+    fs.write(e.node(), h[0].fh(), 1234, ByteBuffer.wrap(patch));
+    System.arraycopy(patch, 0, data, 1234, patch.length);
+    fs.flush(e.node(), h[0].fh());
+    assertArrayEquals(data, published("/over"));
+    fs.release(e.node(), h[0].fh());
+  }
+
+  @Test
+  void aTruncateAfterAnUploadPublishesTheTruncatedFile() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("cut", h);
+    writeAll(e, h[0]);
+    awaitUploaded(16L * MIB);
+    fs.setattr(e.node(), new SetAttr(h[0].fh(), 3L * MIB + 5, -1, false));
+    fs.flush(e.node(), h[0].fh());
+    assertArrayEquals(Arrays.copyOf(data, 3 * MIB + 5), published("/cut"));
+    // grown again past the old end: a hole of zeros, then new bytes
+    fs.write(e.node(), h[0].fh(), 12L * MIB, ByteBuffer.wrap(data, 0, 100));
+    fs.flush(e.node(), h[0].fh());
+    byte[] want = new byte[12 * MIB + 100];
+    System.arraycopy(data, 0, want, 0, 3 * MIB + 5);
+    System.arraycopy(data, 0, want, 12 * MIB, 100);
+    assertArrayEquals(want, published("/cut"));
+    fs.release(e.node(), h[0].fh());
+  }
+
+  @Test
+  void aTruncateThroughARangeWrittenAheadOfTheRestKeepsItsStart() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("gap", h);
+    fs.write(e.node(), h[0].fh(), 0, ByteBuffer.wrap(data, 0, MIB));
+    fs.write(e.node(), h[0].fh(), 5L * MIB, ByteBuffer.wrap(data, 5 * MIB, 5 * MIB));
+    fs.setattr(e.node(), new SetAttr(h[0].fh(), 7L * MIB, -1, false)); // through [5, 10) MiB
+    fs.write(e.node(), h[0].fh(), MIB, ByteBuffer.wrap(data, MIB, 4 * MIB)); // the gap
+    fs.write(e.node(), h[0].fh(), 7L * MIB, ByteBuffer.wrap(data, 7 * MIB, 13 * MIB));
+    fs.flush(e.node(), h[0].fh());
+    assertArrayEquals(Arrays.copyOf(data, 20 * MIB), published("/gap"));
+    fs.release(e.node(), h[0].fh());
+  }
+
+  @Test
+  void aRenameDuringTheUploadPublishesUnderTheNewNameOnly() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("old", h);
+    writeAll(e, h[0]);
+    awaitUploaded(8L * MIB);
+    fs.rename(LowLevelFs.ROOT, "old", LowLevelFs.ROOT, "new", false);
+    fs.write(e.node(), h[0].fh(), data.length, ByteBuffer.wrap(data, 0, 10));
+    fs.flush(e.node(), h[0].fh());
+    byte[] want = Arrays.copyOf(data, data.length + 10);
+    System.arraycopy(data, 0, want, data.length, 10);
+    assertArrayEquals(want, published("/new"));
+    assertTrue(ns.probe(FsPath.parse("/old")).isEmpty(), "nothing under the old name");
+    fs.release(e.node(), h[0].fh());
+  }
+
+  @Test
+  void fourWritersFillingTheirQuartersPublishTheWholeFile() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("n1", h);
+    Opened[] w = new Opened[4];
+    for (int i = 0; i < 4; i++) {
+      w[i] = fs.open(e.node(), RW);
+    }
+    int quarter = data.length / 4;
+    for (int off = 0; off < quarter; off += 64 << 10) { // interleaved, as 4 processes
+      for (int i = 0; i < 4; i++) {
+        int at = i * quarter + off;
+        int end = i == 3 ? data.length : (i + 1) * quarter;
+        int n = Math.min(64 << 10, Math.min(end - at, quarter - off));
+        fs.write(e.node(), w[i].fh(), at, ByteBuffer.wrap(data, at, n));
+      }
+    }
+    fs.write(e.node(), w[3].fh(), 4L * quarter,
+        ByteBuffer.wrap(data, 4 * quarter, data.length - 4 * quarter));
+    for (Opened o : w) {
+      fs.fsync(e.node(), o.fh(), false);
+      assertArrayEquals(data, published("/n1"));
+    }
+    for (Opened o : w) {
+      fs.release(e.node(), o.fh());
+    }
+    fs.release(e.node(), h[0].fh());
+    assertEquals(data.length, published("/n1").length);
+  }
+
+  @Test
+  void aFailedCommitIsReportedNotUploadedAgain() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("commitfail", h);
+    writeAll(e, h[0]);
+    awaitUploaded(16L * MIB);
+    // the record's put fails and nothing was applied: the publication's own failure, which
+    // a second, whole upload through another writer would only repeat
+    FaultInjectingBlobStore.Fault put = faults.on(FaultInjectingBlobStore.Op.PUT,
+        FaultInjectingBlobStore.Op.COMMIT).keys("n/commitfail").failBefore();
+    FuseException err = assertThrows(FuseException.class, () -> fs.flush(e.node(), h[0].fh()));
+    assertEquals(Errno.EIO, err.errno());
+    assertEquals(1, put.fired());
+    assertTrue(bytesWritten.get() < data.length + MIB, "uploaded in all: " + bytesWritten.get());
+    assertEquals(0, published("/commitfail").length, "the version created empty is still the file");
+    fs.flush(e.node(), h[0].fh()); // the close after: the changes are still to publish
+    assertArrayEquals(data, published("/commitfail"));
+    fs.release(e.node(), h[0].fh());
+  }
+
+  @Test
+  void aFullStoreIsReportedWithoutASecondWholeUpload() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("full", h);
+    writeAll(e, h[0]);
+    awaitUploaded(16L * MIB);
+    full.set(true);
+    FuseException err = assertThrows(FuseException.class, () -> fs.flush(e.node(), h[0].fh()));
+    assertTrue(causedBy(err, StoreFullException.class), "reported: " + err);
+    Set<String> writers = new HashSet<>();
+    for (String key : refused) {
+      writers.add(key.substring(0, key.lastIndexOf('/')));
+    }
+    assertEquals(1, writers.size(), "refused writes of one writer only: " + refused);
+    full.set(false);
+    fs.flush(e.node(), h[0].fh());
+    assertArrayEquals(data, published("/full"));
+    fs.release(e.node(), h[0].fh());
+  }
+
+  @Test
+  void aFailedWholeUploadAfterAFailedEarlyWriterCarriesTheFirstError() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("twice", h);
+    writeAll(e, h[0]);
+    awaitUploaded(16L * MIB);
+    // the early writer's rest fails (its own writes: a whole upload may do better), then
+    // the whole upload fails too: both errors reach the caller
+    faults.on(FaultInjectingBlobStore.Op.WRITE).always().failBefore();
+    FuseException err = assertThrows(FuseException.class, () -> fs.flush(e.node(), h[0].fh()));
+    Throwable thrown = err.getCause();
+    assertEquals(1, thrown.getSuppressed().length, "the early writer's error: " + thrown);
+    assertTrue(thrown.getSuppressed()[0] instanceof IOException);
+    faults.clear();
+    fs.release(e.node(), h[0].fh());
+    assertArrayEquals(data, published("/twice"));
+  }
+
+  @Test
+  void aFailingBackgroundUploadIsLoggedOncePerVersion() throws Exception {
+    List<LogRecord> warnings = new CopyOnWriteArrayList<>();
+    Logger log = Logger.getLogger(EarlyUpload.class.getName());
+    Handler capture = new Handler() {
+      @Override
+      public void publish(LogRecord r) {
+        if (r.getLevel().intValue() >= Level.WARNING.intValue()) {
+          warnings.add(r);
+        }
+      }
+
+      @Override
+      public void flush() { }
+
+      @Override
+      public void close() { }
+    };
+    log.addHandler(capture);
+    try {
+      Opened[] h = new Opened[1];
+      Entry e = create("bg", h);
+      FaultInjectingBlobStore.Fault down =
+          faults.on(FaultInjectingBlobStore.Op.WRITE).always().failBefore();
+      writeAll(e, h[0]); // 20 MiB: two background rounds at least, each failing
+      for (int i = 0; i < 500 && down.fired() == 0; i++) {
+        Thread.sleep(10);
+      }
+      assertTrue(down.fired() > 0, "the background upload ran");
+      faults.clear();
+      fs.flush(e.node(), h[0].fh()); // no data lost: the publication writes the whole file
+      assertArrayEquals(data, published("/bg"));
+      assertEquals(1, warnings.size(), "one warning for this version: " + warnings);
+      assertTrue(warnings.get(0).getMessage().contains("/bg"), warnings.get(0).getMessage());
+      fs.release(e.node(), h[0].fh());
+    } finally {
+      log.removeHandler(capture);
+    }
+  }
+
+  @Test
+  void aCloseDoesNotWaitForAnUploadStillQueuedBehindOtherFiles() throws Exception {
+    // the upload pool is busy with other files: this file's task sits in the queue
+    List<Runnable> queue = new CopyOnWriteArrayList<>();
+    StagedFile s = StagedFile.empty(staging).uploadEarly(ns, queue::add, MIB);
+    FsPath path = FsPath.parse("/queued");
+    s.write(0, ByteBuffer.wrap(data, 0, 4 * MIB), false, path);
+    assertEquals(1, queue.size(), "a background upload was queued");
+    // the publication withdraws it and uploads the file itself, instead of waiting
+    assertTimeoutPreemptively(Duration.ofSeconds(10), () -> s.publish(ns, path));
+    assertArrayEquals(Arrays.copyOf(data, 4 * MIB), published("/queued"));
+    long written = bytesWritten.get();
+    queue.get(0).run(); // when the pool reaches it at last, it does nothing
+    assertEquals(written, bytesWritten.get(), "the withdrawn task uploaded nothing");
+    // and the next version's writes start an upload of their own
+    s.write(4L * MIB, ByteBuffer.wrap(data, 4 * MIB, 2 * MIB), false, path);
+    assertEquals(2, queue.size(), "the next version's upload was queued");
+    queue.get(1).run();
+    assertTrue(bytesWritten.get() >= written + 6L * MIB, "uploaded in the background");
+    s.publish(ns, path);
+    assertArrayEquals(Arrays.copyOf(data, 6 * MIB), published("/queued"));
+    s.discard();
+  }
+
+  @Test
+  void anEarlyWriterWhoseLeaseWasTakenIsReplacedByAWholeUpload() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("idle", h);
+    writeAll(e, h[0]);
+    awaitUploaded(16L * MIB);
+    // the file sat open longer than the writer lease: the orphan sweeper took the early
+    // writer's lock (a new version of it), so its renewal before publishing fails
+    for (String key : faults.store().scan("d/", null, 1000).keys()) {
+      if (key.endsWith("/lock")) {
+        faults.store().put(key, ByteBuffer.wrap(new byte[] {1}), PutMode.OVERWRITE);
+      }
+    }
+    long before = bytesWritten.get();
+    fs.flush(e.node(), h[0].fh());
+    assertArrayEquals(data, published("/idle"));
+    // the early stripes are given up: the whole file went up once more
+    assertTrue(bytesWritten.get() - before >= data.length,
+        "uploaded at close: " + (bytesWritten.get() - before));
+    fs.release(e.node(), h[0].fh());
+  }
+
+  /** {@code store}, refusing data writes while {@link #full} is set. */
+  private BlobStore fullable(BlobStore store) {
+    InvocationHandler h = (proxy, m, args) -> {
+      if (full.get() && m.getName().equals("write") && args.length == 3
+          && ((String) args[0]).startsWith("d/")) {
+        refused.add((String) args[0]);
+        return CompletableFuture.failedFuture(new StoreFullException("the pool is full"));
+      }
+      try {
+        return m.invoke(store, args);
+      } catch (InvocationTargetException ex) {
+        throw ex.getCause();
+      }
+    };
+    return (BlobStore) Proxy.newProxyInstance(getClass().getClassLoader(),
+        store.getClass().getInterfaces(), h);
+  }
+
+  private static boolean causedBy(Throwable e, Class<? extends Throwable> type) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (type.isInstance(t)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private Entry create(String name, Opened[] h) throws Exception {
+    return fs.create(LowLevelFs.ROOT, name, RW, h);
+  }
+}
