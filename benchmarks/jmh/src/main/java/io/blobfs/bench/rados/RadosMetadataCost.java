@@ -235,7 +235,9 @@ public final class RadosMetadataCost {
     if (indexExists(pool)) {
       System.out.printf(Locale.ROOT, "pool %s: index exists, names kept from an earlier run%n",
           pool);
-      return new Fill(names, -1, -1, false);
+      String[] saved = rados(pool, "get", FILL_STATS, "-").trim().split(" ");
+      return new Fill(names, Double.parseDouble(saved[0]), Double.parseDouble(saved[1]),
+          false);
     }
     Map<String, String> o = options(pool, NAMES, "scan");
     o.remove("type");
@@ -278,7 +280,29 @@ public final class RadosMetadataCost {
     double build = (System.nanoTime() - t1) / 1e9;
     System.out.printf(Locale.ROOT, "pool %s: %,d records in %.1f s, index built in %.1f s%n",
         pool, names, write, build);
+    // Kept in the pool, so a later run on it reports how it was filled.
+    Path stats = Files.createTempFile("fill-stats", ".txt");
+    Files.writeString(stats, String.format(Locale.ROOT, "%.1f %.1f%n", write, build));
+    rados(pool, "put", FILL_STATS, stats.toString());
+    Files.delete(stats);
     return new Fill(names, write, build, true);
+  }
+
+  /** The object (namespace {@code bench}) holding a pool's fill timings. */
+  static final String FILL_STATS = "fill-stats";
+
+  /** Runs {@code rados -p POOL -N bench VERB OBJECT FILE}; returns its output. */
+  private static String rados(String pool, String verb, String object, String file)
+      throws IOException, InterruptedException {
+    Process p = new ProcessBuilder("timeout", "60", "rados", "-c",
+        ClusterEnv.required("CEPH_CONF"), "--keyring", ClusterEnv.required("CEPH_KEYRING"),
+        "-p", pool, "-N", "bench", verb, object, file).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+    if (p.waitFor() != 0) {
+      throw new IOException("rados " + verb + " " + object + " failed: " + err);
+    }
+    return out;
   }
 
   /** Whether the pool's {@value #NAMES} namespace has an index description. */
@@ -403,8 +427,10 @@ public final class RadosMetadataCost {
       md.append(f.now() ? String.format(Locale.ROOT, "%,d names: records written in %.1f s"
           + " (%,.0f/s), build %.1f s (%,.0f names/s). ", f.names(), f.writeSeconds(),
           f.names() / f.writeSeconds(), f.buildSeconds(), f.names() / f.buildSeconds())
-          : String.format(Locale.ROOT, "%,d names: filled by an earlier run (not timed "
-              + "here). ", f.names()));
+          : String.format(Locale.ROOT, "%,d names (filled by an earlier run on this "
+              + "pool, its timings kept in the pool): records written in %.1f s (%,.0f/s), "
+              + "build %.1f s (%,.0f names/s). ", f.names(), f.writeSeconds(),
+              f.names() / f.writeSeconds(), f.buildSeconds(), f.names() / f.buildSeconds()));
     }
     md.append("\n\nTarget (issue 14): with the index, every call at the largest pool within "
         + "1.5x of its cost at the smallest, and `getFileStatus` a few milliseconds at any "
