@@ -437,6 +437,9 @@ public final class RadosMetadataCost {
         + "size. `getFileStatus` of a file is one record read in both modes (the index is "
         + "not asked), so its spread is the control: what the machine's load and the OSD's "
         + "larger metadata at a larger pool cost any single call.\n");
+    md.append("\nMetadata-heavy Spark work on the same pools (a Spark SQL table of many "
+        + "partitions, index against pure scan): [rados-spark-partitions.md]"
+        + "(rados-spark-partitions.md), by `scripts/bench-rados-spark.sh`.\n");
     Reports.write(dir, "rados-metadata", md, chart);
   }
 }
