@@ -109,13 +109,14 @@ public final class PartitionedTableBench {
           System.out.printf(Locale.ROOT, "rep %d %s %s: write %.1f s, filter %.1f s, count"
               + " %.1f s, load %s%n", r + 1, pool, mode, (t1 - t0) / 1e9, (t2 - t1) / 1e9,
               (t3 - t2) / 1e9, loadAverage());
+          // Written after every cell: a pure-scan write on a large pool can take half an
+          // hour, and a run cut off keeps what it measured.
+          report(Path.of(args.get("report")), pools, partitions, rows, r + 1, reps, scanReps,
+              seconds, calls, loadBefore, loadAverage());
         }
       }
     }
-    String loadAfter = loadAverage();
     spark.stop();
-    report(Path.of(args.get("report")), pools, partitions, rows, reps, scanReps, seconds,
-        calls, loadBefore, loadAfter);
   }
 
   private static void add(Map<String, List<Double>> m, String k, double v) {
@@ -161,7 +162,7 @@ public final class PartitionedTableBench {
   }
 
   private static void report(Path dir, List<String> pools, int partitions, int rows,
-      int reps, int scanReps, Map<String, List<Double>> seconds,
+      int reached, int reps, int scanReps, Map<String, List<Double>> seconds,
       Map<String, Map<String, Long>> calls, String loadBefore, String loadAfter)
       throws IOException {
     StringBuilder md = new StringBuilder("# Spark SQL: a table of many partitions on RADOS, "
@@ -176,31 +177,37 @@ public final class PartitionedTableBench {
         + "indexed client writes among their indexed names, the pure-scan client in a "
         + "namespace of its own in the same pool. Median seconds (fastest-slowest, samples) "
         + "of %d repetitions, pure scan in the first %d; the cells interleaved, the modes' "
-        + "order flipped each repetition. Load average (1/5/15 min) at the start %s, at the "
-        + "end %s (2 cores, shared with other work).%n%n", LocalDate.now(), rows, partitions,
-        reps, Math.min(reps, scanReps), loadBefore, loadAfter));
+        + "order flipped each repetition; written after each cell (this one in repetition %d;"
+        + " a cell not reached shows a dash). Load average (1/5/15 min) at the start %s, at "
+        + "the last cell %s (2 cores, shared with other work).%n%n", LocalDate.now(), rows,
+        partitions, reps, Math.min(reps, scanReps), reached, loadBefore, loadAfter));
     md.append("| pool | phase | index | pure scan | pure scan / index |\n|---|---|---:|---:|---:|\n");
     for (String pool : pools) {
       for (int p = 0; p < PHASES.length; p++) {
         List<Double> idx = seconds.get(pool + "/omap/" + p);
         List<Double> scan = seconds.get(pool + "/scan/" + p);
-        md.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | %.1fx |%n", pool,
-            PHASES[p], cell(idx), cell(scan), median(scan) / median(idx)));
+        md.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | %s |%n", pool,
+            PHASES[p], cell(idx), cell(scan), idx == null || scan == null ? "-"
+                : String.format(Locale.ROOT, "%.1fx", median(scan) / median(idx))));
       }
     }
     md.append("\nFile system calls of one write (the first repetition's), the same in both "
         + "modes: what differs is what each costs. ");
     List<String> lines = new ArrayList<>();
     for (String pool : pools) {
-      lines.add(pool + " " + calls.get(pool + "/omap"));
+      if (calls.containsKey(pool + "/omap")) {
+        lines.add(pool + " " + calls.get(pool + "/omap"));
+      }
     }
     md.append(String.join("; ", lines)).append(".\n");
     Files.createDirectories(dir);
     Files.writeString(dir.resolve("rados-spark-partitions.md"), md, StandardCharsets.UTF_8);
-    System.out.print(md);
   }
 
   private static String cell(List<Double> v) {
+    if (v == null) {
+      return "-";
+    }
     return String.format(Locale.ROOT, "%.1f (%.1f-%.1f, n=%d)", median(v), Collections.min(v),
         Collections.max(v), v.size());
   }
