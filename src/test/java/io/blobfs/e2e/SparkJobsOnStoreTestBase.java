@@ -9,7 +9,9 @@ import io.blobfs.bench.workloads.Grep;
 import io.blobfs.bench.workloads.Sort;
 import io.blobfs.bench.workloads.TextDataGenerator;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -19,6 +21,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The core job, Grep and Sort, on {@code blob://} over a real external store: input
@@ -103,5 +106,72 @@ abstract class SparkJobsOnStoreTestBase {
 
     assertThat(fs.delete(base, true)).isTrue();
     assertThat(fs.exists(base)).isFalse();
+  }
+
+  /**
+   * The classic {@code FileOutputCommitter} with each of its algorithms, output compared
+   * with the same job's on {@code file://}. Algorithm 1 renames each task's attempt
+   * directory at task commit and each file into the output at job commit; algorithm 2
+   * renames each file into the output at task commit and nothing at job commit: the
+   * renames counted tell which one ran (one or two per part file).
+   */
+  @ParameterizedTest(name = "algorithm={0}")
+  @ValueSource(ints = {1, 2})
+  void grepAndSortWithEachFileOutputCommitterAlgorithmMatchFileScheme(int algorithm)
+      throws IOException {
+    Path base = new Path("blob://" + store() + "/algorithm-" + algorithm);
+    FileSystem fs = base.getFileSystem(sc.hadoopConfiguration());
+    fs.delete(base, true);
+    Path input = new Path(base, "input");
+    TextDataGenerator.generate(fs, input, SPEC);
+    java.nio.file.Path local = Files.createTempDirectory("blobfs-algorithm-" + algorithm);
+    Path localBase = new Path(local.toUri());
+    FileSystem localFs = localBase.getFileSystem(sc.hadoopConfiguration());
+    TextDataGenerator.generate(localFs, new Path(localBase, "input"), SPEC);
+    String key = "mapreduce.fileoutputcommitter.algorithm.version";
+    Configuration conf = sc.hadoopConfiguration();
+    String before = conf.get(key);
+    conf.setInt(key, algorithm);
+    try {
+      long renamesBefore = renames(fs);
+      runGrepAndSort(input, base);
+      long renames = renames(fs) - renamesBefore;
+      runGrepAndSort(new Path(localBase, "input"), localBase);
+
+      assertSameLines("grep output on " + backend() + " against file:// (as a multiset)",
+          E2eSupport.sorted(E2eSupport.readParts(localFs, new Path(localBase, "grep"))),
+          E2eSupport.sorted(E2eSupport.readParts(fs, new Path(base, "grep"))));
+      assertSameLines("sort output on " + backend() + " against file:// (in part order)",
+          E2eSupport.readParts(localFs, new Path(localBase, "sort")),
+          E2eSupport.readParts(fs, new Path(base, "sort")));
+      long parts = 0;
+      for (String job : new String[] {"grep", "sort"}) {
+        Path out = new Path(base, job);
+        assertThat(fs.exists(new Path(out, "_SUCCESS"))).isTrue();
+        assertThat(fs.exists(new Path(out, "_temporary"))).isFalse();
+        parts += fs.listStatus(out, p -> p.getName().startsWith("part-")).length;
+      }
+      assertThat(renames).as("renames by algorithm %d for %d part files", algorithm, parts)
+          .isEqualTo(algorithm == 1 ? 2 * parts : parts);
+    } finally {
+      if (before == null) {
+        conf.unset(key);
+      } else {
+        conf.set(key, before);
+      }
+      localFs.delete(localBase, true);
+    }
+    assertThat(fs.delete(base, true)).isTrue();
+  }
+
+  private void runGrepAndSort(Path input, Path base) {
+    Grep.run(sc, input.toString(), new Path(base, "grep").toString(), PATTERN,
+        Committer.CLASSIC);
+    Sort.run(sc, input.toString(), new Path(base, "sort").toString(), SORT_PARTITIONS,
+        Committer.CLASSIC);
+  }
+
+  private static long renames(FileSystem fs) {
+    return StorageCounters.of(fs).get("op_rename");
   }
 }
