@@ -151,6 +151,15 @@ public final class MainJob {
         case "tyr" -> StoreTarget.blob("tyr", "tyr", run, Map.of("type", "tyr",
             "address", required(a, "tyr-address", n), "stripe.size", a.get("stripe-size")),
             a.get("markers"));
+        // The same stores with small writes handed through one by one, as before
+        // fs.blob.write.gather.size: a before/after in one run. Their own profile names,
+        // since Hadoop caches one file system per scheme and authority.
+        case "tyr-nogather" -> StoreTarget.blob(n, "tyrng", run, Map.of("type", "tyr",
+            "address", required(a, "tyr-address", n), "stripe.size", a.get("stripe-size"),
+            "write.gather.size", "0"), a.get("markers"));
+        case "embedded-nogather" -> StoreTarget.blob(n, "mainng", run, Map.of("type", "tyr",
+            "embedded-dir", Path.of(a.get("data-dir") + "-nogather").toAbsolutePath()
+                .toString(), "write.gather.size", "0"), a.get("markers"));
         case "rados" -> StoreTarget.blob("rados", "rados", run, radosOptions(a),
             a.get("markers"));
         case "cephfs" -> StoreTarget.local("cephfs",
