@@ -53,7 +53,7 @@ class CompareBenchIT {
     }
     List<String> cpu = Files.readAllLines(profile.resolve("cpu.tsv"));
     assertThat(cpu).hasSize(3);
-    assertThat(cpu.get(0)).isEqualTo("run\twall_s\tjvm_cpu_s\tself_cpu_s");
+    assertThat(cpu.get(0)).isEqualTo("run\twall_s\tjvm_cpu_s\tself_cpu_s\ttasks_cpu_s\ttasks_runq_s");
     assertThat(cpu.get(1)).startsWith("r1-tokenizer-file\t");
     assertThat(cpu.get(2)).startsWith("r1-tokenizer-embedded\t");
     // Spark's event logs: the warm-up's and the two runs', as plain JSON lines.

@@ -14,13 +14,16 @@ import jdk.jfr.Recording;
  * GC, locks, file and socket I/O) around the submission, dumped to {@code DIR/NAME.jfr},
  * and Spark's event log of the application (stages, tasks, their metrics) in {@code DIR}.
  * In local mode the driver, the tasks and an embedded store all run in this JVM, so one
- * recording sees the whole job but a store server's own process.
+ * recording sees the whole job but a store server's own process. {@code cpu.tsv} also
+ * gets the task threads' CPU and run-queue wait ({@link ThreadSchedule}): what of a task's
+ * time was spent waiting for a core rather than blocked.
  */
 public final class RunProfiler {
   private final Path dir;
   /** Other processes whose CPU time each run is charged (a store server, HDFS's daemons). */
   private final Map<String, Long> pids;
   private long[] cpuAtStart;
+  private ThreadSchedule tasks;
 
   /**
    * @param pids name to pid of the service processes whose CPU time (from /proc) is
@@ -86,25 +89,29 @@ public final class RunProfiler {
     Recording r = new Recording(settings);
     r.start();
     cpuAtStart = cpuNow();
+    tasks = new ThreadSchedule("Executor task launch worker");
     return r;
   }
 
   /** Stops {@code r} and writes it to {@code DIR/name.jfr}. */
   public Path stop(Recording r, String name, double seconds) throws IOException {
     long[] cpu = cpuNow();
+    long[] taskThreads = tasks.stop();
     r.stop();
     Path tsv = dir.resolve("cpu.tsv");
     StringBuilder line = new StringBuilder();
     if (!Files.exists(tsv)) {
       line.append("run\twall_s\tjvm_cpu_s");
       pids.keySet().forEach(n -> line.append('\t').append(n).append("_cpu_s"));
-      line.append('\n');
+      line.append("\ttasks_cpu_s\ttasks_runq_s\n");
     }
     line.append(name).append('\t').append(String.format(java.util.Locale.ROOT, "%.2f", seconds));
     for (int i = 0; i < cpu.length; i++) {
       line.append('\t').append(String.format(java.util.Locale.ROOT, "%.2f",
           (cpu[i] - cpuAtStart[i]) / 1e9));
     }
+    line.append(String.format(java.util.Locale.ROOT, "\t%.2f\t%.2f", taskThreads[0] / 1e9,
+        taskThreads[1] / 1e9));
     line.append(" load ").append(loadAverage()).append('\n');
     Files.writeString(tsv, line, java.nio.file.StandardOpenOption.CREATE,
         java.nio.file.StandardOpenOption.APPEND);
