@@ -59,6 +59,12 @@ final class BlobOutputStream extends OutputStream
   /** Bytes handed to the writer not yet added to Hadoop's per-thread statistics. */
   private long uncounted;
   private boolean closed;
+  /**
+   * The first failed hand-over to the writer. The bytes of a failed drain are gone from
+   * the array, so the stream must never go on as if they had been sent: every later write
+   * and close rethrows it, whether or not the writer itself keeps its failures.
+   */
+  private IOException failure;
 
   BlobOutputStream(FileWriter writer, org.apache.hadoop.fs.Path path, IOStatisticsStore fsStats,
       FileSystem.Statistics hadoopStats, boolean downgradeSyncable, int gatherSize) {
@@ -73,7 +79,7 @@ final class BlobOutputStream extends OutputStream
 
   @Override
   public synchronized void write(int b) throws IOException {
-    if (gathered < gather.length && !closed) {
+    if (gathered < gather.length && !closed && failure == null) {
       gather[gathered++] = (byte) b;
       bytesWritten.incrementAndGet();
     } else {
@@ -88,6 +94,7 @@ final class BlobOutputStream extends OutputStream
       send(b, off, len); // the closed writer throws, as it did before gathering
       return;
     }
+    throwIfFailed();
     if (len < gather.length) {
       if (len > gather.length - gathered) {
         drain();
@@ -117,10 +124,29 @@ final class BlobOutputStream extends OutputStream
     try {
       writer.write(b, off, len);
     } catch (IOException e) {
-      stats.incrementCounter(STREAM_WRITE_EXCEPTIONS);
-      throw ErrorTranslation.translate(e, path);
+      IOException translated = ErrorTranslation.translate(e, path);
+      failed(translated);
+      throw translated;
+    } catch (RuntimeException e) {
+      failed(new IOException("write of " + path + " failed", e));
+      throw e;
     }
     uncounted += len;
+  }
+
+  /** Counts a failure and keeps the first. */
+  private void failed(IOException e) {
+    stats.incrementCounter(STREAM_WRITE_EXCEPTIONS);
+    if (failure == null) {
+      failure = e;
+    }
+  }
+
+  private void throwIfFailed() throws IOException {
+    if (failure != null) {
+      throw new IOException("an earlier write to " + path
+          + " failed; the file will not be created", failure);
+    }
   }
 
   /**
@@ -169,7 +195,25 @@ final class BlobOutputStream extends OutputStream
     }
     closed = true;
     try {
-      drain();
+      try {
+        throwIfFailed(); // counted when it happened
+        drain(); // send() counts and keeps its failure
+      } catch (IOException | RuntimeException e) {
+        // The writer holds the stripes written so far and its lock; closing it would
+        // remove them only if it had kept the failure itself.
+        gathered = 0;
+        writer.abort();
+        throw e;
+      }
+      closeWriter();
+    } finally {
+      fsStats.aggregate(stats);
+    }
+  }
+
+  /** Publishes the file; a failure here is the stream's first and is counted here. */
+  private void closeWriter() throws IOException {
+    try {
       writer.close();
       stats.incrementCounter(STREAM_WRITE_BLOCK_UPLOADS);
     } catch (IOException e) {
@@ -178,8 +222,6 @@ final class BlobOutputStream extends OutputStream
     } catch (RuntimeException e) {
       stats.incrementCounter(STREAM_WRITE_EXCEPTIONS);
       throw e;
-    } finally {
-      fsStats.aggregate(stats);
     }
   }
 
