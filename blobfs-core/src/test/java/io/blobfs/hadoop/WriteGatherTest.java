@@ -71,11 +71,21 @@ class WriteGatherTest {
     }
   }
 
+  /**
+   * This thread's bytes written to blob://: Hadoop's statistics are one object per scheme
+   * in the JVM, so only the difference on this thread tells what one stream counted.
+   */
+  private static long threadBytesWritten() {
+    return FileSystem.getStatistics("blob", BlobFileSystem.class).getThreadStatistics()
+        .getBytesWritten();
+  }
+
   @Test
   void smallWritesAreGatheredIntoFewStoreCalls() throws IOException {
     open(null); // the default, 64 KiB
     Path p = new Path("/lines");
     byte[] expected;
+    long before = threadBytesWritten();
     try (FSDataOutputStream out = fs.create(p)) {
       expected = writeLines(out);
       // Counted at once, gathered or not.
@@ -85,8 +95,58 @@ class WriteGatherTest {
     assertArrayEquals(expected, readBack(p));
     // About 150 KB in 64 KiB arrays: 3 writer calls, each one store write here.
     assertEquals(3, storeWrites());
-    assertTrue(FileSystem.getStatistics("blob", BlobFileSystem.class).getBytesWritten()
-        >= expected.length);
+    assertEquals(expected.length, threadBytesWritten() - before);
+  }
+
+  @Test
+  void aFileSmallerThanTheArrayIsCountedAtClose() throws IOException {
+    open(null);
+    Path p = new Path("/small");
+    long before = threadBytesWritten();
+    FSDataOutputStream out = fs.create(p);
+    out.write(new byte[1000], 0, 1000);
+    out.write('x');
+    assertEquals(0, threadBytesWritten() - before, "still in the array");
+    out.close();
+    assertEquals(1001, threadBytesWritten() - before);
+    assertEquals(1001, readBack(p).length);
+  }
+
+  @Test
+  void theCallerMayReuseItsArrayAsSoonAsWriteReturns() throws IOException {
+    open("4k");
+    byte[] data = new byte[50_000];
+    new Random(5).nextBytes(data);
+    Path p = new Path("/reused");
+    byte[] scratch = new byte[5000];
+    try (FSDataOutputStream out = fs.create(p)) {
+      // Short writes (gathered) and some at least as long as the array (sent through).
+      int[] lengths = {10, 300, 4096, 1, 5000, 2000};
+      for (int off = 0, i = 0; off < data.length; i++) {
+        int n = Math.min(lengths[i % lengths.length], data.length - off);
+        System.arraycopy(data, off, scratch, 0, n);
+        out.write(scratch, 0, n);
+        java.util.Arrays.fill(scratch, (byte) 0x5a); // garbage, were it still referenced
+        off += n;
+      }
+    }
+    assertArrayEquals(data, readBack(p));
+  }
+
+  @Test
+  void hflushInTheMiddleLosesNothing() throws IOException {
+    open(null);
+    Path p = new Path("/flushed");
+    ByteArrayOutputStream expected = new ByteArrayOutputStream();
+    try (FSDataOutputStream out = fs.create(p)) {
+      expected.write(writeLines(out));
+      out.hflush();
+      out.hsync();
+      expected.write(writeLines(out));
+      out.write('!');
+      expected.write('!');
+    }
+    assertArrayEquals(expected.toByteArray(), readBack(p));
   }
 
   @Test
@@ -142,11 +202,19 @@ class WriteGatherTest {
   void gatheredBytesOfAnAbortedStreamAreNotPublished() throws IOException {
     open(null);
     Path p = new Path("/aborted");
+    int blobs = InMemoryBlobStoreProvider.named(STORE).blobCount();
     FSDataOutputStream out = fs.create(p);
-    out.write(new byte[100], 0, 100);
+    // More than the array, so that stripes were written before the abort, then some
+    // gathered bytes that never left the array.
+    for (int i = 0; i < 100; i++) {
+      out.write(new byte[1000], 0, 1000);
+    }
+    assertTrue(storeWrites() > 0);
     out.abort();
     out.close();
     assertFalse(fs.exists(p));
+    assertEquals(blobs, InMemoryBlobStoreProvider.named(STORE).blobCount(),
+        "the written stripes and the writer's lock are removed");
   }
 
   @Test
