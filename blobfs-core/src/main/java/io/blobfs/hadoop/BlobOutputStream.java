@@ -38,7 +38,8 @@ import org.slf4j.LoggerFactory;
  * declares neither capability and, as S3A does, either accepts them as no-ops with a
  * warning (the default, so that tools which call them, such as Spark's event log, keep
  * working) or, with {@code fs.blob.downgrade.syncable.exceptions=false}, throws
- * {@link UnsupportedOperationException}.
+ * {@link UnsupportedOperationException}. Either way they send nothing: neither the
+ * gathered bytes nor the writer's buffer.
  */
 final class BlobOutputStream extends OutputStream
     implements Syncable, StreamCapabilities, IOStatisticsSource, Abortable {
