@@ -22,8 +22,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Small writes are gathered in a heap array of {@code fs.blob.write.gather.size} bytes
  * before they reach the writer: Hadoop's text output writes each line and its newline as
- * separate calls (2.26 M calls of about 14 bytes per 30 MB part file in the Tokenizer
- * workload), and per call the writer's bookkeeping (stripe and inline checks, a put into a
+ * separate calls (in the Tokenizer workload 2.26 M records per 30 MB part file, so 4.5 M
+ * calls of 1 and about 12 bytes), and per call the writer's bookkeeping (stripe and inline checks, a put into a
  * direct buffer) and the statistics (a map lookup in the IOStatistics store, a thread-local
  * lookup for Hadoop's per-thread counters) cost as much as HDFS's whole
  * {@code FSOutputSummer} write. Gathered, they are paid once per array. The stream's
