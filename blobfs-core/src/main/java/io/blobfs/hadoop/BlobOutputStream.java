@@ -52,8 +52,15 @@ final class BlobOutputStream extends OutputStream
   private final IOStatisticsStore fsStats;
   private final FileSystem.Statistics hadoopStats;
   private final boolean downgradeSyncable;
-  /** Small writes gathered before they go to the writer; empty when gathering is off. */
-  private final byte[] gather;
+  /** Length of the gather array; 0: gathering is off. */
+  private final int gatherSize;
+  /**
+   * Small writes gathered before they go to the writer; allocated on the first, so that
+   * empty files (a job's {@code _SUCCESS}) and streams of long writes never pay for it.
+   */
+  private byte[] gather;
+  /** write(int)'s one byte when it is not gathered. */
+  private final byte[] one = new byte[1];
   private int gathered;
   /** The stream's {@code stream_write_bytes} counter, held to skip a lookup per call. */
   private final java.util.concurrent.atomic.AtomicLong bytesWritten;
@@ -70,7 +77,7 @@ final class BlobOutputStream extends OutputStream
   BlobOutputStream(FileWriter writer, org.apache.hadoop.fs.Path path, IOStatisticsStore fsStats,
       FileSystem.Statistics hadoopStats, boolean downgradeSyncable, int gatherSize) {
     this.writer = writer;
-    this.gather = new byte[gatherSize];
+    this.gatherSize = gatherSize;
     this.bytesWritten = stats.getCounterReference(STREAM_WRITE_BYTES);
     this.downgradeSyncable = downgradeSyncable;
     this.path = path;
@@ -80,11 +87,12 @@ final class BlobOutputStream extends OutputStream
 
   @Override
   public synchronized void write(int b) throws IOException {
-    if (gathered < gather.length && !closed && failure == null) {
-      gather[gathered++] = (byte) b;
+    if (gathered < gatherSize && !closed && failure == null) {
+      gatherArray()[gathered++] = (byte) b;
       bytesWritten.incrementAndGet();
     } else {
-      write(new byte[] {(byte) b}, 0, 1);
+      one[0] = (byte) b;
+      write(one, 0, 1);
     }
   }
 
@@ -96,11 +104,11 @@ final class BlobOutputStream extends OutputStream
       return;
     }
     throwIfFailed();
-    if (len < gather.length) {
-      if (len > gather.length - gathered) {
+    if (len < gatherSize) {
+      if (len > gatherSize - gathered) {
         drain();
       }
-      System.arraycopy(b, off, gather, gathered, len);
+      System.arraycopy(b, off, gatherArray(), gathered, len);
       gathered += len;
       bytesWritten.addAndGet(len);
       return;
@@ -109,6 +117,13 @@ final class BlobOutputStream extends OutputStream
     send(b, off, len);
     bytesWritten.addAndGet(len);
     count();
+  }
+
+  private byte[] gatherArray() {
+    if (gather == null) {
+      gather = new byte[gatherSize];
+    }
+    return gather;
   }
 
   /** Sends the gathered bytes to the writer, and counts what it has been given. */

@@ -217,6 +217,32 @@ class WriteGatherTest {
         "the written stripes and the writer's lock are removed");
   }
 
+  /** Heap bytes this thread allocated so far (HotSpot's per-thread counter). */
+  private static long allocated() {
+    return ((com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory
+        .getThreadMXBean()).getThreadAllocatedBytes(Thread.currentThread().getId());
+  }
+
+  @Test
+  void streamsWithoutShortWritesAllocateNoArray() throws IOException {
+    open("16m"); // the largest array, so that allocating it cannot hide in the noise
+    fs.create(new Path("/warm-up")).close();
+    long before = allocated();
+    fs.create(new Path("/_SUCCESS")).close(); // an empty marker file
+    long marker = allocated() - before;
+    assertTrue(marker < 4 << 20, "an empty file allocated " + marker + " bytes");
+
+    byte[] data = new byte[17 << 20]; // longer than the array: sent through
+    before = allocated();
+    try (FSDataOutputStream out = fs.create(new Path("/long"))) {
+      out.write(data, 0, data.length);
+    }
+    long longWrite = allocated() - before;
+    // The memory store copies what it is given (CopiesOnWrite): 17 MiB, and not 16 more.
+    assertTrue(longWrite < data.length + (8 << 20), "allocated " + longWrite + " bytes");
+    assertEquals(data.length, readBack(new Path("/long")).length);
+  }
+
   @Test
   void aBadGatherSizeNamesItsKey() {
     IllegalArgumentException e =
