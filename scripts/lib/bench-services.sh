@@ -95,7 +95,7 @@ bench_start_services() {
     eval "$(scripts/ceph/cephfs.sh start)"
     export CEPHFS_MOUNT
   fi
-  if [[ $list == *,tyr,* ]]; then
+  if [[ $list == *,tyr,* || $list == *,tyr-nogather,* ]]; then
     bench_start_tyr
   fi
 }

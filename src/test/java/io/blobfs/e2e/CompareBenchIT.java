@@ -40,6 +40,39 @@ class CompareBenchIT {
   }
 
   @Test
+  void profileRecordsEachTimedRun() throws Exception {
+    Path profile = dir.resolve("profile");
+    CompareBench.main(new String[] {"--stores", "embedded,file", "--size", "256k",
+        "--rounds", "1", "--workloads", "tokenizer", "--report-dir", dir.resolve("r").toString(),
+        "--name", "p", "--work-dir", dir.resolve("work").toString(),
+        "--data-dir", dir.resolve("tyr").toString(), "--profile", profile.toString(),
+        "--profile-pids", "self:" + ProcessHandle.current().pid()});
+    // One recording per timed run (the warm-up is not profiled), and a CPU line for each.
+    for (String run : List.of("r1-tokenizer-file", "r1-tokenizer-embedded")) {
+      assertThat(Files.size(profile.resolve(run + ".jfr"))).as(run).isPositive();
+    }
+    List<String> cpu = Files.readAllLines(profile.resolve("cpu.tsv"));
+    assertThat(cpu).hasSize(3);
+    assertThat(cpu.get(0)).isEqualTo("run\twall_s\tjvm_cpu_s\tself_cpu_s\ttasks_cpu_s\ttasks_runq_s");
+    assertThat(cpu.get(1)).startsWith("r1-tokenizer-file\t");
+    assertThat(cpu.get(2)).startsWith("r1-tokenizer-embedded\t");
+    // Spark's event logs: the warm-up's and the two runs', as plain JSON lines.
+    try (var logs = Files.list(profile)) {
+      List<Path> dirs = logs.filter(d -> d.getFileName().toString().startsWith("eventlog"))
+          .toList();
+      assertThat(dirs).hasSize(3);
+      for (Path d : dirs) {
+        try (var files = Files.list(d)) {
+          Path events = files.filter(f -> f.getFileName().toString().startsWith("events_"))
+              .findFirst().orElseThrow();
+          assertThat(Files.readAllLines(events)).first().asString()
+              .startsWith("{\"Event\":\"SparkListenerLogStart\"");
+        }
+      }
+    }
+  }
+
+  @Test
   void throughputJobWritesReadsAndReports() throws Exception {
     Path reports = dir.resolve("reports");
     ThroughputBench.main(new String[] {"--stores", "embedded,file", "--files", "2",

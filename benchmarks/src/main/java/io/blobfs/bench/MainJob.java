@@ -31,7 +31,8 @@ import org.apache.spark.package$;
  *
  * Options (defaults in brackets): {@code --size} bytes of text input, the other inputs
  * being fractions of it [8m]; {@code --seed} [1]; {@code --stores} any of
- * embedded,memory,file,hdfs,tyr,rados,cephfs [embedded,file] (file:// always runs first: it is the
+ * embedded,memory,file,hdfs,tyr,rados,cephfs, or tyr-nogather/embedded-nogather (the same
+ * stores with fs.blob.write.gather.size=0) [embedded,file] (file:// always runs first: it is the
  * reference); {@code --workloads} [all]; {@code --master} [local[2]]; {@code --warm-up} one untimed
  * submission first [true]; {@code --markers}
  * fs.blob.directory.markers none/keep [none]; {@code --data-dir} the embedded Týr node's log
@@ -150,6 +151,17 @@ public final class MainJob {
         case "hdfs" -> StoreTarget.hdfs(required(a, "hdfs-uri", n), run);
         case "tyr" -> StoreTarget.blob("tyr", "tyr", run, Map.of("type", "tyr",
             "address", required(a, "tyr-address", n), "stripe.size", a.get("stripe-size")),
+            a.get("markers"));
+        // The same stores with small writes handed through one by one, as before
+        // fs.blob.write.gather.size: a before/after in one run. Their own profile names,
+        // since Hadoop caches one file system per scheme and authority, and their own run
+        // directory, since tyr-nogather shares tyr's server.
+        case "tyr-nogather" -> StoreTarget.blob(n, "tyrng", run + "-ng", Map.of("type", "tyr",
+            "address", required(a, "tyr-address", n), "stripe.size", a.get("stripe-size"),
+            "write.gather.size", "0"), a.get("markers"));
+        case "embedded-nogather" -> StoreTarget.blob(n, "mainng", run + "-ng",
+            Map.of("type", "tyr", "write.gather.size", "0", "embedded-dir",
+                Path.of(a.get("data-dir") + "-nogather").toAbsolutePath().toString()),
             a.get("markers"));
         case "rados" -> StoreTarget.blob("rados", "rados", run, radosOptions(a),
             a.get("markers"));

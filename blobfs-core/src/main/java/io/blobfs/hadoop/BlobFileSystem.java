@@ -217,7 +217,7 @@ public class BlobFileSystem extends FileSystem implements IOStatisticsSource {
   private FSDataOutputStream outputStream(io.blobfs.namespace.FileWriter writer, Path path) {
     return new FSDataOutputStream(
         new BlobOutputStream(writer, makeQualified(path), stats, statistics,
-            settings.downgradeSyncableExceptions()), null);
+            settings.downgradeSyncableExceptions(), settings.writeGatherSize()), null);
   }
 
   @Override

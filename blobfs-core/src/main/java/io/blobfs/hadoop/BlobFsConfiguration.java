@@ -38,6 +38,12 @@ public final class BlobFsConfiguration {
   public static final long STRIPE_SIZE_DEFAULT = NamespaceOptions.DEFAULT_STRIPE_SIZE;
   public static final String WRITE_BUFFER_SIZE = "write.buffer.size";
   public static final long WRITE_BUFFER_SIZE_DEFAULT = 8L << 20;
+  /**
+   * Bytes of small application writes a stream gathers in a heap array before handing them
+   * to the writer (see {@code BlobOutputStream}); 0 hands every call through.
+   */
+  public static final String WRITE_GATHER_SIZE = "write.gather.size";
+  public static final long WRITE_GATHER_SIZE_DEFAULT = 64L << 10;
   public static final String WRITE_MAX_INFLIGHT = "write.max-inflight";
   public static final long WRITE_MAX_INFLIGHT_DEFAULT = 64L << 20;
   public static final String INLINE_THRESHOLD = "inline.threshold";
@@ -92,13 +98,13 @@ public final class BlobFsConfiguration {
   public static final Set<String> FS_SUFFIXES = Set.of(STRIPE_SIZE, WRITE_BUFFER_SIZE,
       WRITE_MAX_INFLIGHT, INLINE_THRESHOLD, DIRECTORY_MARKERS, LIST_PAGE_SIZE,
       READ_BUFFER_SIZE, READ_AHEAD, READ_RANDOM_MIN, READ_POLICY, PERMISSION,
-      CREATE_PERFORMANCE, DOWNGRADE_SYNCABLE_EXCEPTIONS, WRITER_LEASE);
+      CREATE_PERFORMANCE, DOWNGRADE_SYNCABLE_EXCEPTIONS, WRITER_LEASE, WRITE_GATHER_SIZE);
 
   /** Settings of one file-system instance, all validated. */
   public record Settings(String storeName, String storeType, String storeTypeKey,
       StoreOptions storeOptions, NamespaceOptions namespace, int readBufferSize,
       long readAhead, int readRandomMin, ReadPolicy readPolicy, short permission,
-      boolean downgradeSyncableExceptions) {}
+      boolean downgradeSyncableExceptions, int writeGatherSize) {}
 
   /** The store type a profile names (or the default type), and the key it came from. */
   public static String[] storeType(String storeName, Configuration conf) {
@@ -171,7 +177,8 @@ public final class BlobFsConfiguration {
         (int) inline, markers.equals("keep"), page, fs.getBoolean(CREATE_PERFORMANCE, false),
         writerLease(fs));
     return new Settings(storeName, type, typeKey, backend, ns, readBuffer, readAhead, randomMin,
-        policy, permission, fs.getBoolean(DOWNGRADE_SYNCABLE_EXCEPTIONS, true));
+        policy, permission, fs.getBoolean(DOWNGRADE_SYNCABLE_EXCEPTIONS, true),
+        (int) fs.getBytes(WRITE_GATHER_SIZE, WRITE_GATHER_SIZE_DEFAULT, 0, 16L << 20));
   }
 
   /** At least a minute: a shorter lease would let clock skew decide what is swept. */

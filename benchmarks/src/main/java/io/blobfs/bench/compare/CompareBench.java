@@ -2,6 +2,7 @@ package io.blobfs.bench.compare;
 
 import io.blobfs.bench.Args;
 import io.blobfs.bench.MainJob;
+import io.blobfs.bench.run.RunProfiler;
 import io.blobfs.bench.run.SparkSubmitRunner;
 import io.blobfs.bench.run.StoreTarget;
 import io.blobfs.bench.run.Workload;
@@ -31,7 +32,9 @@ import java.util.Map;
  * their settings. Options are {@link MainJob}'s (the stores' settings, {@code --size},
  * {@code --workloads}, {@code --master}, ...) plus {@code --rounds} [3], {@code --report-dir}
  * [benchmarks/reports] and {@code --name} [compare]; {@code --stores} defaults to
- * hdfs,tyr,rados,cephfs,file.
+ * hdfs,tyr,rados,cephfs,file. {@code --profile DIR} records each timed run with JFR and
+ * Spark's event log into DIR ({@link RunProfiler}), and with {@code --profile-pids
+ * name:pid,...} the CPU time of those service processes per run.
  */
 public final class CompareBench {
   private CompareBench() {}
@@ -43,6 +46,8 @@ public final class CompareBench {
     d.put("rounds", "3");
     d.put("report-dir", "benchmarks/reports");
     d.put("name", "compare");
+    d.put("profile", "");
+    d.put("profile-pids", "");
     d.put("work-dir", "benchmarks/target/compare-work");
     d.put("data-dir", "benchmarks/target/compare-tyr");
     return d;
@@ -72,6 +77,10 @@ public final class CompareBench {
         + "load average %s%n", workloads.size(), stores.stream().map(StoreTarget::name).toList(),
         rounds, a.get("size"), loadStart);
     WorkloadBench bench = new WorkloadBench(options, System.out::println);
+    if (!a.get("profile").isEmpty()) {
+      bench.profile(new RunProfiler(Path.of(a.get("profile")),
+          RunProfiler.parsePids(a.get("profile-pids"))));
+    }
     List<CompareReport.Run> runs = new ArrayList<>();
     List<String> roundLoads = new ArrayList<>();
     WorkloadBench.Prepared prepared = bench.prepare(stores);

@@ -36,6 +36,9 @@ public record StoreTarget(String name, Path base, Map<String, String> hadoop,
         + "or --hdfs-uri hdfs://HOST:PORT");
     m.put("tyr", "a Týr server process: scripts/tyr-server.sh --data-dir DIR --port 7400, "
         + "then --tyr-address 127.0.0.1:7400 (or $TYR_ADDRESS)");
+    m.put("tyr-nogather", "as tyr, with fs.blob.write.gather.size=0: every small write "
+        + "handed to the writer on its own (the path before gathering)");
+    m.put("embedded-nogather", "as embedded (its own node), with fs.blob.write.gather.size=0");
     m.put("rados", "a Ceph cluster: eval \"$(scripts/ceph/cluster.sh start)\" (exports "
         + "CEPH_CONF, BLOBFS_CEPH_POOL, BLOBFS_CEPH_CLIENT_KEYRING), or --rados-pool POOL "
         + "[--ceph-conf FILE] [--ceph-keyring FILE]");

@@ -57,6 +57,9 @@ public final class WorkloadBench {
   private final Map<Dataset, Dataset.Expected> expected = new EnumMap<>(Dataset.class);
   /** Runs done so far, for the progress lines. */
   private int done;
+  /** With --profile: a JFR recording and Spark's event log per timed run; else null. */
+  private RunProfiler profiler;
+  private int round;
 
   public WorkloadBench(Options options, Consumer<String> progress) {
     this.options = options;
@@ -84,6 +87,11 @@ public final class WorkloadBench {
         false);
     cleanUp(p);
     return results;
+  }
+
+  /** Profiles every timed run from now on (see {@link RunProfiler}). */
+  public void profile(RunProfiler profiler) {
+    this.profiler = profiler;
   }
 
   /** Opens every store's traced file system and generates the inputs on each. */
@@ -140,6 +148,7 @@ public final class WorkloadBench {
   public List<Result> round(Prepared p, List<StoreTarget> order, int round, int total,
       boolean deleteOutputs) throws IOException {
     List<Result> results = new ArrayList<>();
+    this.round = round;
     for (Workload w : options.workloads()) {
       for (StoreTarget store : order) {
         FileSystem fs = p.fileSystems().get(store);
@@ -204,6 +213,7 @@ public final class WorkloadBench {
   public Result runOne(StoreTarget store, FileSystem fs, Workload w, Path input, Path output)
       throws IOException {
     StorageCounters before = StorageCounters.of(fs);
+    jdk.jfr.Recording recording = profiler == null ? null : profiler.start();
     long t0 = System.nanoTime();
     String failure = null;
     try {
@@ -213,6 +223,9 @@ public final class WorkloadBench {
       e.printStackTrace();
     }
     double seconds = (System.nanoTime() - t0) / 1e9;
+    if (recording != null) {
+      profiler.stop(recording, "r" + round + "-" + w.id() + "-" + store.name(), seconds);
+    }
     StorageCounters calls = StorageCounters.of(fs).minus(before);
     String check = failure != null ? failure : check(w, fs, output);
     return new Result(store.name(), w, seconds, calls, check);
@@ -222,6 +235,9 @@ public final class WorkloadBench {
     Map<String, String> conf = new LinkedHashMap<>(options.sparkConf());
     conf.putAll(store.sparkConf());
     conf.put("spark.app.name", w.id() + "@" + store.name());
+    if (profiler != null) {
+      profiler.addSparkConf(conf);
+    }
     SparkSubmitRunner.submit(SparkSubmitRunner.arguments(options.master(), conf, w.mainClass(),
         options.appJar(), w.appArgs(input, output)));
   }
