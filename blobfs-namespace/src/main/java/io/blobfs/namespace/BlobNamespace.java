@@ -47,6 +47,7 @@ public final class BlobNamespace {
   private final PendingDirectories pending = new PendingDirectories();
   private final Deleter deleter = new Deleter(this);
   private final Renamer renamer = new Renamer(this);
+  private final Replacer replacer = new Replacer(this);
   private final DataLocks locks = new DataLocks(this);
 
   public BlobNamespace(BlobStore store, NamespaceOptions options, StoreCallCounters counters) {
@@ -273,6 +274,22 @@ public final class BlobNamespace {
    */
   public boolean rename(FsPath src, FsPath dst) throws IOException {
     return renamer.rename(src, dst);
+  }
+
+  /**
+   * Renames the file {@code src} over the file {@code target} (what {@link #probe} of the
+   * destination returned), as POSIX rename(2) replaces a file: atomically with
+   * transactions, crash-safe without (a crash part-way is rolled forward), and with no
+   * moment in which the destination is missing. The destination is replaced only while it
+   * still holds the probed file; see {@link Replacer}.
+   *
+   * @throws TargetChangedException if it holds another file now, or none (nothing changed:
+   *     probe again)
+   * @throws FileNotFoundException if {@code src} is missing
+   * @throws NotDirectoryException if {@code src} is a directory
+   */
+  public void renameOver(FsPath src, FileInfo target) throws IOException {
+    replacer.renameOver(src, target);
   }
 
   /**

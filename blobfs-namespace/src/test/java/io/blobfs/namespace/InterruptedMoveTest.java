@@ -110,6 +110,74 @@ class InterruptedMoveTest {
     assertTrue(crashes >= 8, "a rename makes at least 8 calls: " + crashes);
   }
 
+  /**
+   * A rename over an existing file ({@link BlobNamespace#renameOver}) cut off at every call:
+   * the destination holds the old file or the renamed one, never none and never a name
+   * without data; the renamed file is under exactly one name; the replaced file's data is
+   * gone (after a sweep) once it is replaced.
+   */
+  @ParameterizedTest
+  @EnumSource(Recovery.class)
+  void aRenameOverAFileCutOffAtAnyCallIsSettled(Recovery how) throws Exception {
+    for (int[] lengths : new int[][] {{2 * STRIPE + 7, STRIPE + 3}, {100, 90}}) {
+      FsPath f = FsPath.parse("/a/f");
+      FsPath g = FsPath.parse("/a/g");
+      int crashes = 0;
+      for (int k = 1; ; k++) {
+        freshStore();
+        write(f, lengths[0], k);
+        write(g, lengths[1], -k);
+        byte[] oldF = given.get(f);
+        byte[] oldG = given.get(g);
+        FileInfo target = recovery.getFileInfo(g);
+        if (!dieAt(k, () -> dyingNamespace().renameOver(f, target))) {
+          break;
+        }
+        crashes++;
+        Thread.sleep(LEASE.toMillis() + 5);
+        switch (how) {
+          case COMMAND -> recovery.finishInterruptedRenames();
+          case DELETE_SOURCE -> recovery.delete(f, false);
+          case DELETE_TARGET -> recovery.delete(g, false);
+          case OVERWRITE_SOURCE -> write(f, STRIPE + 3, 1000 + k);
+          case RENAME_AGAIN -> {
+            try {
+              recovery.renameOver(f, recovery.getFileInfo(g));
+            } catch (java.io.FileNotFoundException settledForward) {
+              // the recovery's lock settled the move first: f is already g
+            }
+          }
+          case SWEEP -> { }
+        }
+        String when = "rename over of " + lengths[0] + " B cut off at call " + k + ", then " + how;
+        byte[] nowF = recovery.probe(f).isPresent()
+            ? NamespaceSoak.readWhole(recovery, recovery.getFileInfo(f)) : null;
+        byte[] nowG = recovery.probe(g).isPresent()
+            ? NamespaceSoak.readWhole(recovery, recovery.getFileInfo(g)) : null;
+        boolean replaced = java.util.Arrays.equals(nowG, oldF);
+        if (how != Recovery.DELETE_TARGET) {
+          assertTrue(replaced || java.util.Arrays.equals(nowG, oldG), when + ": g is old or new");
+        }
+        if (how != Recovery.DELETE_SOURCE && how != Recovery.OVERWRITE_SOURCE) {
+          assertTrue(replaced || nowG == null || java.util.Arrays.equals(nowF, oldF),
+              when + ": the source is kept until it replaces g");
+        }
+        given.clear();
+        if (how == Recovery.SWEEP && replaced && java.util.Arrays.equals(nowF, oldF)) {
+          nowF = null; // both names on one file: the sweep, first, rolls the move forward
+        }
+        if (nowF != null) {
+          given.put(f, nowF);
+        }
+        if (nowG != null) {
+          given.put(g, nowG);
+        }
+        checkEverything(when, how == Recovery.SWEEP);
+      }
+      assertTrue(crashes >= 8, "a rename over a file makes at least 8 calls: " + crashes);
+    }
+  }
+
   @Test
   void aDirectoryRenameCutOffAtAnyCallIsFinishedAndARetryDoesNotNest() throws Exception {
     for (boolean retry : new boolean[] {false, true}) {
