@@ -17,6 +17,7 @@ import io.blobfs.namespace.FileReader;
 import io.blobfs.namespace.FileWriter;
 import io.blobfs.namespace.FsPath;
 import io.blobfs.namespace.IllegalPathException;
+import io.blobfs.namespace.TargetChangedException;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -75,9 +76,8 @@ public final class BlobFuseFs implements LowLevelFs {
 
   @Override
   /**
-   * Under the shared side of {@link #names}, as open: a rename that replaces its target
-   * (delete, then rename) is never seen half done by a lookup in this mount, so a reader
-   * here never finds the name missing.
+   * Under the shared side of {@link #names}, as open: a rename (the exclusive side) is
+   * never seen half done by a lookup in this mount.
    */
   public Entry lookup(long parent, String name) throws FuseException {
     FsPath path = child(parent, name);
@@ -272,10 +272,13 @@ public final class BlobFuseFs implements LowLevelFs {
   }
 
   /**
-   * The namespace's rename, which is atomic where the store's is (Týr, memory). POSIX
-   * replaces an existing target; the namespace refuses one, so the target is deleted
-   * first: a reader may find no file at the target between the two calls (see README).
-   * Changes staged here under the source are published first, so the name carries them.
+   * POSIX rename(2) over the namespace. A file replaces an existing file through the
+   * namespace's {@link BlobNamespace#renameOver}: one transaction on Týr and memory,
+   * crash-safe on RADOS, the target never missing in between, and only the target probed
+   * here replaced; if another client changed it since, it is probed again (the rename
+   * then replaces what is there now, as it would had it come a moment later). A directory
+   * replaces an empty directory (ENOTEMPTY otherwise). Changes staged here under the
+   * source are published first, so the name carries them.
    */
   @Override
   public void rename(long parent, String name, long newParent, String newName,
@@ -287,6 +290,9 @@ public final class BlobFuseFs implements LowLevelFs {
       names.writeLock().unlock();
     }
   }
+
+  /** How often a rename probes its target again when other clients keep changing it. */
+  private static final int RENAME_ATTEMPTS = 5;
 
   private void renameLocked(long parent, String name, long newParent, String newName,
       boolean noReplace) throws FuseException {
@@ -301,27 +307,58 @@ public final class BlobFuseFs implements LowLevelFs {
     }
     try {
       publishUnder(src);
-      Optional<FileInfo> to = probe(dst);
-      if (to.isPresent()) {
-        if (noReplace) {
-          throw new FuseException(Errno.EEXIST, dst.toString());
+      for (int attempt = 1; ; attempt++) {
+        if (renameOnce(src, from, dst, noReplace)) {
+          break;
         }
-        if (from.isFile() && to.get().isDirectory()) {
-          throw new FuseException(Errno.EISDIR, dst.toString());
+        if (attempt == RENAME_ATTEMPTS) {
+          throw new FuseException(Errno.EAGAIN, "rename " + src + " to " + dst + ": other"
+              + " clients kept changing " + dst + "; nothing was changed");
         }
-        if (from.isDirectory() && to.get().isFile()) {
-          throw new FuseException(Errno.ENOTDIR, dst.toString());
-        }
-        ns.delete(dst, false); // a non-empty directory: ENOTEMPTY, as POSIX
-        inodes.unlink(dst);
-      }
-      if (!ns.rename(src, dst)) {
-        throw new FuseException(Errno.EIO, "rename " + src + " to " + dst + " was refused");
       }
     } catch (IOException | RuntimeException e) {
       throw errno(src, e);
     }
+    inodes.unlink(dst); // whatever the name held before is not this node's any more
     inodes.rename(src, dst);
+  }
+
+  /** One try; false if another client changed the target after it was probed. */
+  private boolean renameOnce(FsPath src, FileInfo from, FsPath dst, boolean noReplace)
+      throws IOException, FuseException {
+    Optional<FileInfo> to = probe(dst);
+    if (to.isPresent()) {
+      if (noReplace) {
+        throw new FuseException(Errno.EEXIST, dst.toString());
+      }
+      if (from.isFile() && to.get().isDirectory()) {
+        throw new FuseException(Errno.EISDIR, dst.toString());
+      }
+      if (from.isDirectory() && to.get().isFile()) {
+        throw new FuseException(Errno.ENOTDIR, dst.toString());
+      }
+      if (from.isFile()) {
+        try {
+          ns.renameOver(src, to.get());
+          return true;
+        } catch (TargetChangedException e) {
+          return false;
+        }
+      }
+      // Directories have no versions to condition on; an empty one holds no data.
+      ns.delete(dst, false); // a non-empty directory: ENOTEMPTY, as POSIX
+    }
+    if (ns.rename(src, dst)) {
+      return true;
+    }
+    if (ns.probe(src).isEmpty()) {
+      throw new FuseException(Errno.ENOENT, src + " was renamed or removed meanwhile");
+    }
+    if (ns.probe(dst).isPresent()) {
+      return false; // created at the target meanwhile
+    }
+    throw new FuseException(Errno.ENOENT, "rename " + src + " to " + dst + " was refused:"
+        + " the target's parent directory is missing");
   }
 
   // ---------------------------------------------------------------- files

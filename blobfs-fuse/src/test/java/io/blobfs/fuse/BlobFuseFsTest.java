@@ -191,6 +191,125 @@ class BlobFuseFsTest {
     assertEquals(Errno.ENOENT, err.errno(), "a was renamed away");
   }
 
+  /** Writes {@code text} as a closed file {@code name} through the mount. */
+  private void closedFile(String name, String text) throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create(name, RW, h);
+    fs.write(e.node(), h[0].fh(), 0, bytes(text));
+    fs.release(e.node(), h[0].fh());
+  }
+
+  /**
+   * Runs {@code rename} and, while it is held before its {@code nth} read of the target's
+   * record (the first: the mount's probe), {@code otherClient}: what another mount or a
+   * blob:// job may do then.
+   */
+  private void renameWhileAnotherClient(Runnable rename, String targetKey, int nth,
+      java.util.concurrent.Callable<?> otherClient) throws Exception {
+    FaultInjectingBlobStore.Fault held =
+        faults.on(FaultInjectingBlobStore.Op.READ).keys(targetKey).nth(nth).pause();
+    Thread t = new Thread(rename);
+    t.start();
+    held.awaitReached();
+    BlobNamespace other = new BlobNamespace(faults.store(),
+        new NamespaceOptions(4096, 4096, 16384, 0, false, 100), StoreCallCounters.NONE);
+    otherClientNs = other;
+    otherClient.call();
+    held.release();
+    t.join(10_000);
+    assertFalse(t.isAlive());
+  }
+
+  private BlobNamespace otherClientNs;
+
+  /**
+   * Another client renames the source away after the mount probed the target: the rename
+   * fails with ENOENT and the target keeps its bytes. Before, the mount had deleted the
+   * target and then found no source: the target's file was lost.
+   */
+  @Test
+  void aSourceRenamedAwayAfterTheProbeLeavesTheTarget() throws Exception {
+    closedFile("a", "source");
+    closedFile("b", "target");
+    int[] errno = {0};
+    renameWhileAnotherClient(() -> {
+      try {
+        fs.rename(LowLevelFs.ROOT, "a", LowLevelFs.ROOT, "b", false);
+      } catch (FuseException e) {
+        errno[0] = e.errno();
+      }
+    }, "n/b", 1, () -> otherClientNs.rename(FsPath.parse("/a"), FsPath.parse("/c")));
+    assertEquals(Errno.ENOENT, errno[0]);
+    assertEquals("target", new String(published("/b")), "the target is kept");
+    assertEquals("source", new String(published("/c")));
+  }
+
+  /**
+   * Another client creates the target after the mount found none: rename(2) replaces it.
+   * Before, the namespace's rename refused the existing target and the mount answered EIO.
+   */
+  @Test
+  void aTargetCreatedAfterTheProbeIsReplaced() throws Exception {
+    closedFile("a", "source");
+    int[] errno = {0};
+    renameWhileAnotherClient(() -> {
+      try {
+        fs.rename(LowLevelFs.ROOT, "a", LowLevelFs.ROOT, "b", false);
+      } catch (FuseException e) {
+        errno[0] = e.errno();
+      }
+    }, "n/b", 2, () -> { // after the mount's probe found none
+      try (io.blobfs.namespace.FileWriter w = otherClientNs.create(FsPath.parse("/b"), false)) {
+        w.write("other".getBytes(), 0, 5);
+      }
+      return null;
+    });
+    assertEquals(0, errno[0]);
+    assertEquals("source", new String(published("/b")));
+    assertFalse(ns.probe(FsPath.parse("/a")).isPresent());
+  }
+
+  /**
+   * Another client replaces the target after the mount probed it: the namespace refuses
+   * to replace a file it was not shown, the mount probes again and replaces the newer one
+   * (the other client's write came first), leaving none of its data behind.
+   */
+  @Test
+  void aTargetReplacedAfterTheProbeIsProbedAgain() throws Exception {
+    closedFile("a", "source");
+    closedFile("b", "target");
+    renameWhileAnotherClient(() -> {
+      try {
+        fs.rename(LowLevelFs.ROOT, "a", LowLevelFs.ROOT, "b", false);
+      } catch (FuseException e) {
+        throw new AssertionError(e);
+      }
+    }, "n/b", 2, () -> { // after the mount's probe found "target"
+      try (io.blobfs.namespace.FileWriter w = otherClientNs.create(FsPath.parse("/b"), true)) {
+        w.write(new byte[10000], 0, 10000);
+      }
+      return null;
+    });
+    assertEquals("source", new String(published("/b")));
+    assertEquals(1, faults.store().scan("d/", null, 100).keys().stream()
+        .map(k -> k.split("/")[1]).distinct().count(), "only the renamed file's data is left");
+  }
+
+  @Test
+  void aDirectoryReplacesAnEmptyDirectoryOnly() throws Exception {
+    fs.mkdir(LowLevelFs.ROOT, "empty");
+    closedFile("full", "x");
+    ns.rename(FsPath.parse("/full"), FsPath.parse("/d2/full"));
+    closedFile("y", "y");
+    ns.rename(FsPath.parse("/y"), FsPath.parse("/d1/y"));
+    FuseException err = assertThrows(FuseException.class,
+        () -> fs.rename(LowLevelFs.ROOT, "d1", LowLevelFs.ROOT, "d2", false));
+    assertEquals(Errno.ENOTEMPTY, err.errno());
+    fs.rename(LowLevelFs.ROOT, "d1", LowLevelFs.ROOT, "empty", false);
+    assertEquals("y", new String(published("/empty/y")));
+    assertFalse(ns.probe(FsPath.parse("/d1")).isPresent());
+  }
+
   /**
    * rsync's pattern: close, utimes, rename, with the kernel's RELEASE arriving during the
    * rename. The publication at release must not commit the record under the old name after
