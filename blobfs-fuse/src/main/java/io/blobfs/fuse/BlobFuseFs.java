@@ -18,6 +18,7 @@ import io.blobfs.namespace.FileWriter;
 import io.blobfs.namespace.FsPath;
 import io.blobfs.namespace.IllegalPathException;
 import io.blobfs.namespace.TargetChangedException;
+import io.blobfs.store.StoreFullException;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -753,6 +754,16 @@ public final class BlobFuseFs implements LowLevelFs {
         settings.blockSize(), 0, 0);
   }
 
+  /** Whether the store refused for want of space, however deep the namespace wrapped it. */
+  private static boolean storeFull(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof StoreFullException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** The errno of a namespace or store failure. */
   static FuseException errno(FsPath path, Throwable e) {
     if (e instanceof FuseException f) {
@@ -767,6 +778,11 @@ public final class BlobFuseFs implements LowLevelFs {
       code = Errno.ENOTEMPTY;
     } else if (e instanceof NotDirectoryException) {
       code = Errno.ENOTDIR;
+    } else if (storeFull(e)) {
+      // A RADOS pool at its quota or a full cluster (EDQUOT or ENOSPC from the OSDs):
+      // ENOSPC, the errno programs know; the message says which store refused.
+      code = Errno.ENOSPC;
+      LOG.log(System.Logger.Level.WARNING, path + ": the store is full: " + e.getMessage());
     } else if (e instanceof IllegalPathException) {
       code = e.getMessage() != null && e.getMessage().contains("over the store's limit")
           ? Errno.ENAMETOOLONG : Errno.EINVAL;
