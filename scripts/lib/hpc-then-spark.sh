@@ -1,0 +1,54 @@
+# Sourced by scripts/main-job.sh after the five workloads: the HPC-then-Spark step of
+# issue 16. The MPI-IO program (blobfs-fuse/src/test/mpi/mpiio.c, 4 ranks under MPICH's
+# mpirun, N-to-1 strided into one shared file and N-to-N a file per rank) writes through a
+# FUSE mount of the main job's default store (the embedded Týr node's log directory), the
+# mount is stopped with SIGTERM (which publishes and closes the store), then a Spark job
+# (io.blobfs.bench.HpcThenSpark) reads that output through blob://main/ and checks every
+# word against what the ranks wrote. Runs only where FUSE is (root, /dev/fuse) and MPICH is
+# installed; otherwise says why and skips. Needs BENCH_CP (bench_build) and bench_java.
+#   hpc_then_spark DATA_DIR       DATA_DIR: the embedded node's directory (absolute)
+hpc_then_spark() {
+  local data_dir=$1 why= work mnt conf pid bin n dir=/hpc-$$ mib=4 block=1048576
+  if [ ! -e /dev/fuse ]; then why="no /dev/fuse"
+  elif [ "$(id -u)" -ne 0 ]; then why="mounting needs root"
+  elif ! command -v mpirun >/dev/null 2>&1 || ! command -v mpicc >/dev/null 2>&1; then
+    why="MPICH is not installed (BLOBFS_FUSE_TOOLS=1 scripts/ensure-tools.sh)"
+  fi
+  if [ -n "$why" ]; then
+    echo "HPC-then-Spark step skipped: $why"
+    return 0
+  fi
+  echo "HPC-then-Spark: mpiio (4 ranks, n1 and nn, ${mib} MiB each) through a FUSE mount of blob://main/, then Spark through blob://"
+  work=$(mktemp -d /tmp/blobfs-hpc-XXXXXX)
+  mnt=$work/mnt
+  conf=$work/core-site.xml
+  cat >"$conf" <<XML
+<?xml version="1.0"?>
+<configuration>
+  <property><name>fs.blob.store.main.type</name><value>tyr</value></property>
+  <property><name>fs.blob.store.main.embedded-dir</name><value>$data_dir</value></property>
+  <property><name>fs.blob.fuse.staging.dir</name><value>$work/staging</value></property>
+</configuration>
+XML
+  bin=$(scripts/build-mpiio.sh "$work/mpiio")
+  mvn -B -ntp -q -pl blobfs-fuse -am compile -DskipTests >&2 # the mount runs from classes
+  BLOBFS_MOUNT_SKIP_BUILD=1 scripts/blobfs-mount.sh --conf "$conf" --name main "$mnt" \
+    >"$work/mount.log" 2>&1 &
+  pid=$!
+  for ((n = 0; n < 1200; n++)); do
+    grep -q " $mnt fuse.blobfs" /proc/self/mounts && break
+    kill -0 "$pid" 2>/dev/null || { cat "$work/mount.log" >&2; return 1; }
+    sleep 0.1
+  done
+  grep -q " $mnt fuse.blobfs" /proc/self/mounts || { echo "HPC-then-Spark: not mounted" >&2; return 1; }
+  mkdir -p "$mnt$dir"
+  local status=0
+  mpirun -n 4 "$bin" n1 "$mnt$dir" $mib $block && mpirun -n 4 "$bin" nn "$mnt$dir" $mib $block \
+    || status=$?
+  kill -TERM "$pid"
+  wait "$pid" || true # 128 + SIGTERM: published, unmounted, store closed
+  [ $status -eq 0 ] || { echo "HPC-then-Spark: mpiio failed ($status)" >&2; return 1; }
+  (cd benchmarks && bench_java io.blobfs.bench.HpcThenSpark --data-dir "$data_dir" \
+    --dir "$dir" --ranks 4 --mib $mib --block $block)
+  rm -rf "$work"
+}
