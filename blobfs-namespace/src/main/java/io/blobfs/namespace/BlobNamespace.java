@@ -6,6 +6,7 @@ import io.blobfs.store.BlobStore;
 import io.blobfs.store.Futures;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.ScanPage;
+import io.blobfs.store.StoreFullException;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.TransactionConflictException;
 import io.blobfs.store.VersionedBytes;
@@ -463,6 +464,15 @@ public final class BlobNamespace {
                 "created by another writer while this one was open");
           }
           throw lostRace("publish " + path, e);
+        } catch (StoreFullException e) {
+          // Refused for want of space before anything was applied (a RADOS pool at its
+          // quota: EDQUOT): the data goes now, rather than filling the pool until a sweep.
+          if (nameLock != null) {
+            locks.release(nameLock);
+            nameLock = null;
+          }
+          discardData.run();
+          throw e;
         } catch (IOException | RuntimeException e) {
           confirmPublished(path, key, record, e);
           replaced = old;
