@@ -9,14 +9,17 @@ import io.blobfs.namespace.FileInfo;
 import io.blobfs.namespace.FileReader;
 import io.blobfs.namespace.FsPath;
 import io.blobfs.namespace.IllegalPathException;
+import io.blobfs.namespace.TargetChangedException;
 import io.blobfs.store.BlobStore;
 import io.blobfs.store.BlobStoreProvider;
 import io.blobfs.store.BlobStores;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.net.URI;
+import java.util.Arrays;
 import java.util.List;
 import java.util.NoSuchElementException;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
@@ -29,6 +32,7 @@ import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.LocatedFileStatus;
+import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Options.OpenFileOptions;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RemoteIterator;
@@ -246,6 +250,49 @@ public class BlobFileSystem extends FileSystem implements IOStatisticsSource {
   public boolean rename(Path src, Path dst) throws IOException {
     return call(OP_RENAME, src, () -> namespace.rename(toFsPath(src), toFsPath(dst)));
   }
+
+  /**
+   * Hadoop's rename with options (what {@code FileContext} and committers that replace a
+   * file call). With {@code OVERWRITE}, a file over an existing file is the namespace's
+   * {@code renameOver}: one step in which the destination is never missing (atomic on Týr
+   * and memory, crash-safe on RADOS), instead of Hadoop's default delete-then-rename,
+   * which leaves readers a moment without the file and loses the target if the rename
+   * then fails. A file another client wrote at the destination meanwhile is probed again
+   * and replaced, as a rename a moment later would. Every other case goes to Hadoop's
+   * default, with its rules and messages.
+   */
+  @Override
+  @Deprecated
+  protected void rename(Path src, Path dst, Options.Rename... options) throws IOException {
+    if (Arrays.asList(options).contains(Options.Rename.OVERWRITE)
+        && call(OP_RENAME, src, () -> renameOverFile(toFsPath(src), toFsPath(dst)))) {
+      return;
+    }
+    super.rename(src, dst, options);
+  }
+
+  /** False, having changed nothing, unless both names hold files. */
+  private boolean renameOverFile(FsPath src, FsPath dst) throws IOException {
+    for (int attempt = 1; ; attempt++) {
+      Optional<FileInfo> from = namespace.probe(src);
+      Optional<FileInfo> to = namespace.probe(dst);
+      if (src.equals(dst) || from.isEmpty() || from.get().isDirectory() || to.isEmpty()
+          || to.get().isDirectory()) {
+        return false;
+      }
+      try {
+        namespace.renameOver(src, to.get());
+        return true;
+      } catch (TargetChangedException e) {
+        if (attempt == RENAME_OVER_ATTEMPTS) {
+          throw e;
+        }
+      }
+    }
+  }
+
+  /** How often a rename over a file probes its target again while others keep changing it. */
+  private static final int RENAME_OVER_ATTEMPTS = 5;
 
   @Override
   public FileStatus[] listStatus(Path path) throws IOException {
