@@ -29,7 +29,7 @@ for a in "$@"; do
 done
 case "$data_dir" in /*) ;; *) data_dir=$PWD/benchmarks/$data_dir ;; esac
 scripts/ensure-tools.sh >&2
-bench_build
+BENCH_EXTRA_MODULES=$(hpc_then_spark_modules) bench_build # the mount's module too
 trap bench_stop_services EXIT
 bench_start_services "$stores"
 (cd benchmarks && bench_java io.blobfs.bench.MainJob "$@")

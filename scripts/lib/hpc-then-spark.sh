@@ -5,8 +5,13 @@
 # mount is stopped with SIGTERM (which publishes and closes the store), then a Spark job
 # (io.blobfs.bench.HpcThenSpark) reads that output through blob://main/ and checks every
 # word against what the ranks wrote. Runs only where FUSE is (root, /dev/fuse) and MPICH is
-# installed; otherwise says why and skips. Needs BENCH_CP (bench_build) and bench_java.
+# installed; otherwise says why and skips. Needs bench_build to have built blobfs-fuse too
+# (hpc_then_spark_modules, for BENCH_EXTRA_MODULES) and bench_java.
 #   hpc_then_spark DATA_DIR       DATA_DIR: the embedded node's directory (absolute)
+hpc_then_spark_modules() {
+  [ -e /dev/fuse ] && [ "$(id -u)" -eq 0 ] && echo blobfs-fuse || true
+}
+
 hpc_then_spark() {
   local data_dir=$1 why= work mnt conf pid bin n dir=/hpc-$$ mib=4 block=1048576
   if [ ! -e /dev/fuse ]; then why="no /dev/fuse"
@@ -31,7 +36,6 @@ hpc_then_spark() {
 </configuration>
 XML
   bin=$(scripts/build-mpiio.sh "$work/mpiio")
-  mvn -B -ntp -q -pl blobfs-fuse -am compile -DskipTests >&2 # the mount runs from classes
   BLOBFS_MOUNT_SKIP_BUILD=1 scripts/blobfs-mount.sh --conf "$conf" --name main "$mnt" \
     >"$work/mount.log" 2>&1 &
   pid=$!
