@@ -23,6 +23,7 @@ hpc_then_spark() {
     echo "HPC-then-Spark step skipped: $why"
     return 0
   fi
+  local started=$SECONDS
   echo "HPC-then-Spark: mpiio (4 ranks, n1 and nn, ${mib} MiB each) through a FUSE mount of blob://main/, then Spark through blob://"
   work=$(mktemp -d /tmp/blobfs-hpc-XXXXXX)
   mnt=$work/mnt
@@ -55,4 +56,5 @@ XML
   (cd benchmarks && bench_java io.blobfs.bench.HpcThenSpark --data-dir "$data_dir" \
     --dir "$dir" --ranks 4 --mib $mib --block $block)
   rm -rf "$work"
+  echo "HPC-then-Spark step: $((SECONDS - started)) s (mount, mpiio, unmount, Spark)"
 }
