@@ -45,7 +45,11 @@ XML
     kill -0 "$pid" 2>/dev/null || { cat "$work/mount.log" >&2; return 1; }
     sleep 0.1
   done
-  grep -q " $mnt fuse.blobfs" /proc/self/mounts || { echo "HPC-then-Spark: not mounted" >&2; return 1; }
+  if ! grep -q " $mnt fuse.blobfs" /proc/self/mounts; then
+    kill -TERM "$pid" 2>/dev/null || true
+    echo "HPC-then-Spark: not mounted after 2 min; see $work/mount.log" >&2
+    return 1
+  fi
   mkdir -p "$mnt$dir"
   local status=0
   mpirun -n 4 "$bin" n1 "$mnt$dir" $mib $block && mpirun -n 4 "$bin" nn "$mnt$dir" $mib $block \
