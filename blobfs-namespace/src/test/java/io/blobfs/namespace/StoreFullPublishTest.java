@@ -1,5 +1,6 @@
 package io.blobfs.namespace;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -25,6 +26,8 @@ class StoreFullPublishTest {
   private final InMemoryBlobStore memory =
       new InMemoryBlobStore("full", new StoreLimits(1024, 1L << 30, Integer.MAX_VALUE));
   private final AtomicBoolean full = new AtomicBoolean();
+  /** Refuses after applying: RADOS's index step, refused once the record object exists. */
+  private final AtomicBoolean fullAfterApplying = new AtomicBoolean();
 
   /** The memory store, without transactions, refusing puts of records while full. */
   private BlobStore store() {
@@ -33,11 +36,17 @@ class StoreFullPublishTest {
           if (full.get() && m.getName().startsWith("put") && ((String) args[0]).startsWith("n/")) {
             throw new StoreFullException("pool at its quota (test)");
           }
+          Object result;
           try {
-            return m.invoke(memory, args);
+            result = m.invoke(memory, args);
           } catch (InvocationTargetException e) {
             throw e.getCause();
           }
+          if (fullAfterApplying.get() && m.getName().startsWith("put")
+              && ((String) args[0]).startsWith("n/")) {
+            throw new StoreFullException("pool at its quota after the record's object (test)");
+          }
+          return result;
         });
   }
 
@@ -61,5 +70,34 @@ class StoreFullPublishTest {
     full.set(false);
     assertEquals(before, memory.blobCount(), "no data blob and no lock of the refused file left");
     assertTrue(ns.probe(f).isPresent() == overwrite, "the old file, if any, is still there");
+  }
+
+  /**
+   * The put applies and then is refused (RADOS: the record object is written, the index
+   * update meets the full flag). The record names the writer's data, so the data must stay:
+   * the file is published and reads back whole. Before, the refusal removed the data under
+   * a published name.
+   */
+  @ParameterizedTest
+  @ValueSource(booleans = {false, true})
+  void aRecordRefusedAfterItWasAppliedKeepsItsData(boolean overwrite) throws Exception {
+    BlobNamespace ns = new BlobNamespace(store(),
+        new NamespaceOptions(4096, 1024, 4096, 256, false, 100), StoreCallCounters.NONE);
+    FsPath f = FsPath.parse("/f");
+    if (overwrite) {
+      try (FileWriter w = ns.create(f, true)) {
+        w.write(new byte[5000], 0, 5000);
+      }
+    }
+    byte[] data = new byte[3 * 4096 + 1];
+    new java.util.Random(7).nextBytes(data);
+    FileWriter w = ns.create(f, overwrite);
+    w.write(data, 0, data.length);
+    fullAfterApplying.set(true);
+    w.close();
+    fullAfterApplying.set(false);
+    FileInfo info = ns.getFileInfo(f);
+    assertEquals(w.fileId(), info.record().fileId(), "the name holds the refused-but-applied file");
+    assertArrayEquals(data, NamespaceSoak.readWhole(ns, info), "its data is all there");
   }
 }
