@@ -342,7 +342,7 @@ final class Renamer {
   }
 
   /** Whether every data blob of {@code record} exists (a delete of the file removes them). */
-  private boolean dataWhole(FileRecord record) throws IOException {
+  boolean dataWhole(FileRecord record) throws IOException {
     for (long s = 0; s < record.stripeCount(); s++) {
       if (!ns.calls().stat(ns.layout().dataKey(record.fileId(), s)).exists()) {
         return false;

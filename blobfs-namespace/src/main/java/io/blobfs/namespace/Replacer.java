@@ -167,7 +167,7 @@ final class Replacer {
             new TransactionConflictException(src + " changed after it was read"));
       }
       readTarget(to, old.record().fileId(), dst); // an inline target takes no lock
-      putOver(from, to, read, old, src, dst, srcLock);
+      putOver(from, to, read, old, src, dst, srcLock, targetLock);
       DataLocks.Lock done = targetLock;
       targetLock = null; // handed to the caller
       return done;
@@ -187,7 +187,8 @@ final class Replacer {
    * removed. An outcome that cannot be read back is reported with both names.
    */
   private void putOver(String from, String to, VersionedRecord read, VersionedRecord old,
-      FsPath src, FsPath dst, DataLocks.Lock srcLock) throws IOException {
+      FsPath src, FsPath dst, DataLocks.Lock srcLock, DataLocks.Lock targetLock)
+      throws IOException {
     try {
       ns.calls().putIfVersion(to, read.record().encode(), old.version());
     } catch (TransactionConflictException e) {
@@ -197,14 +198,14 @@ final class Replacer {
       throw new IOException("rename " + src + " over " + dst + " failed and changed nothing", e);
     }
     if (!ns.locks().stillHeld(srcLock)) {
-      settleLostLock(from, to, read, old, src, dst, srcLock);
+      settleLostLock(from, to, read, old, src, dst, srcLock, targetLock);
       return;
     }
     try {
       ns.calls().deleteIfVersion(from, read.version());
     } catch (TransactionConflictException lost) {
       if (!ns.locks().stillHeld(srcLock)) {
-        settleLostLock(from, to, read, old, src, dst, srcLock);
+        settleLostLock(from, to, read, old, src, dst, srcLock, targetLock);
         return;
       }
       putBack(to, read, old, src, dst, lost);
@@ -231,22 +232,50 @@ final class Replacer {
 
   /**
    * The source's lock was taken over after the put (this rename stalled past its lease):
-   * the plain rename's rules decide under the lock taken again; if they take the copy
-   * back, the replaced record is put back where nothing else was put since (its data is
-   * still there: only this rename would have removed it).
+   * the plain rename's rules decide under the lock taken again. If they take the copy
+   * back, no name holds the replaced file until it is put back, and the target's lock,
+   * with the same lease, may have lapsed too: a sweeper could then have taken it and
+   * removed the data. So the replaced record goes back only while this rename still holds
+   * the target's lock (none for a file kept in its record) and every data blob is there;
+   * otherwise, or if the put-back is refused, the loss is reported as such.
    */
   private void settleLostLock(String from, String to, VersionedRecord read, VersionedRecord old,
-      FsPath src, FsPath dst, DataLocks.Lock lost) throws IOException {
+      FsPath src, FsPath dst, DataLocks.Lock lost, DataLocks.Lock targetLock)
+      throws IOException {
     try {
       ns.renamer().afterLostLock(from, to, read, src, dst, lost);
     } catch (IOException e) {
+      String why;
       try {
-        ns.calls().put(to, old.record().encode(), PutMode.CREATE);
-      } catch (IOException again) {
-        e.addSuppressed(again); // something else is there now: not ours to replace
+        why = whyNotToPutBack(old, targetLock);
+        if (why == null) {
+          ns.calls().put(to, old.record().encode(), PutMode.CREATE);
+        }
+      } catch (IOException | RuntimeException again) {
+        e.addSuppressed(again);
+        why = "checking or putting it back failed (" + again + ")";
       }
-      throw e;
+      if (why == null) {
+        throw e; // put back: neither name changed
+      }
+      throw new ReplacedFileLostException("rename " + src + " over " + dst + " outlived its"
+          + " locks and failed (see the cause), and the file " + dst + " held ("
+          + old.record().fileId() + ") was not put back: " + why + ". " + dst + " no longer"
+          + " names it; what is left of its data goes to the orphan sweeper", e);
     }
+  }
+
+  /** Why the replaced file must not be put back, or null if it may. */
+  private String whyNotToPutBack(VersionedRecord old, DataLocks.Lock targetLock)
+      throws IOException {
+    if (targetLock != null && !ns.locks().stillHeld(targetLock)) {
+      return "its lock (" + targetLock.key() + ") was taken over meanwhile, so its data may"
+          + " have been removed";
+    }
+    if (!ns.renamer().dataWhole(old.record())) {
+      return "its data is no longer whole";
+    }
+    return null;
   }
 
   /** Puts the replaced record back over this rename's copy if the copy is there. */

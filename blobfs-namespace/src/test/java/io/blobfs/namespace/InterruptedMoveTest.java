@@ -405,6 +405,62 @@ class InterruptedMoveTest {
     checkEverything("a rename stalled before its copy, the source deleted", false);
   }
 
+  /**
+   * A rename over a file that stalls past its leases before its put, while another rename
+   * moves the source away: waking, it puts its copy over the target, finds the source
+   * renamed and takes the copy back. From then until it puts the replaced record back, no
+   * name holds that file, and here a sweep takes the lapsed target lock and removes the
+   * data (paused as the rename releases the source's lock, right after the copy is
+   * removed). The rename must then not put the record back (a name without data), nor say
+   * it changed nothing: it reports the target lost. Before, it recreated the name over
+   * the removed data.
+   */
+  @Test
+  void aRenameOverStalledPastItsLeasesDoesNotPutBackATargetWhoseDataWasSwept()
+      throws Exception {
+    freshStore();
+    FsPath f = FsPath.parse("/a/f");
+    FsPath g = FsPath.parse("/a/g");
+    FsPath h = FsPath.parse("/a/h");
+    write(f, 2 * STRIPE + 3, 21);
+    write(g, STRIPE + 5, 22);
+    FileInfo target = recovery.getFileInfo(g);
+    String srcLock = "d/" + recovery.getFileInfo(f).record().fileId() + "/lock";
+    Fault stall = dying.on(Op.PUT).keys("n/a/g").pause(); // the put over the target
+    Fault tookBack = dying.on(Op.DELETE).keys(srcLock).pause(); // released after the take-back
+    java.util.concurrent.ExecutorService renamer =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<Object> rename = renamer.submit(() -> {
+        try {
+          dyingNamespace().renameOver(f, target);
+          return "returned";
+        } catch (IOException e) {
+          return e;
+        }
+      });
+      stall.awaitReached();
+      Thread.sleep(LEASE.toMillis() + 5);
+      assertTrue(recovery.rename(f, h));
+      stall.release();
+      tookBack.awaitReached();
+      assertFalse(recovery.probe(g).isPresent(), "the copy was taken back");
+      Thread.sleep(LEASE.toMillis() + 5);
+      OrphanSweeper.Report swept = new OrphanSweeper(recovery, LEASE).sweep(Duration.ZERO, false);
+      assertEquals(List.of(target.record().fileId()), List.copyOf(swept.orphanFileIds()),
+          "the sweep removed the unnamed target's data");
+      tookBack.release();
+      Object outcome = rename.get(30, java.util.concurrent.TimeUnit.SECONDS);
+      assertTrue(outcome instanceof ReplacedFileLostException,
+          "the stalled rename reports the target lost: " + outcome);
+    } finally {
+      renamer.shutdownNow();
+    }
+    given.put(h, given.remove(f));
+    given.remove(g);
+    checkEverything("a rename over a file stalled past its leases, its target swept", false);
+  }
+
   /** A change that removes a name's data. */
   enum Replace { DELETE, OVERWRITE }
 
