@@ -34,7 +34,10 @@ class BlobRenameOverwriteTest {
   }
 
   private static FileSystem fs() throws IOException {
-    Configuration conf = new Configuration();
+    return fs(new Configuration());
+  }
+
+  private static FileSystem fs(Configuration conf) throws IOException {
     conf.set("fs.blob.impl", BlobFileSystem.class.getName());
     conf.set("fs.blob.inline.threshold", "0"); // data blobs: the slow path of a delete
     return FileSystem.newInstance(URI.create("blob://" + STORE + "/"), conf);
@@ -102,6 +105,42 @@ class BlobRenameOverwriteTest {
       fs.rename(new Path("/a"), new Path("/c"), Options.Rename.OVERWRITE); // no target
       assertTrue(fs.exists(new Path("/c")));
       assertFalse(fs.exists(new Path("/a")));
+    }
+  }
+
+  /**
+   * The target is free when probed, and another client writes a file there right before
+   * the rename's first change: the namespace's rename refuses, and the target is probed
+   * again and replaced in one step. Before, the free target went to Hadoop's default,
+   * whose rename then failed ("rename from ... failed"), and in a slightly later window
+   * it would have deleted the other client's file first.
+   */
+  @Test
+  @SuppressWarnings("deprecation")
+  void aFileWrittenAtAFreeTargetMeanwhileIsReplacedInOneStep() throws Exception {
+    Configuration hooked = new Configuration();
+    hooked.set("fs.blob.store." + STORE + ".type", HookedMemoryStoreProvider.TYPE);
+    try (FileSystem fs = fs(hooked); FileSystem other = fs()) {
+      Path src = new Path("/out/tmp");
+      Path dst = new Path("/out/part-0");
+      write(fs, src, (byte) 7, 3000);
+      HookedMemoryStoreProvider.beforeNextChange(() -> {
+        try {
+          write(other, dst, (byte) 9, 2000);
+        } catch (IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
+      });
+      fs.rename(src, dst, Options.Rename.OVERWRITE);
+      byte[] want = new byte[3000];
+      java.util.Arrays.fill(want, (byte) 7);
+      try (FSDataInputStream in = fs.open(dst)) {
+        assertArrayEquals(want, in.readAllBytes());
+      }
+      assertFalse(fs.exists(src));
+      assertEquals(0, ((BlobFileSystem) fs).getIOStatistics().counters()
+          .getOrDefault(org.apache.hadoop.fs.statistics.StoreStatisticNames.OP_DELETE, 0L),
+          "no delete of the target");
     }
   }
 }
