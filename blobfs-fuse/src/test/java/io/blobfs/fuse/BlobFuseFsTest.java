@@ -18,7 +18,9 @@ import io.blobfs.namespace.FileReader;
 import io.blobfs.namespace.FsPath;
 import io.blobfs.namespace.NamespaceOptions;
 import io.blobfs.namespace.StoreCallCounters;
+import io.blobfs.store.BlobStore;
 import io.blobfs.store.FaultInjectingBlobStore;
+import io.blobfs.store.PutMode;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.StoreUnavailableException;
 import io.blobfs.store.memory.InMemoryBlobStore;
@@ -189,6 +191,25 @@ class BlobFuseFsTest {
     FuseException err = assertThrows(FuseException.class,
         () -> fs.rename(LowLevelFs.ROOT, "a", LowLevelFs.ROOT, "x", false));
     assertEquals(Errno.ENOENT, err.errno(), "a was renamed away");
+  }
+
+  /**
+   * Two names on one file (a record copied by hand): rename(2) of one over the other is
+   * EIO with a message that says so, not EAGAIN, which told the caller to retry something
+   * no retry changes. Both names keep their bytes.
+   */
+  @Test
+  void renameOverASecondNameOfTheSameFileIsEio() throws Exception {
+    closedFile("a", "same");
+    BlobStore raw = faults.store();
+    byte[] record = raw.readFully("n/a", 0, (int) raw.stat("n/a").size());
+    raw.put("n/b", ByteBuffer.wrap(record), PutMode.CREATE);
+    FuseException err = assertThrows(FuseException.class,
+        () -> fs.rename(LowLevelFs.ROOT, "a", LowLevelFs.ROOT, "b", false));
+    assertEquals(Errno.EIO, err.errno(), err.getMessage());
+    assertTrue(err.getMessage().contains("both hold one file"), err.getMessage());
+    assertEquals("same", new String(published("/a")));
+    assertEquals("same", new String(published("/b")));
   }
 
   /** Writes {@code text} as a closed file {@code name} through the mount. */

@@ -69,8 +69,11 @@ final class Replacer {
       // One file under both names: a plain rename cut off between its copy and the
       // source's removal. A plain rename of it settles that (and is then done).
       if (!ns.renamer().rename(src, dst)) {
-        throw new TargetChangedException(dst + " and " + src + " hold one file; " + src
-            + " was settled meanwhile");
+        // Nothing was cut off to settle: two names on one file, which no retry changes.
+        throw new TwoNamesOneFileException(src + " and " + dst + " both hold one file ("
+            + targetId + ") and no interrupted rename of it is recorded; nothing was changed."
+            + " Run SweepOrphans -finish-renames, then check both names: deleting either"
+            + " removes the data of both");
       }
       return;
     }

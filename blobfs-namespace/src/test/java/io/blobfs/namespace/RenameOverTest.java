@@ -142,6 +142,24 @@ class RenameOverTest {
         "only the last file's data is left");
   }
 
+  /**
+   * Two names hold one file (here a record copied by hand; also what a rename cut off
+   * part-way can leave once its lock is gone): renaming one over the other is refused with
+   * its own typed error, and both names stay. Before, it was TargetChangedException ("the
+   * target changed"), which callers retry, and no retry could succeed.
+   */
+  @ParameterizedTest
+  @ValueSource(booleans = {true, false})
+  void twoNamesOnOneFileAreRefusedWithTheirOwnError(boolean transactional) throws Exception {
+    BlobNamespace ns = ns(transactional);
+    byte[] src = write(ns, f, 2 * STRIPE + 3, 1);
+    byte[] record = memory.readFully("n/a/f", 0, (int) memory.stat("n/a/f").size());
+    memory.put("n/a/g", java.nio.ByteBuffer.wrap(record), io.blobfs.store.PutMode.CREATE);
+    assertThrows(TwoNamesOneFileException.class, () -> ns.renameOver(f, ns.getFileInfo(g)));
+    assertArrayEquals(src, read(ns, f), "the source is untouched");
+    assertArrayEquals(src, read(ns, g), "the target is untouched");
+  }
+
   private static byte[] write(BlobNamespace ns, FsPath path, int length, long seed)
       throws IOException {
     byte[] bytes = new byte[length];
