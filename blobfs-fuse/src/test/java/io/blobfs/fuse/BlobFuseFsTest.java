@@ -291,6 +291,39 @@ class BlobFuseFsTest {
   }
 
   /**
+   * Another client creates the target after the namespace's rename checked it but before
+   * its commit: the commit conflicts until the rename gives up, and the mount takes that
+   * as the refusal it is, probes again and replaces the new file. Before, it was EIO.
+   */
+  @Test
+  void aTargetCreatedBeforeTheRenamesCommitIsReplaced() throws Exception {
+    closedFile("a", "source");
+    FaultInjectingBlobStore.Fault held =
+        faults.on(FaultInjectingBlobStore.Op.COMMIT).keys("n/b").pause();
+    int[] errno = {0};
+    Thread t = new Thread(() -> {
+      try {
+        fs.rename(LowLevelFs.ROOT, "a", LowLevelFs.ROOT, "b", false);
+      } catch (FuseException e) {
+        errno[0] = e.errno();
+      }
+    });
+    t.start();
+    held.awaitReached();
+    BlobNamespace other = new BlobNamespace(faults.store(),
+        new NamespaceOptions(4096, 4096, 16384, 0, false, 100), StoreCallCounters.NONE);
+    try (io.blobfs.namespace.FileWriter w = other.create(FsPath.parse("/b"), false)) {
+      w.write("other".getBytes(), 0, 5);
+    }
+    held.release();
+    t.join(10_000);
+    assertFalse(t.isAlive());
+    assertEquals(0, errno[0]);
+    assertEquals("source", new String(published("/b")));
+    assertFalse(ns.probe(FsPath.parse("/a")).isPresent());
+  }
+
+  /**
    * Another client replaces the target after the mount probed it: the namespace refuses
    * to replace a file it was not shown, the mount probes again and replaces the newer one
    * (the other client's write came first), leaving none of its data behind.
