@@ -14,9 +14,9 @@ if [ ! -e /dev/fuse ] || [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 if [ "${BLOBFS_MOUNT_SKIP_BUILD:-}" != 1 ]; then
-  # package, not compile: classpath.txt resolves the test-jar dependencies, which exist
-  # in a reactor build only once packaged
-  (cd "$root" && mvn -B -q -pl blobfs-fuse -am package -DskipTests)
+  # test-compile, not compile: the classpath list (dependency:build-classpath) resolves the
+  # module's test-jar dependencies too, which a reactor serves from test-classes only then
+  (cd "$root" && mvn -B -q -pl blobfs-fuse -am test-compile -DskipTests)
 fi
 cp_file="$root/blobfs-fuse/target/classpath.txt"
 exec java ${BLOBFS_MOUNT_JAVA_OPTS:-} -cp "$root/blobfs-fuse/target/classes:$(cat "$cp_file")" \

@@ -25,7 +25,8 @@ if [ $need_java -eq 1 ] || [ $need_mvn -eq 1 ]; then
 fi
 
 # The FUSE adapter's tests and benchmarks (blobfs-fuse): the fuse3 tools (fusermount3,
-# used to clean up a mount a killed process left) and fio, rsync for the tests. Only when
+# used to clean up a mount a killed process left) and fio, rsync for the tests, and MPICH
+# (mpicc, mpirun) for the MPI-IO program (src/test/mpi/mpiio.c). Only when
 # asked (BLOBFS_FUSE_TOOLS=1, set by scripts/blobfs-fuse-tools.sh and scripts/test.sh),
 # since the build itself needs none of them.
 if [ "${BLOBFS_FUSE_TOOLS:-0}" = 1 ]; then
@@ -33,6 +34,7 @@ if [ "${BLOBFS_FUSE_TOOLS:-0}" = 1 ]; then
   command -v fusermount3 >/dev/null 2>&1 || missing+=(fuse3)
   command -v fio >/dev/null 2>&1 || missing+=(fio)
   command -v rsync >/dev/null 2>&1 || missing+=(rsync)
+  { command -v mpicc && command -v mpirun; } >/dev/null 2>&1 || missing+=(mpich libmpich-dev)
   if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
       echo "ensure-tools: the FUSE tests need ${missing[*]}; run as root or install them" >&2

@@ -2,7 +2,8 @@
 # (scripts/bench-compare.sh, scripts/main-job.sh):
 # starts the services a list of back ends needs, exports what MainJob and CompareBench read,
 # and stops on exit what it started (a service already running is used and left running).
-#   bench_build                 builds the reactor (nothing installed) and sets BENCH_CP
+#   bench_build                 builds the reactor (nothing installed) and sets BENCH_CP;
+#                               BENCH_EXTRA_MODULES adds modules to the same build
 #   bench_start_services LIST   LIST: comma-separated store names (hdfs, tyr, rados, cephfs;
 #                               others need no service)
 #   bench_java CLASS ARGS...    runs CLASS with Spark's Java 17 opens on BENCH_CP
@@ -16,7 +17,9 @@ BENCH_TYR_PID=
 BENCH_REPO=$PWD
 
 bench_build() {
-  mvn -B -ntp -q -pl benchmarks -am package -DskipTests dependency:build-classpath \
+  # BENCH_EXTRA_MODULES (comma-separated): more modules built in the same reactor run
+  mvn -B -ntp -q -pl "benchmarks${BENCH_EXTRA_MODULES:+,$BENCH_EXTRA_MODULES}" -am package \
+    -DskipTests dependency:build-classpath \
     -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=test >&2
   BENCH_CP="$PWD/benchmarks/target/classes:$(cat benchmarks/target/classpath.txt)"
 }

@@ -9,14 +9,18 @@ import io.blobfs.namespace.FileInfo;
 import io.blobfs.namespace.FileReader;
 import io.blobfs.namespace.FsPath;
 import io.blobfs.namespace.IllegalPathException;
+import io.blobfs.namespace.TargetChangedException;
 import io.blobfs.store.BlobStore;
 import io.blobfs.store.BlobStoreProvider;
 import io.blobfs.store.BlobStores;
+import io.blobfs.store.TransactionConflictException;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.net.URI;
+import java.util.Arrays;
 import java.util.List;
 import java.util.NoSuchElementException;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
@@ -29,6 +33,7 @@ import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.LocatedFileStatus;
+import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Options.OpenFileOptions;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RemoteIterator;
@@ -246,6 +251,94 @@ public class BlobFileSystem extends FileSystem implements IOStatisticsSource {
   public boolean rename(Path src, Path dst) throws IOException {
     return call(OP_RENAME, src, () -> namespace.rename(toFsPath(src), toFsPath(dst)));
   }
+
+  /**
+   * Hadoop's rename with options (what {@code FileContext} and committers that replace a
+   * file call). With {@code OVERWRITE}, a file over an existing file is the namespace's
+   * {@code renameOver}: one step in which the destination is never missing (atomic on Týr
+   * and memory, crash-safe on RADOS), instead of Hadoop's default delete-then-rename,
+   * which leaves readers a moment without the file and loses the target if the rename
+   * then fails. A file to a name that is free is the namespace's plain rename, which
+   * refuses if another client wrote a file there meanwhile: the target is then probed
+   * again and replaced, as a rename a moment later would, so a file source never reaches
+   * Hadoop's delete-then-rename. Directory sources and targets go to Hadoop's default,
+   * with its rules and messages.
+   */
+  @Override
+  @Deprecated
+  protected void rename(Path src, Path dst, Options.Rename... options) throws IOException {
+    if (Arrays.asList(options).contains(Options.Rename.OVERWRITE)
+        && call(OP_RENAME, src, () -> renameFileOverwriting(toFsPath(src), toFsPath(dst)))) {
+      return;
+    }
+    super.rename(src, dst, options);
+  }
+
+  /**
+   * False, having changed nothing, unless the source is a file and the target a file or
+   * free. A free target's parent is checked first, with Hadoop's exceptions and messages.
+   */
+  private boolean renameFileOverwriting(FsPath src, FsPath dst) throws IOException {
+    for (int attempt = 1; ; attempt++) {
+      Optional<FileInfo> from = namespace.probe(src);
+      Optional<FileInfo> to = namespace.probe(dst);
+      if (src.equals(dst) || dst.isRoot() || from.isEmpty() || from.get().isDirectory()
+          || to.isPresent() && to.get().isDirectory()) {
+        return false;
+      }
+      if (to.isPresent()) {
+        try {
+          namespace.renameOver(src, to.get());
+          return true;
+        } catch (TargetChangedException e) {
+          if (attempt == RENAME_OVER_ATTEMPTS) {
+            throw e;
+          }
+          continue;
+        }
+      }
+      checkRenameParent(dst);
+      try {
+        if (namespace.rename(src, dst)) {
+          return true;
+        }
+      } catch (IOException e) {
+        // A commit that lost a race applied nothing; if a file at the target was the
+        // race, it is replaced below. Anything else is the rename's own failure.
+        if (!(e.getCause() instanceof TransactionConflictException)
+            || namespace.probe(dst).isEmpty()) {
+          throw e;
+        }
+      }
+      if (namespace.probe(src).isEmpty()) {
+        throw new FileNotFoundException("rename source " + src + " not found.");
+      }
+      if (namespace.probe(dst).isEmpty()) {
+        throw new IOException("rename from " + src + " to " + dst + " failed.");
+      }
+      // Another client wrote a file at the target meanwhile: probe again and replace it.
+      if (attempt == RENAME_OVER_ATTEMPTS) {
+        throw new TargetChangedException(dst + " kept changing while " + src
+            + " was renamed over it; nothing was changed");
+      }
+    }
+  }
+
+  /** Hadoop's checks of a rename's free target: its parent exists and is a directory. */
+  private void checkRenameParent(FsPath dst) throws IOException {
+    Optional<FileInfo> parent = namespace.probe(dst.parent());
+    if (parent.isEmpty()) {
+      throw new FileNotFoundException("rename destination parent " + dst.parent()
+          + " not found.");
+    }
+    if (!parent.get().isDirectory()) {
+      throw new org.apache.hadoop.fs.ParentNotDirectoryException("rename destination parent "
+          + dst.parent() + " is a file.");
+    }
+  }
+
+  /** How often a rename over a file probes its target again while others keep changing it. */
+  private static final int RENAME_OVER_ATTEMPTS = 5;
 
   @Override
   public FileStatus[] listStatus(Path path) throws IOException {

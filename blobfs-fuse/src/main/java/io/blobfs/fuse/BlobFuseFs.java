@@ -17,6 +17,9 @@ import io.blobfs.namespace.FileReader;
 import io.blobfs.namespace.FileWriter;
 import io.blobfs.namespace.FsPath;
 import io.blobfs.namespace.IllegalPathException;
+import io.blobfs.namespace.TargetChangedException;
+import io.blobfs.store.StoreFullException;
+import io.blobfs.store.TransactionConflictException;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -101,9 +104,8 @@ public final class BlobFuseFs implements LowLevelFs {
 
   @Override
   /**
-   * Under the shared side of {@link #names}, as open: a rename that replaces its target
-   * (delete, then rename) is never seen half done by a lookup in this mount, so a reader
-   * here never finds the name missing.
+   * Under the shared side of {@link #names}, as open: a rename (the exclusive side) is
+   * never seen half done by a lookup in this mount.
    */
   public Entry lookup(long parent, String name) throws FuseException {
     FsPath path = child(parent, name);
@@ -298,10 +300,13 @@ public final class BlobFuseFs implements LowLevelFs {
   }
 
   /**
-   * The namespace's rename, which is atomic where the store's is (Týr, memory). POSIX
-   * replaces an existing target; the namespace refuses one, so the target is deleted
-   * first: a reader may find no file at the target between the two calls (see README).
-   * Changes staged here under the source are published first, so the name carries them.
+   * POSIX rename(2) over the namespace. A file replaces an existing file through the
+   * namespace's {@link BlobNamespace#renameOver}: one transaction on Týr and memory,
+   * crash-safe on RADOS, the target never missing in between, and only the target probed
+   * here replaced; if another client changed it since, it is probed again (the rename
+   * then replaces what is there now, as it would had it come a moment later). A directory
+   * replaces an empty directory (ENOTEMPTY otherwise). Changes staged here under the
+   * source are published first, so the name carries them.
    */
   @Override
   public void rename(long parent, String name, long newParent, String newName,
@@ -313,6 +318,9 @@ public final class BlobFuseFs implements LowLevelFs {
       names.writeLock().unlock();
     }
   }
+
+  /** How often a rename probes its target again when other clients keep changing it. */
+  private static final int RENAME_ATTEMPTS = 5;
 
   private void renameLocked(long parent, String name, long newParent, String newName,
       boolean noReplace) throws FuseException {
@@ -327,27 +335,67 @@ public final class BlobFuseFs implements LowLevelFs {
     }
     try {
       publishUnder(src);
-      Optional<FileInfo> to = probe(dst);
-      if (to.isPresent()) {
-        if (noReplace) {
-          throw new FuseException(Errno.EEXIST, dst.toString());
+      for (int attempt = 1; ; attempt++) {
+        if (renameOnce(src, from, dst, noReplace)) {
+          break;
         }
-        if (from.isFile() && to.get().isDirectory()) {
-          throw new FuseException(Errno.EISDIR, dst.toString());
+        if (attempt == RENAME_ATTEMPTS) {
+          throw new FuseException(Errno.EAGAIN, "rename " + src + " to " + dst + ": other"
+              + " clients kept changing " + dst + "; nothing was changed");
         }
-        if (from.isDirectory() && to.get().isFile()) {
-          throw new FuseException(Errno.ENOTDIR, dst.toString());
-        }
-        ns.delete(dst, false); // a non-empty directory: ENOTEMPTY, as POSIX
-        inodes.unlink(dst);
-      }
-      if (!ns.rename(src, dst)) {
-        throw new FuseException(Errno.EIO, "rename " + src + " to " + dst + " was refused");
       }
     } catch (IOException | RuntimeException e) {
       throw errno(src, e);
     }
+    inodes.unlink(dst); // whatever the name held before is not this node's any more
     inodes.rename(src, dst);
+  }
+
+  /** One try; false if another client changed the target after it was probed. */
+  private boolean renameOnce(FsPath src, FileInfo from, FsPath dst, boolean noReplace)
+      throws IOException, FuseException {
+    Optional<FileInfo> to = probe(dst);
+    if (to.isPresent()) {
+      if (noReplace) {
+        throw new FuseException(Errno.EEXIST, dst.toString());
+      }
+      if (from.isFile() && to.get().isDirectory()) {
+        throw new FuseException(Errno.EISDIR, dst.toString());
+      }
+      if (from.isDirectory() && to.get().isFile()) {
+        throw new FuseException(Errno.ENOTDIR, dst.toString());
+      }
+      if (from.isFile()) {
+        try {
+          ns.renameOver(src, to.get());
+          return true;
+        } catch (TargetChangedException e) {
+          return false;
+        }
+      }
+      // Directories have no versions to condition on; an empty one holds no data.
+      ns.delete(dst, false); // a non-empty directory: ENOTEMPTY, as POSIX
+    }
+    try {
+      if (ns.rename(src, dst)) {
+        return true;
+      }
+    } catch (IOException e) {
+      // A target created after the rename's own check but before its commit makes the
+      // commit conflict (Týr, memory) until the rename gives up, having applied nothing:
+      // that is a refusal too. Anything else is the rename's own failure.
+      if (!(e.getCause() instanceof TransactionConflictException) || ns.probe(dst).isEmpty()) {
+        throw e;
+      }
+    }
+    if (ns.probe(src).isEmpty()) {
+      throw new FuseException(Errno.ENOENT, src + " was renamed or removed meanwhile");
+    }
+    if (ns.probe(dst).isPresent()) {
+      return false; // created at the target meanwhile
+    }
+    throw new FuseException(Errno.ENOENT, "rename " + src + " to " + dst + " was refused:"
+        + " the target's parent directory is missing");
   }
 
   // ---------------------------------------------------------------- files
@@ -760,6 +808,16 @@ public final class BlobFuseFs implements LowLevelFs {
         settings.blockSize(), 0, 0);
   }
 
+  /** Whether the store refused for want of space, however deep the namespace wrapped it. */
+  private static boolean storeFull(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof StoreFullException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** The errno of a namespace or store failure. */
   static FuseException errno(FsPath path, Throwable e) {
     if (e instanceof FuseException f) {
@@ -774,6 +832,11 @@ public final class BlobFuseFs implements LowLevelFs {
       code = Errno.ENOTEMPTY;
     } else if (e instanceof NotDirectoryException) {
       code = Errno.ENOTDIR;
+    } else if (storeFull(e)) {
+      // A RADOS pool at its quota or a full cluster (EDQUOT or ENOSPC from the OSDs):
+      // ENOSPC, the errno programs know; the message says which store refused.
+      code = Errno.ENOSPC;
+      LOG.log(System.Logger.Level.WARNING, path + ": the store is full: " + e.getMessage());
     } else if (e instanceof IllegalPathException) {
       code = e.getMessage() != null && e.getMessage().contains("over the store's limit")
           ? Errno.ENAMETOOLONG : Errno.EINVAL;

@@ -18,7 +18,9 @@ import io.blobfs.namespace.FileReader;
 import io.blobfs.namespace.FsPath;
 import io.blobfs.namespace.NamespaceOptions;
 import io.blobfs.namespace.StoreCallCounters;
+import io.blobfs.store.BlobStore;
 import io.blobfs.store.FaultInjectingBlobStore;
+import io.blobfs.store.PutMode;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.StoreUnavailableException;
 import io.blobfs.store.memory.InMemoryBlobStore;
@@ -250,6 +252,177 @@ class BlobFuseFsTest {
     FuseException err = assertThrows(FuseException.class,
         () -> fs.rename(LowLevelFs.ROOT, "a", LowLevelFs.ROOT, "x", false));
     assertEquals(Errno.ENOENT, err.errno(), "a was renamed away");
+  }
+
+  /**
+   * Two names on one file (a record copied by hand): rename(2) of one over the other is
+   * EIO with a message that says so, not EAGAIN, which told the caller to retry something
+   * no retry changes. Both names keep their bytes.
+   */
+  @Test
+  void renameOverASecondNameOfTheSameFileIsEio() throws Exception {
+    closedFile("a", "same");
+    BlobStore raw = faults.store();
+    byte[] record = raw.readFully("n/a", 0, (int) raw.stat("n/a").size());
+    raw.put("n/b", ByteBuffer.wrap(record), PutMode.CREATE);
+    FuseException err = assertThrows(FuseException.class,
+        () -> fs.rename(LowLevelFs.ROOT, "a", LowLevelFs.ROOT, "b", false));
+    assertEquals(Errno.EIO, err.errno(), err.getMessage());
+    assertTrue(err.getMessage().contains("both hold one file"), err.getMessage());
+    assertEquals("same", new String(published("/a")));
+    assertEquals("same", new String(published("/b")));
+  }
+
+  /** Writes {@code text} as a closed file {@code name} through the mount. */
+  private void closedFile(String name, String text) throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create(name, RW, h);
+    fs.write(e.node(), h[0].fh(), 0, bytes(text));
+    fs.release(e.node(), h[0].fh());
+  }
+
+  /**
+   * Runs {@code rename} and, while it is held before its {@code nth} read of the target's
+   * record (the first: the mount's probe), {@code otherClient}: what another mount or a
+   * blob:// job may do then.
+   */
+  private void renameWhileAnotherClient(Runnable rename, String targetKey, int nth,
+      java.util.concurrent.Callable<?> otherClient) throws Exception {
+    FaultInjectingBlobStore.Fault held =
+        faults.on(FaultInjectingBlobStore.Op.READ).keys(targetKey).nth(nth).pause();
+    Thread t = new Thread(rename);
+    t.start();
+    held.awaitReached();
+    BlobNamespace other = new BlobNamespace(faults.store(),
+        new NamespaceOptions(4096, 4096, 16384, 0, false, 100), StoreCallCounters.NONE);
+    otherClientNs = other;
+    otherClient.call();
+    held.release();
+    t.join(10_000);
+    assertFalse(t.isAlive());
+  }
+
+  private BlobNamespace otherClientNs;
+
+  /**
+   * Another client renames the source away after the mount probed the target: the rename
+   * fails with ENOENT and the target keeps its bytes. Before, the mount had deleted the
+   * target and then found no source: the target's file was lost.
+   */
+  @Test
+  void aSourceRenamedAwayAfterTheProbeLeavesTheTarget() throws Exception {
+    closedFile("a", "source");
+    closedFile("b", "target");
+    int[] errno = {0};
+    renameWhileAnotherClient(() -> {
+      try {
+        fs.rename(LowLevelFs.ROOT, "a", LowLevelFs.ROOT, "b", false);
+      } catch (FuseException e) {
+        errno[0] = e.errno();
+      }
+    }, "n/b", 1, () -> otherClientNs.rename(FsPath.parse("/a"), FsPath.parse("/c")));
+    assertEquals(Errno.ENOENT, errno[0]);
+    assertEquals("target", new String(published("/b")), "the target is kept");
+    assertEquals("source", new String(published("/c")));
+  }
+
+  /**
+   * Another client creates the target after the mount found none: rename(2) replaces it.
+   * Before, the namespace's rename refused the existing target and the mount answered EIO.
+   */
+  @Test
+  void aTargetCreatedAfterTheProbeIsReplaced() throws Exception {
+    closedFile("a", "source");
+    int[] errno = {0};
+    renameWhileAnotherClient(() -> {
+      try {
+        fs.rename(LowLevelFs.ROOT, "a", LowLevelFs.ROOT, "b", false);
+      } catch (FuseException e) {
+        errno[0] = e.errno();
+      }
+    }, "n/b", 2, () -> { // after the mount's probe found none
+      try (io.blobfs.namespace.FileWriter w = otherClientNs.create(FsPath.parse("/b"), false)) {
+        w.write("other".getBytes(), 0, 5);
+      }
+      return null;
+    });
+    assertEquals(0, errno[0]);
+    assertEquals("source", new String(published("/b")));
+    assertFalse(ns.probe(FsPath.parse("/a")).isPresent());
+  }
+
+  /**
+   * Another client creates the target after the namespace's rename checked it but before
+   * its commit: the commit conflicts until the rename gives up, and the mount takes that
+   * as the refusal it is, probes again and replaces the new file. Before, it was EIO.
+   */
+  @Test
+  void aTargetCreatedBeforeTheRenamesCommitIsReplaced() throws Exception {
+    closedFile("a", "source");
+    FaultInjectingBlobStore.Fault held =
+        faults.on(FaultInjectingBlobStore.Op.COMMIT).keys("n/b").pause();
+    int[] errno = {0};
+    Thread t = new Thread(() -> {
+      try {
+        fs.rename(LowLevelFs.ROOT, "a", LowLevelFs.ROOT, "b", false);
+      } catch (FuseException e) {
+        errno[0] = e.errno();
+      }
+    });
+    t.start();
+    held.awaitReached();
+    BlobNamespace other = new BlobNamespace(faults.store(),
+        new NamespaceOptions(4096, 4096, 16384, 0, false, 100), StoreCallCounters.NONE);
+    try (io.blobfs.namespace.FileWriter w = other.create(FsPath.parse("/b"), false)) {
+      w.write("other".getBytes(), 0, 5);
+    }
+    held.release();
+    t.join(10_000);
+    assertFalse(t.isAlive());
+    assertEquals(0, errno[0]);
+    assertEquals("source", new String(published("/b")));
+    assertFalse(ns.probe(FsPath.parse("/a")).isPresent());
+  }
+
+  /**
+   * Another client replaces the target after the mount probed it: the namespace refuses
+   * to replace a file it was not shown, the mount probes again and replaces the newer one
+   * (the other client's write came first), leaving none of its data behind.
+   */
+  @Test
+  void aTargetReplacedAfterTheProbeIsProbedAgain() throws Exception {
+    closedFile("a", "source");
+    closedFile("b", "target");
+    renameWhileAnotherClient(() -> {
+      try {
+        fs.rename(LowLevelFs.ROOT, "a", LowLevelFs.ROOT, "b", false);
+      } catch (FuseException e) {
+        throw new AssertionError(e);
+      }
+    }, "n/b", 2, () -> { // after the mount's probe found "target"
+      try (io.blobfs.namespace.FileWriter w = otherClientNs.create(FsPath.parse("/b"), true)) {
+        w.write(new byte[10000], 0, 10000);
+      }
+      return null;
+    });
+    assertEquals("source", new String(published("/b")));
+    assertEquals(1, faults.store().scan("d/", null, 100).keys().stream()
+        .map(k -> k.split("/")[1]).distinct().count(), "only the renamed file's data is left");
+  }
+
+  @Test
+  void aDirectoryReplacesAnEmptyDirectoryOnly() throws Exception {
+    fs.mkdir(LowLevelFs.ROOT, "empty");
+    closedFile("full", "x");
+    ns.rename(FsPath.parse("/full"), FsPath.parse("/d2/full"));
+    closedFile("y", "y");
+    ns.rename(FsPath.parse("/y"), FsPath.parse("/d1/y"));
+    FuseException err = assertThrows(FuseException.class,
+        () -> fs.rename(LowLevelFs.ROOT, "d1", LowLevelFs.ROOT, "d2", false));
+    assertEquals(Errno.ENOTEMPTY, err.errno());
+    fs.rename(LowLevelFs.ROOT, "d1", LowLevelFs.ROOT, "empty", false);
+    assertEquals("y", new String(published("/empty/y")));
+    assertFalse(ns.probe(FsPath.parse("/d1")).isPresent());
   }
 
   /**

@@ -17,10 +17,12 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The mount command as a process of its own (scripts/blobfs-mount.sh over an embedded Týr
- * node that syncs every commit), killed: SIGKILL mid-write leaves a mount that answers an
+ * node that syncs every commit, and over RADOS), killed: SIGKILL mid-write leaves a mount that answers an
  * error, a fresh mount works, and what was closed or fsynced reads back exactly; SIGTERM
  * publishes every open file before it unmounts.
  */
@@ -31,21 +33,35 @@ class CrashIT {
   private Path conf;
   private Process mount;
 
+  /** Where the killed mount keeps its files. */
+  enum Store { EMBEDDED_TYR, RADOS }
+
   @BeforeEach
   void setUp() throws Exception {
     Mounts.assumeMountable();
     mnt = tmp.resolve("mnt");
     conf = tmp.resolve("core-site.xml");
-    Files.writeString(conf, """
-        <?xml version="1.0"?>
-        <configuration>
-          <property><name>fs.blob.store.crash.type</name><value>tyr</value></property>
-          <property><name>fs.blob.store.crash.embedded-dir</name><value>%s</value></property>
-          <property><name>fs.blob.store.crash.embedded-sync</name><value>always</value></property>
-          <property><name>fs.blob.store.crash.stripe.size</name><value>1m</value></property>
-          <property><name>fs.blob.fuse.staging.dir</name><value>%s</value></property>
-        </configuration>
-        """.formatted(tmp.resolve("tyr"), tmp.resolve("staging")));
+    writeConf(Store.EMBEDDED_TYR);
+  }
+
+  /** The mount's core-site.xml: an embedded Týr node that syncs every commit, or RADOS. */
+  private void writeConf(Store store) throws Exception {
+    java.util.Map<String, String> keys = new java.util.TreeMap<>();
+    String p = "fs.blob.store.crash.";
+    if (store == Store.EMBEDDED_TYR) {
+      keys.put(p + "type", "tyr");
+      keys.put(p + "embedded-dir", tmp.resolve("tyr").toString());
+      keys.put(p + "embedded-sync", "always");
+    } else {
+      keys.put(p + "type", "rados");
+      keys.putAll(MountedStore.radosOptions(p, MountedStore.ceph(), "crash-" + System.nanoTime()));
+    }
+    keys.put(p + "stripe.size", "1m");
+    keys.put("fs.blob.fuse.staging.dir", tmp.resolve("staging").toString());
+    StringBuilder xml = new StringBuilder("<?xml version=\"1.0\"?>\n<configuration>\n");
+    keys.forEach((k, v) -> xml.append("  <property><name>").append(k).append("</name><value>")
+        .append(v).append("</value></property>\n"));
+    Files.writeString(conf, xml.append("</configuration>\n").toString());
   }
 
   @AfterEach
@@ -88,8 +104,10 @@ class CrashIT {
     return b;
   }
 
-  @Test
-  void sigkillMidWriteLosesNothingClosedOrFsynced() throws Exception {
+  @ParameterizedTest
+  @EnumSource(Store.class)
+  void sigkillMidWriteLosesNothingClosedOrFsynced(Store store) throws Exception {
+    writeConf(store);
     mount = start();
     byte[] closed = random(3 << 20, 1);
     byte[] synced = random(5 << 20, 2);

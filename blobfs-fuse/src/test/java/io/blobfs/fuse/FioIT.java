@@ -4,26 +4,28 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import io.blobfs.fuse.MountedStore.Backend;
+import java.util.Map;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * fio, with its own data verification (crc32c in every block, read back after the
  * writes), on a real mount: the issue's three patterns. fio exits non-zero on any
- * mismatch, which fails the test.
+ * mismatch, which fails the test. Over the in-memory store and over RADOS.
  */
 class FioIT {
   @TempDir
   Path tmp;
   private Path mnt;
-  private BlobMount mount;
+  private MountedStore mount;
 
-  @BeforeEach
-  void mount() throws Exception {
+  private void mount(Backend backend) throws Exception {
     Mounts.assumeMountable("fio");
-    mnt = tmp.resolve("mnt");
-    mount = Mounts.memory("fio-" + System.nanoTime(), mnt, tmp.resolve("staging"));
+    mount = MountedStore.mount(backend, tmp, Map.of());
+    mnt = mount.mnt();
   }
 
   @AfterEach
@@ -42,6 +44,7 @@ class FioIT {
 
   @Test
   void theKernelReadsAheadAsMuchAsOneRequestCarries() throws Exception {
+    mount(Backend.MEMORY);
     // INIT leaves FUSE at 128 KiB; the mount raises its device's read-ahead to max_read
     long dev = ((Number) java.nio.file.Files.getAttribute(mnt, "unix:dev")).longValue();
     long minor = (dev & 0xff) | ((dev >>> 12) & 0xffffff00L);
@@ -50,18 +53,24 @@ class FioIT {
     org.junit.jupiter.api.Assertions.assertEquals("1024", kb);
   }
 
-  @Test
-  void sequentialOneMebibyteBlocks() throws Exception {
+  @ParameterizedTest
+  @EnumSource(names = {"MEMORY", "RADOS"})
+  void sequentialOneMebibyteBlocks(Backend backend) throws Exception {
+    mount(backend);
     fio("--name=seq --filename=seq --rw=write --bs=1M --size=96M");
   }
 
-  @Test
-  void randomEightKibibyteWrites() throws Exception {
+  @ParameterizedTest
+  @EnumSource(names = {"MEMORY", "RADOS"})
+  void randomEightKibibyteWrites(Backend backend) throws Exception {
+    mount(backend);
     fio("--name=rand --filename=rand --rw=randwrite --bs=8k --size=16M");
   }
 
-  @Test
-  void fourJobsOnOneSharedFileWritingDisjointRanges() throws Exception {
+  @ParameterizedTest
+  @EnumSource(names = {"MEMORY", "RADOS"})
+  void fourJobsOnOneSharedFileWritingDisjointRanges(Backend backend) throws Exception {
+    mount(backend);
     // MPI-IO's N-to-1 pattern: every job writes and verifies its own 8 MiB of one file
     fio("--name=shared --filename=shared --rw=write --bs=64k --size=8M --numjobs=4"
         + " --offset_increment=8M");

@@ -111,6 +111,60 @@ class ReplaceByRenameIT {
     assertEquals(0, torn.get(), "reads of a mix of versions");
   }
 
+  /**
+   * On Týr (a server process), a reader on another client (blob://'s namespace, as another
+   * host would) stats the target in a loop while the mount replaces it by rename: the
+   * replace is one transaction, so the reader never finds it missing. Before, the mount
+   * deleted the target and then renamed, and such a reader found no file in between.
+   */
+  @Test
+  void aReaderOnAnotherClientOfTyrNeverFindsTheTargetMissing() throws Exception {
+    mount.close();
+    mount = null;
+    try (MountedStore tyr = MountedStore.mount(MountedStore.Backend.TYR, tmp.resolve("tyr"),
+        java.util.Map.of())) {
+      io.blobfs.namespace.BlobNamespace other = tyr.client();
+      io.blobfs.namespace.FsPath name = io.blobfs.namespace.FsPath.parse("/target");
+      Path target = tyr.mnt().resolve("target");
+      Files.write(target, filled((byte) 0));
+      AtomicBoolean stop = new AtomicBoolean();
+      AtomicLong stats = new AtomicLong();
+      AtomicLong missing = new AtomicLong();
+      java.util.concurrent.atomic.AtomicReference<Exception> failure =
+          new java.util.concurrent.atomic.AtomicReference<>();
+      Thread reader = new Thread(() -> {
+        while (!stop.get()) {
+          try {
+            if (other.probe(name).isEmpty()) {
+              missing.incrementAndGet();
+            }
+            stats.incrementAndGet();
+          } catch (Exception e) {
+            failure.compareAndSet(null, e);
+            return;
+          }
+        }
+      });
+      reader.start();
+      int versions = 0;
+      long deadline = System.nanoTime() + 6_000_000_000L;
+      while (System.nanoTime() < deadline) {
+        versions++;
+        Path next = tyr.mnt().resolve("next");
+        Files.write(next, filled((byte) versions));
+        Files.move(next, target, StandardCopyOption.ATOMIC_MOVE);
+      }
+      stop.set(true);
+      reader.join();
+      System.err.println("ReplaceByRenameIT on Týr: " + versions + " renames, " + stats.get()
+          + " stats on another client, " + missing.get() + " found no target");
+      assertEquals(null, failure.get(), "the reader failed");
+      assertTrue(versions > 20 && stats.get() > 100, versions + " renames, " + stats + " stats");
+      assertEquals(0, missing.get(), "stats on another client that found no target");
+      assertTrue(Arrays.equals(filled((byte) versions), Files.readAllBytes(target)));
+    }
+  }
+
   private static byte[] filled(byte value) {
     byte[] b = new byte[SIZE];
     Arrays.fill(b, value);

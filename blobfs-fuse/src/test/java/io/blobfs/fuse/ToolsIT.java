@@ -7,29 +7,30 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
+import io.blobfs.fuse.MountedStore.Backend;
+import java.util.Map;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Everyday programs nobody here wrote, on a real mount, each checked against the same
  * program on a local directory: cp -r, a tar round trip, sha256sum of dd-written files,
- * find, rsync.
+ * find, rsync. Over the in-memory store and over RADOS (a Ceph cluster of the run's own).
  */
 class ToolsIT {
   @TempDir
   Path tmp;
   private Path mnt;
   private Path local;
-  private BlobMount mount;
+  private MountedStore mount;
 
-  @BeforeEach
-  void mount() throws Exception {
+  private void mount(Backend backend) throws Exception {
     Mounts.assumeMountable("rsync", "sha256sum", "tar");
-    mnt = tmp.resolve("mnt");
+    mount = MountedStore.mount(backend, tmp, Map.of());
+    mnt = mount.mnt();
     local = tmp.resolve("local");
     Files.createDirectories(local);
-    mount = Mounts.memory("tools-" + System.nanoTime(), mnt, tmp.resolve("staging"));
     // a tree of text and binary files of several sizes, some empty, three levels deep
     Mounts.sh(local, "mkdir -p src/a/b src/c src/empty-dir && cp -rL /etc/ssl src/c/ 2>/dev/null;"
         + " head -c 3000000 /dev/urandom > src/a/big.bin; : > src/a/b/empty;"
@@ -44,21 +45,27 @@ class ToolsIT {
     }
   }
 
-  @Test
-  void cpRecursiveCopiesEveryFileByteForByte() throws Exception {
+  @ParameterizedTest
+  @EnumSource(names = {"MEMORY", "RADOS"})
+  void cpRecursiveCopiesEveryFileByteForByte(Backend backend) throws Exception {
+    mount(backend);
     Mounts.sh(tmp, "cp -r local/src mnt/src && diff -r local/src mnt/src");
     assertEquals(Mounts.sh(local, "find src -type f | sort"), Mounts.sh(mnt, "find src -type f | sort"));
   }
 
-  @Test
-  void tarRoundTrip() throws Exception {
+  @ParameterizedTest
+  @EnumSource(names = {"MEMORY", "RADOS"})
+  void tarRoundTrip(Backend backend) throws Exception {
+    mount(backend);
     Mounts.sh(tmp, "tar -C local -cf tree.tar src && tar -C mnt -xf tree.tar");
     Mounts.sh(tmp, "tar -C mnt -cf back.tar src && mkdir back && tar -C back -xf back.tar"
         + " && diff -r local/src back/src");
   }
 
-  @Test
-  void sha256OfDdWrittenFiles() throws Exception {
+  @ParameterizedTest
+  @EnumSource(names = {"MEMORY", "RADOS"})
+  void sha256OfDdWrittenFiles(Backend backend) throws Exception {
+    mount(backend);
     // block sizes that are and are not multiples of FUSE's pages, and a seek past the end
     String cmd = "dd if=/dev/urandom of=DIR/a bs=1M count=20 status=none;"
         + " dd if=DIR/a of=DIR/b bs=4096 status=none;"
@@ -72,8 +79,10 @@ class ToolsIT {
     assertEquals(Mounts.sh(local, "stat -c '%n %s' a b c d"), Mounts.sh(mnt, "stat -c '%n %s' a b c d"));
   }
 
-  @Test
-  void findListsWhatALocalFindLists() throws Exception {
+  @ParameterizedTest
+  @EnumSource(names = {"MEMORY", "RADOS"})
+  void findListsWhatALocalFindLists(Backend backend) throws Exception {
+    mount(backend);
     Mounts.sh(tmp, "cp -r local/src mnt/src");
     for (String expr : new String[] {"", "-type f", "-type d", "-name 'f1*'", "-size +100k"}) {
       assertEquals(Mounts.sh(local, "find src " + expr + " | sort"),
@@ -81,8 +90,10 @@ class ToolsIT {
     }
   }
 
-  @Test
-  void rsyncCopiesThenSendsOnlyWhatChanged() throws Exception {
+  @ParameterizedTest
+  @EnumSource(names = {"MEMORY", "RADOS"})
+  void rsyncCopiesThenSendsOnlyWhatChanged(Backend backend) throws Exception {
+    mount(backend);
     // -rt, not -a: every file shows fs.blob.permission, so -a would see modes differ
     Mounts.sh(tmp, "rsync -rt local/src/ mnt/src/ && diff -r local/src mnt/src");
     // files keep the times rsync set, so its quick check (size and mtime) finds every

@@ -6,6 +6,7 @@ import io.blobfs.store.BlobStore;
 import io.blobfs.store.Futures;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.ScanPage;
+import io.blobfs.store.StoreFullException;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.TransactionConflictException;
 import io.blobfs.store.VersionedBytes;
@@ -47,6 +48,7 @@ public final class BlobNamespace {
   private final PendingDirectories pending = new PendingDirectories();
   private final Deleter deleter = new Deleter(this);
   private final Renamer renamer = new Renamer(this);
+  private final Replacer replacer = new Replacer(this);
   private final DataLocks locks = new DataLocks(this);
 
   public BlobNamespace(BlobStore store, NamespaceOptions options, StoreCallCounters counters) {
@@ -276,6 +278,22 @@ public final class BlobNamespace {
   }
 
   /**
+   * Renames the file {@code src} over the file {@code target} (what {@link #probe} of the
+   * destination returned), as POSIX rename(2) replaces a file: atomically with
+   * transactions, crash-safe without (a crash part-way is rolled forward), and with no
+   * moment in which the destination is missing. The destination is replaced only while it
+   * still holds the probed file; see {@link Replacer}.
+   *
+   * @throws TargetChangedException if it holds another file now, or none (nothing changed:
+   *     probe again)
+   * @throws FileNotFoundException if {@code src} is missing
+   * @throws NotDirectoryException if {@code src} is a directory
+   */
+  public void renameOver(FsPath src, FileInfo target) throws IOException {
+    replacer.renameOver(src, target);
+  }
+
+  /**
    * Recovery after a crash: finishes every operation that was cut off part-way and
    * returns them, each as "rename SRC to DST", "delete DIR" or "settled N interrupted file
    * rename(s)".
@@ -370,9 +388,11 @@ public final class BlobNamespace {
    * Publishes a finished file: the single metadata operation of a create.
    *
    * <p>{@code discardData} removes the writer's data blobs; it runs only while no record
-   * can name them: on a failure before the put, or when the put is refused because the
-   * name is taken. A put that fails otherwise may still have been applied (a timeout after
-   * the OSD or the Týr server wrote it), so the record is read back: if it is this file's,
+   * can name them: on a failure before the put, when the put is refused because the name
+   * is taken, or when it is refused for want of space and the name, read back, does not
+   * hold this file (a refusal may come after the record was written: RADOS's index). A
+   * put that fails otherwise may still have been applied (a timeout after the OSD or the
+   * Týr server wrote it), so the record is read back: if it is this file's,
    * the file is published and this returns normally. If not, or if the read-back fails
    * too, the failure is thrown and the data is left to the {@link OrphanSweeper}, which
    * keeps it if a record names it after all: the name not holding the record does not
@@ -446,6 +466,25 @@ public final class BlobNamespace {
                 "created by another writer while this one was open");
           }
           throw lostRace("publish " + path, e);
+        } catch (StoreFullException e) {
+          // Refused for want of space. That does not prove nothing was applied: RADOS with
+          // the name index writes the record object and then the index entry, and a full
+          // flag set between the two refuses the second after the record exists (readers
+          // already see it). So the name is read back first: this file's record there is
+          // a publication. Otherwise the data goes now, rather than filling the pool
+          // until a sweep: no rename can have moved the record away meanwhile, since
+          // renaming a file takes its lock, which this writer holds (renewed just before
+          // the put).
+          if (publishedDespite(path, key, record, e)) {
+            replaced = old;
+            break;
+          }
+          if (nameLock != null) {
+            locks.release(nameLock);
+            nameLock = null;
+          }
+          discardData.run();
+          throw e;
         } catch (IOException | RuntimeException e) {
           confirmPublished(path, key, record, e);
           replaced = old;
@@ -470,6 +509,27 @@ public final class BlobNamespace {
   /** A writer's renewal of the lock on its data ({@link FileWriter}). */
   interface Renewal {
     void renew() throws IOException;
+  }
+
+  /**
+   * Whether the record under {@code key} is {@code ours} after its put was refused for want
+   * of space. If reading it back fails, the outcome is unknown: the refusal is thrown with
+   * the read's failure suppressed, and the data is left to the {@link OrphanSweeper}.
+   */
+  private boolean publishedDespite(FsPath path, String key, FileRecord ours,
+      StoreFullException refusal) throws StoreFullException {
+    try {
+      Optional<VersionedRecord> found = readRecord(key, false);
+      boolean published = found.isPresent() && found.get().record().fileId().equals(ours.fileId());
+      if (published) {
+        LOG.log(System.Logger.Level.INFO, "the put of " + path + "'s record was refused for"
+            + " want of space after it was applied: the file is published", refusal);
+      }
+      return published;
+    } catch (IOException | RuntimeException readFailure) {
+      refusal.addSuppressed(readFailure);
+      throw refusal;
+    }
   }
 
   /** Returns if the record under {@code key} is {@code ours}, else throws. */

@@ -282,7 +282,7 @@ final class Renamer {
    * scans every name, as the sweeper does: a cost paid only by a rename that outlived its
    * lease.
    */
-  private void afterLostLock(String from, String to, VersionedRecord read, FsPath src,
+  void afterLostLock(String from, String to, VersionedRecord read, FsPath src,
       FsPath dst, DataLocks.Lock lost) throws IOException {
     if (ns.locks().settledByOther(lost)) {
       return; // a settler's tombstone: it completed this very move
@@ -342,7 +342,7 @@ final class Renamer {
   }
 
   /** Whether every data blob of {@code record} exists (a delete of the file removes them). */
-  private boolean dataWhole(FileRecord record) throws IOException {
+  boolean dataWhole(FileRecord record) throws IOException {
     for (long s = 0; s < record.stripeCount(); s++) {
       if (!ns.calls().stat(ns.layout().dataKey(record.fileId(), s)).exists()) {
         return false;
@@ -367,7 +367,7 @@ final class Renamer {
     }
   }
 
-  private static IOException bothNamed(FsPath src, FsPath dst, IOException cause) {
+  static IOException bothNamed(FsPath src, FsPath dst, IOException cause) {
     return new IOException("rename " + src + " to " + dst + " failed part-way and its outcome"
         + " could not be read back: both names may refer to the same file; check both before"
         + " deleting either", cause);

@@ -110,6 +110,74 @@ class InterruptedMoveTest {
     assertTrue(crashes >= 8, "a rename makes at least 8 calls: " + crashes);
   }
 
+  /**
+   * A rename over an existing file ({@link BlobNamespace#renameOver}) cut off at every call:
+   * the destination holds the old file or the renamed one, never none and never a name
+   * without data; the renamed file is under exactly one name; the replaced file's data is
+   * gone (after a sweep) once it is replaced.
+   */
+  @ParameterizedTest
+  @EnumSource(Recovery.class)
+  void aRenameOverAFileCutOffAtAnyCallIsSettled(Recovery how) throws Exception {
+    for (int[] lengths : new int[][] {{2 * STRIPE + 7, STRIPE + 3}, {100, 90}}) {
+      FsPath f = FsPath.parse("/a/f");
+      FsPath g = FsPath.parse("/a/g");
+      int crashes = 0;
+      for (int k = 1; ; k++) {
+        freshStore();
+        write(f, lengths[0], k);
+        write(g, lengths[1], -k);
+        byte[] oldF = given.get(f);
+        byte[] oldG = given.get(g);
+        FileInfo target = recovery.getFileInfo(g);
+        if (!dieAt(k, () -> dyingNamespace().renameOver(f, target))) {
+          break;
+        }
+        crashes++;
+        Thread.sleep(LEASE.toMillis() + 5);
+        switch (how) {
+          case COMMAND -> recovery.finishInterruptedRenames();
+          case DELETE_SOURCE -> recovery.delete(f, false);
+          case DELETE_TARGET -> recovery.delete(g, false);
+          case OVERWRITE_SOURCE -> write(f, STRIPE + 3, 1000 + k);
+          case RENAME_AGAIN -> {
+            try {
+              recovery.renameOver(f, recovery.getFileInfo(g));
+            } catch (java.io.FileNotFoundException settledForward) {
+              // the recovery's lock settled the move first: f is already g
+            }
+          }
+          case SWEEP -> { }
+        }
+        String when = "rename over of " + lengths[0] + " B cut off at call " + k + ", then " + how;
+        byte[] nowF = recovery.probe(f).isPresent()
+            ? NamespaceSoak.readWhole(recovery, recovery.getFileInfo(f)) : null;
+        byte[] nowG = recovery.probe(g).isPresent()
+            ? NamespaceSoak.readWhole(recovery, recovery.getFileInfo(g)) : null;
+        boolean replaced = java.util.Arrays.equals(nowG, oldF);
+        if (how != Recovery.DELETE_TARGET) {
+          assertTrue(replaced || java.util.Arrays.equals(nowG, oldG), when + ": g is old or new");
+        }
+        if (how != Recovery.DELETE_SOURCE && how != Recovery.OVERWRITE_SOURCE) {
+          assertTrue(replaced || nowG == null || java.util.Arrays.equals(nowF, oldF),
+              when + ": the source is kept until it replaces g");
+        }
+        given.clear();
+        if (how == Recovery.SWEEP && replaced && java.util.Arrays.equals(nowF, oldF)) {
+          nowF = null; // both names on one file: the sweep, first, rolls the move forward
+        }
+        if (nowF != null) {
+          given.put(f, nowF);
+        }
+        if (nowG != null) {
+          given.put(g, nowG);
+        }
+        checkEverything(when, how == Recovery.SWEEP);
+      }
+      assertTrue(crashes >= 8, "a rename over a file makes at least 8 calls: " + crashes);
+    }
+  }
+
   @Test
   void aDirectoryRenameCutOffAtAnyCallIsFinishedAndARetryDoesNotNest() throws Exception {
     for (boolean retry : new boolean[] {false, true}) {
@@ -339,6 +407,62 @@ class InterruptedMoveTest {
     }
     given.remove(f);
     checkEverything("a rename stalled before its copy, the source deleted", false);
+  }
+
+  /**
+   * A rename over a file that stalls past its leases before its put, while another rename
+   * moves the source away: waking, it puts its copy over the target, finds the source
+   * renamed and takes the copy back. From then until it puts the replaced record back, no
+   * name holds that file, and here a sweep takes the lapsed target lock and removes the
+   * data (paused as the rename releases the source's lock, right after the copy is
+   * removed). The rename must then not put the record back (a name without data), nor say
+   * it changed nothing: it reports the target lost. Before, it recreated the name over
+   * the removed data.
+   */
+  @Test
+  void aRenameOverStalledPastItsLeasesDoesNotPutBackATargetWhoseDataWasSwept()
+      throws Exception {
+    freshStore();
+    FsPath f = FsPath.parse("/a/f");
+    FsPath g = FsPath.parse("/a/g");
+    FsPath h = FsPath.parse("/a/h");
+    write(f, 2 * STRIPE + 3, 21);
+    write(g, STRIPE + 5, 22);
+    FileInfo target = recovery.getFileInfo(g);
+    String srcLock = "d/" + recovery.getFileInfo(f).record().fileId() + "/lock";
+    Fault stall = dying.on(Op.PUT).keys("n/a/g").pause(); // the put over the target
+    Fault tookBack = dying.on(Op.DELETE).keys(srcLock).pause(); // released after the take-back
+    java.util.concurrent.ExecutorService renamer =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<Object> rename = renamer.submit(() -> {
+        try {
+          dyingNamespace().renameOver(f, target);
+          return "returned";
+        } catch (IOException e) {
+          return e;
+        }
+      });
+      stall.awaitReached();
+      Thread.sleep(LEASE.toMillis() + 5);
+      assertTrue(recovery.rename(f, h));
+      stall.release();
+      tookBack.awaitReached();
+      assertFalse(recovery.probe(g).isPresent(), "the copy was taken back");
+      Thread.sleep(LEASE.toMillis() + 5);
+      OrphanSweeper.Report swept = new OrphanSweeper(recovery, LEASE).sweep(Duration.ZERO, false);
+      assertEquals(List.of(target.record().fileId()), List.copyOf(swept.orphanFileIds()),
+          "the sweep removed the unnamed target's data");
+      tookBack.release();
+      Object outcome = rename.get(30, java.util.concurrent.TimeUnit.SECONDS);
+      assertTrue(outcome instanceof ReplacedFileLostException,
+          "the stalled rename reports the target lost: " + outcome);
+    } finally {
+      renamer.shutdownNow();
+    }
+    given.put(h, given.remove(f));
+    given.remove(g);
+    checkEverything("a rename over a file stalled past its leases, its target swept", false);
   }
 
   /** A change that removes a name's data. */

@@ -39,7 +39,9 @@ public sealed interface BlobMutation {
   /**
    * Changes nothing, but the transaction aborts unless the blob is at {@code version}, or
    * absent if {@code version} is {@link #ABSENT}: a mutation elsewhere made conditional on
-   * a blob the transaction read but does not change.
+   * a blob the transaction read but does not change, or a put conditional on a version
+   * (a check and a put of the same key: checks are taken against the state before the
+   * transaction). Otherwise a transaction names each key once.
    */
   record Check(String key, long version) implements BlobMutation {
     public Check {

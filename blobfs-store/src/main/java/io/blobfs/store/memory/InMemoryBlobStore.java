@@ -231,8 +231,11 @@ public final class InMemoryBlobStore
           + bytes + " bytes) is over this store's limit of " + limits.maxCommitBytes());
     }
     Set<String> seen = new HashSet<>();
+    Set<String> checked = new HashSet<>();
     for (BlobMutation m : mutations) {
-      if (!seen.add(m.key())) {
+      // A check may name the key one change names too (a put conditional on a version):
+      // every check is taken against the state before the transaction, as Týr's reads.
+      if (m instanceof BlobMutation.Check ? !checked.add(m.key()) : !seen.add(m.key())) {
         throw new IllegalArgumentException("a transaction names a key twice: " + m.key());
       }
       if (m instanceof BlobMutation.Put p) {
