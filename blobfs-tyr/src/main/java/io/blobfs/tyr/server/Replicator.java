@@ -125,16 +125,31 @@ final class Replicator implements Closeable {
    */
   CompletableFuture<CommitResult> commit(TxRequest tx,
       java.util.function.Function<TxRequest, CompletableFuture<CommitResult>> local) {
-    Ring ring = membership.ring();
+    // Counted until done, so that a recovering peer can wait until every commit that
+    // might have skipped it (admitted under an older ring) is over (Membership.settled).
+    Ring ring = membership.admit();
+    CompletableFuture<CommitResult> done;
+    try {
+      done = commit(tx, local, ring);
+    } catch (RuntimeException e) {
+      membership.release(ring);
+      throw e;
+    }
+    return done.whenComplete((x, e) -> membership.release(ring));
+  }
+
+  private CompletableFuture<CommitResult> commit(TxRequest tx,
+      java.util.function.Function<TxRequest, CompletableFuture<CommitResult>> local,
+      Ring ring) {
     Map<Member, List<Integer>> perBackup = new LinkedHashMap<>();
     for (int i = 0; i < tx.ops().size(); i++) {
-      List<Member> owners = ring.owners(tx.ops().get(i).key());
-      for (Member b : owners.subList(1, owners.size())) {
+      // The owners not DOWN: a RECOVERING one gets new writes while it copies the old.
+      for (Member b : ring.backups(tx.ops().get(i).key())) {
         perBackup.computeIfAbsent(b, k -> new ArrayList<>()).add(i);
       }
     }
     if (perBackup.isEmpty()) {
-      return local.apply(tx); // R = 1, or nothing written
+      return local.apply(tx); // R = 1, nothing written, or every backup down
     }
     CompletableFuture<CommitResult> committed;
     List<Reserved> reserved = new ArrayList<>();
