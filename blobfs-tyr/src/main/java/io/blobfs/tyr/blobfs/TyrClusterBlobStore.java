@@ -214,10 +214,11 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
    * another: if it never left this client, or if making it twice does no harm
    * ({@code idempotent}: reads, puts that overwrite, writes at an offset, truncates). A
    * conditional or exclusive call that may have been applied is not made again, since its
-   * second answer could be wrong (a create finding its own blob).
+   * second answer could be wrong (a create finding its own blob). With R = 1 there is no
+   * other node to go to: the loss is reported at once, as before failover existed.
    */
-  private static boolean mayRetryElsewhere(Throwable e, boolean idempotent) {
-    return e instanceof StoreUnavailableException
+  private static boolean mayRetryElsewhere(Ring r, Throwable e, boolean idempotent) {
+    return r.replication() > 1 && e instanceof StoreUnavailableException
         && (idempotent || TyrException.neverSent(e));
   }
 
@@ -248,7 +249,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         }
         WrongEpochException w = wrongEpoch(e);
         if (w == null) {
-          if (mayRetryElsewhere(e, idempotent) && attempt < ATTEMPTS) {
+          if (mayRetryElsewhere(r, e, idempotent) && attempt < ATTEMPTS) {
             failoverBy = failoverBy == 0 ? failoverDeadline() : failoverBy;
             if (TyrClient.await(failover(r, owner, failoverBy))) {
               continue;
@@ -317,7 +318,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         }
         CompletableFuture<T> lostHere = CompletableFuture.failedFuture(
             e instanceof IOException io ? lost(r, target, key, io) : e);
-        if (!mayRetryElsewhere(e, true) || attempt >= ATTEMPTS) {
+        if (!mayRetryElsewhere(r, e, true) || attempt >= ATTEMPTS) {
           return lostHere;
         }
         long by = failoverBy == 0 ? failoverDeadline() : failoverBy;
@@ -541,8 +542,8 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         return;
       } catch (IOException e) {
         WrongEpochException w = wrongEpoch(e);
-        if (w == null && byNode.size() == 1 && TyrException.neverSent(e)
-            && attempt < ATTEMPTS) {
+        if (w == null && byNode.size() == 1 && r.replication() > 1
+            && TyrException.neverSent(e) && attempt < ATTEMPTS) {
           // Its one node cannot be reached and nothing was sent: to the new primary, if
           // the node is marked down meanwhile. (A cross-node one is not made again: some
           // of its parts may have been prepared or decided.)
@@ -607,7 +608,8 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
                   + prefix + "*' cannot be listed whole: " + e.getMessage(), e) : io;
         }
       }
-      if (failed != null && unreachable != null && attempt < ATTEMPTS) {
+      if (failed != null && unreachable != null && r.replication() > 1
+          && attempt < ATTEMPTS) {
         failoverBy = failoverBy == 0 ? failoverDeadline() : failoverBy;
         if (TyrClient.await(failover(r, unreachable, failoverBy))) {
           continue; // a scan only reads: made again under the ring that marks it down

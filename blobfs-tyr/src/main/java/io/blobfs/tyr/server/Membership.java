@@ -75,6 +75,8 @@ public final class Membership implements Closeable {
   /** Waiters of {@link #settled}. Guarded by this. */
   private final List<java.util.concurrent.CompletableFuture<Ring>> settling =
       new java.util.ArrayList<>();
+  /** The epoch this node last caught up under as a RECOVERING member (see Recovery). */
+  private long caughtUp;
   private final List<java.util.function.Consumer<Ring>> listeners =
       new java.util.concurrent.CopyOnWriteArrayList<>();
 
@@ -167,7 +169,9 @@ public final class Membership implements Closeable {
    * commit admitted under an earlier ring is still running: from then on every write this
    * node makes goes to the backups of a ring at least that new. A recovering node waits
    * for this on every UP member before it copies from them, so that no write it misses
-   * can be acknowledged without reaching it (see {@link Recovery}).
+   * can be acknowledged without reaching it (see {@link Recovery}). On a RECOVERING node
+   * it also waits until the node has caught up under that ring: what tells a monitor it
+   * may be marked UP.
    */
   synchronized java.util.concurrent.CompletableFuture<Ring> settled(long epoch) {
     java.util.concurrent.CompletableFuture<Ring> f =
@@ -182,9 +186,18 @@ public final class Membership implements Closeable {
     return f;
   }
 
+  /** Recovery's word that this node holds every write of its ranges under {@code epoch}. */
+  synchronized void caughtUp(long epoch) {
+    caughtUp = Math.max(caughtUp, epoch);
+    completeSettled();
+  }
+
   private synchronized void completeSettled() {
     if (settling.isEmpty() || (!running.isEmpty() && running.firstKey() < ring.epoch())) {
       return;
+    }
+    if (ring.state(self) == Ring.State.RECOVERING && caughtUp < ring.epoch()) {
+      return; // a recovering node is settled once it has caught up (what a monitor asks)
     }
     for (java.util.concurrent.CompletableFuture<Ring> f : settling) {
       f.complete(ring);

@@ -121,6 +121,7 @@ final class Recovery implements Closeable {
       Files.writeString(tmp, epoch + "\n", StandardCharsets.UTF_8);
       Files.move(tmp, marker, StandardCopyOption.REPLACE_EXISTING,
           StandardCopyOption.ATOMIC_MOVE);
+      membership.caughtUp(epoch);
       LOG.info("node {} caught up under ring epoch {} in {} ms: {} keys checked, {} copied, "
           + "{} deleted, {} bytes read; it may now be marked UP", membership.self(), epoch,
           (System.nanoTime() - start) / 1_000_000, s.checked, s.copied, s.deleted, s.bytes);

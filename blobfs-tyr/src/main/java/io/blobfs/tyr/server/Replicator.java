@@ -110,6 +110,35 @@ final class Replicator implements Closeable {
     this.engine = engine;
     this.secret = secret;
     this.maxFrameBytes = maxFrameBytes;
+    membership.onInstall(this::restartStreamsToDown);
+  }
+
+  /**
+   * A backup marked DOWN gets no writes; when it is back it starts from nothing (it may
+   * have restarted, forgetting where our stream was), so its stream is numbered afresh
+   * now, and what was waiting to be sent to it fails (it was to a backup that is DOWN).
+   */
+  private void restartStreamsToDown(Ring ring) {
+    List<Stream> down = new ArrayList<>();
+    synchronized (this) {
+      streams.forEach((m, s) -> {
+        if (ring.state(m) == Ring.State.DOWN) {
+          down.add(s);
+        }
+      });
+    }
+    for (Stream s : down) {
+      synchronized (s) {
+        s.incarnation = RANDOM.nextLong();
+        s.next = 1;
+        s.sendFrom = 1;
+        for (Item it : s.ready.values()) {
+          it.confirmed().completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
+              "the backup was marked DOWN before this write was sent"));
+        }
+        s.ready.clear();
+      }
+    }
   }
 
   // ------------------------------------------------------------------ primary

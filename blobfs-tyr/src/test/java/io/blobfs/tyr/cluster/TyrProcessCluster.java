@@ -81,6 +81,11 @@ public final class TyrProcessCluster implements AutoCloseable {
         java.nio.file.StandardCopyOption.ATOMIC_MOVE);
   }
 
+  /** The ring file every node follows. */
+  public Path ringFile() {
+    return ringFile;
+  }
+
   /** The value of {@code fs.blob.store.NAME.nodes} for this cluster. */
   public String nodesOption() {
     StringBuilder b = new StringBuilder();

@@ -1,0 +1,227 @@
+package io.blobfs.tyr.server;
+
+import io.blobfs.tyr.client.ClientConfig;
+import io.blobfs.tyr.client.TyrClient;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.ring.Ring;
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The failure detector: the one writer of a cluster's ring file. Every {@code interval}
+ * it pings each member and moves at most one of them, under a new epoch:
+ * <ul>
+ *   <li>UP or RECOVERING, unanswered for {@code downAfter}: DOWN (its keys' writes go to
+ *       their next owner);
+ *   <li>DOWN and answering again: RECOVERING (it gets new writes and copies the old ones,
+ *       {@link Recovery});
+ *   <li>RECOVERING and caught up (its {@code settled} answers under the current epoch): UP.
+ * </ul>
+ *
+ * <p>Safety does not rest on the detector being right. A member wrongly marked DOWN (slow,
+ * frozen, cut off) can acknowledge nothing: each of its writes needs a backup that is at
+ * its epoch, and the key's new primary, which is one of those backups, has moved on
+ * (see the README's failover section). A wrong verdict costs availability only. What it
+ * does rest on is one writer: two monitors could write two rings under one epoch, so the
+ * monitor holds a lock on {@code <ring file>.lock} and refuses to start without it.
+ */
+public final class ClusterMonitor implements Closeable {
+  private static final Logger LOG = LoggerFactory.getLogger(ClusterMonitor.class);
+
+  private final Path ringFile;
+  private final byte[] secret;
+  private final Duration downAfter;
+  private final Duration interval;
+  /** Holds the lock on {@code <ring file>.lock}: one monitor per ring file. */
+  private final FileChannel lockChannel;
+  private final Map<Member, TyrClient> clients = new HashMap<>();
+  private final Map<Member, Long> lastSeen = new HashMap<>();
+  private final ScheduledExecutorService ticker;
+
+  public ClusterMonitor(Path ringFile, byte[] secret, Duration downAfter, Duration interval)
+      throws IOException {
+    this.ringFile = ringFile;
+    this.secret = secret;
+    this.downAfter = downAfter;
+    this.interval = interval;
+    lockChannel = lockChannel(ringFile); // its lock is held until close
+    ticker = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "tyr-monitor");
+      t.setDaemon(true);
+      return t;
+    });
+    ticker.scheduleWithFixedDelay(this::tickLogged, 0, interval.toMillis(),
+        TimeUnit.MILLISECONDS);
+  }
+
+  private void tickLogged() {
+    try {
+      tick();
+    } catch (Exception e) {
+      LOG.warn("monitor of {}: {}", ringFile, e.toString());
+    }
+  }
+
+  /** One round: probe every member, then make at most one change. */
+  synchronized void tick() throws IOException {
+    Ring ring = Membership.readRingFile(ringFile);
+    long now = System.nanoTime();
+    List<CompletableFuture<Void>> pings = new ArrayList<>();
+    Map<Member, CompletableFuture<Boolean>> caughtUp = new HashMap<>();
+    for (Member m : ring.members()) {
+      lastSeen.putIfAbsent(m, now);
+      TyrClient c = client(m);
+      pings.add(c.ping().thenRun(() -> seen(m)).exceptionally(e -> null));
+      if (ring.state(m) == Ring.State.RECOVERING) {
+        caughtUp.put(m, c.settled(ring.epoch()).thenApply(r -> true)
+            .exceptionally(e -> false));
+      }
+    }
+    CompletableFuture.allOf(pings.toArray(new CompletableFuture<?>[0])).join();
+    for (Member m : ring.members()) {
+      Ring.State s = ring.state(m);
+      boolean silent;
+      synchronized (lastSeen) {
+        silent = System.nanoTime() - lastSeen.get(m) > downAfter.toNanos();
+      }
+      boolean answered = !silent && lastSeenSince(m, now);
+      Ring.State next = s;
+      if (s != Ring.State.DOWN && silent) {
+        next = Ring.State.DOWN;
+      } else if (s == Ring.State.DOWN && answered) {
+        next = Ring.State.RECOVERING;
+      } else if (s == Ring.State.RECOVERING && caughtUp.get(m).getNow(false)) {
+        next = Ring.State.UP;
+      }
+      if (next != s) {
+        Ring moved = ring.withState(m, next, ring.epoch() + 1);
+        write(moved);
+        LOG.info("monitor: {} {} -> {} under ring epoch {}", m, s, next, moved.epoch());
+        return; // one change a round: each ring is read back before the next
+      }
+    }
+  }
+
+  private final Map<Member, Long> answeredAt = new HashMap<>();
+
+  private void seen(Member m) {
+    long t = System.nanoTime();
+    synchronized (lastSeen) {
+      lastSeen.put(m, t);
+      answeredAt.put(m, t);
+    }
+  }
+
+  private boolean lastSeenSince(Member m, long since) {
+    synchronized (lastSeen) {
+      return answeredAt.getOrDefault(m, Long.MIN_VALUE) - since >= 0;
+    }
+  }
+
+  private TyrClient client(Member m) {
+    return clients.computeIfAbsent(m, k -> new TyrClient(ClientConfig.of(k.host(), k.port())
+        .withSecret(secret).withTimeouts(interval, interval).withConnections(1)));
+  }
+
+  private static FileChannel lockChannel(Path ringFile) throws IOException {
+    FileChannel ch = FileChannel.open(ringFile.resolveSibling(ringFile.getFileName()
+        + ".lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+    try {
+      if (ch.tryLock() == null) {
+        throw new IOException("another monitor holds " + ringFile + ".lock: one writer only");
+      }
+    } catch (IOException | RuntimeException e) {
+      ch.close();
+      throw e;
+    }
+    return ch;
+  }
+
+  private void write(Ring ring) throws IOException {
+    write(ringFile, ring);
+  }
+
+  /** Written whole, then renamed over the file: a node never reads half a ring. */
+  private static void write(Path ringFile, Ring ring) throws IOException {
+    Path tmp = ringFile.resolveSibling(ringFile.getFileName() + ".tmp");
+    Files.writeString(tmp, Membership.ringFileText(ring));
+    Files.move(tmp, ringFile, StandardCopyOption.REPLACE_EXISTING,
+        StandardCopyOption.ATOMIC_MOVE);
+  }
+
+  @Override
+  public void close() throws IOException {
+    ticker.shutdownNow();
+    try {
+      ticker.awaitTermination(10, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    clients.values().forEach(TyrClient::close);
+    lockChannel.close(); // releases the lock
+  }
+
+  /**
+   * {@code ClusterMonitor --cluster-file F [--down-after 3s] [--interval 500ms]
+   * [--secret-file S]}: runs until killed. {@code ClusterMonitor --cluster-file F --mark
+   * host:port up|down|recovering}: one change by hand, under the next epoch.
+   */
+  public static void main(String[] args) throws Exception {
+    Map<String, String> o = new HashMap<>();
+    for (int i = 0; i + 1 < args.length; i += 2) {
+      o.put(args[i], args[i + 1]);
+    }
+    if (args.length % 2 != 0 && !(args.length > 0 && o.containsKey("--mark"))) {
+      throw new IllegalArgumentException("options come in pairs: " + List.of(args));
+    }
+    Path file = Path.of(required(o, "--cluster-file"));
+    if (o.containsKey("--mark")) {
+      Ring ring = Membership.readRingFile(file);
+      Member m = Member.parse(o.get("--mark"));
+      Ring.State s = Ring.State.valueOf(args[args.length - 1].toUpperCase(java.util.Locale.ROOT));
+      try (FileChannel held = lockChannel(file)) {
+        write(file, ring.withState(m, s, ring.epoch() + 1));
+      }
+      return;
+    }
+    byte[] secret = o.containsKey("--secret-file")
+        ? Files.readString(Path.of(o.get("--secret-file"))).strip().getBytes(
+            java.nio.charset.StandardCharsets.UTF_8) : null;
+    ClusterMonitor m = new ClusterMonitor(file, secret,
+        Duration.parse("PT" + o.getOrDefault("--down-after", "3s").toUpperCase()),
+        Duration.parse("PT" + o.getOrDefault("--interval", "0.5s").toUpperCase()));
+    System.out.println("TYR-MONITOR RUNNING " + file);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      try {
+        m.close();
+      } catch (IOException e) {
+        // exiting anyway
+      }
+    }));
+    Thread.currentThread().join();
+  }
+
+  private static String required(Map<String, String> o, String k) {
+    String v = o.get(k);
+    if (v == null) {
+      throw new IllegalArgumentException(k + " is required");
+    }
+    return v;
+  }
+}
