@@ -154,6 +154,9 @@ final class Replicator implements Closeable {
    */
   CompletableFuture<CommitResult> commit(TxRequest tx,
       java.util.function.Function<TxRequest, CompletableFuture<CommitResult>> local) {
+    if (membership.ring().replication() == 1) {
+      return local.apply(tx); // no backups, and no catch-up to wait for this commit
+    }
     // Counted until done, so that a recovering peer can wait until every commit that
     // might have skipped it (admitted under an older ring) is over (Membership.settled).
     Ring ring = membership.admit();
