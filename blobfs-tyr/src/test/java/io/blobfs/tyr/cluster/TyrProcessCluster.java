@@ -103,6 +103,11 @@ public final class TyrProcessCluster implements AutoCloseable {
     return nodes.get(i);
   }
 
+  /** Cuts node {@code i} (0-based) off the network, or joins it again (namespaces only). */
+  public void setLink(int i, boolean up) throws IOException, InterruptedException {
+    hosts.setLink(i + 1, up);
+  }
+
   /** Whether the nodes run on hosts of their own (namespaces) rather than loopback. */
   public boolean onOwnHosts() {
     return hosts.namespaces();
