@@ -113,6 +113,8 @@ class TyrClusterFailoverIT {
         store.put("k/" + i, utf8(want.get("k/" + i)), PutMode.OVERWRITE);
       }
       Ring up = awaitRing(c, TyrClusterFailoverIT::allUp, first + " UP again");
+      c.node(2).output().lines().filter(l -> l.contains("caught up"))
+          .forEach(l -> System.out.println("FAILOVER-IT " + l));
       for (int i = 50; i < 100; i++) {
         want.put("k/" + i, "after up " + i);
         store.put("k/" + i, utf8(want.get("k/" + i)), PutMode.OVERWRITE);
