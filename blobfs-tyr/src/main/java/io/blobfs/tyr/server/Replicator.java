@@ -349,7 +349,15 @@ final class Replicator implements Closeable {
     List<CompletableFuture<CommitResult>> applied = new ArrayList<>();
     synchronized (this) {
       Incoming in = incoming.get(rep.source());
-      if (in == null || in.incarnation != rep.incarnation()) {
+      if (in == null) {
+        // Nothing of this primary since we started: we restarted while its stream went
+        // on. Every batch it sent before was confirmed (a failed one renumbers the stream
+        // from 1), so we follow the stream from here rather than refuse it, which would
+        // fail a write for nothing.
+        in = new Incoming(rep.incarnation());
+        in.expected = rep.firstSeq();
+        incoming.put(rep.source(), in);
+      } else if (in.incarnation != rep.incarnation()) {
         in = new Incoming(rep.incarnation());
         incoming.put(rep.source(), in);
       }

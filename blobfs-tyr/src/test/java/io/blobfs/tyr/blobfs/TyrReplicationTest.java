@@ -201,6 +201,30 @@ class TyrReplicationTest {
   }
 
   /**
+   * A backup that restarts while no write needed it takes its primary's stream where it
+   * is: the next write succeeds at once (it was refused, "resumes at N, expected 1", and
+   * failed unacknowledged).
+   */
+  @Test
+  void aRestartedBackupFollowsTheStreamWhereItIs() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 2, 64, 2);
+        TyrClusterBlobStore store = c.store("b", "connect-timeout", "2s", "op-timeout", "4s")) {
+      String key = "b/1";
+      for (int i = 0; i < 5; i++) {
+        store.put(key, utf8("v" + i), PutMode.OVERWRITE);
+      }
+      int backup = c.members.indexOf(c.ring.owners(key).get(1));
+      c.stop(backup);
+      c.restart(backup);
+      long start = System.nanoTime();
+      store.put(key, utf8("after restart"), PutMode.OVERWRITE);
+      assertThat((System.nanoTime() - start) / 1_000_000).isLessThan(3_000);
+      assertArrayEquals("after restart".getBytes(),
+          bytesOn(c.servers.get(backup), key));
+    }
+  }
+
+  /**
    * Node-to-node streams prove the shared secret like clients: with a secret, replication
    * works, and a peer without it cannot even say hello.
    */
