@@ -113,6 +113,9 @@ class TyrClusterFailoverIT {
         store.put("k/" + i, utf8(want.get("k/" + i)), PutMode.OVERWRITE);
       }
       Ring up = awaitRing(c, TyrClusterFailoverIT::allUp, first + " UP again");
+      for (int i = 0; i < 50 && !c.node(2).output().contains("caught up"); i++) {
+        Thread.sleep(100); // logged just after the node answers that it has caught up
+      }
       c.node(2).output().lines().filter(l -> l.contains("caught up"))
           .forEach(l -> System.out.println("FAILOVER-IT " + l));
       for (int i = 50; i < 100; i++) {
