@@ -12,11 +12,9 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -51,6 +49,10 @@ public final class ClusterMonitor implements Closeable {
   /** Holds the lock on {@code <ring file>.lock}: one monitor per ring file. */
   private final FileChannel lockChannel;
   private final Map<Member, TyrClient> clients = new HashMap<>();
+  /**
+   * When each member last answered a ping (first: when first seen, its grace). Guarded by
+   * itself, as are the maps below.
+   */
   private final Map<Member, Long> lastSeen = new HashMap<>();
   private final ScheduledExecutorService ticker;
 
@@ -78,65 +80,83 @@ public final class ClusterMonitor implements Closeable {
     }
   }
 
-  /** One round: probe every member, then make at most one change. */
+  /** Members with a ping outstanding: a hung one gets no second. */
+  private final java.util.Set<Member> pinging = new java.util.HashSet<>();
+  /** When this monitor marked (or first saw) each member DOWN. */
+  private final Map<Member, Long> downSince = new HashMap<>();
+  /** The epoch each RECOVERING member said it caught up under. */
+  private final Map<Member, Long> caughtUp = new HashMap<>();
+  /** The epoch whose catch-up each member was asked about. */
+  private final Map<Member, Long> asked = new HashMap<>();
+
+  /**
+   * One round: probes go out without waiting (each bounded by {@code downAfter}, so a
+   * slow answer is still an answer), then at most one change is made from what has come
+   * back so far.
+   */
   synchronized void tick() throws IOException {
     Ring ring = Membership.readRingFile(ringFile);
     long now = System.nanoTime();
-    List<CompletableFuture<Void>> pings = new ArrayList<>();
-    Map<Member, CompletableFuture<Boolean>> caughtUp = new HashMap<>();
-    for (Member m : ring.members()) {
-      lastSeen.putIfAbsent(m, now);
-      TyrClient c = client(m);
-      pings.add(c.ping().thenRun(() -> seen(m)).exceptionally(e -> null));
-      if (ring.state(m) == Ring.State.RECOVERING) {
-        caughtUp.put(m, c.settled(ring.epoch()).thenApply(r -> true)
-            .exceptionally(e -> false));
-      }
-    }
-    CompletableFuture.allOf(pings.toArray(new CompletableFuture<?>[0])).join();
-    for (Member m : ring.members()) {
-      Ring.State s = ring.state(m);
-      boolean silent;
-      synchronized (lastSeen) {
-        silent = System.nanoTime() - lastSeen.get(m) > downAfter.toNanos();
-      }
-      boolean answered = !silent && lastSeenSince(m, now);
-      Ring.State next = s;
-      if (s != Ring.State.DOWN && silent) {
-        next = Ring.State.DOWN;
-      } else if (s == Ring.State.DOWN && answered) {
-        next = Ring.State.RECOVERING;
-      } else if (s == Ring.State.RECOVERING && caughtUp.get(m).getNow(false)) {
-        next = Ring.State.UP;
-      }
-      if (next != s) {
-        Ring moved = ring.withState(m, next, ring.epoch() + 1);
-        write(moved);
-        LOG.info("monitor: {} {} -> {} under ring epoch {}", m, s, next, moved.epoch());
-        return; // one change a round: each ring is read back before the next
-      }
-    }
-  }
-
-  private final Map<Member, Long> answeredAt = new HashMap<>();
-
-  private void seen(Member m) {
-    long t = System.nanoTime();
     synchronized (lastSeen) {
-      lastSeen.put(m, t);
-      answeredAt.put(m, t);
-    }
-  }
-
-  private boolean lastSeenSince(Member m, long since) {
-    synchronized (lastSeen) {
-      return answeredAt.getOrDefault(m, Long.MIN_VALUE) - since >= 0;
+      for (Member m : ring.members()) {
+        lastSeen.putIfAbsent(m, now);
+        if (ring.state(m) == Ring.State.DOWN) {
+          downSince.putIfAbsent(m, now);
+        }
+        if (pinging.add(m)) {
+          client(m).ping().whenComplete((x, e) -> {
+            synchronized (lastSeen) {
+              pinging.remove(m);
+              if (e == null) {
+                lastSeen.put(m, System.nanoTime());
+              }
+            }
+          });
+        }
+        long epoch = ring.epoch();
+        if (ring.state(m) == Ring.State.RECOVERING && !Long.valueOf(epoch).equals(asked.get(m))) {
+          asked.put(m, epoch);
+          client(m).settled(epoch).whenComplete((r, e) -> {
+            synchronized (lastSeen) {
+              if (e == null) {
+                caughtUp.merge(m, epoch, Math::max);
+              } else if (Long.valueOf(epoch).equals(asked.get(m))) {
+                asked.remove(m); // not answered in time: asked again next round
+              }
+            }
+          });
+        }
+      }
+      for (Member m : ring.members()) {
+        Ring.State s = ring.state(m);
+        boolean silent = now - lastSeen.get(m) > downAfter.toNanos();
+        Ring.State next = s;
+        if (s != Ring.State.DOWN && silent) {
+          next = Ring.State.DOWN;
+        } else if (s == Ring.State.DOWN && lastSeen.get(m) - downSince.get(m) > 0) {
+          next = Ring.State.RECOVERING;
+        } else if (s == Ring.State.RECOVERING && caughtUp.getOrDefault(m, 0L) >= ring.epoch()) {
+          next = Ring.State.UP;
+        }
+        if (next != s) {
+          Ring moved = ring.withState(m, next, ring.epoch() + 1);
+          write(moved);
+          if (next == Ring.State.DOWN) {
+            downSince.put(m, System.nanoTime());
+          } else {
+            downSince.remove(m);
+          }
+          LOG.info("monitor: {} {} -> {} under ring epoch {}", m, s, next, moved.epoch());
+          return; // one change a round: each ring is read back before the next
+        }
+      }
     }
   }
 
   private TyrClient client(Member m) {
+    // Bounded by down-after, not the interval: a node slow to answer under load is alive.
     return clients.computeIfAbsent(m, k -> new TyrClient(ClientConfig.of(k.host(), k.port())
-        .withSecret(secret).withTimeouts(interval, interval).withConnections(1)));
+        .withSecret(secret).withTimeouts(downAfter, downAfter).withConnections(1)));
   }
 
   private static FileChannel lockChannel(Path ringFile) throws IOException {
@@ -146,6 +166,10 @@ public final class ClusterMonitor implements Closeable {
       if (ch.tryLock() == null) {
         throw new IOException("another monitor holds " + ringFile + ".lock: one writer only");
       }
+    } catch (java.nio.channels.OverlappingFileLockException e) {
+      ch.close();
+      throw new IOException("another monitor in this JVM holds " + ringFile
+          + ".lock: one writer only", e);
     } catch (IOException | RuntimeException e) {
       ch.close();
       throw e;
