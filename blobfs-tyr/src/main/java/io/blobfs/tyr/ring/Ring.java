@@ -214,8 +214,12 @@ public final class Ring {
 
   /** The key's replicas, primary first: {@link #replication()} distinct members. */
   public List<Member> owners(String key) {
+    return ownersAt(firstTokenAtOrAfter(hash(key)));
+  }
+
+  /** The owners of the arc that ends at token index {@code i}. */
+  private List<Member> ownersAt(int i) {
     List<Member> out = new ArrayList<>(replication);
-    int i = firstTokenAtOrAfter(hash(key));
     boolean[] taken = new boolean[members.size()];
     for (int seen = 0; out.size() < replication && seen < tokens.length; seen++) {
       int m = owners[(i + seen) % tokens.length];
@@ -242,6 +246,37 @@ public final class Ring {
   /** Whether {@code m} holds a replica of {@code key}. */
   public boolean isReplica(Member m, String key) {
     return owners(key).contains(m);
+  }
+
+  /**
+   * Whether every arc of the circle has an UP owner: every key has a member that may
+   * serve it. When one has none, its keys can be neither read nor listed, and a member
+   * that copies it (catch-up) would have nothing current to copy from.
+   */
+  public boolean allRangesServed() {
+    return unservedRange(null) == null;
+  }
+
+  /** Whether every arc {@code m} holds a replica of has an UP owner. */
+  public boolean rangesServed(Member m) {
+    return unservedRange(m) == null;
+  }
+
+  /**
+   * A key-space point (the token ending an arc) whose owners include {@code m} (any
+   * member if null) and none of which is UP, or null if there is none.
+   */
+  public Long unservedRange(Member m) {
+    if (states.isEmpty()) {
+      return null;
+    }
+    for (int i = 0; i < tokens.length; i++) {
+      List<Member> own = ownersAt(i);
+      if ((m == null || own.contains(m)) && own.stream().noneMatch(o -> state(o) == State.UP)) {
+        return tokens[i];
+      }
+    }
+    return null;
   }
 
   /** Index of the first token at or clockwise after {@code h} (wrapping to 0). */

@@ -32,12 +32,16 @@ import org.slf4j.LoggerFactory;
  *   <li>RECOVERING and caught up (its {@code settled} answers under the current epoch): UP.
  * </ul>
  *
- * <p>Safety does not rest on the detector being right. A member wrongly marked DOWN (slow,
- * frozen, cut off) can acknowledge nothing: each of its writes needs a backup that is at
- * its epoch, and the key's new primary, which is one of those backups, has moved on
- * (see the README's failover section). A wrong verdict costs availability only. What it
- * does rest on is one writer: two monitors could write two rings under one epoch, so the
- * monitor holds a lock on {@code <ring file>.lock} and refuses to start without it.
+ * <p>A member wrongly marked DOWN (slow, frozen, cut off from the monitor only) while
+ * every range it owns has another UP owner can acknowledge nothing more: each of its
+ * writes needs a backup at its epoch, and the key's new primary, one of those backups,
+ * has moved on (see the README's failover section). That much holds whether the verdict
+ * is right or not. It does not hold for a DOWN mark that leaves a range with no UP owner:
+ * the last UP owner may hold acknowledged writes nobody else has, and nothing in the ring
+ * records that. So such a mark is refused ({@link #refusal}): the range stays
+ * unavailable while that owner is silent, and is not handed to a stale member. The
+ * detector also rests on one writer: two monitors could write two rings under one epoch,
+ * so the monitor holds a lock on {@code <ring file>.lock} and refuses to start without it.
  */
 public final class ClusterMonitor implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(ClusterMonitor.class);
@@ -88,6 +92,30 @@ public final class ClusterMonitor implements Closeable {
   private final Map<Member, Long> caughtUp = new HashMap<>();
   /** The epoch whose catch-up each member was asked about. */
   private final Map<Member, Long> asked = new HashMap<>();
+  /** Members whose DOWN mark is being refused (see {@link #refusal}). */
+  private final java.util.Set<Member> refused = new java.util.HashSet<>();
+
+  /**
+   * Why {@code moved} (which changes {@code m}) must not be written, or null. A DOWN mark
+   * that leaves some range with no UP owner is refused: its last UP owner may hold
+   * acknowledged writes nobody else has (it took them alone while the others were not
+   * UP), and a member that came back would catch up from nobody and then serve and
+   * overwrite the old data. Refusing keeps that range unavailable while its owner is
+   * unreachable, and safe; the ring records no more than states, so only an UP owner
+   * is known to be current.
+   */
+  static String refusal(Ring ring, Ring moved, Member m) {
+    if (moved.state(m) != Ring.State.DOWN || ring.state(m) != Ring.State.UP) {
+      return null; // only an UP member going DOWN removes an UP owner
+    }
+    Long point = moved.unservedRange(m);
+    if (point == null) {
+      return null;
+    }
+    return "refusing to mark " + m + " DOWN under ring epoch " + moved.epoch()
+        + ": the range ending at " + point + " would have no UP owner (" + moved.states()
+        + "); it may hold the only copy of acknowledged writes";
+  }
 
   /**
    * One round: probes go out without waiting (each bounded by {@code downAfter}, so a
@@ -130,6 +158,9 @@ public final class ClusterMonitor implements Closeable {
       for (Member m : ring.members()) {
         Ring.State s = ring.state(m);
         boolean silent = now - lastSeen.get(m) > downAfter.toNanos();
+        if (!silent) {
+          refused.remove(m);
+        }
         Ring.State next = s;
         if (s != Ring.State.DOWN && silent) {
           next = Ring.State.DOWN;
@@ -140,6 +171,14 @@ public final class ClusterMonitor implements Closeable {
         }
         if (next != s) {
           Ring moved = ring.withState(m, next, ring.epoch() + 1);
+          String refusal = refusal(ring, moved, m);
+          if (refusal != null) {
+            if (refused.add(m)) { // logged once per silence, not every round
+              LOG.warn("monitor: {}", refusal);
+            }
+            continue;
+          }
+          refused.remove(m);
           write(moved);
           if (next == Ring.State.DOWN) {
             downSince.put(m, System.nanoTime());
@@ -220,7 +259,13 @@ public final class ClusterMonitor implements Closeable {
       Member m = Member.parse(o.get("--mark"));
       Ring.State s = Ring.State.valueOf(args[args.length - 1].toUpperCase(java.util.Locale.ROOT));
       try (FileChannel held = lockChannel(file)) {
-        write(file, ring.withState(m, s, ring.epoch() + 1));
+        Ring moved = ring.withState(m, s, ring.epoch() + 1);
+        String refusal = refusal(ring, moved, m);
+        if (refusal != null) {
+          System.err.println("tyr-monitor: " + refusal);
+          System.exit(2);
+        }
+        write(file, moved);
       }
       return;
     }

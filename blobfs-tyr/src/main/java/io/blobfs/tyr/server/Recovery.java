@@ -53,8 +53,11 @@ import org.slf4j.LoggerFactory;
  * </ol>
  *
  * <p>When done, it logs and writes {@code <data-dir>/caught-up}, holding the epoch: the
- * operator (or coordinator) then marks the node UP under a new epoch. Keys none of whose
- * owners is UP are left as they are: there is nothing to copy them from.
+ * operator (or coordinator) then marks the node UP under a new epoch. While any range of
+ * this node has no UP owner it does not catch up (it retries every second): the member
+ * that took that range's last acknowledged writes is not UP, and a copy from any other
+ * would be stale. Only UP members are copy sources; a member becomes UP only through a
+ * finished catch-up (or by an operator's hand), so an UP member is taken to be current.
  *
  * <p>Cost: one scan of every UP member's keys, and a read over the network of every blob
  * this node holds a replica of (about R/N of the data), whatever it missed; only the blobs
@@ -71,6 +74,8 @@ final class Recovery implements Closeable {
   private final int maxFrameBytes;
   private final Path marker;
   private final ScheduledExecutorService runner;
+  /** The epoch whose wait for an UP owner was last logged (runs on the runner only). */
+  private long waitingLogged;
 
   /** Thrown when the ring moved on during a run: the run for the new ring takes over. */
   private static final class Superseded extends Exception {
@@ -128,10 +133,23 @@ final class Recovery implements Closeable {
     } catch (Superseded e) {
       LOG.info("node {}: catch-up under epoch {} left for a newer ring", membership.self(),
           epoch);
+    } catch (NoSource e) {
+      if (waitingLogged != epoch) {
+        waitingLogged = epoch;
+        LOG.warn("node {}: not caught up: {}", membership.self(), e.getMessage());
+      }
+      runner.schedule(() -> run(epoch), 1, TimeUnit.SECONDS);
     } catch (Exception e) {
       LOG.warn("node {}: catch-up under epoch {} failed, again in 1 s: {}",
           membership.self(), epoch, e.toString());
       runner.schedule(() -> run(epoch), 1, TimeUnit.SECONDS);
+    }
+  }
+
+  /** No UP owner to copy some range from: the run waits (see {@link #catchUp}). */
+  private static final class NoSource extends IOException {
+    NoSource(String message) {
+      super(message);
     }
   }
 
@@ -144,6 +162,14 @@ final class Recovery implements Closeable {
 
   private Stats catchUp(Ring ring) throws Exception {
     Member self = membership.self();
+    Long unserved = ring.unservedRange(self);
+    if (unserved != null) {
+      // No UP owner to copy that range from: the one that holds its acknowledged writes
+      // is not UP, and nothing says which member that is. Catching up from the others
+      // would serve (and later copy back over) stale data, so wait for a ring that has one.
+      throw new NoSource("the range ending at " + unserved + " has no UP owner under ring epoch "
+          + ring.epoch() + " (" + ring.states() + "): waiting for one before catching up");
+    }
     Map<Member, TyrClient> peers = new HashMap<>();
     try {
       for (Member m : ring.upMembers()) {
@@ -205,15 +231,14 @@ final class Recovery implements Closeable {
     }
   }
 
-  /** This node's keys of ranges whose primary is UP, with their local versions. */
+  /** This node's keys, with their local versions (every range has an UP primary here). */
   private Map<String, Long> localKeys(Ring ring) throws IOException {
     Map<String, Long> out = new HashMap<>();
     String cursor = null;
     do {
       ScanResult page = engine.scan("", cursor, PAGE);
       for (String key : page.keys()) {
-        if (ring.isReplica(membership.self(), key)
-            && ring.state(ring.primary(key)) == Ring.State.UP) {
+        if (ring.isReplica(membership.self(), key)) {
           out.put(key, engine.stat(key).version());
         }
       }

@@ -77,6 +77,37 @@ class ClusterMonitorTest {
     }
   }
 
+  /**
+   * Two silent members of a two-member R = 2 ring: the first goes DOWN, the second is not
+   * marked (it would leave every range with no UP owner, and it may hold acknowledged
+   * writes the first lacks); nor by hand with {@code --mark}.
+   */
+  @Test
+  void refusesADownMarkThatLeavesARangeWithNoUpOwner() throws Exception {
+    Member a = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(a, b), 16, 2);
+    Path file = dir.resolve("ring.properties");
+    Files.writeString(file, Membership.ringFileText(ring));
+    Ring down;
+    try (ClusterMonitor monitor = new ClusterMonitor(file, null, Duration.ofMillis(500),
+        Duration.ofMillis(100))) {
+      down = awaitRing(file, r -> !r.states().isEmpty());
+      Thread.sleep(1500); // both stay silent
+      assertEquals(down, Membership.readRingFile(file));
+    }
+    assertEquals(2, down.epoch());
+    assertEquals(1, down.states().size(), down.toString());
+    Member other = down.state(a) == Ring.State.DOWN ? b : a;
+    assertEquals(Ring.State.UP, down.state(other));
+    assertThat(ClusterMonitor.refusal(down, down.withState(other, Ring.State.DOWN, 3), other))
+        .contains("refusing to mark " + other + " DOWN");
+    // A member that is RECOVERING has no acknowledged writes of its own: it may go DOWN.
+    Ring recovering = down.withState(b, Ring.State.RECOVERING, 3).withState(a, Ring.State.UP, 3);
+    assertThat(ClusterMonitor.refusal(recovering,
+        recovering.withState(b, Ring.State.DOWN, 4), b)).isNull();
+  }
+
   private TyrServer start(Member m, Ring ring, String name) throws IOException {
     EngineConfig engine = EngineConfig.defaults(dir.resolve(name))
         .withSyncPolicy(SyncPolicy.NONE);
