@@ -580,7 +580,8 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
     long failoverBy = 0;
     for (int attempt = 1; ; attempt++) {
       Ring r = ring;
-      // The UP members: with at most R - 1 not UP, every key has one that lists it.
+      // The UP members: every key has one that lists it only if every arc of the ring has
+      // an UP owner, checked below once the members have confirmed this ring.
       List<Member> listing = r.upMembers();
       List<CompletableFuture<ScanResult>> parts = new ArrayList<>();
       for (Member m : listing) {
@@ -619,6 +620,14 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         throw failed;
       }
       if (refused == null) {
+        Long unserved = r.unservedRange(null);
+        if (unserved != null) {
+          // No UP member lists that arc's keys: a page without them would be silently
+          // partial, and a rename, delete or empty-directory check would act on part.
+          throw new StoreUnavailableException("Týr cluster " + name + ": the range ending at "
+              + unserved + " has no UP owner under ring epoch " + r.epoch() + " (" + r.states()
+              + "), so '" + prefix + "*' cannot be listed whole", null);
+        }
         List<String> keys = new ArrayList<>(page);
         for (String k : merged) {
           if (keys.size() == page) {

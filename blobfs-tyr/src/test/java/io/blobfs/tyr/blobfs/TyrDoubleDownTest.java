@@ -1,10 +1,13 @@
 package io.blobfs.tyr.blobfs;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.blobfs.store.Futures;
 import io.blobfs.store.PutMode;
+import io.blobfs.store.StoreUnavailableException;
 import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.ring.Ring;
 import java.nio.ByteBuffer;
@@ -63,6 +66,28 @@ class TyrDoubleDownTest {
       c.stop(0); // B alone must have it too
       c.installOnRunning(e7.withState(a, Ring.State.DOWN, 8));
       assertEquals("v2", read(store, key), key + " on B");
+    }
+  }
+
+  /**
+   * 60 keys, two of three members DOWN (R = 2): some arcs have no UP owner, so a scan
+   * fails typed instead of returning the UP member's keys only (it returned 40 of 60).
+   */
+  @Test
+  void aListingWithARangeNobodyServesFailsTyped() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2);
+        TyrClusterBlobStore store = c.store("g", "connect-timeout", "1s", "op-timeout", "5s")) {
+      for (int i = 0; i < 60; i++) {
+        store.put("d/" + i, ByteBuffer.wrap(new byte[1]), PutMode.OVERWRITE);
+      }
+      c.stop(0);
+      c.stop(2);
+      Ring e3 = c.ring.withState(c.members.get(0), Ring.State.DOWN, 2)
+          .withState(c.members.get(2), Ring.State.DOWN, 3);
+      c.installOnRunning(e3);
+      StoreUnavailableException e = assertThrows(StoreUnavailableException.class,
+          () -> store.scan("d/", null, 1000));
+      assertThat(e.getMessage()).contains("no UP owner").contains("'d/*' cannot be listed");
     }
   }
 
