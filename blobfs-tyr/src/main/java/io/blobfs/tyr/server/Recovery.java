@@ -23,6 +23,7 @@ import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Executors;
@@ -67,6 +68,8 @@ final class Recovery implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(Recovery.class);
   private static final int PAGE = 1000;
   private static final int PIECE = 4 << 20;
+  /** Seconds a run waits, retrying only them, for keys held by prepared parts. */
+  private static final int HELD_ROUNDS = 30;
 
   private final Membership membership;
   private final TyrEngine engine;
@@ -146,6 +149,13 @@ final class Recovery implements Closeable {
     }
   }
 
+  /** A key reserved here by a prepared cross-node part: parked (see {@link #retryHeld}). */
+  private static final class Held extends IOException {
+    Held(String key, TyrException cause) {
+      super("'" + key + "' is held by a prepared transaction", cause);
+    }
+  }
+
   /** No UP owner to copy some range from: the run waits (see {@link #catchUp}). */
   private static final class NoSource extends IOException {
     NoSource(String message) {
@@ -182,6 +192,7 @@ final class Recovery implements Closeable {
       }
       Map<String, Long> local = localKeys(ring);
       Stats stats = new Stats();
+      Map<String, TyrClient> heldCopies = new LinkedHashMap<>();
       for (Map.Entry<Member, TyrClient> p : peers.entrySet()) {
         String cursor = null;
         do {
@@ -190,22 +201,76 @@ final class Recovery implements Closeable {
           for (String key : page.keys()) {
             if (ring.isReplica(self, key) && ring.primary(key).equals(p.getKey())) {
               local.remove(key);
-              copy(ring, key, p.getValue(), stats);
+              try {
+                copy(ring, key, p.getValue(), stats);
+              } catch (Held h) {
+                heldCopies.put(key, p.getValue()); // the others go on; it is tried again
+              }
             }
           }
           cursor = page.nextCursor();
         } while (cursor != null);
       }
+      Map<String, Long> heldDeletes = new LinkedHashMap<>();
       for (Map.Entry<String, Long> gone : local.entrySet()) {
         // Not on its primary when listed, after our version was taken: deleted meanwhile.
-        if (commitChecked(gone.getKey(), gone.getValue(),
-            List.of(new TxOp.Delete(gone.getKey(), false))) >= 0) {
-          stats.deleted++;
+        try {
+          deleteChecked(gone.getKey(), gone.getValue(), stats);
+        } catch (Held h) {
+          heldDeletes.put(gone.getKey(), gone.getValue());
         }
       }
+      retryHeld(ring, heldCopies, heldDeletes, stats);
       return stats;
     } finally {
       peers.values().forEach(TyrClient::close);
+    }
+  }
+
+  private void deleteChecked(String key, long version, Stats stats) throws IOException {
+    if (commitChecked(key, version, List.of(new TxOp.Delete(key, false))) >= 0) {
+      stats.deleted++;
+    }
+  }
+
+  /**
+   * Tries again, once a second for up to {@link #HELD_ROUNDS} rounds, only the keys a
+   * prepared cross-node part held here (its decision releases them), instead of starting
+   * the whole catch-up (a scan of every member) over for each. Still held after that: the
+   * run fails, and the next one starts over.
+   */
+  private void retryHeld(Ring ring, Map<String, TyrClient> copies, Map<String, Long> deletes,
+      Stats stats) throws Exception {
+    for (int round = 1; !(copies.isEmpty() && deletes.isEmpty()); round++) {
+      if (round > HELD_ROUNDS) {
+        throw new IOException("keys held by prepared transactions for " + HELD_ROUNDS
+            + " s, not caught up: " + copies.keySet() + " " + deletes.keySet());
+      }
+      if (round == 1) {
+        LOG.info("node {}: catch-up under epoch {} waits for keys held by prepared "
+            + "transactions: {} {}", membership.self(), ring.epoch(), copies.keySet(),
+            deletes.keySet());
+      }
+      Thread.sleep(1000);
+      for (var it = copies.entrySet().iterator(); it.hasNext(); ) {
+        var e = it.next();
+        try {
+          copy(ring, e.getKey(), e.getValue(), stats);
+          it.remove();
+        } catch (Held h) {
+          // still held
+        }
+      }
+      for (var it = deletes.entrySet().iterator(); it.hasNext(); ) {
+        var e = it.next();
+        current(ring);
+        try {
+          deleteChecked(e.getKey(), e.getValue(), stats);
+          it.remove();
+        } catch (Held h) {
+          // still held
+        }
+      }
     }
   }
 
@@ -357,6 +422,9 @@ final class Recovery implements Closeable {
       return TyrClient.await(engine.commit(new TxRequest(
           List.of(new ReadCheck(key, version)), ops))).version();
     } catch (TyrException e) {
+      if (e.code() == ErrorCode.CONFLICT && TyrException.heldByPrepared(e)) {
+        throw new Held(key, e); // not a race with a replicated write: copying again won't do
+      }
       if (e.code() == ErrorCode.CONFLICT) {
         return -1;
       }
