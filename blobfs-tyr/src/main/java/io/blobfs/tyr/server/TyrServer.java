@@ -153,6 +153,11 @@ public final class TyrServer implements Closeable {
   }
 
   /** Its place in the cluster; null for a lone node. */
+  /** Cross-node transactions' parts here, or null (tests: a decision without a network). */
+  Transactions transactions() {
+    return transactions;
+  }
+
   /** The replication of this node's commits (tests: a commit past the request's check). */
   Replicator replicator() {
     return replicator;

@@ -4,11 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.blobfs.tyr.api.CommitResult;
 import io.blobfs.tyr.api.TxOp;
 import io.blobfs.tyr.api.TxRequest;
 import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.engine.EngineConfig;
 import io.blobfs.tyr.engine.SyncPolicy;
+import io.blobfs.tyr.protocol.Request;
+import io.blobfs.tyr.protocol.TxDecision;
 import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.ring.Ring;
 import io.blobfs.tyr.ring.WrongEpochException;
@@ -63,6 +66,31 @@ class ReplicatorAdmitTest {
       assertThatThrownBy(() -> TyrClient.await(node.replicator().commit(put(key))))
           .isInstanceOf(WrongEpochException.class).hasMessageContaining("not the primary");
       assertEquals(0, node.engine().stat(key).version(), "applied by a backup");
+    }
+  }
+
+  /**
+   * A prepared cross-node part whose node is RECOVERING when the commit decision comes
+   * (review should-fix 4c): the decision stands, but the part is not applied to the engine
+   * of a node that is no longer its keys' UP primary; it stays prepared, to be resolved
+   * again.
+   */
+  @Test
+  void aCommitDecisionOnANodeThatIsNotUpAppliesNothing() throws Exception {
+    Member p = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(p, b), 16, 2);
+    String key = keyWithPrimary(ring, p);
+    try (TyrServer node = start(p, ring, "p")) {
+      Transactions t = node.transactions();
+      String id = "5e4d3c2b-1a09-4f8e-9d7c-6b5a4f3e2d1c";
+      t.prepare(new Request.Prepare(id, p.id(), List.of(p.id()), put(key))).join();
+      node.membership().install(ring.withState(p, Ring.State.RECOVERING, 2));
+      Object answer = t.decide(new Request.Decide(id, TxDecision.DECIDE_COMMIT)).handle(
+          (r, e) -> e != null ? e : ((CommitResult) r).version()).join();
+      assertThat(answer).isNotEqualTo((long) TxDecision.COMMITTED);
+      assertEquals(0, node.engine().stat(key).version(), "applied on a RECOVERING node");
+      assertThat(t.prepared()).containsExactly(id);
     }
   }
 
