@@ -5,7 +5,8 @@
 #       [--secret-file S]
 #   scripts/tyr-monitor.sh --cluster-file ring.properties --mark host:port down|recovering|up
 # The first prints "TYR-MONITOR RUNNING <file>" and runs until killed; the second makes one
-# change by hand under the next epoch (refused while a monitor holds the file's lock).
+# change by hand under the next epoch (refused while a monitor holds the file's lock, and,
+# exit status 2, a DOWN mark that would leave some range with no UP owner).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-tools.sh >&2
