@@ -45,4 +45,22 @@ public class TyrException extends IOException {
     }
     return false;
   }
+
+  /** What an UNAVAILABLE says when the call never reached the server (no connection). */
+  public static final String NOT_CONNECTED = "(nothing was sent)";
+
+  /**
+   * Whether {@code e}, or one of its causes, failed before any byte of the call left this
+   * client (the connection or its handshake failed): nothing was done, so the call may be
+   * made elsewhere whatever it was.
+   */
+  public static boolean neverSent(Throwable e) {
+    for (Throwable c = e; c != null; c = c.getCause()) {
+      if (c instanceof TyrException t && t.code == ErrorCode.UNAVAILABLE
+          && t.getMessage() != null && t.getMessage().contains(NOT_CONNECTED)) {
+        return true;
+      }
+    }
+    return false;
+  }
 }

@@ -169,10 +169,73 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
     return Math.min(200, 5L << Math.min(tries, 6));
   }
 
+  // ------------------------------------------------------------------ failover
+
+  /**
+   * After {@code unreachable} failed a call made under {@code seen}: asks the other members
+   * for their rings (every 250 ms) until one is newer than {@code seen}, which moves the
+   * call elsewhere if the node was marked down, or until {@code deadline}. True if our
+   * ring changed meanwhile. A frozen member's asks time out in the background.
+   */
+  private CompletableFuture<Boolean> failover(Ring seen, Member unreachable, long deadline) {
+    if (ring != seen) {
+      return CompletableFuture.completedFuture(true);
+    }
+    List<CompletableFuture<Void>> asks = new ArrayList<>();
+    for (Member m : seen.members()) {
+      if (!m.equals(unreachable)) {
+        asks.add(node(m).client().ring().thenAccept(r -> adopt(r, seen)));
+      }
+    }
+    return CompletableFuture.allOf(asks.toArray(new CompletableFuture<?>[0]))
+        .exceptionally(e -> null)
+        .completeOnTimeout(null, 250, TimeUnit.MILLISECONDS)
+        .thenCompose(x -> {
+          if (ring != seen) {
+            return CompletableFuture.completedFuture(true);
+          }
+          long left = deadline - System.nanoTime();
+          if (left <= 0) {
+            return CompletableFuture.completedFuture(false);
+          }
+          return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(
+                  Math.min(250, TimeUnit.NANOSECONDS.toMillis(left)), TimeUnit.MILLISECONDS))
+              .thenCompose(y -> failover(seen, unreachable, deadline));
+        });
+  }
+
+  /** When a call that met an unreachable node stops waiting for a newer ring. */
+  private long failoverDeadline() {
+    return System.nanoTime() + template.requestTimeout().toNanos();
+  }
+
+  /**
+   * Whether a call that failed with {@code e} on an unreachable node may be made again on
+   * another: if it never left this client, or if making it twice does no harm
+   * ({@code idempotent}: reads, puts that overwrite, writes at an offset, truncates). A
+   * conditional or exclusive call that may have been applied is not made again, since its
+   * second answer could be wrong (a create finding its own blob). With R = 1 there is no
+   * other node to go to: the loss is reported at once, as before failover existed.
+   */
+  private static boolean mayRetryElsewhere(Ring r, Throwable e, boolean idempotent) {
+    return r.replication() > 1 && e instanceof StoreUnavailableException
+        && (idempotent || TyrException.neverSent(e));
+  }
+
   /** Runs {@code call} on the key's primary, again under a newer ring when refused. */
   private <T> T onOwner(String key, Call<T> call) throws IOException {
+    return onOwner(key, false, call);
+  }
+
+  /**
+   * As {@link #onOwner(String, Call)}; when the primary cannot be reached, the call goes
+   * to the new primary once a member has a ring that marks it down (see {@link #failover}),
+   * if it {@link #mayRetryElsewhere}.
+   */
+  private <T> T onOwner(String key, boolean idempotent, Call<T> call) throws IOException {
     long start = System.nanoTime();
     int held = 0;
+    long failoverBy = 0;
     for (int attempt = 1; ; attempt++) {
       Ring r = ring;
       Member owner = r.primary(key);
@@ -186,6 +249,12 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         }
         WrongEpochException w = wrongEpoch(e);
         if (w == null) {
+          if (mayRetryElsewhere(r, e, idempotent) && attempt < ATTEMPTS) {
+            failoverBy = failoverBy == 0 ? failoverDeadline() : failoverBy;
+            if (TyrClient.await(failover(r, owner, failoverBy))) {
+              continue;
+            }
+          }
           throw lost(r, owner, key, e);
         }
         if (attempt >= ATTEMPTS) {
@@ -201,8 +270,8 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   /** {@link #onOwner} for the asynchronous calls. */
   private <T> CompletableFuture<T> onOwnerAsync(String key,
       Function<TyrBlobStore, CompletableFuture<T>> call, int attempt) {
-    return whileHeld(() -> onReplicas(key, call, false, attempt, null, 0), System.nanoTime(),
-        0);
+    return whileHeld(() -> onReplicas(key, call, false, attempt, null, 0, 0),
+        System.nanoTime(), 0);
   }
 
   /** {@code call} again after a pause while its key is held by a prepared transaction. */
@@ -221,14 +290,16 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   /**
    * {@code call} on the key's primary or, with {@code anyReplica}, on its replicas in
    * turn (this host's first, if it holds one), the next one when a replica cannot be
-   * reached; again under a newer ring when refused.
+   * reached; again under a newer ring when refused, or when none can be reached and a
+   * member has a ring that marks them down. Only for calls that may be made twice (reads,
+   * writes at an offset).
    */
   private <T> CompletableFuture<T> onReplicas(String key,
       Function<TyrBlobStore, CompletableFuture<T>> call, boolean anyReplica, int attempt,
-      List<Member> order, int tried) {
+      List<Member> order, int tried, long failoverBy) {
     Ring r = ring;
     List<Member> candidates = order != null ? order
-        : anyReplica ? readOrder(r.owners(key)) : List.of(r.primary(key));
+        : anyReplica ? readOrder(readersOf(r, key)) : List.of(r.primary(key));
     Member target = candidates.get(tried);
     CompletableFuture<T> f;
     try {
@@ -242,10 +313,17 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
       if (w == null) {
         if (e instanceof StoreUnavailableException && tried + 1 < candidates.size()
             && ring == r) {
-          return onReplicas(key, call, anyReplica, attempt, candidates, tried + 1); // next
+          return onReplicas(key, call, anyReplica, attempt, candidates, tried + 1,
+              failoverBy); // next
         }
-        return CompletableFuture.failedFuture(e instanceof IOException io
-            ? lost(r, target, key, io) : e);
+        CompletableFuture<T> lostHere = CompletableFuture.failedFuture(
+            e instanceof IOException io ? lost(r, target, key, io) : e);
+        if (!mayRetryElsewhere(r, e, true) || attempt >= ATTEMPTS) {
+          return lostHere;
+        }
+        long by = failoverBy == 0 ? failoverDeadline() : failoverBy;
+        return failover(r, target, by).thenCompose(moved -> moved
+            ? onReplicas(key, call, anyReplica, attempt + 1, null, 0, by) : lostHere);
       }
       if (attempt >= ATTEMPTS) {
         return CompletableFuture.failedFuture(refusedTooOften(key, w));
@@ -253,8 +331,15 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
       long delay = adopt(w.ring(), r) ? 0 : pauseMillis(attempt);
       return CompletableFuture.supplyAsync(() -> null,
               CompletableFuture.delayedExecutor(delay, TimeUnit.MILLISECONDS))
-          .thenCompose(x -> onReplicas(key, call, anyReplica, attempt + 1, null, 0));
+          .thenCompose(x -> onReplicas(key, call, anyReplica, attempt + 1, null, 0,
+              failoverBy));
     });
+  }
+
+  /** The replicas that may serve {@code key}'s reads: its UP owners (if none, all). */
+  private static List<Member> readersOf(Ring r, String key) {
+    List<Member> up = r.readSet(key);
+    return up.isEmpty() ? r.owners(key) : up;
   }
 
   /**
@@ -357,12 +442,12 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
 
   @Override
   public BlobInfo stat(String key) throws IOException {
-    return onOwner(key, n -> n.stat(key));
+    return onOwner(key, true, n -> n.stat(key));
   }
 
   @Override
   public VersionedBytes readWithVersion(String key, int maxBytes) throws IOException {
-    return onOwner(key, n -> n.readWithVersion(key, maxBytes));
+    return onOwner(key, true, n -> n.readWithVersion(key, maxBytes));
   }
 
   /**
@@ -372,7 +457,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
    */
   @Override
   public CompletableFuture<Integer> read(String key, long offset, ByteBuffer dst) {
-    return onReplicas(key, n -> n.read(key, offset, dst), true, 1, null, 0);
+    return onReplicas(key, n -> n.read(key, offset, dst), true, 1, null, 0, 0);
   }
 
   @Override
@@ -382,7 +467,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
 
   @Override
   public void put(String key, ByteBuffer content, PutMode mode) throws IOException {
-    onOwner(key, n -> {
+    onOwner(key, mode == PutMode.OVERWRITE, n -> {
       n.put(key, content, mode);
       return null;
     });
@@ -398,7 +483,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
 
   @Override
   public void truncate(String key, long size) throws IOException {
-    onOwner(key, n -> {
+    onOwner(key, true, n -> {
       n.truncate(key, size);
       return null;
     });
@@ -435,6 +520,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
     if (mutations.isEmpty()) {
       return;
     }
+    long failoverBy = 0;
     for (int attempt = 1; ; attempt++) {
       Ring r = ring;
       Map<Member, List<BlobMutation>> byNode = new java.util.LinkedHashMap<>();
@@ -456,6 +542,16 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         return;
       } catch (IOException e) {
         WrongEpochException w = wrongEpoch(e);
+        if (w == null && byNode.size() == 1 && r.replication() > 1
+            && TyrException.neverSent(e) && attempt < ATTEMPTS) {
+          // Its one node cannot be reached and nothing was sent: to the new primary, if
+          // the node is marked down meanwhile. (A cross-node one is not made again: some
+          // of its parts may have been prepared or decided.)
+          failoverBy = failoverBy == 0 ? failoverDeadline() : failoverBy;
+          if (TyrClient.await(failover(r, byNode.keySet().iterator().next(), failoverBy))) {
+            continue;
+          }
+        }
         if (w == null) {
           throw e instanceof TyrException t ? TyrBlobStore.conflictOrIo(t, first) : e;
         }
@@ -481,16 +577,21 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   @Override
   public ScanPage scan(String prefix, String cursor, int limit) throws IOException {
     int page = Math.min(limit, 10_000);
+    long failoverBy = 0;
     for (int attempt = 1; ; attempt++) {
       Ring r = ring;
+      // The UP members: every key has one that lists it only if every arc of the ring has
+      // an UP owner, checked below once the members have confirmed this ring.
+      List<Member> listing = r.upMembers();
       List<CompletableFuture<ScanResult>> parts = new ArrayList<>();
-      for (Member m : r.members()) {
+      for (Member m : listing) {
         parts.add(node(m).client().scan(prefix, cursor, page));
       }
       TreeSet<String> merged = new TreeSet<>();
       boolean more = false;
       WrongEpochException refused = null;
       IOException failed = null;
+      Member unreachable = null;
       for (int i = 0; i < parts.size(); i++) {
         try {
           ScanResult s = TyrClient.await(parts.get(i));
@@ -500,15 +601,33 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
           refused = w;
         } catch (TyrException e) {
           IOException io = TyrBlobStore.toIo(e, prefix);
+          if (io instanceof StoreUnavailableException) {
+            unreachable = listing.get(i);
+          }
           failed = io instanceof StoreUnavailableException ? new StoreUnavailableException(
-              "Týr cluster " + name + ": node " + r.members().get(i) + " is unreachable, so '"
+              "Týr cluster " + name + ": node " + listing.get(i) + " is unreachable, so '"
                   + prefix + "*' cannot be listed whole: " + e.getMessage(), e) : io;
+        }
+      }
+      if (failed != null && unreachable != null && r.replication() > 1
+          && attempt < ATTEMPTS) {
+        failoverBy = failoverBy == 0 ? failoverDeadline() : failoverBy;
+        if (TyrClient.await(failover(r, unreachable, failoverBy))) {
+          continue; // a scan only reads: made again under the ring that marks it down
         }
       }
       if (failed != null) {
         throw failed;
       }
       if (refused == null) {
+        Long unserved = r.unservedRange(null);
+        if (unserved != null) {
+          // No UP member lists that arc's keys: a page without them would be silently
+          // partial, and a rename, delete or empty-directory check would act on part.
+          throw new StoreUnavailableException("Týr cluster " + name + ": the range ending at "
+              + unserved + " has no UP owner under ring epoch " + r.epoch() + " (" + r.states()
+              + "), so '" + prefix + "*' cannot be listed whole", null);
+        }
         List<String> keys = new ArrayList<>(page);
         for (String k : merged) {
           if (keys.size() == page) {
@@ -530,10 +649,10 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
 
   // ------------------------------------------------------------------ placement
 
-  /** The hosts of the key's replicas, primary first, as the members are named. */
+  /** The hosts of the key's UP replicas, primary first, as the members are named. */
   @Override
   public List<String> hostsOf(String key) {
-    List<Member> owners = ring.owners(key);
+    List<Member> owners = readersOf(ring, key);
     if (owners.size() == 1) {
       return hostsOf(owners.get(0));
     }

@@ -196,6 +196,16 @@ public final class TyrClient implements Closeable {
         f -> Messages.decodeScan(f.payload()));
   }
 
+  /**
+   * Node to node: completes with the node's ring once it is at {@code epoch} (or later)
+   * and runs no commit admitted under an older ring ({@code WRONG_EPOCH} while it is
+   * behind). What a recovering node waits for before it copies from a peer.
+   */
+  public CompletableFuture<io.blobfs.tyr.ring.Ring> settled(long epoch) {
+    return call(new Request.Routed(epoch, new Request.Ping()),
+        f -> Messages.decodeRing(f.payload()));
+  }
+
   public CompletableFuture<Void> ping() {
     return call(new Request.Ping(), f -> null);
   }
@@ -403,7 +413,8 @@ public final class TyrClient implements Closeable {
     cf.addListener(f -> {
       if (!f.isSuccess()) {
         conn.ready.completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
-            "cannot connect to Týr server " + config.address() + ": " + f.cause(),
+            "cannot connect to Týr server " + config.address() + " "
+                + TyrException.NOT_CONNECTED + ": " + f.cause(),
             f.cause()));
       }
     });
@@ -411,7 +422,7 @@ public final class TyrClient implements Closeable {
     group.schedule(() -> {
       if (conn.ready.completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
           "Týr server " + config.address() + " did not complete the handshake within "
-              + timeoutMs + " ms"))) {
+              + timeoutMs + " ms " + TyrException.NOT_CONNECTED))) {
         conn.close();
         cf.channel().close();
       }

@@ -457,12 +457,23 @@ public final class Messages {
     return new LocalGrant(id, new BlobStat(key, true, size, version, 0), pieces);
   }
 
-  /** A ring: epoch u64, vnodes u16, replication u8, members u16, each host and port u16. */
+  /**
+   * A ring: epoch u64, vnodes u16, replication u8, members u16, each host and port u16;
+   * then, only if some member is not UP, a count u16 of such members, each its index u16
+   * and state u8 (a ring is always last in its frame, so a ring with every member UP
+   * encodes as before failover existed).
+   */
   public static ByteBuf encodeRing(Ring ring, ByteBuf b) {
     b.writeLong(ring.epoch()).writeShort(ring.vnodes()).writeByte(ring.replication())
         .writeShort(ring.members().size());
     for (Member m : ring.members()) {
       writeString(b, m.host()).writeShort(m.port());
+    }
+    if (!ring.states().isEmpty()) {
+      b.writeShort(ring.states().size());
+      for (java.util.Map.Entry<Member, Ring.State> e : ring.states().entrySet()) {
+        b.writeShort(ring.members().indexOf(e.getKey())).writeByte(e.getValue().ordinal());
+      }
     }
     return b;
   }
@@ -477,7 +488,15 @@ public final class Messages {
     for (int i = 0; i < n; i++) {
       members.add(new Member(readString(in), in.readUnsignedShort()));
     }
-    return new Ring(epoch, members, vnodes, replication);
+    java.util.Map<Member, Ring.State> states = new java.util.HashMap<>();
+    if (in.readableBytes() >= 2) {
+      int k = in.readUnsignedShort();
+      for (int i = 0; i < k; i++) {
+        states.put(members.get(in.readUnsignedShort()),
+            Ring.State.values()[in.readUnsignedByte()]);
+      }
+    }
+    return new Ring(epoch, members, vnodes, replication, states);
   }
 
   /** The first frame on a connection: the nonce to prove the secret against. */

@@ -5,7 +5,9 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.TreeMap;
 
 /**
  * Where keys live in a Týr cluster: a consistent-hashing ring. Each member owns
@@ -23,8 +25,19 @@ import java.util.Objects;
  * <p>Tokens are {@code hash(memberId + "#" + i)}, so a member keeps its points when
  * others join or leave: adding a node moves only the keys whose arcs it takes over (about
  * 1/N of them), all to the new node.
+ *
+ * <p><b>Member states</b> (failover, R &gt; 1). A member is {@link State#UP},
+ * {@link State#DOWN} or {@link State#RECOVERING}. States never move a key: a key's
+ * {@link #owners} are its placement whatever the states. What they change is who serves
+ * it: its primary is its first UP owner ({@link #primary}), its backups the other owners
+ * that are not DOWN ({@link #backups}: a recovering member receives new writes while it
+ * copies the old ones), and only UP owners serve reads ({@link #serves}). With every
+ * member UP this is the plain ring.
  */
 public final class Ring {
+  /** What a member does under a ring (see the class comment). */
+  public enum State { UP, DOWN, RECOVERING }
+
   private final long epoch;
   private final List<Member> members;
   private final int vnodes;
@@ -32,8 +45,16 @@ public final class Ring {
   /** Sorted tokens, and for each the index of its member in {@link #members}. */
   private final long[] tokens;
   private final int[] owners;
+  /** Members that are not UP, with their state; empty when all are (the common case). */
+  private final Map<Member, State> states;
 
   public Ring(long epoch, List<Member> members, int vnodes, int replication) {
+    this(epoch, members, vnodes, replication, Map.of());
+  }
+
+  /** With {@code states} for members that are not UP (an UP entry is the same as none). */
+  public Ring(long epoch, List<Member> members, int vnodes, int replication,
+      Map<Member, State> states) {
     if (epoch < 1) {
       throw new IllegalArgumentException("ring epoch must be at least 1, got " + epoch);
     }
@@ -50,6 +71,17 @@ public final class Ring {
       throw new IllegalArgumentException("replication " + replication + " must be within 1.."
           + members.size() + " (the number of members)");
     }
+    Map<Member, State> notUp = new TreeMap<>(java.util.Comparator.comparing(Member::id));
+    for (Map.Entry<Member, State> e : states.entrySet()) {
+      if (!members.contains(e.getKey())) {
+        throw new IllegalArgumentException(e.getKey() + " has a state but is not a member of "
+            + members);
+      }
+      if (e.getValue() != State.UP) {
+        notUp.put(e.getKey(), e.getValue());
+      }
+    }
+    this.states = java.util.Collections.unmodifiableMap(notUp);
     this.epoch = epoch;
     this.members = List.copyOf(members);
     this.vnodes = vnodes;
@@ -89,15 +121,105 @@ public final class Ring {
     return replication;
   }
 
-  /** The same members and settings under another epoch. */
+  /** The same members, settings and states under another epoch. */
   public Ring withEpoch(long e) {
-    return new Ring(e, members, vnodes, replication);
+    return new Ring(e, members, vnodes, replication, states);
+  }
+
+  /** This ring with {@code m} in state {@code s}, under epoch {@code e}. */
+  public Ring withState(Member m, State s, long e) {
+    Map<Member, State> next = new java.util.HashMap<>(states);
+    next.put(m, s);
+    return new Ring(e, members, vnodes, replication, next);
+  }
+
+  public State state(Member m) {
+    return states.getOrDefault(m, State.UP);
+  }
+
+  /** The members that are not UP, and their states. */
+  public Map<Member, State> states() {
+    return states;
+  }
+
+  /** The members that serve reads and scans: the UP ones. */
+  public List<Member> upMembers() {
+    if (states.isEmpty()) {
+      return members;
+    }
+    List<Member> out = new ArrayList<>(members.size());
+    for (Member m : members) {
+      if (state(m) == State.UP) {
+        out.add(m);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The owners that take {@code key}'s writes, primary first: its {@link #primary}, then
+   * its {@link #backups}. Without an UP owner, the key's first owner alone (calls to it
+   * fail as unreachable, and nothing else may take them).
+   */
+  public List<Member> writeSet(String key) {
+    List<Member> owners = owners(key);
+    if (states.isEmpty()) {
+      return owners;
+    }
+    List<Member> out = new ArrayList<>(owners.size());
+    Member primary = primaryOf(owners);
+    out.add(primary);
+    for (Member m : owners) {
+      if (!m.equals(primary) && state(m) != State.DOWN) {
+        out.add(m);
+      }
+    }
+    return out;
+  }
+
+  /** {@code key}'s owners other than its primary that are not DOWN. */
+  public List<Member> backups(String key) {
+    List<Member> w = writeSet(key);
+    return w.subList(1, w.size());
+  }
+
+  /** The UP owners of {@code key}: those that may serve its reads. */
+  public List<Member> readSet(String key) {
+    List<Member> owners = owners(key);
+    if (states.isEmpty()) {
+      return owners;
+    }
+    List<Member> out = new ArrayList<>(owners.size());
+    for (Member m : owners) {
+      if (state(m) == State.UP) {
+        out.add(m);
+      }
+    }
+    return out;
+  }
+
+  /** Whether {@code m} is UP and holds a replica of {@code key}: it may serve its reads. */
+  public boolean serves(Member m, String key) {
+    return state(m) == State.UP && isReplica(m, key);
+  }
+
+  private Member primaryOf(List<Member> owners) {
+    for (Member m : owners) {
+      if (state(m) == State.UP) {
+        return m;
+      }
+    }
+    return owners.get(0);
   }
 
   /** The key's replicas, primary first: {@link #replication()} distinct members. */
   public List<Member> owners(String key) {
+    return ownersAt(firstTokenAtOrAfter(hash(key)));
+  }
+
+  /** The owners of the arc that ends at token index {@code i}. */
+  private List<Member> ownersAt(int i) {
     List<Member> out = new ArrayList<>(replication);
-    int i = firstTokenAtOrAfter(hash(key));
     boolean[] taken = new boolean[members.size()];
     for (int seen = 0; out.size() < replication && seen < tokens.length; seen++) {
       int m = owners[(i + seen) % tokens.length];
@@ -109,13 +231,52 @@ public final class Ring {
     return out;
   }
 
+  /**
+   * The member that orders {@code key}'s writes: its first UP owner (its first owner when
+   * every member is UP; when none of its owners is, its first owner, which cannot be
+   * reached).
+   */
   public Member primary(String key) {
-    return members.get(owners[firstTokenAtOrAfter(hash(key))]);
+    if (states.isEmpty()) {
+      return members.get(owners[firstTokenAtOrAfter(hash(key))]);
+    }
+    return primaryOf(owners(key));
   }
 
   /** Whether {@code m} holds a replica of {@code key}. */
   public boolean isReplica(Member m, String key) {
     return owners(key).contains(m);
+  }
+
+  /**
+   * Whether every arc of the circle has an UP owner: every key has a member that may
+   * serve it. When one has none, its keys can be neither read nor listed, and a member
+   * that copies it (catch-up) would have nothing current to copy from.
+   */
+  public boolean allRangesServed() {
+    return unservedRange(null) == null;
+  }
+
+  /** Whether every arc {@code m} holds a replica of has an UP owner. */
+  public boolean rangesServed(Member m) {
+    return unservedRange(m) == null;
+  }
+
+  /**
+   * A key-space point (the token ending an arc) whose owners include {@code m} (any
+   * member if null) and none of which is UP, or null if there is none.
+   */
+  public Long unservedRange(Member m) {
+    if (states.isEmpty()) {
+      return null;
+    }
+    for (int i = 0; i < tokens.length; i++) {
+      List<Member> own = ownersAt(i);
+      if ((m == null || own.contains(m)) && own.stream().noneMatch(o -> state(o) == State.UP)) {
+        return tokens[i];
+      }
+    }
+    return null;
   }
 
   /** Index of the first token at or clockwise after {@code h} (wrapping to 0). */
@@ -149,17 +310,18 @@ public final class Ring {
   @Override
   public boolean equals(Object o) {
     return o instanceof Ring r && r.epoch == epoch && r.vnodes == vnodes
-        && r.replication == replication && r.members.equals(members);
+        && r.replication == replication && r.members.equals(members)
+        && r.states.equals(states);
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(epoch, members, vnodes, replication);
+    return Objects.hash(epoch, members, vnodes, replication, states);
   }
 
   @Override
   public String toString() {
     return "Ring[epoch " + epoch + ", " + members + ", " + vnodes + " vnodes, R="
-        + replication + "]";
+        + replication + (states.isEmpty() ? "" : ", " + states) + "]";
   }
 }

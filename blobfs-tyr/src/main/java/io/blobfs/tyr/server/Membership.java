@@ -42,8 +42,16 @@ import org.slf4j.LoggerFactory;
  * cluster-tx-timeout   10s    a prepared cross-node transaction's wait for its decision
  * cluster-file         a properties file with nodes, epoch, vnodes, replication instead;
  *                      re-read when it changes (checked every second), so a running node
- *                      moves to a new ring; a ring with a lower epoch is ignored
+ *                      moves to a new ring; a ring with a lower epoch is ignored. It may
+ *                      also list members that are down ({@code down=}) or catching up
+ *                      ({@code recovering=}): see {@link Ring.State} and {@link Recovery}
  * </pre>
+ *
+ * <p><b>Failover.</b> Only UP members serve: a node not UP under its ring refuses reads,
+ * writes and scans; writes go to a key's first UP owner, and a backup takes a primary's
+ * replication only under the same epoch and only from the key's primary under it. A node
+ * also counts the commits it has admitted under each epoch, so that {@link #settled} can
+ * tell a recovering peer once none admitted under an older ring is still running.
  *
  * <p>A ring change moves no data yet (the next increment): it fences stale clients.
  * The check is made when the request arrives; a ring installed while a request runs
@@ -62,6 +70,15 @@ public final class Membership implements Closeable {
   private volatile Ring ring;
   private ScheduledExecutorService watcher;
   private volatile Duration txTimeout = DEFAULT_TX_TIMEOUT;
+  /** Commits running, by the epoch of the ring they were admitted under. Guarded by this. */
+  private final java.util.TreeMap<Long, Integer> running = new java.util.TreeMap<>();
+  /** Waiters of {@link #settled}. Guarded by this. */
+  private final List<java.util.concurrent.CompletableFuture<Ring>> settling =
+      new java.util.ArrayList<>();
+  /** The epoch this node last caught up under as a RECOVERING member (see Recovery). */
+  private long caughtUp;
+  private final List<java.util.function.Consumer<Ring>> listeners =
+      new java.util.concurrent.CopyOnWriteArrayList<>();
 
   public Membership(Member self, Ring ring) {
     this.self = self;
@@ -111,8 +128,81 @@ public final class Membership implements Closeable {
       throw new IllegalArgumentException("ring epoch " + next.epoch() + " is not newer than "
           + now.epoch() + ": " + next);
     }
+    if (next.epoch() == now.epoch() + 1) {
+      for (Member m : next.members()) {
+        if (now.state(m) == Ring.State.DOWN && next.state(m) == Ring.State.UP) {
+          // It missed writes while down: it must catch up (RECOVERING) before it serves.
+          throw new IllegalArgumentException(m + " goes from DOWN to UP in one epoch (" + now
+              + " -> " + next + "); it must be RECOVERING in between");
+        }
+      }
+    }
     ring = next;
     LOG.info("node {} now serves {}", self, next);
+    completeSettled();
+    listeners.forEach(l -> l.accept(next));
+  }
+
+  /** Calls {@code l} with every ring installed from now on (under the install's lock). */
+  void onInstall(java.util.function.Consumer<Ring> l) {
+    listeners.add(l);
+  }
+
+  /**
+   * The ring a commit runs under, counted as running until {@link #release}d: what
+   * {@link #settled} waits for. Taken under the same lock as {@link #install}, so a commit
+   * admitted after an install sees the new ring.
+   */
+  synchronized Ring admit() {
+    Ring r = ring;
+    running.merge(r.epoch(), 1, Integer::sum);
+    return r;
+  }
+
+  synchronized void release(Ring admitted) {
+    running.computeIfPresent(admitted.epoch(), (e, n) -> n == 1 ? null : n - 1);
+    completeSettled();
+  }
+
+  /**
+   * Completes with this node's ring once it is at epoch {@code epoch} or later and no
+   * commit admitted under an earlier ring is still running: from then on every write this
+   * node makes goes to the backups of a ring at least that new. A recovering node waits
+   * for this on every UP member before it copies from them, so that no write it misses
+   * can be acknowledged without reaching it (see {@link Recovery}). On a RECOVERING node
+   * it also waits until the node has caught up under that ring: what tells a monitor it
+   * may be marked UP.
+   */
+  synchronized java.util.concurrent.CompletableFuture<Ring> settled(long epoch) {
+    java.util.concurrent.CompletableFuture<Ring> f =
+        new java.util.concurrent.CompletableFuture<Ring>();
+    if (epoch > ring.epoch()) {
+      f.completeExceptionally(new WrongEpochException("node " + self + " is at epoch "
+          + ring.epoch() + ", not yet " + epoch, ring));
+      return f;
+    }
+    settling.add(f);
+    completeSettled();
+    return f;
+  }
+
+  /** Recovery's word that this node holds every write of its ranges under {@code epoch}. */
+  synchronized void caughtUp(long epoch) {
+    caughtUp = Math.max(caughtUp, epoch);
+    completeSettled();
+  }
+
+  private synchronized void completeSettled() {
+    if (settling.isEmpty() || (!running.isEmpty() && running.firstKey() < ring.epoch())) {
+      return;
+    }
+    if (ring.state(self) == Ring.State.RECOVERING && caughtUp < ring.epoch()) {
+      return; // a recovering node is settled once it has caught up (what a monitor asks)
+    }
+    for (java.util.concurrent.CompletableFuture<Ring> f : settling) {
+      f.complete(ring);
+    }
+    settling.clear();
   }
 
   /** Refuses {@code request} unless it is made under this epoch and names only our keys. */
@@ -129,6 +219,14 @@ public final class Membership implements Closeable {
             + ", node " + self + " is at epoch " + r.epoch(), r);
       }
       inner = routed.inner();
+    }
+    if (r.state(self) != Ring.State.UP && (inner instanceof Request.Stat
+        || inner instanceof Request.Read || inner instanceof Request.Grant
+        || inner instanceof Request.Prepare || inner instanceof Request.Commit
+        || inner instanceof Request.Scan)) {
+      // Down or still catching up: it may lack acknowledged writes.
+      throw new WrongEpochException("node " + self + " is " + r.state(self)
+          + " under ring epoch " + r.epoch() + ": it serves nothing until it is UP", r);
     }
     if (inner instanceof Request.Stat s) {
       own(r, s.key());
@@ -173,9 +271,9 @@ public final class Membership implements Closeable {
     }
     for (io.blobfs.tyr.api.TxRequest tx : rep.txs()) {
       for (TxOp op : tx.ops()) {
-        List<Member> owners = r.owners(op.key());
+        List<Member> owners = r.writeSet(op.key());
         if (!owners.get(0).id().equals(rep.source()) || !owners.contains(self)
-            || owners.get(0).equals(self)) {
+            || owners.get(0).equals(self) || r.state(owners.get(0)) != Ring.State.UP) {
           throw new WrongEpochException("node " + self + " is not a backup of '" + op.key()
               + "' with primary " + rep.source() + " under ring epoch " + r.epoch()
               + " (its replicas: " + owners + ")", r);
@@ -185,7 +283,7 @@ public final class Membership implements Closeable {
   }
 
   private void own(Ring r, String key) throws WrongEpochException {
-    if (!r.isReplica(self, key)) {
+    if (!r.serves(self, key)) {
       throw new WrongEpochException("node " + self + " holds no replica of '" + key
           + "' under ring epoch " + r.epoch() + " (its replicas: " + r.owners(key) + ")", r);
     }
@@ -240,15 +338,54 @@ public final class Membership implements Closeable {
     p.stringPropertyNames().forEach(k -> values.put(k, p.getProperty(k).strip()));
     StoreOptions o = new StoreOptions(values, k -> file + ": " + k);
     for (String k : values.keySet()) {
-      if (!java.util.Set.of("nodes", "epoch", "vnodes", "replication").contains(k)) {
+      if (!java.util.Set.of("nodes", "epoch", "vnodes", "replication", "down", "recovering")
+          .contains(k)) {
         throw new IllegalArgumentException("unknown key " + o.fullKey(k)
-            + "; known: nodes, epoch, vnodes, replication");
+            + "; known: nodes, epoch, vnodes, replication, down, recovering");
+      }
+    }
+    Map<Member, Ring.State> states = new HashMap<>();
+    for (Ring.State s : List.of(Ring.State.DOWN, Ring.State.RECOVERING)) {
+      String list = o.get(s.name().toLowerCase(java.util.Locale.ROOT)).orElse("");
+      if (!list.isBlank()) {
+        for (Member m : Member.parseList(list)) {
+          if (states.put(m, s) != null) {
+            throw new IllegalArgumentException(file + ": " + m + " is listed twice in down "
+                + "and recovering");
+          }
+        }
       }
     }
     return new Ring(o.getLong("epoch", 1, 1, Long.MAX_VALUE),
         Member.parseList(o.get("nodes").orElseThrow(() ->
             new IllegalArgumentException(o.fullKey("nodes") + " is required"))),
-        (int) o.getLong("vnodes", 128, 1, 4096), (int) o.getLong("replication", 1, 1, 255));
+        (int) o.getLong("vnodes", 128, 1, 4096), (int) o.getLong("replication", 1, 1, 255),
+        states);
+  }
+
+  /** The text of a ring file for {@code ring} (what {@link #readRingFile} reads back). */
+  public static String ringFileText(Ring ring) {
+    StringBuilder b = new StringBuilder();
+    b.append("nodes=").append(ids(ring.members())).append("\nepoch=").append(ring.epoch())
+        .append("\nvnodes=").append(ring.vnodes()).append("\nreplication=")
+        .append(ring.replication()).append('\n');
+    for (Ring.State s : List.of(Ring.State.DOWN, Ring.State.RECOVERING)) {
+      List<Member> in = new java.util.ArrayList<>();
+      ring.states().forEach((m, st) -> {
+        if (st == s) {
+          in.add(m);
+        }
+      });
+      if (!in.isEmpty()) {
+        b.append(s.name().toLowerCase(java.util.Locale.ROOT)).append('=').append(ids(in))
+            .append('\n');
+      }
+    }
+    return b.toString();
+  }
+
+  private static String ids(List<Member> ms) {
+    return String.join(",", ms.stream().map(Member::id).toList());
   }
 
   /** Re-reads the file when its modification time changes; a bad file is logged, kept out. */

@@ -11,6 +11,7 @@ import io.blobfs.tyr.engine.TyrEngine;
 import io.blobfs.tyr.protocol.Request;
 import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.ring.Ring;
+import io.blobfs.tyr.ring.WrongEpochException;
 import java.io.Closeable;
 import java.nio.ByteBuffer;
 import java.security.SecureRandom;
@@ -84,7 +85,7 @@ final class Replicator implements Closeable {
   }
 
   /** A numbered commit's physical writes for one backup, and its confirmation. */
-  private record Item(TxRequest tx, CompletableFuture<Void> confirmed) {}
+  private record Item(TxRequest tx, long epoch, CompletableFuture<Void> confirmed) {}
 
   /** What a backup has applied of one primary's stream. */
   private static final class Incoming {
@@ -96,7 +97,9 @@ final class Replicator implements Closeable {
     }
   }
 
-  private record Reserved(Stream stream, long incarnation, long seq, List<Integer> ops) {}
+  /** A numbered place in a stream, for a commit admitted under ring {@code epoch}. */
+  private record Reserved(Stream stream, long incarnation, long seq, long epoch,
+      List<Integer> ops) {}
 
   /**
    * Bytes in one replication request at most, but for a single commit (which fits the
@@ -110,6 +113,35 @@ final class Replicator implements Closeable {
     this.engine = engine;
     this.secret = secret;
     this.maxFrameBytes = maxFrameBytes;
+    membership.onInstall(this::restartStreamsToDown);
+  }
+
+  /**
+   * A backup marked DOWN gets no writes; when it is back it starts from nothing (it may
+   * have restarted, forgetting where our stream was), so its stream is numbered afresh
+   * now, and what was waiting to be sent to it fails (it was to a backup that is DOWN).
+   */
+  private void restartStreamsToDown(Ring ring) {
+    List<Stream> down = new ArrayList<>();
+    synchronized (this) {
+      streams.forEach((m, s) -> {
+        if (ring.state(m) == Ring.State.DOWN) {
+          down.add(s);
+        }
+      });
+    }
+    for (Stream s : down) {
+      synchronized (s) {
+        s.incarnation = RANDOM.nextLong();
+        s.next = 1;
+        s.sendFrom = 1;
+        for (Item it : s.ready.values()) {
+          it.confirmed().completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
+              "the backup was marked DOWN before this write was sent"));
+        }
+        s.ready.clear();
+      }
+    }
   }
 
   // ------------------------------------------------------------------ primary
@@ -125,16 +157,38 @@ final class Replicator implements Closeable {
    */
   CompletableFuture<CommitResult> commit(TxRequest tx,
       java.util.function.Function<TxRequest, CompletableFuture<CommitResult>> local) {
-    Ring ring = membership.ring();
+    if (membership.ring().replication() == 1) {
+      return local.apply(tx); // no backups, and no catch-up to wait for this commit
+    }
+    // Counted until done, so that a recovering peer can wait until every commit that
+    // might have skipped it (admitted under an older ring) is over (Membership.settled).
+    Ring ring = membership.admit();
+    CompletableFuture<CommitResult> done;
+    try {
+      done = commit(tx, local, ring);
+    } catch (RuntimeException e) {
+      membership.release(ring);
+      throw e;
+    }
+    return done.whenComplete((x, e) -> membership.release(ring));
+  }
+
+  private CompletableFuture<CommitResult> commit(TxRequest tx,
+      java.util.function.Function<TxRequest, CompletableFuture<CommitResult>> local,
+      Ring ring) {
+    WrongEpochException notPrimary = notPrimary(tx, ring);
+    if (notPrimary != null) {
+      return CompletableFuture.failedFuture(notPrimary);
+    }
     Map<Member, List<Integer>> perBackup = new LinkedHashMap<>();
     for (int i = 0; i < tx.ops().size(); i++) {
-      List<Member> owners = ring.owners(tx.ops().get(i).key());
-      for (Member b : owners.subList(1, owners.size())) {
+      // The owners not DOWN: a RECOVERING one gets new writes while it copies the old.
+      for (Member b : ring.backups(tx.ops().get(i).key())) {
         perBackup.computeIfAbsent(b, k -> new ArrayList<>()).add(i);
       }
     }
     if (perBackup.isEmpty()) {
-      return local.apply(tx); // R = 1, or nothing written
+      return local.apply(tx); // the UP primary of its keys, and every backup down
     }
     CompletableFuture<CommitResult> committed;
     List<Reserved> reserved = new ArrayList<>();
@@ -143,7 +197,7 @@ final class Replicator implements Closeable {
       for (Map.Entry<Member, List<Integer>> e : perBackup.entrySet()) {
         Stream s = stream(e.getKey());
         synchronized (s) {
-          reserved.add(new Reserved(s, s.incarnation, s.next++, e.getValue()));
+          reserved.add(new Reserved(s, s.incarnation, s.next++, ring.epoch(), e.getValue()));
         }
       }
     }
@@ -167,6 +221,33 @@ final class Replicator implements Closeable {
     }).thenCompose(f -> f);
   }
 
+  /**
+   * Why {@code tx} is refused, or null: it is unless this node is UP and the primary of
+   * every key it writes or checks under {@code ring}, the ring it was admitted under. The
+   * request was checked under the ring of its arrival; a ring installed since (this node marked DOWN while
+   * cut off from the monitor, or frozen between check and admit) may make another owner
+   * the primary, and this node would then commit, and with R = 2 and no backup left
+   * acknowledge alone, a write that the new primary does not order.
+   */
+  private WrongEpochException notPrimary(TxRequest tx, Ring ring) {
+    Member self = membership.self();
+    if (ring.state(self) != Ring.State.UP) {
+      return new WrongEpochException("node " + self + " is " + ring.state(self)
+          + " under ring epoch " + ring.epoch() + ", admitted after the request's check", ring);
+    }
+    List<String> keys = new ArrayList<>();
+    tx.ops().forEach(op -> keys.add(op.key()));
+    tx.reads().forEach(c -> keys.add(c.key()));
+    for (String key : keys) {
+      if (!ring.primary(key).equals(self)) {
+        return new WrongEpochException("node " + self + " is not the primary of '" + key
+            + "' under ring epoch " + ring.epoch() + ", admitted after the request's check",
+            ring);
+      }
+    }
+    return null;
+  }
+
   /** Queues a numbered commit on its stream; completes once the backup has applied it. */
   private CompletableFuture<Void> offer(Reserved r, TxRequest physical) {
     Stream s = r.stream();
@@ -177,7 +258,7 @@ final class Replicator implements Closeable {
             "the replication stream broke before this write was sent"));
         return confirmed;
       }
-      s.ready.put(r.seq(), new Item(physical, confirmed));
+      s.ready.put(r.seq(), new Item(physical, r.epoch(), confirmed));
       sendNext(s);
     }
     return confirmed;
@@ -189,11 +270,14 @@ final class Replicator implements Closeable {
       return;
     }
     long first = s.sendFrom;
+    // One batch, one epoch: the ring each commit was admitted (and checked) under, which
+    // is what its backup must be at; a newer ring does not vouch for an older check.
+    long epoch = s.ready.get(first).epoch();
     List<TxRequest> txs = new ArrayList<>();
     List<CompletableFuture<Void>> confirms = new ArrayList<>();
     long bytes = 0;
     for (Item it = s.ready.get(s.sendFrom); it != null && txs.size() < BATCH_COMMITS
-        && (txs.isEmpty() || bytes + dataBytes(it.tx()) <= BATCH_BYTES);
+        && it.epoch() == epoch && (txs.isEmpty() || bytes + dataBytes(it.tx()) <= BATCH_BYTES);
         it = s.ready.get(s.sendFrom)) {
       s.ready.remove(s.sendFrom++);
       txs.add(it.tx());
@@ -202,8 +286,8 @@ final class Replicator implements Closeable {
     }
     s.sending = true;
     long incarnation = s.incarnation;
-    Request.Replicate rep = new Request.Replicate(membership.ring().epoch(),
-        membership.self().id(), incarnation, first, txs);
+    Request.Replicate rep = new Request.Replicate(epoch, membership.self().id(), incarnation,
+        first, txs);
     s.client.replicate(rep).whenComplete((ok, failed) -> {
       for (CompletableFuture<Void> c : confirms) {
         if (failed == null) {
@@ -302,7 +386,15 @@ final class Replicator implements Closeable {
     List<CompletableFuture<CommitResult>> applied = new ArrayList<>();
     synchronized (this) {
       Incoming in = incoming.get(rep.source());
-      if (in == null || in.incarnation != rep.incarnation()) {
+      if (in == null) {
+        // Nothing of this primary since we started: we restarted while its stream went
+        // on. Every batch it sent before was confirmed (a failed one renumbers the stream
+        // from 1), so we follow the stream from here rather than refuse it, which would
+        // fail a write for nothing.
+        in = new Incoming(rep.incarnation());
+        in.expected = rep.firstSeq();
+        incoming.put(rep.source(), in);
+      } else if (in.incarnation != rep.incarnation()) {
         in = new Incoming(rep.incarnation());
         incoming.put(rep.source(), in);
       }

@@ -42,6 +42,8 @@ public final class TyrServer implements Closeable {
   private final Replicator replicator;
   /** Cross-node transactions' prepares and decisions; null for a lone node. */
   private final Transactions transactions;
+  /** Catch-up when the ring names this node RECOVERING; null for a lone node. */
+  private final Recovery recovery;
 
   private TyrServer(ServerConfig config, Membership membership) throws IOException {
     this.config = config;
@@ -110,6 +112,9 @@ public final class TyrServer implements Closeable {
           + ": " + e.getMessage(), e);
     }
     LOG.info("Týr server listening on {} (data in {})", address(), config.engine().directory());
+    // Last: it may start copying from the peers at once.
+    recovery = membership == null ? null
+        : new Recovery(membership, engine, config.secret(), config.maxFrameBytes());
   }
 
   /**
@@ -134,12 +139,30 @@ public final class TyrServer implements Closeable {
     return new TyrServer(config, membership);
   }
 
+  /**
+   * The ring epoch under which this node last finished catching up as a RECOVERING member
+   * (0 if never): the operator marks it UP once this reaches the recovering epoch.
+   */
+  public long caughtUpEpoch() {
+    return Recovery.caughtUpEpoch(config.engine().directory());
+  }
+
   /** Ids of the cross-node transactions prepared on this node and not yet resolved. */
   public java.util.List<String> preparedTransactions() {
     return transactions == null ? java.util.List.of() : transactions.prepared();
   }
 
   /** Its place in the cluster; null for a lone node. */
+  /** Cross-node transactions' parts here, or null (tests: a decision without a network). */
+  Transactions transactions() {
+    return transactions;
+  }
+
+  /** The replication of this node's commits (tests: a commit past the request's check). */
+  Replicator replicator() {
+    return replicator;
+  }
+
   public Membership membership() {
     return membership;
   }
@@ -180,6 +203,9 @@ public final class TyrServer implements Closeable {
     listener.close().syncUninterruptibly();
     if (membership != null) {
       membership.close();
+    }
+    if (recovery != null) {
+      recovery.close();
     }
     if (transactions != null) {
       transactions.close();

@@ -60,16 +60,28 @@ final class TyrService {
         }
         return CompletableFuture.completedFuture(membership.ring());
       }
+      if (membership != null && request instanceof Request.Routed routed
+          && routed.inner() instanceof Request.Ping) {
+        // A recovering peer's barrier: answered once this node is at that epoch or later
+        // and no commit admitted under an older ring still runs.
+        return membership.settled(routed.epoch()).thenApply(r -> r);
+      }
+      if (membership != null && request instanceof Request.Replicate rep) {
+        // Counted before it is checked, under a ring no newer than the check's, so that
+        // a recovering peer's barrier waits for a batch let in under an older ring.
+        io.blobfs.tyr.ring.Ring admitted = membership.admit();
+        try {
+          membership.check(rep);
+          return replicator.apply(rep).whenComplete((x, e) -> membership.release(admitted));
+        } catch (Exception | Error e) {
+          membership.release(admitted);
+          throw e;
+        }
+      }
       if (membership != null) {
         membership.check(request); // refused unless under our epoch and for our keys
-      } else if (request instanceof Request.Routed) {
+      } else if (request instanceof Request.Routed || request instanceof Request.Replicate) {
         throw new TyrException(ErrorCode.BAD_REQUEST, "this Týr node is not in a cluster");
-      }
-      if (request instanceof Request.Replicate rep) {
-        if (replicator == null) {
-          throw new TyrException(ErrorCode.BAD_REQUEST, "this Týr node is not in a cluster");
-        }
-        return replicator.apply(rep);
       }
       if (request instanceof Request.Decide d) {
         if (transactions == null) {

@@ -106,12 +106,26 @@ final class LocalTyrCluster implements AutoCloseable {
 
   /** Starts stopped node {@code i} again on its directory and port. */
   void restart(int i) throws IOException {
+    restart(i, ring);
+  }
+
+  /** Starts stopped node {@code i} again, under {@code under}. */
+  void restart(int i, Ring under) throws IOException {
     TyrServer old = servers.get(i);
     if (!stopped.contains(old)) {
       throw new IllegalStateException("node " + i + " is running");
     }
     servers.set(i, TyrServer.start(configs.get(i),
-        new Membership(members.get(i), ring).withTxTimeout(txTimeout)));
+        new Membership(members.get(i), under).withTxTimeout(txTimeout)));
+  }
+
+  /** Installs {@code next} on the running nodes only. */
+  void installOnRunning(Ring next) {
+    for (TyrServer s : servers) {
+      if (!stopped.contains(s)) {
+        s.membership().install(next);
+      }
+    }
   }
 
   @Override

@@ -62,6 +62,23 @@ public final class Hosts {
     return addresses.get(i - 1);
   }
 
+  /**
+   * Takes host {@code i}'s link down or up (the bridge's end of its veth pair,
+   * {@code NAMEv}): cut off, its packets go nowhere and its process runs on. Namespaces
+   * only.
+   */
+  public void setLink(int i, boolean up) throws IOException, InterruptedException {
+    if (!namespaces()) {
+      throw new IllegalStateException("links exist only between namespace hosts");
+    }
+    Process p = new ProcessBuilder("ip", "link", "set", name(i) + "v", up ? "up" : "down")
+        .inheritIO().start();
+    if (p.waitFor() != 0) {
+      throw new IOException("ip link set " + name(i) + "v " + (up ? "up" : "down")
+          + " failed");
+    }
+  }
+
   /** The command that runs {@code cmd} on host {@code i} (1-based). */
   public List<String> command(int i, List<String> cmd) {
     List<String> full = new ArrayList<>(List.of("bash", script().toString(), "exec",

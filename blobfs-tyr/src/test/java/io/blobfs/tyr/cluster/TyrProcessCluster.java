@@ -89,6 +89,11 @@ public final class TyrProcessCluster implements AutoCloseable {
         java.nio.file.StandardCopyOption.ATOMIC_MOVE);
   }
 
+  /** The ring file every node follows. */
+  public Path ringFile() {
+    return ringFile;
+  }
+
   /** The value of {@code fs.blob.store.NAME.nodes} for this cluster. */
   public String nodesOption() {
     StringBuilder b = new StringBuilder();
@@ -104,6 +109,11 @@ public final class TyrProcessCluster implements AutoCloseable {
 
   public TyrServerProcess node(int i) {
     return nodes.get(i);
+  }
+
+  /** Cuts node {@code i} (0-based) off the network, or joins it again (namespaces only). */
+  public void setLink(int i, boolean up) throws IOException, InterruptedException {
+    hosts.setLink(i + 1, up);
   }
 
   /** Whether the nodes run on hosts of their own (namespaces) rather than loopback. */

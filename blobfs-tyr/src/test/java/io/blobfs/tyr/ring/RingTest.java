@@ -102,4 +102,45 @@ class RingTest {
     assertThrows(IllegalArgumentException.class, () -> Member.parse("h:0"));
     assertThrows(IllegalArgumentException.class, () -> Member.parse("h:x"));
   }
+
+  /**
+   * States move no key: a DOWN owner hands its keys' writes to the next UP owner and is
+   * no backup; a RECOVERING one is a backup but neither primary nor reader.
+   */
+  @Test
+  void statesChooseWhoServesNotWhereKeysLive() {
+    Ring all = new Ring(1, THREE, 64, 2);
+    Member h1 = THREE.get(0);
+    Ring down = all.withState(h1, Ring.State.DOWN, 2);
+    Ring recovering = down.withState(h1, Ring.State.RECOVERING, 3);
+    Ring up = recovering.withState(h1, Ring.State.UP, 4);
+    assertEquals(all.withEpoch(4), up);
+    Random r = new Random(3);
+    int h1Primary = 0;
+    for (int i = 0; i < 5_000; i++) {
+      String k = key(r);
+      List<Member> owners = all.owners(k);
+      assertEquals(owners, down.owners(k), k);
+      if (owners.get(0).equals(h1)) {
+        h1Primary++;
+        assertEquals(owners.get(1), down.primary(k), k);
+        assertEquals(List.of(), down.backups(k), k);
+        assertEquals(owners.get(1), recovering.primary(k), k);
+        assertEquals(List.of(h1), recovering.backups(k), k);
+        assertEquals(List.of(owners.get(1)), recovering.readSet(k), k);
+      } else if (owners.contains(h1)) {
+        assertEquals(owners.get(0), down.primary(k), k);
+        assertEquals(List.of(), down.backups(k), k);
+        assertEquals(List.of(h1), recovering.backups(k), k);
+        assertTrue(!recovering.serves(h1, k));
+      } else {
+        assertEquals(owners, down.writeSet(k), k);
+      }
+      assertEquals(all.primary(k), up.primary(k), k);
+    }
+    assertTrue(h1Primary > 1000, "h1 is primary of " + h1Primary);
+    assertEquals(List.of(THREE.get(1), THREE.get(2)), down.upMembers());
+    assertThrows(IllegalArgumentException.class, () -> all.withState(
+        new Member("h9", 1), Ring.State.DOWN, 2));
+  }
 }

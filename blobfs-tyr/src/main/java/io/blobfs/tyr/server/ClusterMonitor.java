@@ -1,0 +1,296 @@
+package io.blobfs.tyr.server;
+
+import io.blobfs.tyr.client.ClientConfig;
+import io.blobfs.tyr.client.TyrClient;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.ring.Ring;
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The failure detector: the one writer of a cluster's ring file. Every {@code interval}
+ * it pings each member and moves at most one of them, under a new epoch:
+ * <ul>
+ *   <li>UP or RECOVERING, unanswered for {@code downAfter}: DOWN (its keys' writes go to
+ *       their next owner);
+ *   <li>DOWN and answering again: RECOVERING (it gets new writes and copies the old ones,
+ *       {@link Recovery});
+ *   <li>RECOVERING and caught up (its {@code settled} answers under the current epoch): UP.
+ * </ul>
+ *
+ * <p>A member wrongly marked DOWN (slow, frozen, cut off from the monitor only) while
+ * every range it owns has another UP owner can acknowledge nothing more: each of its
+ * writes needs a backup at its epoch, and the key's new primary, one of those backups,
+ * has moved on (see the README's failover section). That much holds whether the verdict
+ * is right or not. It does not hold for a DOWN mark that leaves a range with no UP owner:
+ * the last UP owner may hold acknowledged writes nobody else has, and nothing in the ring
+ * records that. So such a mark is refused ({@link #refusal}): the range stays
+ * unavailable while that owner is silent, and is not handed to a stale member. The
+ * detector also rests on one writer: two monitors could write two rings under one epoch,
+ * so the monitor holds a lock on {@code <ring file>.lock} and refuses to start without it.
+ */
+public final class ClusterMonitor implements Closeable {
+  private static final Logger LOG = LoggerFactory.getLogger(ClusterMonitor.class);
+
+  private final Path ringFile;
+  private final byte[] secret;
+  private final Duration downAfter;
+  private final Duration interval;
+  /** Holds the lock on {@code <ring file>.lock}: one monitor per ring file. */
+  private final FileChannel lockChannel;
+  private final Map<Member, TyrClient> clients = new HashMap<>();
+  /**
+   * When each member last answered a ping (first: when first seen, its grace). Guarded by
+   * itself, as are the maps below.
+   */
+  private final Map<Member, Long> lastSeen = new HashMap<>();
+  private final ScheduledExecutorService ticker;
+
+  public ClusterMonitor(Path ringFile, byte[] secret, Duration downAfter, Duration interval)
+      throws IOException {
+    this.ringFile = ringFile;
+    this.secret = secret;
+    this.downAfter = downAfter;
+    this.interval = interval;
+    lockChannel = lockChannel(ringFile); // its lock is held until close
+    ticker = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "tyr-monitor");
+      t.setDaemon(true);
+      return t;
+    });
+    ticker.scheduleWithFixedDelay(this::tickLogged, 0, interval.toMillis(),
+        TimeUnit.MILLISECONDS);
+  }
+
+  private void tickLogged() {
+    try {
+      tick();
+    } catch (Exception e) {
+      LOG.warn("monitor of {}: {}", ringFile, e.toString());
+    }
+  }
+
+  /** Members with a ping outstanding: a hung one gets no second. */
+  private final java.util.Set<Member> pinging = new java.util.HashSet<>();
+  /** When this monitor marked (or first saw) each member DOWN. */
+  private final Map<Member, Long> downSince = new HashMap<>();
+  /** The epoch each RECOVERING member said it caught up under. */
+  private final Map<Member, Long> caughtUp = new HashMap<>();
+  /** The epoch whose catch-up each member was asked about. */
+  private final Map<Member, Long> asked = new HashMap<>();
+  /** Members whose DOWN mark is being refused (see {@link #refusal}). */
+  private final java.util.Set<Member> refused = new java.util.HashSet<>();
+
+  /**
+   * Why {@code moved} (which changes {@code m}) must not be written, or null. A DOWN mark
+   * that leaves some range with no UP owner is refused: its last UP owner may hold
+   * acknowledged writes nobody else has (it took them alone while the others were not
+   * UP), and a member that came back would catch up from nobody and then serve and
+   * overwrite the old data. Refusing keeps that range unavailable while its owner is
+   * unreachable, and safe; the ring records no more than states, so only an UP owner
+   * is known to be current.
+   */
+  static String refusal(Ring ring, Ring moved, Member m) {
+    if (moved.state(m) != Ring.State.DOWN || ring.state(m) != Ring.State.UP) {
+      return null; // only an UP member going DOWN removes an UP owner
+    }
+    Long point = moved.unservedRange(m);
+    if (point == null) {
+      return null;
+    }
+    return "refusing to mark " + m + " DOWN under ring epoch " + moved.epoch()
+        + ": the range ending at " + point + " would have no UP owner (" + moved.states()
+        + "); it may hold the only copy of acknowledged writes";
+  }
+
+  /**
+   * One round: probes go out without waiting (each bounded by {@code downAfter}, so a
+   * slow answer is still an answer), then at most one change is made from what has come
+   * back so far.
+   */
+  synchronized void tick() throws IOException {
+    Ring ring = Membership.readRingFile(ringFile);
+    long now = System.nanoTime();
+    synchronized (lastSeen) {
+      for (Member m : ring.members()) {
+        lastSeen.putIfAbsent(m, now);
+        if (ring.state(m) == Ring.State.DOWN) {
+          downSince.putIfAbsent(m, now);
+        }
+        if (pinging.add(m)) {
+          client(m).ping().whenComplete((x, e) -> {
+            synchronized (lastSeen) {
+              pinging.remove(m);
+              if (e == null) {
+                lastSeen.put(m, System.nanoTime());
+              }
+            }
+          });
+        }
+        long epoch = ring.epoch();
+        if (ring.state(m) == Ring.State.RECOVERING && !Long.valueOf(epoch).equals(asked.get(m))) {
+          asked.put(m, epoch);
+          client(m).settled(epoch).whenComplete((r, e) -> {
+            synchronized (lastSeen) {
+              if (e == null) {
+                caughtUp.merge(m, epoch, Math::max);
+              } else if (Long.valueOf(epoch).equals(asked.get(m))) {
+                asked.remove(m); // not answered in time: asked again next round
+              }
+            }
+          });
+        }
+      }
+      for (Member m : ring.members()) {
+        Ring.State s = ring.state(m);
+        boolean silent = now - lastSeen.get(m) > downAfter.toNanos();
+        if (!silent) {
+          refused.remove(m);
+        }
+        Ring.State next = s;
+        if (s != Ring.State.DOWN && silent) {
+          next = Ring.State.DOWN;
+        } else if (s == Ring.State.DOWN && lastSeen.get(m) - downSince.get(m) > 0) {
+          next = Ring.State.RECOVERING;
+        } else if (s == Ring.State.RECOVERING && caughtUp.getOrDefault(m, 0L) >= ring.epoch()) {
+          next = Ring.State.UP;
+        }
+        if (next != s) {
+          Ring moved = ring.withState(m, next, ring.epoch() + 1);
+          String refusal = refusal(ring, moved, m);
+          if (refusal != null) {
+            if (refused.add(m)) { // logged once per silence, not every round
+              LOG.warn("monitor: {}", refusal);
+            }
+            continue;
+          }
+          refused.remove(m);
+          write(moved);
+          if (next == Ring.State.DOWN) {
+            downSince.put(m, System.nanoTime());
+          } else {
+            downSince.remove(m);
+          }
+          LOG.info("monitor: {} {} -> {} under ring epoch {}", m, s, next, moved.epoch());
+          return; // one change a round: each ring is read back before the next
+        }
+      }
+    }
+  }
+
+  private TyrClient client(Member m) {
+    // Bounded by down-after, not the interval: a node slow to answer under load is alive.
+    return clients.computeIfAbsent(m, k -> new TyrClient(ClientConfig.of(k.host(), k.port())
+        .withSecret(secret).withTimeouts(downAfter, downAfter).withConnections(1)));
+  }
+
+  private static FileChannel lockChannel(Path ringFile) throws IOException {
+    FileChannel ch = FileChannel.open(ringFile.resolveSibling(ringFile.getFileName()
+        + ".lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+    try {
+      if (ch.tryLock() == null) {
+        throw new IOException("another monitor holds " + ringFile + ".lock: one writer only");
+      }
+    } catch (java.nio.channels.OverlappingFileLockException e) {
+      ch.close();
+      throw new IOException("another monitor in this JVM holds " + ringFile
+          + ".lock: one writer only", e);
+    } catch (IOException | RuntimeException e) {
+      ch.close();
+      throw e;
+    }
+    return ch;
+  }
+
+  private void write(Ring ring) throws IOException {
+    write(ringFile, ring);
+  }
+
+  /** Written whole, then renamed over the file: a node never reads half a ring. */
+  private static void write(Path ringFile, Ring ring) throws IOException {
+    Path tmp = ringFile.resolveSibling(ringFile.getFileName() + ".tmp");
+    Files.writeString(tmp, Membership.ringFileText(ring));
+    Files.move(tmp, ringFile, StandardCopyOption.REPLACE_EXISTING,
+        StandardCopyOption.ATOMIC_MOVE);
+  }
+
+  @Override
+  public void close() throws IOException {
+    ticker.shutdownNow();
+    try {
+      ticker.awaitTermination(10, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    clients.values().forEach(TyrClient::close);
+    lockChannel.close(); // releases the lock
+  }
+
+  /**
+   * {@code ClusterMonitor --cluster-file F [--down-after 3s] [--interval 500ms]
+   * [--secret-file S]}: runs until killed. {@code ClusterMonitor --cluster-file F --mark
+   * host:port up|down|recovering}: one change by hand, under the next epoch.
+   */
+  public static void main(String[] args) throws Exception {
+    Map<String, String> o = new HashMap<>();
+    for (int i = 0; i + 1 < args.length; i += 2) {
+      o.put(args[i], args[i + 1]);
+    }
+    if (args.length % 2 != 0 && !(args.length > 0 && o.containsKey("--mark"))) {
+      throw new IllegalArgumentException("options come in pairs: " + List.of(args));
+    }
+    Path file = Path.of(required(o, "--cluster-file"));
+    if (o.containsKey("--mark")) {
+      Ring ring = Membership.readRingFile(file);
+      Member m = Member.parse(o.get("--mark"));
+      Ring.State s = Ring.State.valueOf(args[args.length - 1].toUpperCase(java.util.Locale.ROOT));
+      try (FileChannel held = lockChannel(file)) {
+        Ring moved = ring.withState(m, s, ring.epoch() + 1);
+        String refusal = refusal(ring, moved, m);
+        if (refusal != null) {
+          System.err.println("tyr-monitor: " + refusal);
+          System.exit(2);
+        }
+        write(file, moved);
+      }
+      return;
+    }
+    byte[] secret = o.containsKey("--secret-file")
+        ? Files.readString(Path.of(o.get("--secret-file"))).strip().getBytes(
+            java.nio.charset.StandardCharsets.UTF_8) : null;
+    ClusterMonitor m = new ClusterMonitor(file, secret,
+        Duration.parse("PT" + o.getOrDefault("--down-after", "3s").toUpperCase()),
+        Duration.parse("PT" + o.getOrDefault("--interval", "0.5s").toUpperCase()));
+    System.out.println("TYR-MONITOR RUNNING " + file);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      try {
+        m.close();
+      } catch (IOException e) {
+        // exiting anyway
+      }
+    }));
+    Thread.currentThread().join();
+  }
+
+  private static String required(Map<String, String> o, String k) {
+    String v = o.get(k);
+    if (v == null) {
+      throw new IllegalArgumentException(k + " is required");
+    }
+    return v;
+  }
+}

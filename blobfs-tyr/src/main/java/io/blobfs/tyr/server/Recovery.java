@@ -1,0 +1,439 @@
+package io.blobfs.tyr.server;
+
+import io.blobfs.tyr.api.BlobStat;
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.ReadCheck;
+import io.blobfs.tyr.api.ReadResult;
+import io.blobfs.tyr.api.ScanResult;
+import io.blobfs.tyr.api.TxOp;
+import io.blobfs.tyr.api.TxRequest;
+import io.blobfs.tyr.api.TyrException;
+import io.blobfs.tyr.client.ClientConfig;
+import io.blobfs.tyr.client.TyrClient;
+import io.blobfs.tyr.engine.TyrEngine;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.ring.Ring;
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Catch-up of a node that comes back (anti-entropy by full copy of its ranges). It runs
+ * whenever this node's ring names it {@link Ring.State#RECOVERING}. In that state the node
+ * serves nothing, but every primary already sends it the writes of the keys it holds
+ * (it is among their {@link Ring#backups}), so only what it missed before remains:
+ *
+ * <ol>
+ *   <li><b>Barrier.</b> Every UP member is asked to confirm it is at this epoch and runs no
+ *       commit (nor replicated batch) let in under an older ring ({@code
+ *       Membership.settled}). After that, every write a primary makes is either already in
+ *       its engine or will be sent to this node before it is acknowledged.
+ *   <li><b>Local list.</b> The keys this node holds a replica of, with its own versions.
+ *   <li><b>Copy.</b> Every UP member lists its keys; for each one whose primary it is and
+ *       that this node holds a replica of, the blob is read from the primary and, if the
+ *       bytes differ from ours, put here under a check of the local version taken before
+ *       the read. A replicated write that lands in between fails the check, and the key
+ *       is copied again (the primary had that write before it sent it).
+ *   <li><b>Deletes.</b> A key of the local list that its primary did not list is deleted,
+ *       under the same check (a write replicated since then keeps it).
+ * </ol>
+ *
+ * <p>When done, it logs and writes {@code <data-dir>/caught-up}, holding the epoch: the
+ * operator (or coordinator) then marks the node UP under a new epoch. While any range of
+ * this node has no UP owner it does not catch up (it retries every second): the member
+ * that took that range's last acknowledged writes is not UP, and a copy from any other
+ * would be stale. Only UP members are copy sources; a member becomes UP only through a
+ * finished catch-up (or by an operator's hand), so an UP member is taken to be current.
+ *
+ * <p>Cost: one scan of every UP member's keys, and a read over the network of every blob
+ * this node holds a replica of (about R/N of the data), whatever it missed; only the blobs
+ * that differ are written. A blob is held in memory whole while it is copied.
+ */
+final class Recovery implements Closeable {
+  private static final Logger LOG = LoggerFactory.getLogger(Recovery.class);
+  private static final int PAGE = 1000;
+  private static final int PIECE = 4 << 20;
+  /** Seconds a run waits, retrying only them, for keys held by prepared parts. */
+  private static final int HELD_ROUNDS = 30;
+
+  private final Membership membership;
+  private final TyrEngine engine;
+  private final byte[] secret;
+  private final int maxFrameBytes;
+  private final Path marker;
+  private final ScheduledExecutorService runner;
+  /** The epoch whose wait for an UP owner was last logged (runs on the runner only). */
+  private long waitingLogged;
+
+  /** Thrown when the ring moved on during a run: the run for the new ring takes over. */
+  private static final class Superseded extends Exception {
+    Superseded() {
+      super(null, null, false, false);
+    }
+  }
+
+  Recovery(Membership membership, TyrEngine engine, byte[] secret, int maxFrameBytes) {
+    this.membership = membership;
+    this.engine = engine;
+    this.secret = secret;
+    this.maxFrameBytes = maxFrameBytes;
+    this.marker = engine.config().directory().resolve("caught-up");
+    this.runner = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "tyr-recovery");
+      t.setDaemon(true);
+      return t;
+    });
+    membership.onInstall(this::ringChanged);
+    ringChanged(membership.ring());
+  }
+
+  /** The epoch this node last caught up under, or 0 (read from its marker file). */
+  static long caughtUpEpoch(Path dataDir) {
+    try {
+      return Long.parseLong(Files.readString(dataDir.resolve("caught-up")).strip());
+    } catch (IOException | NumberFormatException e) {
+      return 0;
+    }
+  }
+
+  private void ringChanged(Ring r) {
+    if (r.state(membership.self()) == Ring.State.RECOVERING) {
+      runner.execute(() -> run(r.epoch()));
+    }
+  }
+
+  private void run(long epoch) {
+    Ring ring = membership.ring();
+    if (ring.epoch() != epoch || ring.state(membership.self()) != Ring.State.RECOVERING) {
+      return; // a newer ring came; its own run (if it needs one) is queued
+    }
+    long start = System.nanoTime();
+    try {
+      Stats s = catchUp(ring);
+      Path tmp = marker.resolveSibling("caught-up.tmp");
+      Files.writeString(tmp, epoch + "\n", StandardCharsets.UTF_8);
+      Files.move(tmp, marker, StandardCopyOption.REPLACE_EXISTING,
+          StandardCopyOption.ATOMIC_MOVE);
+      membership.caughtUp(epoch);
+      LOG.info("node {} caught up under ring epoch {} in {} ms: {} keys checked, {} copied, "
+          + "{} deleted, {} bytes read; it may now be marked UP", membership.self(), epoch,
+          (System.nanoTime() - start) / 1_000_000, s.checked, s.copied, s.deleted, s.bytes);
+    } catch (Superseded e) {
+      LOG.info("node {}: catch-up under epoch {} left for a newer ring", membership.self(),
+          epoch);
+    } catch (NoSource e) {
+      if (waitingLogged != epoch) {
+        waitingLogged = epoch;
+        LOG.warn("node {}: not caught up: {}", membership.self(), e.getMessage());
+      }
+      runner.schedule(() -> run(epoch), 1, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      LOG.warn("node {}: catch-up under epoch {} failed, again in 1 s: {}",
+          membership.self(), epoch, e.toString());
+      runner.schedule(() -> run(epoch), 1, TimeUnit.SECONDS);
+    }
+  }
+
+  /** A key reserved here by a prepared cross-node part: parked (see {@link #retryHeld}). */
+  private static final class Held extends IOException {
+    Held(String key, TyrException cause) {
+      super("'" + key + "' is held by a prepared transaction", cause);
+    }
+  }
+
+  /** No UP owner to copy some range from: the run waits (see {@link #catchUp}). */
+  private static final class NoSource extends IOException {
+    NoSource(String message) {
+      super(message);
+    }
+  }
+
+  private static final class Stats {
+    long checked;
+    long copied;
+    long deleted;
+    long bytes;
+  }
+
+  private Stats catchUp(Ring ring) throws Exception {
+    Member self = membership.self();
+    Long unserved = ring.unservedRange(self);
+    if (unserved != null) {
+      // No UP owner to copy that range from: the one that holds its acknowledged writes
+      // is not UP, and nothing says which member that is. Catching up from the others
+      // would serve (and later copy back over) stale data, so wait for a ring that has one.
+      throw new NoSource("the range ending at " + unserved + " has no UP owner under ring epoch "
+          + ring.epoch() + " (" + ring.states() + "): waiting for one before catching up");
+    }
+    Map<Member, TyrClient> peers = new HashMap<>();
+    try {
+      for (Member m : ring.upMembers()) {
+        peers.put(m, new TyrClient(ClientConfig.of(m.host(), m.port()).withSecret(secret)
+            .withTimeouts(Duration.ofSeconds(5), Duration.ofSeconds(30)).withConnections(1)
+            .withMaxFrameBytes(maxFrameBytes)));
+      }
+      for (Map.Entry<Member, TyrClient> p : peers.entrySet()) {
+        awaitSettled(ring, p.getKey(), p.getValue());
+      }
+      Map<String, Long> local = localKeys(ring);
+      Stats stats = new Stats();
+      Map<String, TyrClient> heldCopies = new LinkedHashMap<>();
+      for (Map.Entry<Member, TyrClient> p : peers.entrySet()) {
+        String cursor = null;
+        do {
+          current(ring);
+          ScanResult page = TyrClient.await(p.getValue().scan("", cursor, PAGE));
+          for (String key : page.keys()) {
+            if (ring.isReplica(self, key) && ring.primary(key).equals(p.getKey())) {
+              local.remove(key);
+              try {
+                copy(ring, key, p.getValue(), stats);
+              } catch (Held h) {
+                heldCopies.put(key, p.getValue()); // the others go on; it is tried again
+              }
+            }
+          }
+          cursor = page.nextCursor();
+        } while (cursor != null);
+      }
+      Map<String, Long> heldDeletes = new LinkedHashMap<>();
+      for (Map.Entry<String, Long> gone : local.entrySet()) {
+        // Not on its primary when listed, after our version was taken: deleted meanwhile.
+        try {
+          deleteChecked(gone.getKey(), gone.getValue(), stats);
+        } catch (Held h) {
+          heldDeletes.put(gone.getKey(), gone.getValue());
+        }
+      }
+      retryHeld(ring, heldCopies, heldDeletes, stats);
+      return stats;
+    } finally {
+      peers.values().forEach(TyrClient::close);
+    }
+  }
+
+  private void deleteChecked(String key, long version, Stats stats) throws IOException {
+    if (commitChecked(key, version, List.of(new TxOp.Delete(key, false))) >= 0) {
+      stats.deleted++;
+    }
+  }
+
+  /**
+   * Tries again, once a second for up to {@link #HELD_ROUNDS} rounds, only the keys a
+   * prepared cross-node part held here (its decision releases them), instead of starting
+   * the whole catch-up (a scan of every member) over for each. Still held after that: the
+   * run fails, and the next one starts over.
+   */
+  private void retryHeld(Ring ring, Map<String, TyrClient> copies, Map<String, Long> deletes,
+      Stats stats) throws Exception {
+    for (int round = 1; !(copies.isEmpty() && deletes.isEmpty()); round++) {
+      if (round > HELD_ROUNDS) {
+        throw new IOException("keys held by prepared transactions for " + HELD_ROUNDS
+            + " s, not caught up: " + copies.keySet() + " " + deletes.keySet());
+      }
+      if (round == 1) {
+        LOG.info("node {}: catch-up under epoch {} waits for keys held by prepared "
+            + "transactions: {} {}", membership.self(), ring.epoch(), copies.keySet(),
+            deletes.keySet());
+      }
+      Thread.sleep(1000);
+      for (var it = copies.entrySet().iterator(); it.hasNext(); ) {
+        var e = it.next();
+        try {
+          copy(ring, e.getKey(), e.getValue(), stats);
+          it.remove();
+        } catch (Held h) {
+          // still held
+        }
+      }
+      for (var it = deletes.entrySet().iterator(); it.hasNext(); ) {
+        var e = it.next();
+        current(ring);
+        try {
+          deleteChecked(e.getKey(), e.getValue(), stats);
+          it.remove();
+        } catch (Held h) {
+          // still held
+        }
+      }
+    }
+  }
+
+  private void current(Ring ring) throws Superseded {
+    if (membership.ring().epoch() != ring.epoch()) {
+      throw new Superseded();
+    }
+  }
+
+  /** Waits until {@code m} is at this epoch with no older commit running. */
+  private void awaitSettled(Ring ring, Member m, TyrClient c) throws Exception {
+    for (int attempt = 0; ; attempt++) {
+      current(ring);
+      try {
+        TyrClient.await(c.settled(ring.epoch()));
+        return;
+      } catch (IOException e) {
+        if (attempt >= 600) {
+          throw new IOException("member " + m + " did not settle at epoch " + ring.epoch(), e);
+        }
+        Thread.sleep(100); // behind: it loads the ring file within about a second
+      }
+    }
+  }
+
+  /** This node's keys, with their local versions (every range has an UP primary here). */
+  private Map<String, Long> localKeys(Ring ring) throws IOException {
+    Map<String, Long> out = new HashMap<>();
+    String cursor = null;
+    do {
+      ScanResult page = engine.scan("", cursor, PAGE);
+      for (String key : page.keys()) {
+        if (ring.isReplica(membership.self(), key)) {
+          out.put(key, engine.stat(key).version());
+        }
+      }
+      cursor = page.nextCursor();
+    } while (cursor != null);
+    return out;
+  }
+
+  /** Makes {@code key} here equal the primary's copy (retrying if a replicated write races). */
+  private void copy(Ring ring, String key, TyrClient primary, Stats stats) throws Exception {
+    for (int attempt = 0; attempt < 100; attempt++) {
+      current(ring);
+      long localVersion = engine.stat(key).version();
+      List<ByteBuffer> pieces = readWhole(primary, key);
+      stats.checked++;
+      if (pieces == null) {
+        if (localVersion == 0
+            || commitChecked(key, localVersion, List.of(new TxOp.Delete(key, false))) >= 0) {
+          stats.deleted += localVersion == 0 ? 0 : 1;
+          return;
+        }
+        continue;
+      }
+      long size = 0;
+      for (ByteBuffer p : pieces) {
+        size += p.remaining();
+      }
+      stats.bytes += size;
+      if (sameAsLocal(key, localVersion, size, pieces)) {
+        return;
+      }
+      long v = commitChecked(key, localVersion, List.of(new TxOp.Put(key, pieces.get(0), false)));
+      long offset = pieces.get(0).remaining();
+      for (int i = 1; v >= 0 && i < pieces.size(); i++) {
+        ByteBuffer p = pieces.get(i);
+        int n = p.remaining();
+        v = commitChecked(key, v, List.of(new TxOp.Write(key, offset, p)));
+        offset += n;
+      }
+      if (v >= 0) {
+        stats.copied++;
+        return;
+      }
+      // A replicated write came in between: copy again, now with it.
+    }
+    throw new IOException("could not copy '" + key + "': it kept changing");
+  }
+
+  /** The primary's blob in pieces of one version, or null if it has none. */
+  private List<ByteBuffer> readWhole(TyrClient primary, String key) throws IOException {
+    for (int attempt = 0; attempt < 100; attempt++) {
+      List<ByteBuffer> pieces = new ArrayList<>();
+      long version = -1;
+      long offset = 0;
+      long size = 0;
+      boolean torn = false;
+      do {
+        ReadResult r;
+        try {
+          r = TyrClient.await(primary.read(key, offset,
+              Math.min(PIECE, maxFrameBytes / 2)));
+        } catch (TyrException e) {
+          if (e.code() == ErrorCode.NOT_FOUND && (version == -1)) {
+            return null;
+          }
+          if (e.code() == ErrorCode.NOT_FOUND) {
+            torn = true;
+            break;
+          }
+          throw e;
+        }
+        if (version != -1 && r.version() != version) {
+          torn = true; // changed between pieces: read it again
+          break;
+        }
+        version = r.version();
+        size = r.size();
+        pieces.add(r.data());
+        offset += r.data().remaining();
+        if (r.data().remaining() == 0) {
+          break;
+        }
+      } while (offset < size);
+      if (!torn) {
+        return pieces;
+      }
+    }
+    throw new IOException("could not read one version of '" + key + "': it kept changing");
+  }
+
+  private boolean sameAsLocal(String key, long localVersion, long size, List<ByteBuffer> pieces)
+      throws IOException {
+    if (localVersion == 0) {
+      return false;
+    }
+    BlobStat s = engine.stat(key);
+    if (s.version() != localVersion || s.size() != size) {
+      return false;
+    }
+    long offset = 0;
+    for (ByteBuffer p : pieces) {
+      ByteBuffer mine = ByteBuffer.allocate(p.remaining());
+      BlobStat read = engine.read(key, offset, mine);
+      mine.flip();
+      if (read.version() != localVersion || !mine.equals(p.duplicate())) {
+        return false;
+      }
+      offset += p.remaining();
+    }
+    return true;
+  }
+
+  /** Commits {@code ops} if {@code key} is still at {@code version}: the new version, or -1. */
+  private long commitChecked(String key, long version, List<TxOp> ops) throws IOException {
+    try {
+      return TyrClient.await(engine.commit(new TxRequest(
+          List.of(new ReadCheck(key, version)), ops))).version();
+    } catch (TyrException e) {
+      if (e.code() == ErrorCode.CONFLICT && TyrException.heldByPrepared(e)) {
+        throw new Held(key, e); // not a race with a replicated write: copying again won't do
+      }
+      if (e.code() == ErrorCode.CONFLICT) {
+        return -1;
+      }
+      throw e;
+    }
+  }
+
+  @Override
+  public void close() {
+    runner.shutdownNow();
+  }
+}

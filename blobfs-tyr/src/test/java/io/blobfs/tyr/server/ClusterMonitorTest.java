@@ -1,0 +1,118 @@
+package io.blobfs.tyr.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.blobfs.tyr.engine.EngineConfig;
+import io.blobfs.tyr.engine.SyncPolicy;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.ring.Ring;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The failure detector on a node in this JVM and a member nothing answers for. */
+class ClusterMonitorTest {
+  @TempDir
+  Path dir;
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  private static Ring awaitRing(Path file, java.util.function.Predicate<Ring> p)
+      throws Exception {
+    long deadline = System.nanoTime() + 20_000_000_000L;
+    while (true) {
+      Ring r = Membership.readRingFile(file);
+      if (p.test(r)) {
+        return r;
+      }
+      assertThat(System.nanoTime()).as("ring " + r).isLessThan(deadline);
+      Thread.sleep(50);
+    }
+  }
+
+  /**
+   * A silent member goes DOWN after down-after and the live one stays UP; when the silent
+   * one answers, it goes RECOVERING, and UP only once it has caught up. One monitor per
+   * ring file.
+   */
+  @Test
+  void marksTheSilentDownAndTheReturningUpOnlyAfterCatchUp() throws Exception {
+    Member live = new Member("127.0.0.1", freePort());
+    Member silent = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(live, silent), 16, 2);
+    Path file = dir.resolve("ring.properties");
+    Files.writeString(file, Membership.ringFileText(ring));
+    try (TyrServer node = start(live, ring, "live");
+        ClusterMonitor monitor = new ClusterMonitor(file, null, Duration.ofMillis(800),
+            Duration.ofMillis(100))) {
+      assertThatThrownBy(() -> new ClusterMonitor(file, null, Duration.ofSeconds(1),
+          Duration.ofSeconds(1))).isInstanceOf(IOException.class)
+          .hasMessageContaining("one writer");
+      Ring down = awaitRing(file, r -> r.state(silent) == Ring.State.DOWN);
+      assertEquals(2, down.epoch());
+      assertEquals(Ring.State.UP, down.state(live));
+      Thread.sleep(1500); // nothing answers: it stays DOWN, and nothing else changes
+      assertEquals(down, Membership.readRingFile(file));
+
+      node.membership().install(down);
+      try (TyrServer back = start(silent, down, "back")) {
+        Ring recovering = awaitRing(file, r -> r.state(silent) == Ring.State.RECOVERING);
+        back.membership().install(recovering);
+        node.membership().install(recovering);
+        Ring up = awaitRing(file, r -> r.states().isEmpty());
+        assertEquals(recovering.epoch() + 1, up.epoch());
+        assertThat(back.caughtUpEpoch()).isEqualTo(recovering.epoch());
+      }
+    }
+  }
+
+  /**
+   * Two silent members of a two-member R = 2 ring: the first goes DOWN, the second is not
+   * marked (it would leave every range with no UP owner, and it may hold acknowledged
+   * writes the first lacks); nor by hand with {@code --mark}.
+   */
+  @Test
+  void refusesADownMarkThatLeavesARangeWithNoUpOwner() throws Exception {
+    Member a = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(a, b), 16, 2);
+    Path file = dir.resolve("ring.properties");
+    Files.writeString(file, Membership.ringFileText(ring));
+    Ring down;
+    try (ClusterMonitor monitor = new ClusterMonitor(file, null, Duration.ofMillis(500),
+        Duration.ofMillis(100))) {
+      down = awaitRing(file, r -> !r.states().isEmpty());
+      Thread.sleep(1500); // both stay silent
+      assertEquals(down, Membership.readRingFile(file));
+    }
+    assertEquals(2, down.epoch());
+    assertEquals(1, down.states().size(), down.toString());
+    Member other = down.state(a) == Ring.State.DOWN ? b : a;
+    assertEquals(Ring.State.UP, down.state(other));
+    assertThat(ClusterMonitor.refusal(down, down.withState(other, Ring.State.DOWN, 3), other))
+        .contains("refusing to mark " + other + " DOWN");
+    // A member that is RECOVERING has no acknowledged writes of its own: it may go DOWN.
+    Ring recovering = down.withState(b, Ring.State.RECOVERING, 3).withState(a, Ring.State.UP, 3);
+    assertThat(ClusterMonitor.refusal(recovering,
+        recovering.withState(b, Ring.State.DOWN, 4), b)).isNull();
+  }
+
+  private TyrServer start(Member m, Ring ring, String name) throws IOException {
+    EngineConfig engine = EngineConfig.defaults(dir.resolve(name))
+        .withSyncPolicy(SyncPolicy.NONE);
+    ServerConfig config = new ServerConfig("127.0.0.1", m.port(), engine, 80 << 20, null, 8,
+        64, Duration.ofSeconds(60), 512L << 20, 128L << 20, Duration.ofSeconds(60), null);
+    return TyrServer.start(config, new Membership(m, ring));
+  }
+}
