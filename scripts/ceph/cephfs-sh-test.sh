@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Tests of cephfs.sh on a cluster of its own (fresh root under /tmp, port base 40340):
 # start mounts a CephFS that reads back what was written; a second start is a no-op (same
-# MDS process, same mount); stop unmounts and stops the MDS; a start after that finds the
-# file again; status answers 1 when stopped. Stops and deletes everything it made.
+# MDS process, same mount); stop unmounts and stops the MDS; the cluster then stops and
+# starts again with its file system offline; a start after that finds the file again;
+# status answers 1 when stopped. Stops and deletes everything it made.
 #
 # Usage: scripts/ceph/cephfs-sh-test.sh   (exit 0 when every check passes)
 # Environment: BLOBFS_CEPHFS_TEST_PORT_BASE (40340).
@@ -46,6 +47,11 @@ left=$(for p in /proc/[0-9]*; do [ "$(cat "$p/comm" 2>/dev/null)" = ceph-fuse ] 
 [ -n "$pid1" ] && [ -d "/proc/$pid1" ] && [ "$(awk '{print $3}' "/proc/$pid1/stat")" != Z ] && fail "mds pid $pid1 alive after stop" || pass "stop ended the MDS"
 rc=0; timeout 60 bash "$HERE/cephfs.sh" status 2>/dev/null || rc=$?
 [ "$rc" = 1 ] && pass "status exits 1 when stopped" || fail "status exit $rc when stopped"
+
+timeout 120 bash "$HERE/cluster.sh" stop >/dev/null 2>&1
+timeout 300 bash "$HERE/cluster.sh" start >/dev/null \
+  && pass "the cluster starts again while its file system's MDS is stopped" \
+  || fail "cluster.sh start refused the cluster while the file system's MDS is stopped"
 
 timeout 300 bash "$HERE/cephfs.sh" start >/dev/null
 cmp -s "$WORK/data" "$CEPHFS_MOUNT/data" && pass "the file survived stop and start" || fail "file lost or different after a restart"
