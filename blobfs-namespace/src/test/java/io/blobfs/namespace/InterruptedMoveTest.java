@@ -304,25 +304,8 @@ class InterruptedMoveTest {
     FsPath h = FsPath.parse("/a/h");
     write(f, 2 * STRIPE + 3, 12);
     Fault stall = dying.on(Op.PUT).keys("n/a/g").pause();
-    java.util.concurrent.ExecutorService renamer =
-        java.util.concurrent.Executors.newSingleThreadExecutor();
-    try {
-      java.util.concurrent.Future<Object> rename = renamer.submit(() -> {
-        try {
-          return dyingNamespace().rename(f, g);
-        } catch (IOException e) {
-          return e;
-        }
-      });
-      stall.awaitReached();
-      Thread.sleep(LEASE.toMillis() + 5);
-      assertTrue(recovery.rename(f, h));
-      stall.release();
-      Object outcome = rename.get(30, java.util.concurrent.TimeUnit.SECONDS);
-      assertTrue(outcome instanceof IOException, "the stalled rename failed: " + outcome);
-    } finally {
-      renamer.shutdownNow();
-    }
+    Object outcome = stalledRename(stall, f, g, () -> assertTrue(recovery.rename(f, h)));
+    assertTrue(outcome instanceof IOException, "the stalled rename failed: " + outcome);
     given.put(h, given.remove(f));
     checkEverything("a rename stalled before its copy", false);
   }
@@ -348,29 +331,14 @@ class InterruptedMoveTest {
     // The rename reads its lock when taking it, to stamp it, and to check it still holds
     // it after the copy: the third read.
     Fault stall = dying.on(Op.READ).keys("d/.*/lock").nth(3).pause();
-    java.util.concurrent.ExecutorService renamer =
-        java.util.concurrent.Executors.newSingleThreadExecutor();
-    try {
-      java.util.concurrent.Future<Object> rename = renamer.submit(() -> {
-        try {
-          return dyingNamespace().rename(f, g);
-        } catch (IOException e) {
-          return e;
-        }
-      });
-      stall.awaitReached();
-      Thread.sleep(LEASE.toMillis() + 5);
+    assertEquals(Boolean.TRUE, stalledRename(stall, f, g, () -> {
       if (what == Meanwhile.DELETE_SOURCE) {
         assertFalse(recovery.delete(f, false), "the source was gone once settled");
       } else {
         assertThrows(java.io.FileNotFoundException.class,
             () -> recovery.rename(f, FsPath.parse("/a/h")));
       }
-      stall.release();
-      assertEquals(Boolean.TRUE, rename.get(30, java.util.concurrent.TimeUnit.SECONDS));
-    } finally {
-      renamer.shutdownNow();
-    }
+    }));
     given.put(g, given.remove(f));
     checkEverything("a rename stalled after its copy, then " + what, false);
   }
@@ -386,25 +354,8 @@ class InterruptedMoveTest {
     FsPath g = FsPath.parse("/a/g");
     write(f, 2 * STRIPE + 3, 14);
     Fault stall = dying.on(Op.PUT).keys("n/a/g").pause();
-    java.util.concurrent.ExecutorService renamer =
-        java.util.concurrent.Executors.newSingleThreadExecutor();
-    try {
-      java.util.concurrent.Future<Object> rename = renamer.submit(() -> {
-        try {
-          return dyingNamespace().rename(f, g);
-        } catch (IOException e) {
-          return e;
-        }
-      });
-      stall.awaitReached();
-      Thread.sleep(LEASE.toMillis() + 5);
-      assertTrue(recovery.delete(f, false));
-      stall.release();
-      Object outcome = rename.get(30, java.util.concurrent.TimeUnit.SECONDS);
-      assertTrue(outcome instanceof IOException, "the stalled rename failed: " + outcome);
-    } finally {
-      renamer.shutdownNow();
-    }
+    Object outcome = stalledRename(stall, f, g, () -> assertTrue(recovery.delete(f, false)));
+    assertTrue(outcome instanceof IOException, "the stalled rename failed: " + outcome);
     given.remove(f);
     checkEverything("a rename stalled before its copy, the source deleted", false);
   }
@@ -613,6 +564,33 @@ class InterruptedMoveTest {
   }
 
   // ---------------------------------------------------------------- helpers
+
+  /**
+   * The dying client's rename of {@code f} to {@code g}, stalled at {@code stall}: once it
+   * is there and its lease has run out, {@code meanwhile} runs on the recovering client,
+   * then the rename goes on. Returns its answer, or the IOException it threw.
+   */
+  private Object stalledRename(Fault stall, FsPath f, FsPath g, Action meanwhile)
+      throws Exception {
+    java.util.concurrent.ExecutorService renamer =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<Object> rename = renamer.submit(() -> {
+        try {
+          return dyingNamespace().rename(f, g);
+        } catch (IOException e) {
+          return e;
+        }
+      });
+      stall.awaitReached();
+      Thread.sleep(LEASE.toMillis() + 5);
+      meanwhile.run();
+      stall.release();
+      return rename.get(30, java.util.concurrent.TimeUnit.SECONDS);
+    } finally {
+      renamer.shutdownNow();
+    }
+  }
 
   private BlobNamespace dyingNamespace() {
     return new BlobNamespace(dying.store(), OPTIONS, StoreCallCounters.NONE);
