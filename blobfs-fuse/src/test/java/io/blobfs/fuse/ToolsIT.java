@@ -98,7 +98,9 @@ class ToolsIT {
     Mounts.sh(tmp, "rsync -rt local/src/ mnt/src/ && diff -r local/src mnt/src");
     // files keep the times rsync set, so its quick check (size and mtime) finds every
     // file unchanged but the one changed locally (directories keep no time of their own)
-    Mounts.sh(local, "echo changed >> src/a/b/f7.txt");
+    // and an mtime of its own: an append in the same second as the first copy would leave
+    // the whole-second time rsync compares unchanged, and its itemized line without the t
+    Mounts.sh(local, "echo changed >> src/a/b/f7.txt && touch -d '2001-02-03 04:05:06' src/a/b/f7.txt");
     String out = Mounts.sh(tmp, "rsync -rt --itemize-changes local/src/ mnt/src/ | grep '^>f' || true");
     assertEquals(List.of(">f.st...... a/b/f7.txt"), Mounts.lines(out.strip()), out);
     Mounts.sh(tmp, "diff -r local/src mnt/src");
