@@ -9,6 +9,7 @@ import io.blobfs.tyr.blobfs.TyrClusterBlobStore;
 import io.blobfs.tyr.ring.Member;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -52,7 +53,7 @@ class TyrComposeClusterIT {
     assertEquals(0, image.exit, "build-images.sh tyr: " + image.output);
 
     List<String> compose = composeCommand(root);
-    int base = 31_000 + ThreadLocalRandom.current().nextInt(3_000) * 3;
+    int base = freeTriple();
     Map<String, String> env = Map.of("TYR_PORT_1", Integer.toString(base),
         "TYR_PORT_2", Integer.toString(base + 1), "TYR_PORT_3", Integer.toString(base + 2),
         "TYR_REPLICATION", "2");
@@ -83,6 +84,31 @@ class TyrComposeClusterIT {
     List<String> all = new ArrayList<>(cmd);
     all.addAll(List.of(more));
     return all;
+  }
+
+  /**
+   * Three consecutive ports that are free now, below Linux's ephemeral range (32768 and up):
+   * the containers bind them only after the images start, and a port in that range can be
+   * taken meanwhile by any outgoing connection on the machine (CI saw a node fail with
+   * "Address already in use" on a port of 31,000-40,000).
+   */
+  private static int freeTriple() throws IOException {
+    for (int attempt = 0; attempt < 50; attempt++) {
+      int base = 20_000 + ThreadLocalRandom.current().nextInt(4_000) * 3;
+      if (free(base) && free(base + 1) && free(base + 2)) {
+        return base;
+      }
+    }
+    throw new IOException("no three consecutive free ports in 20000-32000 after 50 tries");
+  }
+
+  private static boolean free(int port) {
+    try (ServerSocket s = new ServerSocket()) {
+      s.bind(new InetSocketAddress("127.0.0.1", port));
+      return true;
+    } catch (IOException taken) {
+      return false;
+    }
   }
 
   /** {@code docker compose} (the plugin) if the CLI has it, else {@code docker-compose}. */
