@@ -182,8 +182,17 @@ public final class DfsioReport {
     Path res = work.resolve("results-" + t.name() + "-" + round + op + ".log");
     Files.deleteIfExists(res);
     List<String> cmd = new ArrayList<>(List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx2g",
-        "-cp", String.join(":", Stream.concat(t.cp().stream(),
+        Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx2g"));
+    // BLOBFS_DFSIO_JVM_OPTS: extra options of every job's JVM, e.g. a JFR recording per
+    // job, where %t/%o/%r in it become the target, the operation and the round.
+    String extra = System.getenv().getOrDefault("BLOBFS_DFSIO_JVM_OPTS", "").trim();
+    if (!extra.isEmpty()) {
+      for (String opt : extra.split("\\s+")) {
+        cmd.add(opt.replace("%t", t.name()).replace("%o", op.substring(1))
+            .replace("%r", Integer.toString(round + 1)));
+      }
+    }
+    cmd.addAll(List.of("-cp", String.join(":", Stream.concat(t.cp().stream(),
             Stream.of(System.getProperty("java.class.path"))).toList()),
         "org.apache.hadoop.fs.TestDFSIO"));
     cmd.addAll(t.options());
