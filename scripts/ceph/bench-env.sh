@@ -30,4 +30,8 @@ fi
 # What the reports say the RADOS figures had.
 BLOBFS_BENCH_OSD_CACHE="bluestore_cache_size $(osd_conf bluestore_cache_size) bytes (autotune $(osd_conf bluestore_cache_autotune), meta/kv ratios $(osd_conf bluestore_cache_meta_ratio)/$(osd_conf bluestore_cache_kv_ratio), cache type $(osd_conf bluestore_cache_type)), osd_memory_target $(osd_conf osd_memory_target), buffered writes $(osd_conf bluestore_default_buffered_write)"
 export BLOBFS_BENCH_OSD_CACHE
-mvn -B -ntp -q install -DskipTests -pl benchmarks/jmh -am
+# BLOBFS_BENCH_BUILD=reactor: the caller builds in the reactor (package, no install into
+# ~/.m2, which other worktrees share) and runs from the module's target directories.
+if [ "${BLOBFS_BENCH_BUILD:-install}" != reactor ]; then
+  mvn -B -ntp -q install -DskipTests -pl benchmarks/jmh -am
+fi

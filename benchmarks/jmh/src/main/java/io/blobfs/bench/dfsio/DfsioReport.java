@@ -182,8 +182,10 @@ public final class DfsioReport {
     Path res = work.resolve("results-" + t.name() + "-" + round + op + ".log");
     Files.deleteIfExists(res);
     List<String> cmd = new ArrayList<>(List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx2g",
-        "-cp", String.join(":", Stream.concat(t.cp().stream(),
+        Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx2g"));
+    cmd.addAll(jvmOptions(System.getenv().getOrDefault("BLOBFS_DFSIO_JVM_OPTS", ""),
+        t.name(), op, round + 1));
+    cmd.addAll(List.of("-cp", String.join(":", Stream.concat(t.cp().stream(),
             Stream.of(System.getProperty("java.class.path"))).toList()),
         "org.apache.hadoop.fs.TestDFSIO"));
     cmd.addAll(t.options());
@@ -214,6 +216,22 @@ public final class DfsioReport {
           + p.exitValue() + "; output in " + log + ":\n" + tail(log));
     }
     return op.equals("-clean") ? null : parse(res, t.name() + " " + op);
+  }
+
+  /**
+   * The extra options of a job's JVM ({@code BLOBFS_DFSIO_JVM_OPTS}, split at white space),
+   * with {@code %t}, {@code %o} and {@code %r} replaced by the target, the operation
+   * without its dash and the round, so that a JFR recording per job gets a file of its own.
+   */
+  static List<String> jvmOptions(String spec, String target, String op, int round) {
+    List<String> out = new ArrayList<>();
+    for (String opt : spec.trim().split("\\s+")) {
+      if (!opt.isEmpty()) {
+        out.add(opt.replace("%t", target).replace("%o", op.replaceFirst("^-", ""))
+            .replace("%r", Integer.toString(round)));
+      }
+    }
+    return out;
   }
 
   private static final Pattern LINE = Pattern.compile("^\\s*([^:]+?)\\s*:\\s*([0-9.]+)\\s*$");
