@@ -93,6 +93,19 @@ final class DirectoryMove {
         continue;
       }
       RenameIntent intent = found.get().intent();
+      if (intent.claimed()) {
+        // A claim has done nothing yet: once its lease has run out (its client died before
+        // it could act) it is only removed; a live one is an operation starting.
+        if (live == Live.FINISH || !intent.live(System.currentTimeMillis())) {
+          dropClaim(ns, found.get());
+          continue;
+        }
+        if (live == Live.LEAVE) {
+          continue;
+        }
+        throw BlobNamespace.lostRace(intent.toString(), new TransactionConflictException(
+            intent + " is starting"));
+      }
       boolean running = live != Live.FINISH && intent.live(System.currentTimeMillis());
       Optional<Running> taken = running ? Optional.empty() : Running.takeOver(ns, found.get());
       if (taken.isEmpty()) {
@@ -155,15 +168,32 @@ final class DirectoryMove {
     return p.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
   }
 
+  /** Removes a claim that did nothing, if it is still as read. */
+  private static void dropClaim(BlobNamespace ns, Stored claim) throws IOException {
+    try {
+      ns.calls().deleteIfVersion(claim.key(), claim.version());
+    } catch (TransactionConflictException e) {
+      // confirmed by its stalled owner just now, or removed by another: not ours
+    }
+  }
+
   /**
    * Finishes the interrupted rename or delete of exactly {@code dir}, if its intent is
-   * there (one read, no scan), and returns it.
+   * there (one read with transactions; without, a scan of the intents of {@code dir} and
+   * below, whose keys are the operations' own), and returns it.
    */
   static Optional<RenameIntent> finishExactly(BlobNamespace ns, Renamer renamer, FsPath dir)
       throws IOException {
-    Optional<RenameIntent> found = read(ns, ns.layout().renameIntentKey(dir));
-    if (found.isEmpty()) {
-      return found;
+    boolean found = false;
+    if (ns.calls().transactional()) {
+      found = read(ns, ns.layout().renameIntentKey(dir)).isPresent();
+    } else {
+      for (String key : ns.scanAll(ns.layout().renameIntentPrefix(dir))) {
+        found |= ns.layout().isIntentOf(key, dir);
+      }
+    }
+    if (!found) {
+      return Optional.empty();
     }
     return finishAtOrUnder(ns, renamer, dir, Live.REFUSE).stream()
         .filter(i -> i.src().equals(dir)).findFirst();
@@ -217,18 +247,32 @@ final class DirectoryMove {
   }
 
   /**
-   * Without transactions, writes the intent of an operation about to start; if one is
-   * there already, another rename or delete of the same directory runs: a lost race.
+   * Without transactions, starts an operation: writes its claim under a key of its own,
+   * then looks for any other intent of the same directory; if there is one, another rename
+   * or delete of it runs or starts (a lost race: the claim is withdrawn), else the claim is
+   * confirmed and the operation may act. Two that start together may both withdraw, never
+   * both act: each looks only after its own claim is written, so the later of the two looks
+   * finds the other's claim. An intent's key is never used again once deleted, so that a
+   * store may forget it at once (no tombstone that every later operation would read).
    */
-  static Running begin(BlobNamespace ns, RenameIntent intent) throws IOException {
+  static Running begin(BlobNamespace ns, RenameIntent claim) throws IOException {
+    String key = ns.layout().leasedIntentKey(claim.src(), claim.id());
     try {
-      ns.calls().put(ns.layout().renameIntentKey(intent.src()), intent.encode(),
-          PutMode.CREATE);
-    } catch (BlobAlreadyExistsException e) {
-      throw BlobNamespace.lostRace(intent.toString(), new TransactionConflictException(
-          "another rename or delete of " + intent.src() + " is under way"));
+      ns.calls().put(key, claim.encode(), PutMode.CREATE);
+    } catch (BlobAlreadyExistsException e) { // a path too long for a key of its own
+      throw BlobNamespace.lostRace(claim.toString(), new TransactionConflictException(
+          "another rename or delete of " + claim.src() + " is under way"));
     }
-    return Running.stamped(ns, intent);
+    Running mine = Running.stamped(ns, key, claim);
+    for (String other : ns.scanAll(ns.layout().renameIntentPrefix(claim.src()))) {
+      if (!other.equals(key) && ns.layout().isIntentOf(other, claim.src())) {
+        mine.withdraw();
+        throw BlobNamespace.lostRace(claim.toString(), new TransactionConflictException(
+            "another rename or delete of " + claim.src() + " is under way"));
+      }
+    }
+    mine.confirm();
+    return mine;
   }
 
   /**
@@ -247,9 +291,10 @@ final class DirectoryMove {
     private long version;
     private long renewedNanos;
 
-    private Running(BlobNamespace ns, RenameIntent intent, long version, long renewedNanos) {
+    private Running(BlobNamespace ns, String key, RenameIntent intent, long version,
+        long renewedNanos) {
       this.ns = ns;
-      this.key = ns.layout().renameIntentKey(intent.src());
+      this.key = key;
       this.intent = intent;
       this.version = version;
       this.renewedNanos = renewedNanos;
@@ -263,16 +308,41 @@ final class DirectoryMove {
      * The intent just written, with its version read back (a put does not return it). No
      * other client can have changed it meanwhile: its lease has only just begun.
      */
-    private static Running stamped(BlobNamespace ns, RenameIntent written) throws IOException {
+    private static Running stamped(BlobNamespace ns, String key, RenameIntent written)
+        throws IOException {
       long started = System.nanoTime();
-      Optional<Stored> now = readVersioned(ns, ns.layout().renameIntentKey(written.src()));
-      // A rename's intent does not store its start time: compared by id and lease.
+      Optional<Stored> now = readVersioned(ns, key);
+      // A rename's intent does not store its start time: compared by id, lease and state.
       if (now.isEmpty() || !now.get().intent().id().equals(written.id())
-          || now.get().intent().expiresMillis() != written.expiresMillis()) {
+          || now.get().intent().expiresMillis() != written.expiresMillis()
+          || now.get().intent().claimed() != written.claimed()) {
         throw BlobNamespace.lostRace(written.toString(), new TransactionConflictException(
             "its intent changed right after it was written"));
       }
-      return new Running(ns, written, now.get().version(), started);
+      return new Running(ns, key, written, now.get().version(), started);
+    }
+
+    /** Turns this operation's claim into its intent: from now on it may act. */
+    private void confirm() throws IOException {
+      RenameIntent confirmed = intent.confirmed().renewedUntil(expiry(ns));
+      try {
+        ns.calls().putIfVersion(key, confirmed.encode(), version);
+      } catch (TransactionConflictException e) { // removed as expired: it stalled
+        throw BlobNamespace.lostRace(intent.toString(), e);
+      }
+      Running now = stamped(ns, key, confirmed);
+      intent = confirmed;
+      version = now.version;
+      renewedNanos = now.renewedNanos;
+    }
+
+    /** Removes this operation's claim, which did nothing; one left behind expires. */
+    private void withdraw() {
+      try {
+        ns.calls().deleteIfVersion(key, version);
+      } catch (IOException | RuntimeException e) {
+        // removed as expired meanwhile, or left to expire: finishers remove it then
+      }
     }
 
     /**
@@ -281,16 +351,15 @@ final class DirectoryMove {
      */
     static Optional<Running> takeOver(BlobNamespace ns, Stored read) throws IOException {
       if (read.intent().expiresMillis() == 0) {
-        return Optional.of(new Running(ns, read.intent(), 0, System.nanoTime()));
+        return Optional.of(new Running(ns, read.key(), read.intent(), 0, System.nanoTime()));
       }
       RenameIntent mine = read.intent().renewedUntil(expiry(ns));
       try {
-        ns.calls().putIfVersion(ns.layout().renameIntentKey(mine.src()), mine.encode(),
-            read.version());
+        ns.calls().putIfVersion(read.key(), mine.encode(), read.version());
       } catch (TransactionConflictException e) {
         return Optional.empty();
       }
-      return Optional.of(stamped(ns, mine));
+      return Optional.of(stamped(ns, read.key(), mine));
     }
 
     /**
@@ -310,7 +379,7 @@ final class DirectoryMove {
       } catch (TransactionConflictException e) { // taken over, or finished and removed
         throw outlived(e);
       }
-      Running now = stamped(ns, renewed);
+      Running now = stamped(ns, key, renewed);
       intent = renewed;
       version = now.version;
       renewedNanos = now.renewedNanos;
@@ -352,7 +421,8 @@ final class DirectoryMove {
     return readVersioned(ns, key).map(v -> v.intent);
   }
 
-  record Stored(RenameIntent intent, long version) {}
+  /** An intent as read: what it says, where it is, and its version. */
+  record Stored(RenameIntent intent, String key, long version) {}
 
   private static Optional<Stored> readVersioned(BlobNamespace ns, String key)
       throws IOException {
@@ -363,7 +433,7 @@ final class DirectoryMove {
     } catch (FileNotFoundException gone) {
       return Optional.empty();
     }
-    return Optional.of(new Stored(RenameIntent.decode(key, v.bytes()), v.version()));
+    return Optional.of(new Stored(RenameIntent.decode(key, v.bytes()), key, v.version()));
   }
 
   /**

@@ -17,6 +17,12 @@ import java.nio.charset.StandardCharsets;
  *   <li>{@code r/a}: the intent of a directory rename of {@code /a} too large for one
  *       transaction, from its first step to its last ({@link RenameIntent}). No path maps
  *       here, so no file can be mistaken for one.
+ *   <li>{@code r/a\u0001ID}: without transactions, the intent of a rename or recursive
+ *       delete of {@code /a} by operation {@code ID}. Such a key is created once (by an
+ *       exclusive put) and never again once deleted: a store may forget it entirely when it
+ *       is deleted (the RADOS name index removes its entry at once instead of keeping a
+ *       tombstone). No path holds a control character, so the key names exactly one
+ *       directory.
  * </ul>
  *
  * Listing a directory is a scan of {@code n/a/}; data keys and intents never match a name
@@ -50,6 +56,28 @@ public final class KeyLayout {
    */
   public String renameIntentKey(FsPath src) {
     return checked(src, RENAMES + src);
+  }
+
+  /** Between a directory and its operation's id in {@link #leasedIntentKey}. */
+  static final char INTENT_ID = '\u0001';
+
+  /**
+   * Key of the intent of operation {@code id} on directory {@code src} without
+   * transactions: unique to the operation, so a store may drop every trace of it once it
+   * is deleted. A path too long for it (within an id's length of the key limit) gets
+   * {@link #renameIntentKey}, which any checked path has; its deletion may then leave a
+   * trace (the RADOS index's tombstone) until it is cleaned up.
+   */
+  String leasedIntentKey(FsPath src, String id) {
+    String unique = RENAMES + src + INTENT_ID + id;
+    return unique.getBytes(StandardCharsets.UTF_8).length <= limits.maxKeyBytes() ? unique
+        : renameIntentKey(src);
+  }
+
+  /** Whether {@code key} is an intent key of exactly directory {@code dir}. */
+  boolean isIntentOf(String key, FsPath dir) {
+    String plain = renameIntentKey(dir);
+    return key.equals(plain) || key.startsWith(plain + INTENT_ID);
   }
 
   /** Prefix of the intents of renames of {@code dir} and of directories below it. */

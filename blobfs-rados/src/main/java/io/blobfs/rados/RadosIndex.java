@@ -20,6 +20,7 @@ import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.zip.CRC32;
 
 /**
@@ -43,12 +44,21 @@ import java.util.zip.CRC32;
  * always conditionally on its marker being still there (omap_cmp in the same write op);
  * if it is not, someone else touched the entry and the writer sets a fresh adding marker,
  * which is always safe. A delete that removed its object leaves its deleting marker as a
- * tombstone: no writer ever removes an entry. So every existing object has an entry, and an
+ * tombstone: no writer ever removes an entry (but for keys used once, below). So every
+ * existing object has an entry, and an
  * entry that is not committed is checked against its object by whoever reads it: a crash
  * between the steps never hides a name and never shows a missing one. Readers upgrade an
  * adding entry whose object exists to committed, never a deleting one (the delete may still
  * come), and remove an entry whose object is missing once its marker is older than the
  * grace period, which far exceeds any writer's object step (op timeout).
+ *
+ * <p>Keys used once ({@link #usedOnce}: the namespace's intents without transactions,
+ * {@code r/DIR\u0001ID}) are created by one exclusive put and never again once deleted, so
+ * no creator can race their delete: a delete that removed such an object removes its
+ * entry at once (conditionally on its own marker). Without that, every finished rename
+ * left a tombstone for the grace period, and each later directory rename, which reads
+ * every intent, checked every one of them against its object: 1,515 of them after one
+ * Spark job.
  */
 final class RadosIndex {
   private static final System.Logger LOG = System.getLogger(RadosIndex.class.getName());
@@ -68,6 +78,8 @@ final class RadosIndex {
   private final RadosKeys keys;
   private final int shards;
   private final Duration grace;
+  /** Objects stat'ed to check pending entries: what tombstones cost readers (tests). */
+  private final LongAdder objectChecks = new LongAdder();
 
   RadosIndex(RadosCluster cluster, String pool, RadosKeys keys, int shards, Duration grace) {
     this.cluster = cluster;
@@ -83,6 +95,18 @@ final class RadosIndex {
 
   Duration grace() {
     return grace;
+  }
+
+  long objectChecks() {
+    return objectChecks.sum();
+  }
+
+  /**
+   * Whether a key is created once and never again after its delete: an intent key of its
+   * own operation ({@code io.blobfs.namespace.KeyLayout#leasedIntentKey}).
+   */
+  static boolean usedOnce(String key) {
+    return key.startsWith("r/") && key.indexOf('\u0001') > 0;
   }
 
   /** Whether a key has an entry in the index (names and intents). */
@@ -203,7 +227,8 @@ final class RadosIndex {
       return;
     }
     if (gone) {
-      if (!replaceIf(key, marker, marker)) {
+      // A key used once has no creator that could race this delete: nothing to keep.
+      if (!(usedOnce(key) ? removeIf(key, marker) : replaceIf(key, marker, marker))) {
         set(key, marker('D'));
       }
       return;
@@ -415,6 +440,7 @@ final class RadosIndex {
   /** Whether each key's object exists: one AIO stat each, all in flight together. */
   boolean[] exist(List<String> storeKeys) throws IOException {
     int n = storeKeys.size();
+    objectChecks.add(n);
     Pointer[] completions = new Pointer[n];
     LongByReference[] sizes = new LongByReference[n];
     LongByReference[] times = new LongByReference[n];
