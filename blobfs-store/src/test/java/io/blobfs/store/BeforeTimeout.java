@@ -30,9 +30,13 @@ public final class BeforeTimeout {
     private long beganNanos = System.nanoTime(); // by default: when the try began
     private Long doneNanos;
 
-    /** Marks that the timeout begins now (call it just before the timed step). */
+    /**
+     * Marks that the timeout begins now (call it just before the timed step). A check with
+     * several timed steps marks each: the last span marked is the one judged.
+     */
     public void began() {
       beganNanos = System.nanoTime();
+      doneNanos = null;
     }
 
     /**
