@@ -322,8 +322,9 @@ class TyrClusterTransactionsIT {
 
   private void nodeKilledWithAPreparedPart(Duration txTimeout, BeforeTimeout.Window window)
       throws Exception {
-    try (TyrProcessCluster cluster = start(dir.resolve("try-" + txTimeout.toMillis()),
-            txTimeout);
+    Path tryDir = java.nio.file.Files.createDirectories(
+        dir.resolve("try-" + txTimeout.toMillis()));
+    try (TyrProcessCluster cluster = start(tryDir, txTimeout);
         TyrClusterBlobStore store = open(cluster, "tx")) {
       Ring ring = store.ring();
       List<String> a = keysOnEveryNode(ring, "a");
