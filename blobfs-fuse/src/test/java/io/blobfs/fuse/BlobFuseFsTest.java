@@ -298,8 +298,27 @@ class BlobFuseFsTest {
     otherClientNs = other;
     otherClient.call();
     held.release();
-    t.join(10_000);
+    t.join(60_000);
     assertFalse(t.isAlive());
+  }
+
+  /**
+   * Waits until {@code t} has run into something that holds it (a lock, the paused store
+   * call) or has finished, so that the pause it races with is released only after: a fixed
+   * sleep of 200 ms let a loaded machine release it before the thread even started, and
+   * the test then passed without the race it is about. Bounded by a minute.
+   */
+  private static void awaitBlockedOrDone(Thread t) throws InterruptedException {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+    while (System.nanoTime() < deadline) {
+      Thread.State state = t.getState();
+      if (state == Thread.State.BLOCKED || state == Thread.State.WAITING
+          || state == Thread.State.TIMED_WAITING || state == Thread.State.TERMINATED) {
+        return;
+      }
+      Thread.sleep(5);
+    }
+    throw new AssertionError(t.getName() + " neither blocked nor finished within 60 s");
   }
 
   private BlobNamespace otherClientNs;
@@ -377,7 +396,7 @@ class BlobFuseFsTest {
       w.write("other".getBytes(), 0, 5);
     }
     held.release();
-    t.join(10_000);
+    t.join(60_000);
     assertFalse(t.isAlive());
     assertEquals(0, errno[0]);
     assertEquals("source", new String(published("/b")));
@@ -456,10 +475,11 @@ class BlobFuseFsTest {
       }
     });
     rename.start();
-    Thread.sleep(200);
+    awaitBlockedOrDone(rename);
     paused.release();
-    release.join(10_000);
-    rename.join(10_000);
+    release.join(60_000);
+    rename.join(60_000);
+    assertFalse(release.isAlive() || rename.isAlive(), "both finished");
     assertFalse(ns.probe(FsPath.parse("/tmp")).isPresent(), "the old name came back");
     assertEquals("body", new String(published("/final")));
     assertEquals(5_000_000L, ns.getFileInfo(FsPath.parse("/final")).modificationTime());
@@ -490,10 +510,11 @@ class BlobFuseFsTest {
       }
     });
     touch.start();
-    Thread.sleep(200);
+    awaitBlockedOrDone(touch);
     paused.release();
-    release.join(10_000);
-    touch.join(10_000);
+    release.join(60_000);
+    touch.join(60_000);
+    assertFalse(release.isAlive() || touch.isAlive(), "both finished");
     assertEquals(7_000_000L, ns.getFileInfo(FsPath.parse("/late")).modificationTime());
     assertEquals("abc", new String(published("/late")));
   }

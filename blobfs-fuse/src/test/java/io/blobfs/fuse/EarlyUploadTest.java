@@ -103,7 +103,17 @@ class EarlyUploadTest {
 
   /** Waits (bounded) until the background has uploaded at least {@code bytes}. */
   private void awaitUploaded(long bytes) throws InterruptedException {
-    for (int i = 0; i < 500 && bytesWritten.get() < bytes; i++) {
+    awaitUntil(() -> bytesWritten.get() >= bytes);
+  }
+
+  /**
+   * Waits until {@code done}, at most a minute: the callers check it after, and a loaded
+   * machine (two cores at a load of 30) can take seconds where an idle one takes ms.
+   */
+  private static void awaitUntil(java.util.function.BooleanSupplier done)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+    while (!done.getAsBoolean() && System.nanoTime() < deadline) {
       Thread.sleep(10);
     }
   }
@@ -300,9 +310,7 @@ class EarlyUploadTest {
       FaultInjectingBlobStore.Fault down =
           faults.on(FaultInjectingBlobStore.Op.WRITE).always().failBefore();
       writeAll(e, h[0]); // 20 MiB: two background rounds at least, each failing
-      for (int i = 0; i < 500 && down.fired() == 0; i++) {
-        Thread.sleep(10);
-      }
+      awaitUntil(() -> down.fired() > 0);
       assertTrue(down.fired() > 0, "the background upload ran");
       faults.clear();
       fs.flush(e.node(), h[0].fh()); // no data lost: the publication writes the whole file
@@ -323,8 +331,9 @@ class EarlyUploadTest {
     FsPath path = FsPath.parse("/queued");
     s.write(0, ByteBuffer.wrap(data, 0, 4 * MIB), false, path);
     assertEquals(1, queue.size(), "a background upload was queued");
-    // the publication withdraws it and uploads the file itself, instead of waiting
-    assertTimeoutPreemptively(Duration.ofSeconds(10), () -> s.publish(ns, path));
+    // the publication withdraws it and uploads the file itself, instead of waiting (for
+    // ever: the queue never runs; the bound is generous for a loaded machine)
+    assertTimeoutPreemptively(Duration.ofSeconds(60), () -> s.publish(ns, path));
     assertArrayEquals(Arrays.copyOf(data, 4 * MIB), published("/queued"));
     long written = bytesWritten.get();
     queue.get(0).run(); // when the pool reaches it at last, it does nothing

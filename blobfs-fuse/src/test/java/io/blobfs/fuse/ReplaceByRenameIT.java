@@ -87,9 +87,14 @@ class ReplaceByRenameIT {
       });
       readers[i].start();
     }
+    // 8 s, and on until the floors checked below are met: a loaded machine (two cores at
+    // a load of 30) may rename and read too little in 8 s for the test to prove anything.
     long deadline = System.nanoTime() + 8_000_000_000L;
+    long last = System.nanoTime() + 180_000_000_000L;
     int versions = 0;
-    while (System.nanoTime() < deadline) {
+    while (System.nanoTime() < deadline
+        || (versions <= 20 || opens.get() <= 100) && System.nanoTime() < last
+            && failure.get() == null) {
       versions++;
       Path next = mnt.resolve("next");
       Files.write(next, filled((byte) versions));
@@ -147,8 +152,12 @@ class ReplaceByRenameIT {
       });
       reader.start();
       int versions = 0;
+      // 6 s, and on until the floors checked below are met (a loaded machine is slow).
       long deadline = System.nanoTime() + 6_000_000_000L;
-      while (System.nanoTime() < deadline) {
+      long last = System.nanoTime() + 180_000_000_000L;
+      while (System.nanoTime() < deadline
+          || (versions <= 20 || stats.get() <= 100) && System.nanoTime() < last
+              && failure.get() == null) {
         versions++;
         Path next = tyr.mnt().resolve("next");
         Files.write(next, filled((byte) versions));

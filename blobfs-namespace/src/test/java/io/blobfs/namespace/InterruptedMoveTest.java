@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.blobfs.store.BeforeTimeout;
 import io.blobfs.store.BlobStore;
 import io.blobfs.store.FaultInjectingBlobStore;
 import io.blobfs.store.FaultInjectingBlobStore.Fault;
@@ -233,14 +234,21 @@ class InterruptedMoveTest {
 
   @Test
   void finishingADeleteKeepsAFileCreatedAfterIt() throws Exception {
+    // The checks before the second sleep hold only while the dead delete's lease runs: 40
+    // ms ran out before them once under load ('expected [] but was [delete /a]'), and 2 s
+    // can on two cores at a load of 30, so a try that overran its lease runs again with a
+    // longer one.
+    BeforeTimeout.check(Duration.ofSeconds(2), 3, this::deleteFinishedAfterANewFile);
+  }
+
+  private void deleteFinishedAfterANewFile(Duration lease, BeforeTimeout.Window window)
+      throws Exception {
     freshStore();
     fillDirectory(1);
     FsPath dir = FsPath.parse("/a");
-    // Cut off after its intent is written: no name or intent can be removed. Its lease is
-    // long enough for the checks below, which hold only while it runs, on a loaded machine
-    // (with the class's 40 ms it ran out before them once).
-    Duration lease = Duration.ofSeconds(2);
+    // Cut off after its intent is written: no name or intent can be removed.
     dying.on(Op.DELETE).keys("[nr]/.*").always().failBefore();
+    window.began();
     try {
       new BlobNamespace(dying.store(), OPTIONS.withWriterLease(lease), StoreCallCounters.NONE)
           .delete(dir, true);
@@ -255,6 +263,7 @@ class InterruptedMoveTest {
     // rename of the directory is told to retry.
     assertEquals(List.of(), recovery.finishInterruptedRenames());
     assertThrows(IOException.class, () -> recovery.rename(dir, FsPath.parse("/b")));
+    window.done();
     Thread.sleep(lease.toMillis() + 5);
     assertEquals(List.of("delete /a"), recovery.finishInterruptedRenames());
     assertEquals(List.of(FsPath.parse("/a/later")), names(dir));

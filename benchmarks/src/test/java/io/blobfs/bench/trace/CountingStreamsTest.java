@@ -14,7 +14,11 @@ import org.junit.jupiter.api.Test;
 
 /** The time the counting streams add up is the time spent inside the wrapped calls. */
 class CountingStreamsTest {
-  private static final long PAUSE_MS = 30;
+  /**
+   * Long enough that a write of 3 bytes, preempted on a loaded machine (tens of ms at a
+   * load of 30 on two cores), still takes less: the write test tells the two apart.
+   */
+  private static final long PAUSE_MS = 250;
 
   @Test
   void readTimeIsTheTimeInsideReads() throws IOException {

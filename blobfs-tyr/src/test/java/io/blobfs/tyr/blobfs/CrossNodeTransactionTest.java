@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.blobfs.store.BeforeTimeout;
 import io.blobfs.store.BlobMutation;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.TransactionConflictException;
@@ -82,10 +83,11 @@ class CrossNodeTransactionTest {
   }
 
   private static void await(String what, BooleanSupplier done) throws InterruptedException {
-    long end = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+    // Generous: a resolution takes a few timeouts, and on a loaded machine much longer.
+    long end = System.nanoTime() + Duration.ofSeconds(120).toNanos();
     while (!done.getAsBoolean()) {
       if (System.nanoTime() > end) {
-        throw new AssertionError("not within 20 s: " + what);
+        throw new AssertionError("not within 120 s: " + what);
       }
       Thread.sleep(20);
     }
@@ -103,9 +105,50 @@ class CrossNodeTransactionTest {
     return c.servers.stream().allMatch(s -> s.preparedTransactions().isEmpty());
   }
 
+  /**
+   * Runs {@code check} on a fresh cluster whose prepared parts time out after 600 ms, so
+   * that the resolutions it waits for come soon. Every commit it makes must be decided
+   * within that time, which a loaded machine can overrun (on two cores at a load of 55,
+   * three of these tests failed with "its prepare timed out before the decision"): a try
+   * whose commit overran it runs again with a longer one ({@link BeforeTimeout}).
+   */
+  private void withShortTimeout(int replication, ClusterCheck check) throws Exception {
+    BeforeTimeout.check(TIMEOUT, 3, (timeout, window) -> {
+      try (LocalTyrCluster c = new LocalTyrCluster(
+              dir.resolve("r" + replication + "-" + timeout.toMillis()), 3, 64, replication,
+              null, timeout);
+          TyrClusterBlobStore store = c.store("t")) {
+        check.run(c, store, new Timed(store, window, timeout));
+      }
+    });
+  }
+
+  @FunctionalInterface
+  private interface ClusterCheck {
+    void run(LocalTyrCluster c, TyrClusterBlobStore store, Timed timed) throws Exception;
+  }
+
+  /** Commits that must be decided within the parts' timeout, each marked on the window. */
+  private record Timed(TyrClusterBlobStore store, BeforeTimeout.Window window,
+      Duration timeout) {
+    void commit(List<BlobMutation> mutations) throws IOException {
+      window.began();
+      store.commit(mutations);
+      window.done();
+    }
+
+    void commit(List<BlobMutation> mutations, CrossNodeCommit.StopAfter stop)
+        throws IOException {
+      window.began();
+      store.commit(mutations, stop);
+      window.done();
+    }
+  }
+
   @Test
   void aTransactionOnThreeNodesCommitsWhole() throws Exception {
-    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
+    // Not about timeouts: one long enough for any machine.
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, Duration.ofSeconds(30));
         TyrClusterBlobStore store = c.store("t")) {
       List<String> keys = keysOnEveryNode(c, "k");
       store.commit(puts(keys, "one"));
@@ -118,10 +161,12 @@ class CrossNodeTransactionTest {
 
   @Test
   void preparedKeysAreHeldAndAClientGoneAfterPrepareIsAbortedEverywhere() throws Exception {
-    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
-        TyrClusterBlobStore store = c.store("t")) {
+    // The checks of held keys need the parts' timeout running, from the prepare on: one
+    // window from the prepare to the last of them.
+    withShortTimeout(1, (c, store, timed) -> {
       List<String> keys = keysOnEveryNode(c, "k");
-      store.commit(puts(keys, "before"));
+      timed.commit(puts(keys, "before"));
+      timed.window().began();
       store.commit(puts(keys, "lost"), CrossNodeCommit.StopAfter.PREPARE);
       for (TyrServer s : c.servers) {
         assertThat(s.preparedTransactions()).hasSize(1);
@@ -144,16 +189,17 @@ class CrossNodeTransactionTest {
       }
       assertThatThrownBy(() -> store.commit(puts(keys, "other")))
           .isInstanceOf(TransactionConflictException.class);
+      timed.window().done();
       // No decision came: the coordinator aborts after its timeout, the others learn it.
       await("every part resolved", () -> nonePrepared(c));
       for (String k : keys) {
         assertEquals("before", textOnPrimary(c, k));
       }
-      store.commit(puts(keys, "after"));
+      timed.commit(puts(keys, "after"));
       for (String k : keys) {
         assertEquals("after", textOnPrimary(c, k));
       }
-    }
+    });
   }
 
   /**
@@ -162,56 +208,61 @@ class CrossNodeTransactionTest {
    */
   @Test
   void singleKeyWritesWaitForAHeldKey() throws Exception {
-    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
-        TyrClusterBlobStore store = c.store("t")) {
+    withShortTimeout(1, (c, store, timed) -> {
       List<String> keys = keysOnEveryNode(c, "k");
-      store.commit(puts(keys, "before"));
-      store.commit(puts(keys, "lost"), CrossNodeCommit.StopAfter.PREPARE);
+      timed.commit(puts(keys, "before"));
+      // Timed from before the prepare, as the parts' timeout is: a prepare slow to return
+      // on a loaded machine leaves less of it for the wait below.
       long t0 = System.nanoTime();
+      timed.commit(puts(keys, "lost"), CrossNodeCommit.StopAfter.PREPARE);
       store.put(keys.get(0), utf8("put"), PutMode.OVERWRITE);
       store.write(keys.get(1), 0, utf8("WRITE!")).get();
       long waited = (System.nanoTime() - t0) / 1_000_000;
       assertThat(waited).as("waited for the resolution, ms").isGreaterThan(
-          TIMEOUT.toMillis() / 2);
+          timed.timeout().toMillis() / 2);
       assertEquals("put", textOnPrimary(c, keys.get(0)));
       assertEquals("WRITE!", textOnPrimary(c, keys.get(1)));
       assertEquals("before", textOnPrimary(c, keys.get(2)));
-    }
+    });
   }
 
   @Test
   void aClientGoneAfterTheDecisionIsCommittedEverywhere() throws Exception {
-    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
-        TyrClusterBlobStore store = c.store("t")) {
+    withShortTimeout(1, (c, store, timed) -> {
       List<String> keys = keysOnEveryNode(c, "k");
-      store.commit(puts(keys, "before"));
+      timed.commit(puts(keys, "before"));
+      // Until the checks, the other parts must not time out (they would ask and apply).
+      timed.window().began();
       store.commit(puts(keys, "decided"), CrossNodeCommit.StopAfter.DECISION);
       // The coordinator (first key's primary) applied its part with the decision.
       assertEquals("decided", textOnPrimary(c, keys.get(0)));
       assertEquals("before", textOnPrimary(c, keys.get(1)));
+      timed.window().done();
       await("every part resolved", () -> nonePrepared(c));
       for (String k : keys) {
         assertEquals("decided", textOnPrimary(c, k));
       }
-    }
+    });
   }
 
   @Test
   void aParticipantRestartedWithADecidedPartAppliesIt() throws Exception {
-    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
-        TyrClusterBlobStore store = c.store("t")) {
+    withShortTimeout(1, (c, store, timed) -> {
       List<String> keys = keysOnEveryNode(c, "k");
-      store.commit(puts(keys, "before"));
+      timed.commit(puts(keys, "before"));
+      // Until it is stopped, the participant's part must not time out (it would ask).
+      timed.window().began();
       store.commit(puts(keys, "decided"), CrossNodeCommit.StopAfter.DECISION);
       int down = c.members.indexOf(c.ring.primary(keys.get(2)));
       c.stop(down);
       assertThat(preparedRecords(c, down)).isEqualTo(1);
+      timed.window().done();
       c.restart(down);
       await("every part resolved", () -> nonePrepared(c));
       for (String k : keys) {
         assertEquals("decided", textOnPrimary(c, k));
       }
-    }
+    });
   }
 
   /**
@@ -222,29 +273,31 @@ class CrossNodeTransactionTest {
    */
   @Test
   void aDeleteOnlyPartRecoveredAfterItWasAppliedIsForgotten() throws Exception {
-    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
-        TyrClusterBlobStore store = c.store("t")) {
+    withShortTimeout(1, (c, store, timed) -> {
       Member coordinator = c.members.get(0);
       Member source = c.members.get(1);
       String target = keyOn(c, coordinator, "a");
       String moved = keyOn(c, source, "bd");
       String checked = keyOn(c, source, "bc");
-      store.commit(List.of(new BlobMutation.Put(moved, utf8("data"), PutMode.OVERWRITE),
+      timed.commit(List.of(new BlobMutation.Put(moved, utf8("data"), PutMode.OVERWRITE),
           new BlobMutation.Put(checked, utf8("dir"), PutMode.OVERWRITE)));
       long movedVersion = store.stat(moved).version();
       long checkedVersion = store.stat(checked).version();
+      // Until its record is saved, the source's part must not time out (it would ask).
+      timed.window().began();
       store.commit(List.of(new BlobMutation.Put(target, utf8("data"), PutMode.CREATE),
           new BlobMutation.Delete(moved, movedVersion),
           new BlobMutation.Check(checked, checkedVersion)), CrossNodeCommit.StopAfter.DECISION);
       int down = c.members.indexOf(source);
       Path txDir = c.servers.get(down).config().engine().directory().resolve("transactions");
-      Path saved = dir.resolve("saved.prepared");
+      Path saved = dir.resolve("saved-" + timed.timeout().toMillis() + ".prepared");
       Path record;
       try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(txDir)) {
         record = files.filter(f -> f.toString().endsWith(".prepared")).findFirst()
             .orElseThrow();
       }
       java.nio.file.Files.copy(record, saved);
+      timed.window().done();
       await("the source part applied", () -> nonePrepared(c));
       assertThat(textOnPrimary(c, moved)).isNull();
       // The crash between the apply and the record's deletion.
@@ -255,10 +308,10 @@ class CrossNodeTransactionTest {
       assertThat(preparedRecords(c, down)).isZero();
       assertThat(textOnPrimary(c, moved)).isNull();
       assertEquals("data", textOnPrimary(c, target));
-      store.commit(List.of(new BlobMutation.Put(moved, utf8("again"), PutMode.CREATE),
+      timed.commit(List.of(new BlobMutation.Put(moved, utf8("again"), PutMode.CREATE),
           new BlobMutation.Put(checked, utf8("dir2"), PutMode.OVERWRITE)));
       assertEquals("again", textOnPrimary(c, moved));
-    }
+    });
   }
 
   /** Key {@code prefix + n} for the first n whose owners are exactly {@code owners}. */
@@ -301,14 +354,16 @@ class CrossNodeTransactionTest {
   @Test
   void anUndecidedTransactionWaitsForItsCoordinatorAndAbortsWhenItReturns()
       throws Exception {
-    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
-        TyrClusterBlobStore store = c.store("t")) {
+    withShortTimeout(1, (c, store, timed) -> {
       List<String> keys = keysOnEveryNode(c, "k");
-      store.commit(puts(keys, "before"));
+      timed.commit(puts(keys, "before"));
+      // Until the coordinator is stopped, its own part must not time out (it would abort).
+      timed.window().began();
       store.commit(puts(keys, "undecided"), CrossNodeCommit.StopAfter.PREPARE);
       int coordinator = c.members.indexOf(c.ring.primary(keys.get(0)));
       c.stop(coordinator);
-      Thread.sleep(TIMEOUT.toMillis() * 4);
+      timed.window().done();
+      Thread.sleep(timed.timeout().toMillis() * 4);
       // The others cannot know the decision: they keep their parts, keys held.
       for (int i = 0; i < 3; i++) {
         if (i != coordinator) {
@@ -321,7 +376,7 @@ class CrossNodeTransactionTest {
       for (String k : keys) {
         assertEquals("before", textOnPrimary(c, k));
       }
-    }
+    });
   }
 
   /**
@@ -333,14 +388,16 @@ class CrossNodeTransactionTest {
   @Test
   void withTwoReplicasADeadParticipantAppliesAndReplicatesItsPartAtRestart()
       throws Exception {
-    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2, null, TIMEOUT);
-        TyrClusterBlobStore store = c.store("t")) {
+    withShortTimeout(2, (c, store, timed) -> {
       List<String> keys = keysOnEveryNode(c, "k");
-      store.commit(puts(keys, "before"));
+      timed.commit(puts(keys, "before"));
+      // Until it is stopped, the late participant's part must not time out (it would ask).
+      timed.window().began();
       store.commit(puts(keys, "decided"), CrossNodeCommit.StopAfter.DECISION);
       String late = keys.get(2);
       int down = c.members.indexOf(c.ring.primary(late));
       c.stop(down);
+      timed.window().done();
       await("the live participants resolved", () -> {
         for (int i = 0; i < 3; i++) {
           if (i != down && !c.servers.get(i).preparedTransactions().isEmpty()) {
@@ -363,7 +420,7 @@ class CrossNodeTransactionTest {
       for (Member m : c.ring.owners(late)) {
         assertEquals("decided", text(c.server(m), late), "replica " + m);
       }
-    }
+    });
   }
 
   /** Reads every account and commits checks of what it read, retrying until it commits. */

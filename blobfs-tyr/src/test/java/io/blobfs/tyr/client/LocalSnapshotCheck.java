@@ -86,6 +86,15 @@ public final class LocalSnapshotCheck {
         }));
       }
       Thread.sleep(length.toMillis());
+      // Then on until there is something to check: on a loaded machine (two cores at a
+      // load of 30) the writer may not have rolled the first segment away in that time,
+      // nor the readers read much. Bounded; the checks below say what was missing.
+      Path first = dataDir.resolve(String.format("%020d.tyrlog", 1));
+      long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while ((reads.get() <= 20 || Files.exists(first)) && System.nanoTime() < deadline
+          && tasks.stream().noneMatch(Future::isDone)) {
+        Thread.sleep(50);
+      }
       stop.set(true);
       for (Future<?> f : tasks) {
         f.get();

@@ -45,8 +45,11 @@ class TyrCrashRecoveryIT {
     try {
       for (int round = 0; round < 3; round++) {
         List<Thread> writers = new ArrayList<>();
+        // Generous: a commit of 6 MiB synced at once can take seconds on a loaded machine,
+        // and a writer that times out stops (as if the server had been killed).
         ClientConfig cc = ClientConfig.of("127.0.0.1", server.port())
-            .withTimeouts(Duration.ofSeconds(5), Duration.ofSeconds(5));
+            .withTimeouts(Duration.ofSeconds(5), Duration.ofSeconds(20)); // < the 30 s join
+        long ackedBefore = acked.get(0);
         TyrClient client = new TyrClient(cc);
         for (int w = 0; w < WRITERS; w++) {
           int writer = w;
@@ -65,7 +68,15 @@ class TyrCrashRecoveryIT {
           t.start();
           writers.add(t);
         }
+        // 1.5 s, and on until writer 0 has made progress this round (bounded): on a loaded
+        // machine (two cores at a load of 30) 1.5 s may see no commit, and the check that
+        // the writers made progress fails on the machine, not on the server.
         Thread.sleep(1500);
+        long until = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (acked.get(0) < ackedBefore + 2 && System.nanoTime() < until
+            && writers.stream().anyMatch(Thread::isAlive)) {
+          Thread.sleep(50);
+        }
         server.kill();
         for (Thread t : writers) {
           t.join(30_000);

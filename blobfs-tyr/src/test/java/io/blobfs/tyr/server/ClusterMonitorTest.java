@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.blobfs.store.BeforeTimeout;
 import io.blobfs.tyr.engine.EngineConfig;
 import io.blobfs.tyr.engine.SyncPolicy;
 import io.blobfs.tyr.ring.Member;
@@ -30,7 +31,12 @@ class ClusterMonitorTest {
 
   private static Ring awaitRing(Path file, java.util.function.Predicate<Ring> p)
       throws Exception {
-    long deadline = System.nanoTime() + 20_000_000_000L;
+    return awaitRing(file, p, Duration.ofSeconds(20));
+  }
+
+  private static Ring awaitRing(Path file, java.util.function.Predicate<Ring> p,
+      Duration patience) throws Exception {
+    long deadline = System.nanoTime() + patience.toNanos();
     while (true) {
       Ring r = Membership.readRingFile(file);
       if (p.test(r)) {
@@ -48,29 +54,42 @@ class ClusterMonitorTest {
    */
   @Test
   void marksTheSilentDownAndTheReturningUpOnlyAfterCatchUp() throws Exception {
+    // Each node that answers must do so within down-after all along: at a load of 55 on
+    // two cores, with 800 ms, the returning node went RECOVERING -> DOWN -> RECOVERING a
+    // dozen times and never UP, and the live one was nearly marked DOWN too (as the
+    // monitor should, for nodes that slow). So 2 s, and a try that failed (necessarily
+    // after down-after) runs again with a longer one.
+    BeforeTimeout.check(Duration.ofSeconds(2), 3, this::silentDownReturningUp);
+  }
+
+  private void silentDownReturningUp(Duration downAfter, BeforeTimeout.Window window)
+      throws Exception {
+    Path tryDir = Files.createDirectories(dir.resolve("try-" + downAfter.toMillis()));
     Member live = new Member("127.0.0.1", freePort());
     Member silent = new Member("127.0.0.1", freePort());
     Ring ring = new Ring(1, List.of(live, silent), 16, 2);
-    Path file = dir.resolve("ring.properties");
+    Path file = tryDir.resolve("ring.properties");
     Files.writeString(file, Membership.ringFileText(ring));
-    try (TyrServer node = start(live, ring, "live");
-        ClusterMonitor monitor = new ClusterMonitor(file, null, Duration.ofMillis(800),
+    try (TyrServer node = start(tryDir, live, ring, "live");
+        ClusterMonitor monitor = new ClusterMonitor(file, null, downAfter,
             Duration.ofMillis(100))) {
       assertThatThrownBy(() -> new ClusterMonitor(file, null, Duration.ofSeconds(1),
           Duration.ofSeconds(1))).isInstanceOf(IOException.class)
           .hasMessageContaining("one writer");
-      Ring down = awaitRing(file, r -> r.state(silent) == Ring.State.DOWN);
+      Duration patience = Duration.ofSeconds(20).plus(downAfter.multipliedBy(15));
+      Ring down = awaitRing(file, r -> r.state(silent) == Ring.State.DOWN, patience);
       assertEquals(2, down.epoch());
       assertEquals(Ring.State.UP, down.state(live));
       Thread.sleep(1500); // nothing answers: it stays DOWN, and nothing else changes
       assertEquals(down, Membership.readRingFile(file));
 
       node.membership().install(down);
-      try (TyrServer back = start(silent, down, "back")) {
-        Ring recovering = awaitRing(file, r -> r.state(silent) == Ring.State.RECOVERING);
+      try (TyrServer back = start(tryDir, silent, down, "back")) {
+        Ring recovering = awaitRing(file, r -> r.state(silent) == Ring.State.RECOVERING,
+            patience);
         back.membership().install(recovering);
         node.membership().install(recovering);
-        Ring up = awaitRing(file, r -> r.states().isEmpty());
+        Ring up = awaitRing(file, r -> r.states().isEmpty(), patience);
         assertEquals(recovering.epoch() + 1, up.epoch());
         assertThat(back.caughtUpEpoch()).isEqualTo(recovering.epoch());
       }
@@ -108,7 +127,8 @@ class ClusterMonitorTest {
         recovering.withState(b, Ring.State.DOWN, 4), b)).isNull();
   }
 
-  private TyrServer start(Member m, Ring ring, String name) throws IOException {
+  private static TyrServer start(Path dir, Member m, Ring ring, String name)
+      throws IOException {
     EngineConfig engine = EngineConfig.defaults(dir.resolve(name))
         .withSyncPolicy(SyncPolicy.NONE);
     ServerConfig config = new ServerConfig("127.0.0.1", m.port(), engine, 80 << 20, null, 8,
