@@ -9,7 +9,6 @@ import io.blobfs.tyr.server.Membership;
 import io.blobfs.tyr.server.ServerConfig;
 import io.blobfs.tyr.server.TyrServer;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -65,9 +64,7 @@ final class LocalTyrCluster implements AutoCloseable {
   }
 
   private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
+    return io.blobfs.tyr.TestPorts.free();
   }
 
   /** The node that is {@code m}. */

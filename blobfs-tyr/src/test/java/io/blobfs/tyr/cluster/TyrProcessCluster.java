@@ -3,7 +3,6 @@ package io.blobfs.tyr.cluster;
 import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.server.TyrServerProcess;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -75,9 +74,7 @@ public final class TyrProcessCluster implements AutoCloseable {
   }
 
   private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
+    return io.blobfs.tyr.TestPorts.free();
   }
 
   /** Rewrites the ring file the nodes follow (they load it within about a second). */

@@ -10,7 +10,6 @@ import io.blobfs.tyr.engine.SyncPolicy;
 import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.ring.Ring;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -24,9 +23,7 @@ class ClusterMonitorTest {
   Path dir;
 
   private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
+    return io.blobfs.tyr.TestPorts.free();
   }
 
   private static Ring awaitRing(Path file, java.util.function.Predicate<Ring> p)

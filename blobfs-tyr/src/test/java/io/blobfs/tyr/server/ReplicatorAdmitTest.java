@@ -16,7 +16,6 @@ import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.ring.Ring;
 import io.blobfs.tyr.ring.WrongEpochException;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -34,9 +33,7 @@ class ReplicatorAdmitTest {
   Path dir;
 
   private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
+    return io.blobfs.tyr.TestPorts.free();
   }
 
   /** P checked the request while UP; P is DOWN when it admits it: B alone is the key's writer. */
