@@ -1,6 +1,5 @@
 package io.blobfs.tyr.server;
 
-import io.blobfs.tyr.client.ClientConfig;
 import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.ring.Ring;
@@ -47,7 +46,7 @@ public final class ClusterMonitor implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(ClusterMonitor.class);
 
   private final Path ringFile;
-  private final byte[] secret;
+  private final PeerAccess peers;
   private final Duration downAfter;
   private final Duration interval;
   /** Holds the lock on {@code <ring file>.lock}: one monitor per ring file. */
@@ -60,10 +59,11 @@ public final class ClusterMonitor implements Closeable {
   private final Map<Member, Long> lastSeen = new HashMap<>();
   private final ScheduledExecutorService ticker;
 
-  public ClusterMonitor(Path ringFile, byte[] secret, Duration downAfter, Duration interval)
+  /** Probing the nodes as they reach each other (a TLS cluster's nodes take TLS only). */
+  public ClusterMonitor(Path ringFile, PeerAccess peers, Duration downAfter, Duration interval)
       throws IOException {
     this.ringFile = ringFile;
-    this.secret = secret;
+    this.peers = peers;
     this.downAfter = downAfter;
     this.interval = interval;
     lockChannel = lockChannel(ringFile); // its lock is held until close
@@ -194,8 +194,7 @@ public final class ClusterMonitor implements Closeable {
 
   private TyrClient client(Member m) {
     // Bounded by down-after, not the interval: a node slow to answer under load is alive.
-    return clients.computeIfAbsent(m, k -> new TyrClient(ClientConfig.of(k.host(), k.port())
-        .withSecret(secret).withTimeouts(downAfter, downAfter).withConnections(1)));
+    return clients.computeIfAbsent(m, k -> new TyrClient(peers.client(k).withTimeouts(downAfter, downAfter).withConnections(1)));
   }
 
   private static FileChannel lockChannel(Path ringFile) throws IOException {
@@ -242,7 +241,8 @@ public final class ClusterMonitor implements Closeable {
 
   /**
    * {@code ClusterMonitor --cluster-file F [--down-after 3s] [--interval 500ms]
-   * [--secret-file S]}: runs until killed. {@code ClusterMonitor --cluster-file F --mark
+   * [--secret-file S] [--tls-trust PEM]}: runs until killed (with TLS, the certificates
+   * the nodes' own {@code tls-peer-trust} names). {@code ClusterMonitor --cluster-file F --mark
    * host:port up|down|recovering}: one change by hand, under the next epoch.
    */
   public static void main(String[] args) throws Exception {
@@ -272,7 +272,8 @@ public final class ClusterMonitor implements Closeable {
     byte[] secret = o.containsKey("--secret-file")
         ? Files.readString(Path.of(o.get("--secret-file"))).strip().getBytes(
             java.nio.charset.StandardCharsets.UTF_8) : null;
-    ClusterMonitor m = new ClusterMonitor(file, secret,
+    Path trust = o.containsKey("--tls-trust") ? Path.of(o.get("--tls-trust")) : null;
+    ClusterMonitor m = new ClusterMonitor(file, new PeerAccess(secret, trust),
         Duration.parse("PT" + o.getOrDefault("--down-after", "3s").toUpperCase()),
         Duration.parse("PT" + o.getOrDefault("--interval", "0.5s").toUpperCase()));
     System.out.println("TYR-MONITOR RUNNING " + file);

@@ -19,6 +19,7 @@ import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.ring.Ring;
 import io.blobfs.tyr.server.ClusterMonitor;
 import io.blobfs.tyr.server.Membership;
+import io.blobfs.tyr.server.PeerAccess;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -84,7 +85,7 @@ class TyrClusterFailoverIT {
   @Test
   void killedNodeFailsOverCatchesUpAndASecondLossLosesNothing() throws Exception {
     try (TyrProcessCluster c = TyrProcessCluster.start(dir, 3, 64, 2);
-        ClusterMonitor monitor = new ClusterMonitor(c.ringFile(), null,
+        ClusterMonitor monitor = new ClusterMonitor(c.ringFile(), PeerAccess.NONE,
             Duration.ofSeconds(2), Duration.ofMillis(300));
         TyrClusterBlobStore store = store(c, "kill")) {
       Map<String, String> want = new TreeMap<>();
@@ -170,7 +171,7 @@ class TyrClusterFailoverIT {
   private void isolatedPrimary(Fault isolate, Fault restore, boolean needsNamespaces)
       throws Exception {
     try (TyrProcessCluster c = TyrProcessCluster.start(dir, 3, 64, 2);
-        ClusterMonitor monitor = new ClusterMonitor(c.ringFile(), null,
+        ClusterMonitor monitor = new ClusterMonitor(c.ringFile(), PeerAccess.NONE,
             Duration.ofSeconds(2), Duration.ofMillis(300));
         TyrClusterBlobStore store = store(c, "stop")) {
       Member frozen = c.members().get(1);

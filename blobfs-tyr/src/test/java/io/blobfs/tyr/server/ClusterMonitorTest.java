@@ -54,9 +54,9 @@ class ClusterMonitorTest {
     Path file = dir.resolve("ring.properties");
     Files.writeString(file, Membership.ringFileText(ring));
     try (TyrServer node = start(live, ring, "live");
-        ClusterMonitor monitor = new ClusterMonitor(file, null, Duration.ofMillis(800),
+        ClusterMonitor monitor = new ClusterMonitor(file, PeerAccess.NONE, Duration.ofMillis(800),
             Duration.ofMillis(100))) {
-      assertThatThrownBy(() -> new ClusterMonitor(file, null, Duration.ofSeconds(1),
+      assertThatThrownBy(() -> new ClusterMonitor(file, PeerAccess.NONE, Duration.ofSeconds(1),
           Duration.ofSeconds(1))).isInstanceOf(IOException.class)
           .hasMessageContaining("one writer");
       Ring down = awaitRing(file, r -> r.state(silent) == Ring.State.DOWN);
@@ -90,7 +90,7 @@ class ClusterMonitorTest {
     Path file = dir.resolve("ring.properties");
     Files.writeString(file, Membership.ringFileText(ring));
     Ring down;
-    try (ClusterMonitor monitor = new ClusterMonitor(file, null, Duration.ofMillis(500),
+    try (ClusterMonitor monitor = new ClusterMonitor(file, PeerAccess.NONE, Duration.ofMillis(500),
         Duration.ofMillis(100))) {
       down = awaitRing(file, r -> !r.states().isEmpty());
       Thread.sleep(1500); // both stay silent
