@@ -3,6 +3,7 @@ package io.blobfs.tyr.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.blobfs.store.BlobMutation;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.StoreOptions;
 import io.blobfs.tyr.api.ReadResult;
@@ -22,7 +23,11 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.function.Predicate;
 import org.junit.jupiter.api.Test;
@@ -36,7 +41,8 @@ import org.junit.jupiter.api.io.TempDir;
  * from a client or a peer alike, so a replicated write that is acknowledged went to its
  * backup over TLS: before node-to-node TLS every such write failed (the primary's
  * plain-text stream to its backup was refused), which is what this test's writes catch.
- * Each replica's own copy is read back; a plain-text connection with the right secret is
+ * A transaction over keys of all three primaries commits across the nodes. Each replica's
+ * own copy is read back; a plain-text connection with the right secret is
  * refused by every node; and a node killed, written past, and restarted catches up from
  * its peers over TLS and comes back UP (the monitor's TLS probes see it).
  */
@@ -79,6 +85,18 @@ class TyrClusterTlsIT {
       // handshake may have marked one DOWN for a while; it is then RECOVERING, caught up
       // from its peers over TLS, and UP again).
       Ring ring = awaitRing(c, r -> r.states().isEmpty(), "every node UP");
+      // One transaction over keys whose primaries are the three nodes: a cross-node
+      // commit, each part applied and replicated by its node over TLS.
+      List<BlobMutation> tx = new ArrayList<>();
+      Set<Member> primaries = new HashSet<>();
+      for (int i = 0; primaries.size() < c.members().size(); i++) {
+        String k = "x/" + i;
+        if (primaries.add(ring.primary(k))) {
+          want.put(k, "one transaction, " + k);
+          tx.add(new BlobMutation.Put(k, utf8(want.get(k)), PutMode.OVERWRITE));
+        }
+      }
+      store.commit(tx);
       int copies = checkEachReplica(ring, want, secret, trust);
       assertThat(copies).as("replica copies read back").isEqualTo(2 * want.size());
 
