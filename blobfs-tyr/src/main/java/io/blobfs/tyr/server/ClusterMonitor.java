@@ -194,7 +194,8 @@ public final class ClusterMonitor implements Closeable {
 
   private TyrClient client(Member m) {
     // Bounded by down-after, not the interval: a node slow to answer under load is alive.
-    return clients.computeIfAbsent(m, k -> new TyrClient(peers.client(k).withTimeouts(downAfter, downAfter).withConnections(1)));
+    return clients.computeIfAbsent(m, k -> new TyrClient(peers.client(k)
+        .withTimeouts(downAfter, downAfter).withConnections(1)));
   }
 
   private static FileChannel lockChannel(Path ringFile) throws IOException {
@@ -242,8 +243,8 @@ public final class ClusterMonitor implements Closeable {
   /**
    * {@code ClusterMonitor --cluster-file F [--down-after 3s] [--interval 500ms]
    * [--secret-file S] [--tls-trust PEM]}: runs until killed (with TLS, the certificates
-   * the nodes' own {@code tls-peer-trust} names). {@code ClusterMonitor --cluster-file F --mark
-   * host:port up|down|recovering}: one change by hand, under the next epoch.
+   * the nodes' own {@code tls-peer-trust} names). {@code ClusterMonitor --cluster-file F
+   * --mark host:port up|down|recovering}: one change by hand, under the next epoch.
    */
   public static void main(String[] args) throws Exception {
     Map<String, String> o = new HashMap<>();

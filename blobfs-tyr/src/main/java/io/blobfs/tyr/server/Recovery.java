@@ -182,7 +182,8 @@ final class Recovery implements Closeable {
     Map<Member, TyrClient> peers = new HashMap<>();
     try {
       for (Member m : ring.upMembers()) {
-        peers.put(m, new TyrClient(peerAccess.client(m).withTimeouts(Duration.ofSeconds(5), Duration.ofSeconds(30)).withConnections(1)
+        peers.put(m, new TyrClient(peerAccess.client(m)
+            .withTimeouts(Duration.ofSeconds(5), Duration.ofSeconds(30)).withConnections(1)
             .withMaxFrameBytes(maxFrameBytes)));
       }
       for (Map.Entry<Member, TyrClient> p : peers.entrySet()) {

@@ -462,7 +462,8 @@ final class Transactions implements Closeable {
   }
 
   private synchronized TyrClient peer(Member m) {
-    return peers.computeIfAbsent(m, k -> new TyrClient(peerAccess.client(k).withTimeouts(Duration.ofSeconds(5), Duration.ofSeconds(10))
+    return peers.computeIfAbsent(m, k -> new TyrClient(peerAccess.client(k)
+        .withTimeouts(Duration.ofSeconds(5), Duration.ofSeconds(10))
         .withConnections(1).withMaxFrameBytes(maxFrameBytes)));
   }
 
