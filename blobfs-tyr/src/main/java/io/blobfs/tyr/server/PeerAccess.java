@@ -1,7 +1,9 @@
 package io.blobfs.tyr.server;
 
 import io.blobfs.tyr.client.ClientConfig;
+import io.blobfs.tyr.protocol.Tls;
 import io.blobfs.tyr.ring.Member;
+import java.io.IOException;
 import java.nio.file.Path;
 
 /**
@@ -20,6 +22,25 @@ public record PeerAccess(byte[] secret, Path tlsTrust) {
 
   public PeerAccess {
     secret = Authenticator.checked(secret, "the cluster's secret");
+  }
+
+  /**
+   * Reads the trusted certificates once, so that a missing or garbled file stops the node
+   * (or the monitor) at start, under the name of its option, rather than failing each peer
+   * connection later, in the middle of a write.
+   *
+   * @param option the option that named the file, for the message
+   * @throws IOException if TLS is on and the file cannot be used
+   */
+  public void check(String option) throws IOException {
+    if (tlsTrust != null) {
+      try {
+        Tls.client(tlsTrust);
+      } catch (IOException e) {
+        throw new IOException(option + " " + tlsTrust + " cannot be used to trust the "
+            + "peers' certificates: " + e.getMessage(), e);
+      }
+    }
   }
 
   /** A client's settings for {@code peer}, before the caller's timeouts and limits. */

@@ -194,9 +194,21 @@ final class Replicator implements Closeable {
     CompletableFuture<CommitResult> committed;
     List<Reserved> reserved = new ArrayList<>();
     synchronized (this) {
+      // Every stream before the local commit: a peer client that cannot be made (its
+      // tls-peer-trust became unreadable) then fails the commit with nothing applied
+      // here and no number reserved on another stream that would never be filled.
+      Map<Member, Stream> to = new HashMap<>();
+      try {
+        for (Member b : perBackup.keySet()) {
+          to.put(b, stream(b));
+        }
+      } catch (RuntimeException e) {
+        return CompletableFuture.failedFuture(new TyrException(ErrorCode.UNAVAILABLE,
+            "cannot connect to a backup, nothing was written: " + e.getMessage(), e));
+      }
       committed = local.apply(tx); // fixes this commit's place in the engine's order
       for (Map.Entry<Member, List<Integer>> e : perBackup.entrySet()) {
-        Stream s = stream(e.getKey());
+        Stream s = to.get(e.getKey());
         synchronized (s) {
           reserved.add(new Reserved(s, s.incarnation, s.next++, ring.epoch(), e.getValue()));
         }

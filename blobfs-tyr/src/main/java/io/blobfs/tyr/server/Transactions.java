@@ -257,8 +257,12 @@ final class Transactions implements Closeable {
             local.completeExceptionally(e);
           }
         });
-    CompletableFuture<CommitResult> all = replicator != null
-        ? replicator.commit(tx, commitHere) : commitHere.apply(tx);
+    CompletableFuture<CommitResult> all;
+    try {
+      all = replicator != null ? replicator.commit(tx, commitHere) : commitHere.apply(tx);
+    } catch (RuntimeException e) {
+      all = CompletableFuture.failedFuture(e); // retried below, never left applying
+    }
     all.whenComplete((r, err) -> {
       if (local.isDone() && !local.isCompletedExceptionally()) {
         // Applied here; a backup that missed it fails only this answer.
@@ -439,10 +443,11 @@ final class Transactions implements Closeable {
           continue;
         }
         Member coordinator = Member.parse(p.request.coordinator());
+        TyrClient client = peer(coordinator); // may throw: then the part is not left asking
         synchronized (this) {
           p.asking = true;
         }
-        peer(coordinator).decide(id, TxDecision.QUERY).whenComplete((o, err) -> {
+        client.decide(id, TxDecision.QUERY).whenComplete((o, err) -> {
           synchronized (this) {
             p.asking = false;
           }

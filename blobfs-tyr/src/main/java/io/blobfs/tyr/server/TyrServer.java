@@ -47,6 +47,9 @@ public final class TyrServer implements Closeable {
 
   private TyrServer(ServerConfig config, Membership membership) throws IOException {
     config.checkPeerTls(membership != null);
+    if (membership != null) {
+      config.peerAccess().check("tls-peer-trust"); // before anything opens
+    }
     this.config = config;
     this.membership = membership;
     this.engine = TyrEngine.open(config.engine());
