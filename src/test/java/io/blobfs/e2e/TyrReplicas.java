@@ -6,21 +6,20 @@ import io.blobfs.tyr.api.ReadResult;
 import io.blobfs.tyr.api.ScanResult;
 import io.blobfs.tyr.client.ClientConfig;
 import io.blobfs.tyr.client.TyrClient;
+import io.blobfs.tyr.cluster.Rings;
 import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.ring.Ring;
-import io.blobfs.tyr.ring.WrongEpochException;
 import java.io.IOException;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 import java.util.TreeSet;
-import java.util.concurrent.CompletableFuture;
-import java.util.function.Supplier;
 
 /**
  * What two replicas of a Týr cluster hold, read from each node alone (raw clients routed
  * under the ring's epoch): after a node's catch-up its copy of every key it shares with a
- * peer must be the peer's, byte for byte, and neither may hold a key the other lacks.
+ * peer must be the peer's, byte for byte, and neither may hold a key the other lacks. Run
+ * it under {@link Rings#underStableRing}: a ring change during the comparison redoes it.
  */
 final class TyrReplicas {
   private static final int PAGE = 1000;
@@ -68,7 +67,7 @@ final class TyrReplicas {
     String cursor = null;
     do {
       String from = cursor;
-      ScanResult page = underEpoch(ring, () -> c.scan("", from, PAGE));
+      ScanResult page = Rings.underEpoch(ring, () -> c.scan("", from, PAGE));
       for (String k : page.keys()) {
         if (ring.isReplica(a, k) && ring.isReplica(b, k)) {
           keys.add(k);
@@ -77,29 +76,6 @@ final class TyrReplicas {
       cursor = page.nextCursor();
     } while (cursor != null);
     return keys;
-  }
-
-  /**
-   * {@code call}'s result, retried (bounded) while the node has not yet loaded the ring
-   * file's epoch: it rereads the file about once a second.
-   */
-  private static <T> T underEpoch(Ring ring, Supplier<CompletableFuture<T>> call)
-      throws IOException {
-    for (int attempt = 0; ; attempt++) {
-      try {
-        return TyrClient.await(call.get());
-      } catch (WrongEpochException behind) {
-        if (attempt >= 300 || behind.ring().epoch() >= ring.epoch()) {
-          throw behind;
-        }
-        try {
-          Thread.sleep(100);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw new java.io.InterruptedIOException("waiting for epoch " + ring.epoch());
-        }
-      }
-    }
   }
 
   private static String digest(TyrClient c, Ring ring, String key) throws IOException {
@@ -113,7 +89,7 @@ final class TyrReplicas {
     long size;
     do {
       long from = offset;
-      ReadResult r = underEpoch(ring, () -> c.read(key, from, PIECE));
+      ReadResult r = Rings.underEpoch(ring, () -> c.read(key, from, PIECE));
       size = r.size();
       int n = r.data().remaining();
       md.update(r.data());

@@ -16,7 +16,6 @@ import io.blobfs.tyr.it.SelfSigned;
 import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.ring.Ring;
 import io.blobfs.tyr.server.ClusterMonitor;
-import io.blobfs.tyr.server.Membership;
 import io.blobfs.tyr.server.PeerAccess;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -47,6 +46,8 @@ import org.junit.jupiter.api.io.TempDir;
  * its peers over TLS and comes back UP (the monitor's TLS probes see it).
  */
 class TyrClusterTlsIT {
+  private static final Duration WAIT = Duration.ofSeconds(120);
+
   @TempDir
   Path dir;
 
@@ -84,7 +85,7 @@ class TyrClusterTlsIT {
       // The monitor's probes are TLS: every node UP by them (under load a slow first
       // handshake may have marked one DOWN for a while; it is then RECOVERING, caught up
       // from its peers over TLS, and UP again).
-      Ring ring = awaitRing(c, r -> r.states().isEmpty(), "every node UP");
+      Ring ring = awaitRing(c, Rings::allUp, "every node UP");
       // One transaction over keys whose primaries are the three nodes: a cross-node
       // commit, each part applied and replicated by its node over TLS.
       List<BlobMutation> tx = new ArrayList<>();
@@ -97,7 +98,8 @@ class TyrClusterTlsIT {
         }
       }
       store.commit(tx);
-      int copies = checkEachReplica(ring, want, secret, trust);
+      int copies = Rings.underStableRing(c.ringFile(), WAIT,
+          r -> checkEachReplica(r, want, secret, trust));
       assertThat(copies).as("replica copies read back").isEqualTo(2 * want.size());
 
       for (Member m : c.members()) {
@@ -117,8 +119,11 @@ class TyrClusterTlsIT {
         store.put("t/" + i, utf8(want.get("t/" + i)), PutMode.OVERWRITE);
       }
       c.node(2).start(); // catches up from its peers, over TLS, then UP
-      Ring up = awaitRing(c, r -> r.states().isEmpty(), lost + " UP again");
-      assertThat(checkEachReplica(up, want, secret, trust)).isEqualTo(2 * want.size());
+      awaitRing(c, Rings::allUp, lost + " UP again");
+      int after = Rings.underStableRing(c.ringFile(), WAIT,
+          r -> checkEachReplica(r, want, secret, trust));
+      assertThat(after).as("replica copies read back after the catch-up")
+          .isEqualTo(2 * want.size());
       System.out.println("TLS-CLUSTER-IT " + want.size() + " keys written over TLS, R = 2, "
           + "each replica's copy read back before and after " + lost + " was killed and "
           + "caught up; plain text refused by all " + c.members().size() + " nodes ("
@@ -138,7 +143,7 @@ class TyrClusterTlsIT {
           if (!ring.isReplica(m, e.getKey())) {
             continue;
           }
-          ReadResult r = readUnder(raw, e.getKey(), ring.epoch());
+          ReadResult r = Rings.underEpoch(ring, () -> raw.read(e.getKey(), 0, 1000));
           byte[] b = new byte[r.data().remaining()];
           r.data().get(b);
           assertThat(new String(b, StandardCharsets.UTF_8)).as("%s on %s", e.getKey(), m)
@@ -150,32 +155,9 @@ class TyrClusterTlsIT {
     return copies;
   }
 
-  /** A read that waits (bounded) for the node to load the ring file's epoch. */
-  private static ReadResult readUnder(TyrClient raw, String key, long epoch) throws Exception {
-    for (int attempt = 0; ; attempt++) {
-      try {
-        return TyrClient.await(raw.read(key, 0, 1000));
-      } catch (io.blobfs.tyr.ring.WrongEpochException behind) {
-        if (attempt >= 100 || behind.ring().epoch() >= epoch) {
-          throw behind;
-        }
-        Thread.sleep(100);
-      }
-    }
-  }
-
   private static Ring awaitRing(TyrProcessCluster c, Predicate<Ring> p, String what)
       throws Exception {
-    long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
-    while (true) {
-      Ring r = Membership.readRingFile(c.ringFile());
-      if (p.test(r)) {
-        return r;
-      }
-      assertThat(System.nanoTime()).as("waiting for " + what + "; ring " + r)
-          .isLessThan(deadline);
-      Thread.sleep(100);
-    }
+    return Rings.await(c.ringFile(), p, what, WAIT);
   }
 
   private static ByteBuffer utf8(String s) {
