@@ -14,9 +14,11 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,7 +27,8 @@ import org.slf4j.LoggerFactory;
  * it pings each member and moves at most one of them, under a new epoch:
  * <ul>
  *   <li>UP or RECOVERING, unanswered for {@code downAfter}: DOWN (its keys' writes go to
- *       their next owner);
+ *       their next owner). Counted from its first probe's end only: a first connection
+ *       slow to set up (a cold TLS handshake on a busy host) is not silence;
  *   <li>DOWN and answering again: RECOVERING (it gets new writes and copies the old ones,
  *       {@link Recovery});
  *   <li>RECOVERING and caught up (its {@code settled} answers under the current epoch): UP.
@@ -57,23 +60,46 @@ public final class ClusterMonitor implements Closeable {
    * itself, as are the maps below.
    */
   private final Map<Member, Long> lastSeen = new HashMap<>();
+  /**
+   * Members whose first probe has completed, answered or failed: silence counts only from
+   * then on, so a slow first connection (a cold TLS handshake on a busy host) does not
+   * mark a live node DOWN. The first probe is itself bounded by its timeouts.
+   */
+  private final java.util.Set<Member> probed = new java.util.HashSet<>();
+  private final Function<Member, CompletableFuture<?>> ping;
+  private final java.util.function.LongSupplier clock;
   private final ScheduledExecutorService ticker;
 
   /** Probing the nodes as they reach each other (a TLS cluster's nodes take TLS only). */
   public ClusterMonitor(Path ringFile, PeerAccess peers, Duration downAfter, Duration interval)
       throws IOException {
+    this(ringFile, peers, downAfter, interval, null, System::nanoTime, true);
+  }
+
+  /**
+   * With {@code ping} as each member's probe (null: a ping over the network), time in
+   * nanoseconds from {@code clock}, and ticking on its own thread only if
+   * {@code scheduled} (tests call {@link #tick} themselves).
+   */
+  ClusterMonitor(Path ringFile, PeerAccess peers, Duration downAfter, Duration interval,
+      Function<Member, CompletableFuture<?>> ping, java.util.function.LongSupplier clock,
+      boolean scheduled) throws IOException {
+    this.clock = clock;
     this.ringFile = ringFile;
     this.peers = peers;
     this.downAfter = downAfter;
     this.interval = interval;
+    this.ping = ping != null ? ping : m -> client(m).ping();
     lockChannel = lockChannel(ringFile); // its lock is held until close
     ticker = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "tyr-monitor");
       t.setDaemon(true);
       return t;
     });
-    ticker.scheduleWithFixedDelay(this::tickLogged, 0, interval.toMillis(),
-        TimeUnit.MILLISECONDS);
+    if (scheduled) {
+      ticker.scheduleWithFixedDelay(this::tickLogged, 0, interval.toMillis(),
+          TimeUnit.MILLISECONDS);
+    }
   }
 
   private void tickLogged() {
@@ -124,7 +150,7 @@ public final class ClusterMonitor implements Closeable {
    */
   synchronized void tick() throws IOException {
     Ring ring = Membership.readRingFile(ringFile);
-    long now = System.nanoTime();
+    long now = clock.getAsLong();
     synchronized (lastSeen) {
       for (Member m : ring.members()) {
         lastSeen.putIfAbsent(m, now);
@@ -132,11 +158,14 @@ public final class ClusterMonitor implements Closeable {
           downSince.putIfAbsent(m, now);
         }
         if (pinging.add(m)) {
-          client(m).ping().whenComplete((x, e) -> {
+          ping.apply(m).whenComplete((x, e) -> {
             synchronized (lastSeen) {
               pinging.remove(m);
+              if (probed.add(m) && e == null) {
+                LOG.info("monitor: first answer of {}", m);
+              }
               if (e == null) {
-                lastSeen.put(m, System.nanoTime());
+                lastSeen.put(m, clock.getAsLong());
               }
             }
           });
@@ -157,7 +186,7 @@ public final class ClusterMonitor implements Closeable {
       }
       for (Member m : ring.members()) {
         Ring.State s = ring.state(m);
-        boolean silent = now - lastSeen.get(m) > downAfter.toNanos();
+        boolean silent = probed.contains(m) && now - lastSeen.get(m) > downAfter.toNanos();
         if (!silent) {
           refused.remove(m);
         }
@@ -181,7 +210,7 @@ public final class ClusterMonitor implements Closeable {
           refused.remove(m);
           write(moved);
           if (next == Ring.State.DOWN) {
-            downSince.put(m, System.nanoTime());
+            downSince.put(m, clock.getAsLong());
           } else {
             downSince.remove(m);
           }

@@ -14,6 +14,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -106,6 +110,40 @@ class ClusterMonitorTest {
     Ring recovering = down.withState(b, Ring.State.RECOVERING, 3).withState(a, Ring.State.UP, 3);
     assertThat(ClusterMonitor.refusal(recovering,
         recovering.withState(b, Ring.State.DOWN, 4), b)).isNull();
+  }
+
+  /**
+   * Review should-fix 4: silence counts only once a member's first probe has completed.
+   * Probes here are futures the test completes, the clock is the test's, and the test
+   * ticks the monitor itself: nothing depends on the machine's speed.
+   */
+  @Test
+  void aMemberIsNotSilentUntilItsFirstProbeHasCompleted() throws Exception {
+    Member slow = new Member("127.0.0.1", 7401);
+    Member dead = new Member("127.0.0.1", 7402);
+    Member other = new Member("127.0.0.1", 7403);
+    Ring ring = new Ring(1, List.of(slow, dead, other), 16, 2);
+    Path file = dir.resolve("ring.properties");
+    Files.writeString(file, Membership.ringFileText(ring));
+    Map<Member, CompletableFuture<Void>> probes = new ConcurrentHashMap<>();
+    AtomicLong clock = new AtomicLong();
+    Duration downAfter = Duration.ofSeconds(3);
+    try (ClusterMonitor monitor = new ClusterMonitor(file, PeerAccess.NONE, downAfter,
+        Duration.ofSeconds(1), m -> probes.computeIfAbsent(m, k -> new CompletableFuture<>()),
+        clock::get, false)) {
+      monitor.tick(); // the first probes go out
+      clock.addAndGet(downAfter.toNanos() * 2); // a first TLS handshake slower than that
+      monitor.tick();
+      assertEquals(ring, Membership.readRingFile(file), "marked before any probe completed");
+      probes.get(slow).complete(null); // a slow first handshake, answered at last
+      probes.get(other).complete(null);
+      probes.get(dead).completeExceptionally(new IOException("connection refused"));
+      clock.addAndGet(downAfter.toNanos() / 2);
+      monitor.tick();
+      Ring now = Membership.readRingFile(file);
+      assertEquals(2, now.epoch());
+      assertEquals(Map.of(dead, Ring.State.DOWN), now.states());
+    }
   }
 
   private TyrServer start(Member m, Ring ring, String name) throws IOException {
