@@ -1,5 +1,7 @@
 package io.blobfs.tyr.server;
 
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.TyrException;
 import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.ring.Ring;
@@ -14,6 +16,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -66,11 +69,18 @@ public final class ClusterMonitor implements Closeable {
    * mark a live node DOWN. The first probe is itself bounded by its timeouts.
    */
   private final java.util.Set<Member> probed = new java.util.HashSet<>();
+  /** Members whose authentication failure was logged (once, until they answer). */
+  private final java.util.Set<Member> refusedUs = new java.util.HashSet<>();
   private final Function<Member, CompletableFuture<?>> ping;
   private final java.util.function.LongSupplier clock;
   private final ScheduledExecutorService ticker;
 
-  /** Probing the nodes as they reach each other (a TLS cluster's nodes take TLS only). */
+  /**
+   * Probing the nodes as they reach each other (a TLS cluster's nodes take TLS only).
+   *
+   * @throws IOException if the ring file's lock is held, or TLS is on and its trusted
+   *     certificates cannot be used
+   */
   public ClusterMonitor(Path ringFile, PeerAccess peers, Duration downAfter, Duration interval)
       throws IOException {
     this(ringFile, peers, downAfter, interval, null, System::nanoTime, true);
@@ -90,6 +100,9 @@ public final class ClusterMonitor implements Closeable {
     this.downAfter = downAfter;
     this.interval = interval;
     this.ping = ping != null ? ping : m -> client(m).ping();
+    // A bad file would fail every probe and mark live nodes DOWN: refuse it here. This
+    // also loads the TLS classes once, before the first probe's clock runs.
+    peers.check("the monitor's --tls-trust");
     lockChannel = lockChannel(ringFile); // its lock is held until close
     ticker = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "tyr-monitor");
@@ -166,6 +179,12 @@ public final class ClusterMonitor implements Closeable {
               }
               if (e == null) {
                 lastSeen.put(m, clock.getAsLong());
+                refusedUs.remove(m);
+              } else if (refusesUs(e) && refusedUs.add(m)) {
+                LOG.error("monitor: {} refused the monitor's TLS or secret; check "
+                    + "--tls-trust and --secret-file against the nodes' tls-peer-trust "
+                    + "and secret (it will be marked DOWN while it refuses): {}", m,
+                    e.toString());
               }
             }
           });
@@ -221,6 +240,20 @@ public final class ClusterMonitor implements Closeable {
     }
   }
 
+  /**
+   * Whether a probe failed because the node refused us (a TLS handshake that failed, a
+   * secret it does not share) rather than because it is gone: a misconfiguration.
+   */
+  static boolean refusesUs(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof javax.net.ssl.SSLException
+          || t instanceof TyrException x && x.code() == ErrorCode.UNAUTHENTICATED) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   private TyrClient client(Member m) {
     // Bounded by down-after, not the interval: a node slow to answer under load is alive.
     return clients.computeIfAbsent(m, k -> new TyrClient(peers.client(k)
@@ -272,17 +305,13 @@ public final class ClusterMonitor implements Closeable {
   /**
    * {@code ClusterMonitor --cluster-file F [--down-after 3s] [--interval 500ms]
    * [--secret-file S] [--tls-trust PEM]}: runs until killed (with TLS, the certificates
-   * the nodes' own {@code tls-peer-trust} names). {@code ClusterMonitor --cluster-file F
-   * --mark host:port up|down|recovering}: one change by hand, under the next epoch.
+   * the nodes' own {@code tls-peer-trust} names; {@code --tls-peer-trust} is the same
+   * option). {@code ClusterMonitor --cluster-file F --mark host:port up|down|recovering}:
+   * one change by hand, under the next epoch. An unknown option is refused: a misspelt
+   * {@code --tls-trust} dropped would probe a TLS cluster in plain text.
    */
   public static void main(String[] args) throws Exception {
-    Map<String, String> o = new HashMap<>();
-    for (int i = 0; i + 1 < args.length; i += 2) {
-      o.put(args[i], args[i + 1]);
-    }
-    if (args.length % 2 != 0 && !(args.length > 0 && o.containsKey("--mark"))) {
-      throw new IllegalArgumentException("options come in pairs: " + List.of(args));
-    }
+    Map<String, String> o = options(args);
     Path file = Path.of(required(o, "--cluster-file"));
     if (o.containsKey("--mark")) {
       Ring ring = Membership.readRingFile(file);
@@ -302,7 +331,9 @@ public final class ClusterMonitor implements Closeable {
     byte[] secret = o.containsKey("--secret-file")
         ? Files.readString(Path.of(o.get("--secret-file"))).strip().getBytes(
             java.nio.charset.StandardCharsets.UTF_8) : null;
-    Path trust = o.containsKey("--tls-trust") ? Path.of(o.get("--tls-trust")) : null;
+    String trustOption = o.containsKey("--tls-trust") ? o.get("--tls-trust")
+        : o.get("--tls-peer-trust");
+    Path trust = trustOption == null ? null : Path.of(trustOption);
     ClusterMonitor m = new ClusterMonitor(file, new PeerAccess(secret, trust),
         Duration.parse("PT" + o.getOrDefault("--down-after", "3s").toUpperCase()),
         Duration.parse("PT" + o.getOrDefault("--interval", "0.5s").toUpperCase()));
@@ -315,6 +346,31 @@ public final class ClusterMonitor implements Closeable {
       }
     }));
     Thread.currentThread().join();
+  }
+
+  static final Set<String> OPTIONS = Set.of("--cluster-file", "--down-after", "--interval",
+      "--secret-file", "--tls-trust", "--tls-peer-trust", "--mark");
+
+  /** The options by name, every one known; {@code --mark}'s state is the last argument. */
+  static Map<String, String> options(String[] args) {
+    Map<String, String> o = new HashMap<>();
+    for (int i = 0; i + 1 < args.length; i += 2) {
+      if (!OPTIONS.contains(args[i])) {
+        throw new IllegalArgumentException("unknown option " + args[i] + "; known: "
+            + new java.util.TreeSet<>(OPTIONS));
+      }
+      if (o.put(args[i], args[i + 1]) != null) {
+        throw new IllegalArgumentException(args[i] + " is given twice");
+      }
+    }
+    if (args.length % 2 != 0 && !(args.length > 0 && o.containsKey("--mark"))) {
+      throw new IllegalArgumentException("options come in pairs: " + List.of(args));
+    }
+    if (o.containsKey("--tls-trust") && o.containsKey("--tls-peer-trust")) {
+      throw new IllegalArgumentException("--tls-trust and --tls-peer-trust are one option: "
+          + "give one");
+    }
+    return o;
   }
 
   private static String required(Map<String, String> o, String k) {

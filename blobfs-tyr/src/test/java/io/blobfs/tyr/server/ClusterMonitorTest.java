@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.TyrException;
 import io.blobfs.tyr.engine.EngineConfig;
 import io.blobfs.tyr.engine.SyncPolicy;
 import io.blobfs.tyr.ring.Member;
@@ -144,6 +146,46 @@ class ClusterMonitorTest {
       assertEquals(2, now.epoch());
       assertEquals(Map.of(dead, Ring.State.DOWN), now.states());
     }
+  }
+
+  /** Review should-fix 3: a misspelt option is refused, not dropped. */
+  @Test
+  void unknownOptionsAreRefused() {
+    assertThatThrownBy(() -> ClusterMonitor.options(new String[] {"--cluster-file", "r",
+        "--tls-trusts", "cluster.pem"})).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("unknown option --tls-trusts");
+    assertThat(ClusterMonitor.options(new String[] {"--cluster-file", "r",
+        "--tls-peer-trust", "cluster.pem"})).containsEntry("--tls-peer-trust", "cluster.pem");
+    assertThat(ClusterMonitor.options(new String[] {"--cluster-file", "r", "--mark",
+        "h:1", "down"})).containsEntry("--mark", "h:1");
+    assertThatThrownBy(() -> ClusterMonitor.options(new String[] {"--cluster-file", "r",
+        "--tls-trust", "a.pem", "--tls-peer-trust", "b.pem"}))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("one option");
+  }
+
+  /** Review should-fix 3: an unusable trust file stops the monitor before it probes. */
+  @Test
+  void anUnusableTrustFileIsRefusedAtConstruction() throws Exception {
+    Member a = new Member("127.0.0.1", 7401);
+    Path file = dir.resolve("ring.properties");
+    Files.writeString(file, Membership.ringFileText(new Ring(1, List.of(a), 16, 1)));
+    Path garbled = Files.writeString(dir.resolve("cluster.pem"), "not a certificate\n");
+    assertThatThrownBy(() -> new ClusterMonitor(file, new PeerAccess(null, garbled),
+        Duration.ofSeconds(1), Duration.ofSeconds(1))).isInstanceOf(IOException.class)
+        .hasMessageContaining("--tls-trust " + garbled);
+    // The lock was not taken: a monitor with a good configuration starts.
+    new ClusterMonitor(file, PeerAccess.NONE, Duration.ofSeconds(1), Duration.ofSeconds(1))
+        .close();
+  }
+
+  @Test
+  void aRefusedHandshakeIsToldApartFromASilentNode() {
+    assertThat(ClusterMonitor.refusesUs(new java.util.concurrent.CompletionException(
+        new TyrException(ErrorCode.UNAUTHENTICATED, "TLS with Týr server h:1 failed",
+            new javax.net.ssl.SSLHandshakeException("PKIX path building failed"))))).isTrue();
+    assertThat(ClusterMonitor.refusesUs(new javax.net.ssl.SSLHandshakeException("x"))).isTrue();
+    assertThat(ClusterMonitor.refusesUs(new TyrException(ErrorCode.UNAVAILABLE,
+        "connection refused"))).isFalse();
   }
 
   private TyrServer start(Member m, Ring ring, String name) throws IOException {
