@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.blobfs.store.BlobMutation;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.StoreOptions;
+import io.blobfs.tyr.api.ErrorCode;
 import io.blobfs.tyr.api.ReadResult;
 import io.blobfs.tyr.api.TyrException;
 import io.blobfs.tyr.blobfs.TyrBlobStoreProvider;
@@ -17,6 +18,7 @@ import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.ring.Ring;
 import io.blobfs.tyr.server.ClusterMonitor;
 import io.blobfs.tyr.server.PeerAccess;
+import io.blobfs.tyr.server.TyrServerProcess;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -35,15 +37,17 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Issue 13's "the node-to-node traffic is authenticated like client traffic", with TLS:
  * three server processes (hosts of their own where namespaces work), R = 2, each with the
- * shared secret, a TLS key store, and {@code tls-peer-trust}; the monitor probes them over
- * TLS too. A node with TLS on has the TLS handler in front of every connection it accepts,
+ * shared secret, a TLS key store of its own (its certificate names its address only), and
+ * {@code tls-peer-trust} holding the three certificates; the monitor probes them over TLS
+ * too. A node with TLS on has the TLS handler in front of every connection it accepts,
  * from a client or a peer alike, so a replicated write that is acknowledged went to its
  * backup over TLS: before node-to-node TLS every such write failed (the primary's
  * plain-text stream to its backup was refused), which is what this test's writes catch.
  * A transaction over keys of all three primaries commits across the nodes. Each replica's
  * own copy is read back; a plain-text connection with the right secret is
  * refused by every node; and a node killed, written past, and restarted catches up from
- * its peers over TLS and comes back UP (the monitor's TLS probes see it).
+ * its peers over TLS and comes back UP (the monitor's TLS probes see it). A peer whose
+ * trusted certificate names another host is refused.
  */
 class TyrClusterTlsIT {
   private static final Duration WAIT = Duration.ofSeconds(120);
@@ -54,21 +58,23 @@ class TyrClusterTlsIT {
   @Test
   void replicationCatchUpAndProbesRunOverTlsAndPlainTextIsRefused() throws Exception {
     Hosts hosts = Hosts.up(3);
-    StringBuilder san = new StringBuilder("dns:localhost");
+    // A key pair per node, its certificate naming that node's address only, and one
+    // cluster.pem holding the three: a peer connection that skipped the host check would
+    // still pass with one certificate naming every host, not with these.
+    StringBuilder pems = new StringBuilder();
     for (int i = 1; i <= 3; i++) {
-      san.append(",ip:").append(hosts.address(i));
+      SelfSigned.keypair("tyr-node" + i, dir.resolve("node" + i + ".p12"),
+          dir.resolve("node" + i + ".pem"), "ip:" + hosts.address(i));
+      pems.append(Files.readString(dir.resolve("node" + i + ".pem")));
     }
-    // One certificate naming the three hosts: each node presents it, and every node and
-    // client trusts it (a CA's bundle would do the same with a certificate per node).
-    Path keystore = SelfSigned.keypair("tyr-cluster", dir.resolve("cluster.p12"),
-        dir.resolve("cluster.pem"), san.toString());
-    Path trust = dir.resolve("cluster.pem");
+    Path trust = Files.writeString(dir.resolve("cluster.pem"), pems);
     Path password = Files.writeString(dir.resolve("password"), SelfSigned.PASSWORD + "\n");
     Path secretFile = Files.writeString(dir.resolve("secret"), "node-and-client-secret\n");
     byte[] secret = "node-and-client-secret".getBytes(StandardCharsets.UTF_8);
     try (TyrProcessCluster c = TyrProcessCluster.startOn(hosts,
             Files.createDirectories(dir.resolve("tyr")), 3, 64, 2,
-            "--secret-file", secretFile.toString(), "--tls-keystore", keystore.toString(),
+            i -> List.of("--tls-keystore", dir.resolve("node" + i + ".p12").toString()),
+            "--secret-file", secretFile.toString(),
             "--tls-keystore-password-file", password.toString(),
             "--tls-peer-trust", trust.toString());
         ClusterMonitor monitor = new ClusterMonitor(c.ringFile(), new PeerAccess(secret, trust),
@@ -128,6 +134,41 @@ class TyrClusterTlsIT {
           + "each replica's copy read back before and after " + lost + " was killed and "
           + "caught up; plain text refused by all " + c.members().size() + " nodes ("
           + (c.onOwnHosts() ? "namespaces" : "loopback") + ")");
+    }
+  }
+
+  /**
+   * The host check of a peer connection: a node whose certificate is trusted but names
+   * another host is refused by a client built as the nodes build theirs ({@link
+   * PeerAccess}), and accepted once its certificate names its own address.
+   */
+  @Test
+  void aPeerWhoseCertificateNamesAnotherHostIsRefused() throws Exception {
+    Path password = Files.writeString(dir.resolve("password"), SelfSigned.PASSWORD + "\n");
+    Path secretFile = Files.writeString(dir.resolve("secret"), "node-and-client-secret\n");
+    byte[] secret = "node-and-client-secret".getBytes(StandardCharsets.UTF_8);
+    for (boolean misnamed : List.of(true, false)) {
+      String name = misnamed ? "misnamed" : "named";
+      // 192.0.2.1 (TEST-NET-1) is no host here: the certificate is for someone else.
+      SelfSigned.keypair(name, dir.resolve(name + ".p12"), dir.resolve(name + ".pem"),
+          misnamed ? "ip:192.0.2.1" : "ip:127.0.0.1");
+      try (TyrServerProcess node = new TyrServerProcess(
+              Files.createDirectories(dir.resolve(name)), "--secret-file",
+              secretFile.toString(), "--tls-keystore", dir.resolve(name + ".p12").toString(),
+              "--tls-keystore-password-file", password.toString()).start();
+          TyrClient peer = new TyrClient(new PeerAccess(secret, dir.resolve(name + ".pem"))
+              .client(new Member("127.0.0.1", node.port()))
+              .withTimeouts(Duration.ofSeconds(30), Duration.ofSeconds(30)))) {
+        if (misnamed) {
+          assertThatThrownBy(() -> TyrClient.await(peer.ping()))
+              .as("a peer whose trusted certificate names 192.0.2.1, reached at 127.0.0.1")
+              .isInstanceOfSatisfying(TyrException.class,
+                  e -> assertThat(e.code()).isEqualTo(ErrorCode.UNAUTHENTICATED))
+              .hasMessageContaining("TLS");
+        } else {
+          TyrClient.await(peer.ping());
+        }
+      }
     }
   }
 
