@@ -2,7 +2,8 @@
 # Runs the Týr cluster's failure detector from this checkout (see blobfs-tyr/README.md,
 # "Failover and catch-up"): the one writer of the ring file the nodes follow.
 #   scripts/tyr-monitor.sh --cluster-file ring.properties [--down-after 3s] [--interval 0.5s] \
-#       [--secret-file S]
+#       [--secret-file S] [--tls-trust PEM]     (PEM: the nodes' tls-peer-trust, with TLS;
+#       --tls-peer-trust is the same option; an unknown option is refused)
 #   scripts/tyr-monitor.sh --cluster-file ring.properties --mark host:port down|recovering|up
 # The first prints "TYR-MONITOR RUNNING <file>" and runs until killed; the second makes one
 # change by hand under the next epoch (refused while a monitor holds the file's lock, and,

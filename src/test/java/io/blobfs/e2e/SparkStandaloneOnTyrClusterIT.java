@@ -7,17 +7,13 @@ import io.blobfs.bench.run.StoreTarget;
 import io.blobfs.bench.run.Workload;
 import io.blobfs.bench.run.WorkloadBench;
 import io.blobfs.tyr.cluster.TyrProcessCluster;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -52,14 +48,14 @@ class SparkStandaloneOnTyrClusterIT {
   @TempDir
   static Path dir;
   private static TyrProcessCluster tyr;
-  private static SparkCluster spark;
+  private static SparkStandaloneCluster spark;
 
   @BeforeAll
   static void start() throws Exception {
     tyr = TyrProcessCluster.start(Files.createDirectories(dir.resolve("tyr")), 3, 128, 2);
-    spark = SparkCluster.up(3);
+    spark = SparkStandaloneCluster.up(3, dir);
     System.out.println("Týr on " + (tyr.onOwnHosts() ? "namespaces" : "loopback") + ": "
-        + tyr.nodesOption() + "; Spark master " + spark.master);
+        + tyr.nodesOption() + "; Spark master " + spark.master());
   }
 
   @AfterAll
@@ -80,29 +76,14 @@ class SparkStandaloneOnTyrClusterIT {
         StoreTarget.local("file", dir.resolve("file-store")),
         StoreTarget.blob("tyr", "tyrc", run, Map.of("type", "tyr",
             "nodes", tyr.nodesOption(), "stripe.size", Integer.toString(STRIPE)), "none"));
-    Map<String, String> conf = new LinkedHashMap<>();
-    conf.put("spark.ui.enabled", "false");
-    conf.put("spark.driver.host", spark.driverHost);
-    conf.put("spark.driver.bindAddress", spark.driverHost);
-    // The executors load BlobFS from the bundle, as a user's cluster would (--jars).
-    conf.put("spark.jars", E2eSupport.requiredJar("blobfs.bundle.jar").toString());
-    conf.put("spark.executor.memory", "1g");
-    // Every Worker's executor is up before the first task is offered: an early offer from
-    // one host alone would take tasks off their hosts and measure the start-up instead.
-    conf.put("spark.scheduler.minRegisteredResourcesRatio", "1.0");
-    conf.put("spark.scheduler.maxRegisteredResourcesWaitingTime", "60s");
-    conf.put("spark.eventLog.enabled", "true");
-    conf.put("spark.eventLog.compress", "false");
-    conf.put("spark.eventLog.rolling.enabled", "false");
-    conf.put("spark.eventLog.dir", events.toUri().toString());
+    Map<String, String> conf = spark.applicationConf(events);
     java.nio.file.Path jar = SparkSubmitRunner.appJar(dir.resolve("jar"));
-    WorkloadBench bench = new WorkloadBench(new WorkloadBench.Options(SIZE, 7, spark.master,
+    WorkloadBench bench = new WorkloadBench(new WorkloadBench.Options(SIZE, 7, spark.master(),
         WORKLOADS, conf, jar, false), System.out::println);
     // The file:// reference runs in local mode in this JVM: it is the same Spark and the
     // same code, and it spares the cluster three applications' executor start-ups.
     WorkloadBench local = new WorkloadBench(new WorkloadBench.Options(SIZE, 7, "local[2]",
-        WORKLOADS, Map.of("spark.ui.enabled", "false", "spark.driver.host", "127.0.0.1",
-            "spark.driver.bindAddress", "127.0.0.1"), jar, false), System.out::println);
+        WORKLOADS, SparkStandaloneCluster.localConf(), jar, false), System.out::println);
 
     WorkloadBench.Prepared prepared = bench.prepare(stores);
     StoreTarget file = stores.get(0);
@@ -160,63 +141,5 @@ class SparkStandaloneOnTyrClusterIT {
       n += spec.files() * (int) Math.max(1, spec.totalBytes() / spec.files() / STRIPE);
     }
     return n;
-  }
-
-  /** {@code scripts/hosts/spark-cluster.sh}, run with the build's Spark classpath. */
-  private record SparkCluster(String master, String driverHost) {
-    static SparkCluster up(int n) throws IOException, InterruptedException {
-      String out;
-      try {
-        out = run("up", Integer.toString(n));
-      } catch (IOException e) {
-        run("down"); // what did start (a Master, some Workers) must not outlive the test
-        throw e;
-      }
-      String master = null;
-      String driver = null;
-      for (String line : out.lines().toList()) {
-        if (line.startsWith("SPARK MASTER ")) {
-          master = line.substring("SPARK MASTER ".length()).trim();
-        } else if (line.startsWith("SPARK DRIVER-HOST ")) {
-          driver = line.substring("SPARK DRIVER-HOST ".length()).trim();
-        }
-      }
-      assertThat(master).as("master URL printed by spark-cluster.sh up:\n%s", out).isNotNull();
-      assertThat(driver).as("driver host printed by spark-cluster.sh up:\n%s", out).isNotNull();
-      return new SparkCluster(master, driver);
-    }
-
-    void down() throws IOException, InterruptedException {
-      run("down");
-    }
-
-    private static String run(String... args) throws IOException, InterruptedException {
-      List<String> cmd = new ArrayList<>(List.of("bash", script().toString()));
-      cmd.addAll(List.of(args));
-      Path log = dir.resolve("spark-cluster-" + args[0] + ".log");
-      ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(log.toFile());
-      pb.environment().put("BLOBFS_SPARK_CLASSPATH",
-          "@" + E2eSupport.requiredProperty("blobfs.spark.classpath.file"));
-      pb.environment().remove("SPARK_HOME");
-      pb.environment().remove("SPARK_LOCAL_IP"); // failsafe's 127.0.0.1 is for local mode
-      Process p = pb.start();
-      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-      if (!p.waitFor(3, TimeUnit.MINUTES) || p.exitValue() != 0) {
-        p.destroyForcibly();
-        throw new IOException("spark-cluster.sh " + String.join(" ", args) + " failed:\n"
-            + Files.readString(log));
-      }
-      System.err.print(Files.readString(log));
-      return out;
-    }
-
-    private static Path script() {
-      for (Path d = Path.of("").toAbsolutePath(); d != null; d = d.getParent()) {
-        if (Files.exists(d.resolve("scripts/hosts/spark-cluster.sh"))) {
-          return d.resolve("scripts/hosts/spark-cluster.sh");
-        }
-      }
-      throw new IllegalStateException("scripts/hosts/spark-cluster.sh not found");
-    }
   }
 }

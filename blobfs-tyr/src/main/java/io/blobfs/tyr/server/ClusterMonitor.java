@@ -1,6 +1,7 @@
 package io.blobfs.tyr.server;
 
-import io.blobfs.tyr.client.ClientConfig;
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.TyrException;
 import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.ring.Ring;
@@ -15,9 +16,12 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,7 +30,8 @@ import org.slf4j.LoggerFactory;
  * it pings each member and moves at most one of them, under a new epoch:
  * <ul>
  *   <li>UP or RECOVERING, unanswered for {@code downAfter}: DOWN (its keys' writes go to
- *       their next owner);
+ *       their next owner). Counted from its first probe's end only: a first connection
+ *       slow to set up (a cold TLS handshake on a busy host) is not silence;
  *   <li>DOWN and answering again: RECOVERING (it gets new writes and copies the old ones,
  *       {@link Recovery});
  *   <li>RECOVERING and caught up (its {@code settled} answers under the current epoch): UP.
@@ -47,7 +52,7 @@ public final class ClusterMonitor implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(ClusterMonitor.class);
 
   private final Path ringFile;
-  private final byte[] secret;
+  private final PeerAccess peers;
   private final Duration downAfter;
   private final Duration interval;
   /** Holds the lock on {@code <ring file>.lock}: one monitor per ring file. */
@@ -58,22 +63,56 @@ public final class ClusterMonitor implements Closeable {
    * itself, as are the maps below.
    */
   private final Map<Member, Long> lastSeen = new HashMap<>();
+  /**
+   * Members whose first probe has completed, answered or failed: silence counts only from
+   * then on, so a slow first connection (a cold TLS handshake on a busy host) does not
+   * mark a live node DOWN. The first probe is itself bounded by its timeouts.
+   */
+  private final java.util.Set<Member> probed = new java.util.HashSet<>();
+  /** Members whose authentication failure was logged (once, until they answer). */
+  private final java.util.Set<Member> refusedUs = new java.util.HashSet<>();
+  private final Function<Member, CompletableFuture<?>> ping;
+  private final java.util.function.LongSupplier clock;
   private final ScheduledExecutorService ticker;
 
-  public ClusterMonitor(Path ringFile, byte[] secret, Duration downAfter, Duration interval)
+  /**
+   * Probing the nodes as they reach each other (a TLS cluster's nodes take TLS only).
+   *
+   * @throws IOException if the ring file's lock is held, or TLS is on and its trusted
+   *     certificates cannot be used
+   */
+  public ClusterMonitor(Path ringFile, PeerAccess peers, Duration downAfter, Duration interval)
       throws IOException {
+    this(ringFile, peers, downAfter, interval, null, System::nanoTime, true);
+  }
+
+  /**
+   * With {@code ping} as each member's probe (null: a ping over the network), time in
+   * nanoseconds from {@code clock}, and ticking on its own thread only if
+   * {@code scheduled} (tests call {@link #tick} themselves).
+   */
+  ClusterMonitor(Path ringFile, PeerAccess peers, Duration downAfter, Duration interval,
+      Function<Member, CompletableFuture<?>> ping, java.util.function.LongSupplier clock,
+      boolean scheduled) throws IOException {
+    this.clock = clock;
     this.ringFile = ringFile;
-    this.secret = secret;
+    this.peers = peers;
     this.downAfter = downAfter;
     this.interval = interval;
+    this.ping = ping != null ? ping : m -> client(m).ping();
+    // A bad file would fail every probe and mark live nodes DOWN: refuse it here. This
+    // also loads the TLS classes once, before the first probe's clock runs.
+    peers.check("the monitor's --tls-trust");
     lockChannel = lockChannel(ringFile); // its lock is held until close
     ticker = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "tyr-monitor");
       t.setDaemon(true);
       return t;
     });
-    ticker.scheduleWithFixedDelay(this::tickLogged, 0, interval.toMillis(),
-        TimeUnit.MILLISECONDS);
+    if (scheduled) {
+      ticker.scheduleWithFixedDelay(this::tickLogged, 0, interval.toMillis(),
+          TimeUnit.MILLISECONDS);
+    }
   }
 
   private void tickLogged() {
@@ -124,7 +163,7 @@ public final class ClusterMonitor implements Closeable {
    */
   synchronized void tick() throws IOException {
     Ring ring = Membership.readRingFile(ringFile);
-    long now = System.nanoTime();
+    long now = clock.getAsLong();
     synchronized (lastSeen) {
       for (Member m : ring.members()) {
         lastSeen.putIfAbsent(m, now);
@@ -132,11 +171,20 @@ public final class ClusterMonitor implements Closeable {
           downSince.putIfAbsent(m, now);
         }
         if (pinging.add(m)) {
-          client(m).ping().whenComplete((x, e) -> {
+          ping.apply(m).whenComplete((x, e) -> {
             synchronized (lastSeen) {
               pinging.remove(m);
+              if (probed.add(m) && e == null) {
+                LOG.info("monitor: first answer of {}", m);
+              }
               if (e == null) {
-                lastSeen.put(m, System.nanoTime());
+                lastSeen.put(m, clock.getAsLong());
+                refusedUs.remove(m);
+              } else if (refusesUs(e) && refusedUs.add(m)) {
+                LOG.error("monitor: {} refused the monitor's TLS or secret; check "
+                    + "--tls-trust and --secret-file against the nodes' tls-peer-trust "
+                    + "and secret (it will be marked DOWN while it refuses): {}", m,
+                    e.toString());
               }
             }
           });
@@ -157,7 +205,7 @@ public final class ClusterMonitor implements Closeable {
       }
       for (Member m : ring.members()) {
         Ring.State s = ring.state(m);
-        boolean silent = now - lastSeen.get(m) > downAfter.toNanos();
+        boolean silent = probed.contains(m) && now - lastSeen.get(m) > downAfter.toNanos();
         if (!silent) {
           refused.remove(m);
         }
@@ -181,7 +229,7 @@ public final class ClusterMonitor implements Closeable {
           refused.remove(m);
           write(moved);
           if (next == Ring.State.DOWN) {
-            downSince.put(m, System.nanoTime());
+            downSince.put(m, clock.getAsLong());
           } else {
             downSince.remove(m);
           }
@@ -192,10 +240,24 @@ public final class ClusterMonitor implements Closeable {
     }
   }
 
+  /**
+   * Whether a probe failed because the node refused us (a TLS handshake that failed, a
+   * secret it does not share) rather than because it is gone: a misconfiguration.
+   */
+  static boolean refusesUs(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof javax.net.ssl.SSLException
+          || t instanceof TyrException x && x.code() == ErrorCode.UNAUTHENTICATED) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   private TyrClient client(Member m) {
     // Bounded by down-after, not the interval: a node slow to answer under load is alive.
-    return clients.computeIfAbsent(m, k -> new TyrClient(ClientConfig.of(k.host(), k.port())
-        .withSecret(secret).withTimeouts(downAfter, downAfter).withConnections(1)));
+    return clients.computeIfAbsent(m, k -> new TyrClient(peers.client(k)
+        .withTimeouts(downAfter, downAfter).withConnections(1)));
   }
 
   private static FileChannel lockChannel(Path ringFile) throws IOException {
@@ -242,17 +304,14 @@ public final class ClusterMonitor implements Closeable {
 
   /**
    * {@code ClusterMonitor --cluster-file F [--down-after 3s] [--interval 500ms]
-   * [--secret-file S]}: runs until killed. {@code ClusterMonitor --cluster-file F --mark
-   * host:port up|down|recovering}: one change by hand, under the next epoch.
+   * [--secret-file S] [--tls-trust PEM]}: runs until killed (with TLS, the certificates
+   * the nodes' own {@code tls-peer-trust} names; {@code --tls-peer-trust} is the same
+   * option). {@code ClusterMonitor --cluster-file F --mark host:port up|down|recovering}:
+   * one change by hand, under the next epoch. An unknown option is refused: a misspelt
+   * {@code --tls-trust} dropped would probe a TLS cluster in plain text.
    */
   public static void main(String[] args) throws Exception {
-    Map<String, String> o = new HashMap<>();
-    for (int i = 0; i + 1 < args.length; i += 2) {
-      o.put(args[i], args[i + 1]);
-    }
-    if (args.length % 2 != 0 && !(args.length > 0 && o.containsKey("--mark"))) {
-      throw new IllegalArgumentException("options come in pairs: " + List.of(args));
-    }
+    Map<String, String> o = options(args);
     Path file = Path.of(required(o, "--cluster-file"));
     if (o.containsKey("--mark")) {
       Ring ring = Membership.readRingFile(file);
@@ -272,7 +331,10 @@ public final class ClusterMonitor implements Closeable {
     byte[] secret = o.containsKey("--secret-file")
         ? Files.readString(Path.of(o.get("--secret-file"))).strip().getBytes(
             java.nio.charset.StandardCharsets.UTF_8) : null;
-    ClusterMonitor m = new ClusterMonitor(file, secret,
+    String trustOption = o.containsKey("--tls-trust") ? o.get("--tls-trust")
+        : o.get("--tls-peer-trust");
+    Path trust = trustOption == null ? null : Path.of(trustOption);
+    ClusterMonitor m = new ClusterMonitor(file, new PeerAccess(secret, trust),
         Duration.parse("PT" + o.getOrDefault("--down-after", "3s").toUpperCase()),
         Duration.parse("PT" + o.getOrDefault("--interval", "0.5s").toUpperCase()));
     System.out.println("TYR-MONITOR RUNNING " + file);
@@ -284,6 +346,31 @@ public final class ClusterMonitor implements Closeable {
       }
     }));
     Thread.currentThread().join();
+  }
+
+  static final Set<String> OPTIONS = Set.of("--cluster-file", "--down-after", "--interval",
+      "--secret-file", "--tls-trust", "--tls-peer-trust", "--mark");
+
+  /** The options by name, every one known; {@code --mark}'s state is the last argument. */
+  static Map<String, String> options(String[] args) {
+    Map<String, String> o = new HashMap<>();
+    for (int i = 0; i + 1 < args.length; i += 2) {
+      if (!OPTIONS.contains(args[i])) {
+        throw new IllegalArgumentException("unknown option " + args[i] + "; known: "
+            + new java.util.TreeSet<>(OPTIONS));
+      }
+      if (o.put(args[i], args[i + 1]) != null) {
+        throw new IllegalArgumentException(args[i] + " is given twice");
+      }
+    }
+    if (args.length % 2 != 0 && !(args.length > 0 && o.containsKey("--mark"))) {
+      throw new IllegalArgumentException("options come in pairs: " + List.of(args));
+    }
+    if (o.containsKey("--tls-trust") && o.containsKey("--tls-peer-trust")) {
+      throw new IllegalArgumentException("--tls-trust and --tls-peer-trust are one option: "
+          + "give one");
+    }
+    return o;
   }
 
   private static String required(Map<String, String> o, String k) {

@@ -8,7 +8,6 @@ import io.blobfs.tyr.api.ScanResult;
 import io.blobfs.tyr.api.TxOp;
 import io.blobfs.tyr.api.TxRequest;
 import io.blobfs.tyr.api.TyrException;
-import io.blobfs.tyr.client.ClientConfig;
 import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.engine.TyrEngine;
 import io.blobfs.tyr.ring.Member;
@@ -73,7 +72,7 @@ final class Recovery implements Closeable {
 
   private final Membership membership;
   private final TyrEngine engine;
-  private final byte[] secret;
+  private final PeerAccess peerAccess;
   private final int maxFrameBytes;
   private final Path marker;
   private final ScheduledExecutorService runner;
@@ -87,10 +86,10 @@ final class Recovery implements Closeable {
     }
   }
 
-  Recovery(Membership membership, TyrEngine engine, byte[] secret, int maxFrameBytes) {
+  Recovery(Membership membership, TyrEngine engine, PeerAccess peerAccess, int maxFrameBytes) {
     this.membership = membership;
     this.engine = engine;
-    this.secret = secret;
+    this.peerAccess = peerAccess;
     this.maxFrameBytes = maxFrameBytes;
     this.marker = engine.config().directory().resolve("caught-up");
     this.runner = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -183,7 +182,7 @@ final class Recovery implements Closeable {
     Map<Member, TyrClient> peers = new HashMap<>();
     try {
       for (Member m : ring.upMembers()) {
-        peers.put(m, new TyrClient(ClientConfig.of(m.host(), m.port()).withSecret(secret)
+        peers.put(m, new TyrClient(peerAccess.client(m)
             .withTimeouts(Duration.ofSeconds(5), Duration.ofSeconds(30)).withConnections(1)
             .withMaxFrameBytes(maxFrameBytes)));
       }

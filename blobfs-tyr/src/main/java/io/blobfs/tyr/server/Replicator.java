@@ -5,7 +5,6 @@ import io.blobfs.tyr.api.ErrorCode;
 import io.blobfs.tyr.api.TxOp;
 import io.blobfs.tyr.api.TxRequest;
 import io.blobfs.tyr.api.TyrException;
-import io.blobfs.tyr.client.ClientConfig;
 import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.engine.TyrEngine;
 import io.blobfs.tyr.protocol.Request;
@@ -53,8 +52,10 @@ import java.util.concurrent.CompletionException;
  * version (stat, versioned reads, conditional writes, transactions) go to the primary;
  * plain reads of bytes may go to any replica.
  *
- * <p>Node-to-node connections authenticate with the cluster's shared secret exactly as
- * clients do (mutual challenge-response). They do not use TLS yet.
+ * <p>Node-to-node connections ({@link PeerAccess}) authenticate with the cluster's shared
+ * secret exactly as clients do (mutual challenge-response), and where the cluster uses TLS
+ * they use it too, trusting the certificates of {@code tls-peer-trust}: a TLS node refuses
+ * plain text from a peer as from a client.
  */
 final class Replicator implements Closeable {
   private static final SecureRandom RANDOM = new SecureRandom();
@@ -62,7 +63,7 @@ final class Replicator implements Closeable {
 
   private final Membership membership;
   private final TyrEngine engine;
-  private final byte[] secret;
+  private final PeerAccess peers;
   private final int maxFrameBytes;
   /** As primary: one numbered stream per backup. Guarded by {@code this}. */
   private final Map<Member, Stream> streams = new HashMap<>();
@@ -108,10 +109,10 @@ final class Replicator implements Closeable {
   private static final long BATCH_BYTES = 32L << 20;
   private static final int BATCH_COMMITS = 512;
 
-  Replicator(Membership membership, TyrEngine engine, byte[] secret, int maxFrameBytes) {
+  Replicator(Membership membership, TyrEngine engine, PeerAccess peers, int maxFrameBytes) {
     this.membership = membership;
     this.engine = engine;
-    this.secret = secret;
+    this.peers = peers;
     this.maxFrameBytes = maxFrameBytes;
     membership.onInstall(this::restartStreamsToDown);
   }
@@ -193,9 +194,21 @@ final class Replicator implements Closeable {
     CompletableFuture<CommitResult> committed;
     List<Reserved> reserved = new ArrayList<>();
     synchronized (this) {
+      // Every stream before the local commit: a peer client that cannot be made (its
+      // tls-peer-trust became unreadable) then fails the commit with nothing applied
+      // here and no number reserved on another stream that would never be filled.
+      Map<Member, Stream> to = new HashMap<>();
+      try {
+        for (Member b : perBackup.keySet()) {
+          to.put(b, stream(b));
+        }
+      } catch (RuntimeException e) {
+        return CompletableFuture.failedFuture(new TyrException(ErrorCode.UNAVAILABLE,
+            "cannot connect to a backup, nothing was written: " + e.getMessage(), e));
+      }
       committed = local.apply(tx); // fixes this commit's place in the engine's order
       for (Map.Entry<Member, List<Integer>> e : perBackup.entrySet()) {
-        Stream s = stream(e.getKey());
+        Stream s = to.get(e.getKey());
         synchronized (s) {
           reserved.add(new Reserved(s, s.incarnation, s.next++, ring.epoch(), e.getValue()));
         }
@@ -340,8 +353,7 @@ final class Replicator implements Closeable {
 
   private Stream stream(Member backup) {
     return streams.computeIfAbsent(backup, b -> new Stream(new TyrClient(
-        ClientConfig.of(b.host(), b.port()).withSecret(secret)
-            .withTimeouts(Duration.ofSeconds(10), TIMEOUT).withConnections(1)
+        peers.client(b).withTimeouts(Duration.ofSeconds(10), TIMEOUT).withConnections(1)
             .withMaxFrameBytes(maxFrameBytes))));
   }
 

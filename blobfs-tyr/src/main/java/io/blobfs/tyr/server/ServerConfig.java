@@ -39,6 +39,10 @@ import java.util.Set;
  * write-idle-timeout 60s      a peer that takes none of its answers this long is cut off
  * tls-keystore    (optional)  PKCS12 key store with the server's key and certificate: TLS on
  * tls-keystore-password-file  its password (required with tls-keystore)
+ * tls-peer-trust  (a cluster member with TLS: required)  PEM certificates the node trusts
+ *                             when it connects to the other nodes (replication, cross-node
+ *                             transactions, catch-up): node-to-node traffic is TLS too, and
+ *                             each peer's certificate must name the host it is listed under
  * cluster-*       a member of a cluster: see {@link Membership} (parsed there)
  * </pre>
  */
@@ -47,14 +51,22 @@ public record ServerConfig(String bind, int port, EngineConfig engine, int maxFr
     long maxRequestMemory, long maxConnectionMemory, Duration writeIdleTimeout,
     TlsFiles tls) {
 
-  /** The server's TLS key store and its password file; null in the config: no TLS. */
-  public record TlsFiles(Path keystore, Path passwordFile) {}
+  /**
+   * The server's TLS key store and its password file, and the certificates it trusts for
+   * its peers (null for a lone node); null in the config: no TLS.
+   */
+  public record TlsFiles(Path keystore, Path passwordFile, Path peerTrust) {
+    /** A lone node's: no peers to trust. */
+    public TlsFiles(Path keystore, Path passwordFile) {
+      this(keystore, passwordFile, null);
+    }
+  }
 
   public static final Set<String> KEYS = Set.of("data-dir", "bind", "port", "sync",
       "sync-interval", "chunk-size", "segment-size", "max-frame", "max-key-bytes",
       "max-blob-bytes", "secret-file", "threads", "max-inflight", "compact-interval",
       "idle-timeout", "max-request-memory", "max-connection-memory", "write-idle-timeout",
-      "tls-keystore", "tls-keystore-password-file");
+      "tls-keystore", "tls-keystore-password-file", "tls-peer-trust");
 
   public ServerConfig {
     Objects.requireNonNull(bind, "bind");
@@ -96,13 +108,16 @@ public record ServerConfig(String bind, int port, EngineConfig engine, int maxFr
           "TYR_SECRET");
     }
     TlsFiles tls = null;
-    if (o.get("tls-keystore").isPresent() || o.get("tls-keystore-password-file").isPresent()) {
+    if (o.get("tls-keystore").isPresent() || o.get("tls-keystore-password-file").isPresent()
+        || o.get("tls-peer-trust").isPresent()) {
       tls = new TlsFiles(Path.of(o.get("tls-keystore").orElseThrow(() ->
           new IllegalArgumentException(o.fullKey("tls-keystore") + " is required with "
-              + o.fullKey("tls-keystore-password-file")))),
+              + o.fullKey("tls-keystore-password-file") + " and " + o.fullKey("tls-peer-trust")
+              + " (a node that speaks TLS to its peers must accept only TLS itself)"))),
           Path.of(o.get("tls-keystore-password-file").orElseThrow(() ->
               new IllegalArgumentException(o.fullKey("tls-keystore-password-file")
-                  + " is required with " + o.fullKey("tls-keystore")))));
+                  + " is required with " + o.fullKey("tls-keystore")))),
+          o.get("tls-peer-trust").map(Path::of).orElse(null));
     }
     long memory = o.getBytes("max-request-memory", 512L << 20, 1 << 20, 1L << 40);
     return new ServerConfig(o.getString("bind", "127.0.0.1"),
@@ -128,6 +143,23 @@ public record ServerConfig(String bind, int port, EngineConfig engine, int maxFr
     return new ServerConfig(Transport.IN_JVM + "tyr-" + java.util.UUID.randomUUID(), 0, engine,
         80 << 20, null, 8, 64, Duration.ofSeconds(60), 512L << 20, 128L << 20,
         Duration.ofSeconds(60), null);
+  }
+
+  /** How this node connects to the other members: its secret, and TLS if it has TLS. */
+  public PeerAccess peerAccess() {
+    return new PeerAccess(secret, tls == null ? null : tls.peerTrust());
+  }
+
+  /**
+   * A cluster member with TLS must say which certificates it trusts for its peers: its
+   * peers refuse plain text, so without them its replication could reach none of them.
+   */
+  public void checkPeerTls(boolean clusterMember) {
+    if (clusterMember && tls != null && tls.peerTrust() == null) {
+      throw new IllegalArgumentException("a cluster member with TLS (tls-keystore) needs "
+          + "tls-peer-trust: the PEM certificates it trusts when it connects to the other "
+          + "nodes, which accept TLS only");
+    }
   }
 
   public boolean inJvm() {

@@ -4,7 +4,6 @@ import io.blobfs.tyr.api.CommitResult;
 import io.blobfs.tyr.api.ErrorCode;
 import io.blobfs.tyr.api.TxRequest;
 import io.blobfs.tyr.api.TyrException;
-import io.blobfs.tyr.client.ClientConfig;
 import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.engine.SyncPolicy;
 import io.blobfs.tyr.engine.TyrEngine;
@@ -68,7 +67,7 @@ final class Transactions implements Closeable {
   private final Membership membership;
   private final Replicator replicator;
   private final TxRecords records;
-  private final byte[] secret;
+  private final PeerAccess peerAccess;
   private final int maxFrameBytes;
   /** The parts prepared here, by transaction id. Guarded by {@code this}. */
   private final Map<String, Part> parts = new HashMap<>();
@@ -101,11 +100,11 @@ final class Transactions implements Closeable {
   private static final long MAX_RETRY_NANOS = TimeUnit.SECONDS.toNanos(30);
 
   Transactions(TyrEngine engine, Membership membership, Replicator replicator,
-      byte[] secret, int maxFrameBytes) throws IOException {
+      PeerAccess peerAccess, int maxFrameBytes) throws IOException {
     this.engine = engine;
     this.membership = membership;
     this.replicator = replicator;
-    this.secret = secret;
+    this.peerAccess = peerAccess;
     this.maxFrameBytes = maxFrameBytes;
     this.records = new TxRecords(engine.config().directory());
     recover();
@@ -258,8 +257,12 @@ final class Transactions implements Closeable {
             local.completeExceptionally(e);
           }
         });
-    CompletableFuture<CommitResult> all = replicator != null
-        ? replicator.commit(tx, commitHere) : commitHere.apply(tx);
+    CompletableFuture<CommitResult> all;
+    try {
+      all = replicator != null ? replicator.commit(tx, commitHere) : commitHere.apply(tx);
+    } catch (RuntimeException e) {
+      all = CompletableFuture.failedFuture(e); // retried below, never left applying
+    }
     all.whenComplete((r, err) -> {
       if (local.isDone() && !local.isCompletedExceptionally()) {
         // Applied here; a backup that missed it fails only this answer.
@@ -440,10 +443,11 @@ final class Transactions implements Closeable {
           continue;
         }
         Member coordinator = Member.parse(p.request.coordinator());
+        TyrClient client = peer(coordinator); // may throw: then the part is not left asking
         synchronized (this) {
           p.asking = true;
         }
-        peer(coordinator).decide(id, TxDecision.QUERY).whenComplete((o, err) -> {
+        client.decide(id, TxDecision.QUERY).whenComplete((o, err) -> {
           synchronized (this) {
             p.asking = false;
           }
@@ -463,8 +467,8 @@ final class Transactions implements Closeable {
   }
 
   private synchronized TyrClient peer(Member m) {
-    return peers.computeIfAbsent(m, k -> new TyrClient(ClientConfig.of(k.host(), k.port())
-        .withSecret(secret).withTimeouts(Duration.ofSeconds(5), Duration.ofSeconds(10))
+    return peers.computeIfAbsent(m, k -> new TyrClient(peerAccess.client(k)
+        .withTimeouts(Duration.ofSeconds(5), Duration.ofSeconds(10))
         .withConnections(1).withMaxFrameBytes(maxFrameBytes)));
   }
 

@@ -46,6 +46,10 @@ public final class TyrServer implements Closeable {
   private final Recovery recovery;
 
   private TyrServer(ServerConfig config, Membership membership) throws IOException {
+    config.checkPeerTls(membership != null);
+    if (membership != null) {
+      config.peerAccess().check("tls-peer-trust"); // before anything opens
+    }
     this.config = config;
     this.membership = membership;
     this.engine = TyrEngine.open(config.engine());
@@ -54,11 +58,11 @@ public final class TyrServer implements Closeable {
     this.workers = Executors.newFixedThreadPool(config.threads(),
         new DefaultThreadFactory("tyr-worker", true));
     this.replicator = membership == null ? null
-        : new Replicator(membership, engine, config.secret(), config.maxFrameBytes());
+        : new Replicator(membership, engine, config.peerAccess(), config.maxFrameBytes());
     Transactions txs = null;
     if (membership != null) {
       try {
-        txs = new Transactions(engine, membership, replicator, config.secret(),
+        txs = new Transactions(engine, membership, replicator, config.peerAccess(),
             config.maxFrameBytes());
       } catch (IOException | RuntimeException e) {
         shutdownThreads();
@@ -114,7 +118,7 @@ public final class TyrServer implements Closeable {
     LOG.info("Týr server listening on {} (data in {})", address(), config.engine().directory());
     // Last: it may start copying from the peers at once.
     recovery = membership == null ? null
-        : new Recovery(membership, engine, config.secret(), config.maxFrameBytes());
+        : new Recovery(membership, engine, config.peerAccess(), config.maxFrameBytes());
   }
 
   /**

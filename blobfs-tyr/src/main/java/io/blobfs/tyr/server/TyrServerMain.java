@@ -35,6 +35,7 @@ public final class TyrServerMain {
       StoreOptions options = new StoreOptions(parseArgs(args), k -> "--" + k);
       config = ServerConfig.parse(options, System.getenv("TYR_SECRET"));
       membership = Membership.fromOptions(options, config.bind(), config.port());
+      config.checkPeerTls(membership != null);
     } catch (IllegalArgumentException e) {
       System.err.println("tyr-server: " + e.getMessage());
       System.exit(2);

@@ -19,6 +19,7 @@ import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.ring.Ring;
 import io.blobfs.tyr.server.ClusterMonitor;
 import io.blobfs.tyr.server.Membership;
+import io.blobfs.tyr.server.PeerAccess;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -65,26 +66,17 @@ class TyrClusterFailoverIT {
   /** Waits until the ring file satisfies {@code p}; returns that ring. */
   private static Ring awaitRing(TyrProcessCluster c, Predicate<Ring> p, String what)
       throws Exception {
-    long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
-    while (true) {
-      Ring r = Membership.readRingFile(c.ringFile());
-      if (p.test(r)) {
-        return r;
-      }
-      assertThat(System.nanoTime()).as("waiting for " + what + "; ring " + r)
-          .isLessThan(deadline);
-      Thread.sleep(100);
-    }
+    return Rings.await(c.ringFile(), p, what, Duration.ofSeconds(120));
   }
 
   private static boolean allUp(Ring r) {
-    return r.states().isEmpty();
+    return Rings.allUp(r);
   }
 
   @Test
   void killedNodeFailsOverCatchesUpAndASecondLossLosesNothing() throws Exception {
     try (TyrProcessCluster c = TyrProcessCluster.start(dir, 3, 64, 2);
-        ClusterMonitor monitor = new ClusterMonitor(c.ringFile(), null,
+        ClusterMonitor monitor = new ClusterMonitor(c.ringFile(), PeerAccess.NONE,
             Duration.ofSeconds(2), Duration.ofMillis(300));
         TyrClusterBlobStore store = store(c, "kill")) {
       Map<String, String> want = new TreeMap<>();
@@ -170,7 +162,7 @@ class TyrClusterFailoverIT {
   private void isolatedPrimary(Fault isolate, Fault restore, boolean needsNamespaces)
       throws Exception {
     try (TyrProcessCluster c = TyrProcessCluster.start(dir, 3, 64, 2);
-        ClusterMonitor monitor = new ClusterMonitor(c.ringFile(), null,
+        ClusterMonitor monitor = new ClusterMonitor(c.ringFile(), PeerAccess.NONE,
             Duration.ofSeconds(2), Duration.ofMillis(300));
         TyrClusterBlobStore store = store(c, "stop")) {
       Member frozen = c.members().get(1);
@@ -254,13 +246,16 @@ class TyrClusterFailoverIT {
           store.readWithVersion(stolen, 200).bytes());
       // Back UP after catch-up: its own copy of every key it holds is the acknowledged one
       // (the unacknowledged local write of the thawed primary included).
-      Ring up = awaitRing(c, TyrClusterFailoverIT::allUp, frozen + " UP again");
-      for (Map.Entry<String, String> e : want.entrySet()) {
-        if (up.isReplica(frozen, e.getKey())) {
-          assertArrayEquals(e.getValue().getBytes(StandardCharsets.UTF_8),
-              readOn(frozen, e.getKey(), up.epoch()), e.getKey() + " on " + frozen);
+      awaitRing(c, TyrClusterFailoverIT::allUp, frozen + " UP again");
+      Rings.underStableRing(c.ringFile(), Duration.ofSeconds(120), up -> {
+        for (Map.Entry<String, String> e : want.entrySet()) {
+          if (up.isReplica(frozen, e.getKey())) {
+            assertArrayEquals(e.getValue().getBytes(StandardCharsets.UTF_8),
+                readOn(frozen, e.getKey(), up), e.getKey() + " on " + frozen);
+          }
         }
-      }
+        return null;
+      });
     }
   }
 
@@ -268,22 +263,13 @@ class TyrClusterFailoverIT {
    * The blob as one replica holds it (a request routed to that node only), waiting for
    * the node to load the ring file's epoch (it checks the file every second).
    */
-  private static byte[] readOn(Member m, String key, long epoch) throws Exception {
+  private static byte[] readOn(Member m, String key, Ring ring) throws Exception {
     try (TyrClient raw = new TyrClient(ClientConfig.of(m.host(), m.port()))) {
-      raw.routeUnder(() -> epoch);
-      for (int attempt = 0; ; attempt++) {
-        try {
-          ReadResult r = TyrClient.await(raw.read(key, 0, 1000));
-          byte[] b = new byte[r.data().remaining()];
-          r.data().get(b);
-          return b;
-        } catch (io.blobfs.tyr.ring.WrongEpochException behind) {
-          if (attempt >= 100 || behind.ring().epoch() >= epoch) {
-            throw behind;
-          }
-          Thread.sleep(100);
-        }
-      }
+      raw.routeUnder(ring::epoch);
+      ReadResult r = Rings.underEpoch(ring, () -> raw.read(key, 0, 1000));
+      byte[] b = new byte[r.data().remaining()];
+      r.data().get(b);
+      return b;
     }
   }
 

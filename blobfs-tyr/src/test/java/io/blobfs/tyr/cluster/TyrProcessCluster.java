@@ -44,6 +44,13 @@ public final class TyrProcessCluster implements AutoCloseable {
    */
   public static TyrProcessCluster startOn(Hosts hosts, Path dir, int n, int vnodes,
       int replication, String... extraArgs) throws IOException, InterruptedException {
+    return startOn(hosts, dir, n, vnodes, replication, i -> List.of(), extraArgs);
+  }
+
+  /** As above, node {@code i} (1..n) also given {@code perNode.apply(i)} (its own files). */
+  public static TyrProcessCluster startOn(Hosts hosts, Path dir, int n, int vnodes,
+      int replication, java.util.function.IntFunction<List<String>> perNode,
+      String... extraArgs) throws IOException, InterruptedException {
     List<Member> members = new ArrayList<>();
     // A port of this run's own: a server left behind by a crashed run cannot answer for it.
     int nsPort = 20_000 + ThreadLocalRandom.current().nextInt(10_000);
@@ -60,6 +67,7 @@ public final class TyrProcessCluster implements AutoCloseable {
         List<String> args = new ArrayList<>(List.of("--sync", "interval",
             "--cluster-file", c.ringFile.toString(), "--cluster-self", m.id()));
         args.addAll(List.of(extraArgs));
+        args.addAll(perNode.apply(i));
         TyrServerProcess p = new TyrServerProcess(Files.createDirectories(
             dir.resolve("node" + i)), launcher, m.host(), m.port(),
             args.toArray(new String[0]));

@@ -14,14 +14,11 @@ import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.engine.EngineConfig;
 import io.blobfs.tyr.server.ServerConfig;
 import io.blobfs.tyr.server.TyrServer;
-import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -70,20 +67,6 @@ class TyrTlsIT {
 
   /** A self-signed key pair for 127.0.0.1 in a PKCS12 store, and its certificate as PEM. */
   private static Path keypair(String alias, Path p12, Path pem) throws Exception {
-    String keytool = Path.of(System.getProperty("java.home"), "bin", "keytool").toString();
-    run(List.of(keytool, "-genkeypair", "-alias", alias, "-keyalg", "EC", "-groupname",
-        "secp256r1", "-dname", "CN=localhost", "-ext", "san=ip:127.0.0.1,dns:localhost",
-        "-validity", "2", "-keystore", p12.toString(), "-storetype", "PKCS12",
-        "-storepass", "changeit", "-keypass", "changeit"));
-    run(List.of(keytool, "-exportcert", "-rfc", "-alias", alias, "-keystore", p12.toString(),
-        "-storepass", "changeit", "-file", pem.toString()));
-    return p12;
-  }
-
-  private static void run(List<String> command) throws IOException, InterruptedException {
-    Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-    String out = new String(p.getInputStream().readAllBytes());
-    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
-    assertThat(p.exitValue()).as(out).isZero();
+    return SelfSigned.keypair(alias, p12, pem, "ip:127.0.0.1,dns:localhost");
   }
 }

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.blobfs.store.BeforeTimeout;
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.TyrException;
 import io.blobfs.tyr.engine.EngineConfig;
 import io.blobfs.tyr.engine.SyncPolicy;
 import io.blobfs.tyr.ring.Member;
@@ -14,6 +16,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -68,9 +74,9 @@ class ClusterMonitorTest {
     Path file = tryDir.resolve("ring.properties");
     Files.writeString(file, Membership.ringFileText(ring));
     try (TyrServer node = start(tryDir, live, ring, "live");
-        ClusterMonitor monitor = new ClusterMonitor(file, null, downAfter,
+        ClusterMonitor monitor = new ClusterMonitor(file, PeerAccess.NONE, downAfter,
             Duration.ofMillis(100))) {
-      assertThatThrownBy(() -> new ClusterMonitor(file, null, Duration.ofSeconds(1),
+      assertThatThrownBy(() -> new ClusterMonitor(file, PeerAccess.NONE, Duration.ofSeconds(1),
           Duration.ofSeconds(1))).isInstanceOf(IOException.class)
           .hasMessageContaining("one writer");
       Duration patience = Duration.ofSeconds(20).plus(downAfter.multipliedBy(15));
@@ -106,7 +112,7 @@ class ClusterMonitorTest {
     Path file = dir.resolve("ring.properties");
     Files.writeString(file, Membership.ringFileText(ring));
     Ring down;
-    try (ClusterMonitor monitor = new ClusterMonitor(file, null, Duration.ofMillis(500),
+    try (ClusterMonitor monitor = new ClusterMonitor(file, PeerAccess.NONE, Duration.ofMillis(500),
         Duration.ofMillis(100))) {
       down = awaitRing(file, r -> !r.states().isEmpty());
       Thread.sleep(1500); // both stay silent
@@ -122,6 +128,80 @@ class ClusterMonitorTest {
     Ring recovering = down.withState(b, Ring.State.RECOVERING, 3).withState(a, Ring.State.UP, 3);
     assertThat(ClusterMonitor.refusal(recovering,
         recovering.withState(b, Ring.State.DOWN, 4), b)).isNull();
+  }
+
+  /**
+   * Review should-fix 4: silence counts only once a member's first probe has completed.
+   * Probes here are futures the test completes, the clock is the test's, and the test
+   * ticks the monitor itself: nothing depends on the machine's speed.
+   */
+  @Test
+  void aMemberIsNotSilentUntilItsFirstProbeHasCompleted() throws Exception {
+    Member slow = new Member("127.0.0.1", 7401);
+    Member dead = new Member("127.0.0.1", 7402);
+    Member other = new Member("127.0.0.1", 7403);
+    Ring ring = new Ring(1, List.of(slow, dead, other), 16, 2);
+    Path file = dir.resolve("ring.properties");
+    Files.writeString(file, Membership.ringFileText(ring));
+    Map<Member, CompletableFuture<Void>> probes = new ConcurrentHashMap<>();
+    AtomicLong clock = new AtomicLong();
+    Duration downAfter = Duration.ofSeconds(3);
+    try (ClusterMonitor monitor = new ClusterMonitor(file, PeerAccess.NONE, downAfter,
+        Duration.ofSeconds(1), m -> probes.computeIfAbsent(m, k -> new CompletableFuture<>()),
+        clock::get, false)) {
+      monitor.tick(); // the first probes go out
+      clock.addAndGet(downAfter.toNanos() * 2); // a first TLS handshake slower than that
+      monitor.tick();
+      assertEquals(ring, Membership.readRingFile(file), "marked before any probe completed");
+      probes.get(slow).complete(null); // a slow first handshake, answered at last
+      probes.get(other).complete(null);
+      probes.get(dead).completeExceptionally(new IOException("connection refused"));
+      clock.addAndGet(downAfter.toNanos() / 2);
+      monitor.tick();
+      Ring now = Membership.readRingFile(file);
+      assertEquals(2, now.epoch());
+      assertEquals(Map.of(dead, Ring.State.DOWN), now.states());
+    }
+  }
+
+  /** Review should-fix 3: a misspelt option is refused, not dropped. */
+  @Test
+  void unknownOptionsAreRefused() {
+    assertThatThrownBy(() -> ClusterMonitor.options(new String[] {"--cluster-file", "r",
+        "--tls-trusts", "cluster.pem"})).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("unknown option --tls-trusts");
+    assertThat(ClusterMonitor.options(new String[] {"--cluster-file", "r",
+        "--tls-peer-trust", "cluster.pem"})).containsEntry("--tls-peer-trust", "cluster.pem");
+    assertThat(ClusterMonitor.options(new String[] {"--cluster-file", "r", "--mark",
+        "h:1", "down"})).containsEntry("--mark", "h:1");
+    assertThatThrownBy(() -> ClusterMonitor.options(new String[] {"--cluster-file", "r",
+        "--tls-trust", "a.pem", "--tls-peer-trust", "b.pem"}))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("one option");
+  }
+
+  /** Review should-fix 3: an unusable trust file stops the monitor before it probes. */
+  @Test
+  void anUnusableTrustFileIsRefusedAtConstruction() throws Exception {
+    Member a = new Member("127.0.0.1", 7401);
+    Path file = dir.resolve("ring.properties");
+    Files.writeString(file, Membership.ringFileText(new Ring(1, List.of(a), 16, 1)));
+    Path garbled = Files.writeString(dir.resolve("cluster.pem"), "not a certificate\n");
+    assertThatThrownBy(() -> new ClusterMonitor(file, new PeerAccess(null, garbled),
+        Duration.ofSeconds(1), Duration.ofSeconds(1))).isInstanceOf(IOException.class)
+        .hasMessageContaining("--tls-trust " + garbled);
+    // The lock was not taken: a monitor with a good configuration starts.
+    new ClusterMonitor(file, PeerAccess.NONE, Duration.ofSeconds(1), Duration.ofSeconds(1))
+        .close();
+  }
+
+  @Test
+  void aRefusedHandshakeIsToldApartFromASilentNode() {
+    assertThat(ClusterMonitor.refusesUs(new java.util.concurrent.CompletionException(
+        new TyrException(ErrorCode.UNAUTHENTICATED, "TLS with Týr server h:1 failed",
+            new javax.net.ssl.SSLHandshakeException("PKIX path building failed"))))).isTrue();
+    assertThat(ClusterMonitor.refusesUs(new javax.net.ssl.SSLHandshakeException("x"))).isTrue();
+    assertThat(ClusterMonitor.refusesUs(new TyrException(ErrorCode.UNAVAILABLE,
+        "connection refused"))).isFalse();
   }
 
   private static TyrServer start(Path dir, Member m, Ring ring, String name)

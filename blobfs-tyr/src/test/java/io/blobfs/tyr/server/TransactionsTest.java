@@ -68,7 +68,7 @@ class TransactionsTest {
         .withTxTimeout(timeout);
     try (TyrEngine engine = TyrEngine.open(
             EngineConfig.defaults(dir.resolve("node-" + timeout.toMillis())));
-        Transactions t = new Transactions(engine, membership, null, null, 1 << 20)) {
+        Transactions t = new Transactions(engine, membership, null, PeerAccess.NONE, 1 << 20)) {
       engine.commit(TxRequest.of(new TxOp.Put("k", utf8("old"), false))).join();
       String id = "3f2c8a5e-1b7d-4c9a-8e6f-0a1b2c3d4e5f";
       window.began();
@@ -107,7 +107,7 @@ class TransactionsTest {
     Membership membership = new Membership(self, new Ring(1, List.of(self), 8, 1))
         .withTxTimeout(Duration.ofSeconds(30));
     try (TyrEngine engine = TyrEngine.open(EngineConfig.defaults(dir.resolve("node")));
-        Transactions t = new Transactions(engine, membership, null, null, 1 << 20)) {
+        Transactions t = new Transactions(engine, membership, null, PeerAccess.NONE, 1 << 20)) {
       String id = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
       t.prepare(new Request.Prepare(id, self.id(), List.of(self.id()),
           TxRequest.of(new TxOp.Put("k", utf8("new"), false)))).join();
