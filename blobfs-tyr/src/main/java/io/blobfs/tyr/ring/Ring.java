@@ -217,6 +217,14 @@ public final class Ring {
     return ownersAt(firstTokenAtOrAfter(hash(key)));
   }
 
+  /**
+   * The replicas of whatever hashes to {@code point} on the circle (what {@link #owners}
+   * gives a key with that hash): for tools that reason about arcs rather than keys.
+   */
+  public List<Member> ownersOfPoint(long point) {
+    return ownersAt(firstTokenAtOrAfter(point));
+  }
+
   /** The owners of the arc that ends at token index {@code i}. */
   private List<Member> ownersAt(int i) {
     List<Member> out = new ArrayList<>(replication);

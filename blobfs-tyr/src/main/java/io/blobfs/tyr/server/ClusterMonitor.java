@@ -124,6 +124,9 @@ public final class ClusterMonitor implements Closeable {
    */
   synchronized void tick() throws IOException {
     Ring ring = Membership.readRingFile(ringFile);
+    if (join(ring)) {
+      return; // one change a round
+    }
     long now = System.nanoTime();
     synchronized (lastSeen) {
       for (Member m : ring.members()) {
@@ -192,6 +195,83 @@ public final class ClusterMonitor implements Closeable {
     }
   }
 
+  /** Members asked to join (request files) that have answered a ping. Guarded by lastSeen. */
+  private final java.util.Set<Member> joinAnswered = new java.util.HashSet<>();
+
+  /**
+   * Adds a member that asked to join ({@link #requestJoin}) as RECOVERING under the next
+   * epoch, once it answers a ping and every member is UP; true if it wrote that ring. A
+   * joiner is added only once it runs: as RECOVERING it is a backup of its ranges at
+   * once, and a backup that cannot be reached would fail their writes.
+   */
+  private boolean join(Ring ring) throws IOException {
+    for (Map.Entry<Member, Path> req : joinRequests(ringFile).entrySet()) {
+      Member m = req.getKey();
+      if (ring.members().contains(m)) {
+        Files.deleteIfExists(req.getValue()); // done
+        continue;
+      }
+      boolean answered;
+      synchronized (lastSeen) {
+        answered = joinAnswered.contains(m);
+        if (!answered && pinging.add(m)) {
+          client(m).ping().whenComplete((x, e) -> {
+            synchronized (lastSeen) {
+              pinging.remove(m);
+              if (e == null) {
+                joinAnswered.add(m);
+              }
+            }
+          });
+        }
+      }
+      if (!answered || !ring.states().isEmpty()) {
+        continue; // not running yet, or a member is not UP: one thing at a time
+      }
+      Ring next = joined(ring, m);
+      write(next);
+      LOG.info("monitor: {} joins as RECOVERING under ring epoch {}", m, next.epoch());
+      return true;
+    }
+    return false;
+  }
+
+  /** {@code ring} with {@code m} added as RECOVERING, under the next epoch. */
+  static Ring joined(Ring ring, Member m) {
+    List<Member> members = new java.util.ArrayList<>(ring.members());
+    members.add(m);
+    Map<Member, Ring.State> states = new HashMap<>(ring.states());
+    states.put(m, Ring.State.RECOVERING);
+    return new Ring(ring.epoch() + 1, members, ring.vnodes(), ring.replication(), states);
+  }
+
+  /** The join requests next to {@code ringFile}: one file per member. */
+  static Map<Member, Path> joinRequests(Path ringFile) throws IOException {
+    Map<Member, Path> out = new java.util.TreeMap<>(java.util.Comparator.comparing(Member::id));
+    String prefix = ringFile.getFileName() + ".join-";
+    try (var files = Files.list(ringFile.toAbsolutePath().getParent())) {
+      for (Path f : (Iterable<Path>) files::iterator) {
+        String name = f.getFileName().toString();
+        if (name.startsWith(prefix) && !name.endsWith(".tmp")) {
+          out.put(Member.parse(Files.readString(f).strip()), f);
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Asks the monitor of {@code ringFile} to add {@code m} (see {@link #join}): a request
+   * file the running monitor reads, since it is the ring file's one writer.
+   */
+  static void requestJoin(Path ringFile, Member m) throws IOException {
+    String name = ringFile.getFileName() + ".join-" + m.id().replaceAll("[^A-Za-z0-9.-]", "_");
+    Path tmp = ringFile.resolveSibling(name + ".tmp");
+    Files.writeString(tmp, m.id() + "\n");
+    Files.move(tmp, ringFile.resolveSibling(name), StandardCopyOption.REPLACE_EXISTING,
+        StandardCopyOption.ATOMIC_MOVE);
+  }
+
   private TyrClient client(Member m) {
     // Bounded by down-after, not the interval: a node slow to answer under load is alive.
     return clients.computeIfAbsent(m, k -> new TyrClient(ClientConfig.of(k.host(), k.port())
@@ -244,6 +324,8 @@ public final class ClusterMonitor implements Closeable {
    * {@code ClusterMonitor --cluster-file F [--down-after 3s] [--interval 500ms]
    * [--secret-file S]}: runs until killed. {@code ClusterMonitor --cluster-file F --mark
    * host:port up|down|recovering}: one change by hand, under the next epoch.
+   * {@code ClusterMonitor --cluster-file F --join host:port [--wait 10m]}: asks the running
+   * monitor to add a started node, and waits until it is UP.
    */
   public static void main(String[] args) throws Exception {
     Map<String, String> o = new HashMap<>();
@@ -254,6 +336,10 @@ public final class ClusterMonitor implements Closeable {
       throw new IllegalArgumentException("options come in pairs: " + List.of(args));
     }
     Path file = Path.of(required(o, "--cluster-file"));
+    if (o.containsKey("--join")) {
+      System.exit(joinAndWait(file, Member.parse(o.get("--join")),
+          Duration.parse("PT" + o.getOrDefault("--wait", "10m").toUpperCase())));
+    }
     if (o.containsKey("--mark")) {
       Ring ring = Membership.readRingFile(file);
       Member m = Member.parse(o.get("--mark"));
@@ -284,6 +370,39 @@ public final class ClusterMonitor implements Closeable {
       }
     }));
     Thread.currentThread().join();
+  }
+
+  /**
+   * {@code --join host:port}: asks the running monitor to add the member, then follows the
+   * ring file until it is UP there (0), or {@code wait} passes (1). No monitor: 2.
+   */
+  private static int joinAndWait(Path file, Member m, Duration wait) throws Exception {
+    try (FileChannel free = lockChannel(file)) {
+      System.err.println("tyr-monitor: no monitor runs on " + file + "; a join is made by "
+          + "the running monitor (it marks the member UP once it has caught up): start one");
+      return 2;
+    } catch (IOException held) {
+      // a monitor holds the lock: it takes the request
+    }
+    requestJoin(file, m);
+    System.out.println("TYR-JOIN REQUESTED " + m);
+    long deadline = System.nanoTime() + wait.toNanos();
+    Ring.State last = null;
+    while (System.nanoTime() < deadline) {
+      Ring r = Membership.readRingFile(file);
+      Ring.State s = r.members().contains(m) ? r.state(m) : null;
+      if (s != last) {
+        System.out.println("TYR-JOIN " + m + " " + (s == null ? "not a member" : s)
+            + " under ring epoch " + r.epoch());
+        last = s;
+      }
+      if (s == Ring.State.UP) {
+        return 0;
+      }
+      Thread.sleep(200);
+    }
+    System.err.println("tyr-monitor: " + m + " is not UP after " + wait);
+    return 1;
   }
 
   private static String required(Map<String, String> o, String k) {

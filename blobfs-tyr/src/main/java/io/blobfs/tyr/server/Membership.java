@@ -53,8 +53,9 @@ import org.slf4j.LoggerFactory;
  * also counts the commits it has admitted under each epoch, so that {@link #settled} can
  * tell a recovering peer once none admitted under an older ring is still running.
  *
- * <p>A ring change moves no data yet (the next increment): it fences stale clients.
- * The check is made when the request arrives; a ring installed while a request runs
+ * <p>A ring change fences stale clients. A member added to the ring (a join) copies its
+ * ranges while RECOVERING ({@link Recovery}); the members that handed them over drop
+ * them once it is UP ({@link RangeDrop}). The check is made when the request arrives; a ring installed while a request runs
  * does not stop that request.
  */
 public final class Membership implements Closeable {
@@ -81,12 +82,31 @@ public final class Membership implements Closeable {
       new java.util.concurrent.CopyOnWriteArrayList<>();
 
   public Membership(Member self, Ring ring) {
+    this(self, ring, false);
+  }
+
+  /**
+   * With {@code mayJoin}, {@code self} need not be a member yet: a node started to join a
+   * cluster (its ring file is the cluster's) serves nothing until the monitor adds it to
+   * the ring as RECOVERING ({@code ClusterMonitor --join}); see the README's "Adding a
+   * node".
+   */
+  public Membership(Member self, Ring ring, boolean mayJoin) {
     this.self = self;
     this.ring = ring;
     if (!ring.members().contains(self)) {
-      throw new IllegalArgumentException("this node, " + self + ", is not a member of "
-          + ring + " (set cluster-self to its entry)");
+      if (!mayJoin) {
+        throw new IllegalArgumentException("this node, " + self + ", is not a member of "
+            + ring + " (set cluster-self to its entry)");
+      }
+      LOG.warn("node {} is not a member of {}: it serves nothing until a ring lists it "
+          + "(a joining node; check cluster-self if it is not one)", self, ring);
     }
+  }
+
+  /** Whether this node is a member of its ring (not, while it waits to join). */
+  public boolean isMember() {
+    return ring.members().contains(self);
   }
 
   public Member self() {
@@ -220,6 +240,10 @@ public final class Membership implements Closeable {
       }
       inner = routed.inner();
     }
+    if (!r.members().contains(self) && !(inner instanceof Request.Ping)) {
+      throw new WrongEpochException("node " + self + " is not a member of the ring under "
+          + "epoch " + r.epoch() + " (it waits to join): it serves nothing", r);
+    }
     if (r.state(self) != Ring.State.UP && (inner instanceof Request.Stat
         || inner instanceof Request.Read || inner instanceof Request.Grant
         || inner instanceof Request.Prepare || inner instanceof Request.Commit
@@ -302,7 +326,7 @@ public final class Membership implements Closeable {
       }
       Path file = Path.of(o.get("cluster-file").get());
       Ring ring = readRingFile(file);
-      Membership m = new Membership(self(o, bind, port), ring)
+      Membership m = new Membership(self(o, bind, port), ring, true)
           .withTxTimeout(o.getDuration("cluster-tx-timeout", DEFAULT_TX_TIMEOUT));
       m.watch(file);
       return m;

@@ -130,9 +130,10 @@ final class Recovery implements Closeable {
       Files.move(tmp, marker, StandardCopyOption.REPLACE_EXISTING,
           StandardCopyOption.ATOMIC_MOVE);
       membership.caughtUp(epoch);
-      LOG.info("node {} caught up under ring epoch {} in {} ms: {} keys checked, {} copied, "
-          + "{} deleted, {} bytes read; it may now be marked UP", membership.self(), epoch,
-          (System.nanoTime() - start) / 1_000_000, s.checked, s.copied, s.deleted, s.bytes);
+      LOG.info("node {} caught up under ring epoch {} in {} ms: {} keys checked, {} copied "
+          + "({} bytes), {} deleted, {} bytes read; it may now be marked UP",
+          membership.self(), epoch, (System.nanoTime() - start) / 1_000_000, s.checked,
+          s.copied, s.copiedBytes, s.deleted, s.bytes);
     } catch (Superseded e) {
       LOG.info("node {}: catch-up under epoch {} left for a newer ring", membership.self(),
           epoch);
@@ -166,6 +167,7 @@ final class Recovery implements Closeable {
   private static final class Stats {
     long checked;
     long copied;
+    long copiedBytes;
     long deleted;
     long bytes;
   }
@@ -345,6 +347,7 @@ final class Recovery implements Closeable {
       }
       if (v >= 0) {
         stats.copied++;
+        stats.copiedBytes += size;
         return;
       }
       // A replicated write came in between: copy again, now with it.

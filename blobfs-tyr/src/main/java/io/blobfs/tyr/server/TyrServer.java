@@ -44,6 +44,8 @@ public final class TyrServer implements Closeable {
   private final Transactions transactions;
   /** Catch-up when the ring names this node RECOVERING; null for a lone node. */
   private final Recovery recovery;
+  /** Drops the ranges this node handed to a joined member once it is UP; null alone. */
+  private final RangeDrop rangeDrop;
 
   private TyrServer(ServerConfig config, Membership membership) throws IOException {
     this.config = config;
@@ -115,6 +117,7 @@ public final class TyrServer implements Closeable {
     // Last: it may start copying from the peers at once.
     recovery = membership == null ? null
         : new Recovery(membership, engine, config.secret(), config.maxFrameBytes());
+    rangeDrop = membership == null ? null : new RangeDrop(membership, engine);
   }
 
   /**
@@ -203,6 +206,9 @@ public final class TyrServer implements Closeable {
     listener.close().syncUninterruptibly();
     if (membership != null) {
       membership.close();
+    }
+    if (rangeDrop != null) {
+      rangeDrop.close();
     }
     if (recovery != null) {
       recovery.close();

@@ -1,0 +1,135 @@
+package io.blobfs.tyr.server;
+
+import io.blobfs.tyr.api.BlobStat;
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.ReadCheck;
+import io.blobfs.tyr.api.ScanResult;
+import io.blobfs.tyr.api.TxOp;
+import io.blobfs.tyr.api.TxRequest;
+import io.blobfs.tyr.api.TyrException;
+import io.blobfs.tyr.client.TyrClient;
+import io.blobfs.tyr.engine.TyrEngine;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.ring.Ring;
+import java.io.Closeable;
+import java.io.IOException;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The second half of a join: a member drops the keys of ranges it handed over, once their
+ * owners under its ring are all UP. A joining member is RECOVERING while it copies its
+ * ranges ({@link Recovery}); the monitor marks it UP only once it has caught up, so an
+ * owner that is UP holds every acknowledged write of the key. Until then the old holder
+ * keeps its copy (it is no owner any more, so nothing reads or lists it: its only use is
+ * that nothing is deleted before the new owner has it).
+ *
+ * <p>Each ring this node installs while UP starts a pass over its own keys. A key it holds
+ * no replica of, whose owners are all UP, is deleted under a check of the local version
+ * read just before (a conditional delete): a write that reached this copy since (none
+ * should, it is no owner, but a later ring might make it one again) keeps it. A key whose
+ * owners are not all UP is left for a later ring; one held by a prepared cross-node part,
+ * or changed under the check, is tried again after a pause.
+ */
+final class RangeDrop implements Closeable {
+  private static final Logger LOG = LoggerFactory.getLogger(RangeDrop.class);
+  private static final int PAGE = 1000;
+  private static final long RETRY_SECONDS = 5;
+
+  private final Membership membership;
+  private final TyrEngine engine;
+  private final ScheduledExecutorService runner;
+
+  RangeDrop(Membership membership, TyrEngine engine) {
+    this.membership = membership;
+    this.engine = engine;
+    this.runner = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "tyr-range-drop");
+      t.setDaemon(true);
+      return t;
+    });
+    membership.onInstall(r -> runner.execute(() -> run(r.epoch())));
+    runner.execute(() -> run(membership.ring().epoch())); // a restart after a join
+  }
+
+  /** What one pass did. */
+  record Dropped(long keys, long bytes, long waiting, long retry) {}
+
+  private void run(long epoch) {
+    try {
+      Dropped d = pass(epoch);
+      if (d == null) {
+        return;
+      }
+      if (d.keys() > 0 || d.waiting() > 0 || d.retry() > 0) {
+        LOG.info("node {} dropped {} keys ({} bytes) of ranges it no longer holds under ring "
+            + "epoch {}; {} wait for their owners to be UP, {} to be tried again",
+            membership.self(), d.keys(), d.bytes(), epoch, d.waiting(), d.retry());
+      }
+      if (d.retry() > 0) {
+        runner.schedule(() -> run(epoch), RETRY_SECONDS, TimeUnit.SECONDS);
+      }
+    } catch (Exception e) {
+      LOG.warn("node {}: dropping handed-over ranges under epoch {} failed, again in {} s: {}",
+          membership.self(), epoch, RETRY_SECONDS, e.toString());
+      runner.schedule(() -> run(epoch), RETRY_SECONDS, TimeUnit.SECONDS);
+    }
+  }
+
+  /** One pass under {@code epoch}, or null if this node is not an UP member under it. */
+  Dropped pass(long epoch) throws IOException {
+    Ring ring = membership.ring();
+    Member self = membership.self();
+    if (ring.epoch() != epoch || !ring.members().contains(self)
+        || ring.state(self) != Ring.State.UP) {
+      return null; // a newer ring's pass is queued; only an UP member hands over
+    }
+    long keys = 0;
+    long bytes = 0;
+    long waiting = 0;
+    long retry = 0;
+    String cursor = null;
+    do {
+      if (membership.ring().epoch() != epoch) {
+        return new Dropped(keys, bytes, waiting, 0); // the newer ring's pass goes on
+      }
+      ScanResult page = engine.scan("", cursor, PAGE);
+      for (String key : page.keys()) {
+        if (ring.isReplica(self, key)) {
+          continue;
+        }
+        List<Member> owners = ring.owners(key);
+        if (ring.readSet(key).size() != owners.size()) {
+          waiting++; // an owner is not UP: it may not hold the key yet
+          continue;
+        }
+        BlobStat s = engine.stat(key);
+        if (s.version() == 0) {
+          continue;
+        }
+        try {
+          TyrClient.await(engine.commit(new TxRequest(List.of(new ReadCheck(key, s.version())),
+              List.of(new TxOp.Delete(key, false)))));
+          keys++;
+          bytes += s.size();
+        } catch (TyrException e) {
+          if (e.code() != ErrorCode.CONFLICT) {
+            throw e;
+          }
+          retry++; // changed since the stat, or held by a prepared part
+        }
+      }
+      cursor = page.nextCursor();
+    } while (cursor != null);
+    return new Dropped(keys, bytes, waiting, retry);
+  }
+
+  @Override
+  public void close() {
+    runner.shutdownNow();
+  }
+}
