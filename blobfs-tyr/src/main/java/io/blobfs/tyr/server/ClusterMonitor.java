@@ -197,6 +197,8 @@ public final class ClusterMonitor implements Closeable {
 
   /** Members asked to join (request files) that have answered a ping. Guarded by lastSeen. */
   private final java.util.Set<Member> joinAnswered = new java.util.HashSet<>();
+  /** Join requests refused (logged once each). */
+  private final java.util.Set<Member> refusedJoins = new java.util.HashSet<>();
 
   /**
    * Adds a member that asked to join ({@link #requestJoin}) as RECOVERING under the next
@@ -224,6 +226,13 @@ public final class ClusterMonitor implements Closeable {
             }
           });
         }
+      }
+      if (ring.replication() < 2) {
+        if (refusedJoins.add(m)) {
+          LOG.warn("monitor: refusing to add {}: with R = 1 the ranges it takes would have "
+              + "no UP owner while it copies them (joins need R >= 2)", m);
+        }
+        continue;
       }
       if (!answered || !ring.states().isEmpty()) {
         continue; // not running yet, or a member is not UP: one thing at a time
@@ -264,7 +273,7 @@ public final class ClusterMonitor implements Closeable {
    * Asks the monitor of {@code ringFile} to add {@code m} (see {@link #join}): a request
    * file the running monitor reads, since it is the ring file's one writer.
    */
-  static void requestJoin(Path ringFile, Member m) throws IOException {
+  public static void requestJoin(Path ringFile, Member m) throws IOException {
     String name = ringFile.getFileName() + ".join-" + m.id().replaceAll("[^A-Za-z0-9.-]", "_");
     Path tmp = ringFile.resolveSibling(name + ".tmp");
     Files.writeString(tmp, m.id() + "\n");
@@ -383,6 +392,11 @@ public final class ClusterMonitor implements Closeable {
       return 2;
     } catch (IOException held) {
       // a monitor holds the lock: it takes the request
+    }
+    if (Membership.readRingFile(file).replication() < 2) {
+      System.err.println("tyr-monitor: " + file + " has R = 1: a joining node's ranges would "
+          + "have no UP owner while it copies them; joins need R >= 2");
+      return 2;
     }
     requestJoin(file, m);
     System.out.println("TYR-JOIN REQUESTED " + m);

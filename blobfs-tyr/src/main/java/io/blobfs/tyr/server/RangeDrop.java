@@ -7,13 +7,18 @@ import io.blobfs.tyr.api.ScanResult;
 import io.blobfs.tyr.api.TxOp;
 import io.blobfs.tyr.api.TxRequest;
 import io.blobfs.tyr.api.TyrException;
+import io.blobfs.tyr.client.ClientConfig;
 import io.blobfs.tyr.client.TyrClient;
+import io.blobfs.tyr.ring.WrongEpochException;
 import io.blobfs.tyr.engine.TyrEngine;
 import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.ring.Ring;
 import java.io.Closeable;
 import java.io.IOException;
+import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -29,11 +34,16 @@ import org.slf4j.LoggerFactory;
  * that nothing is deleted before the new owner has it).
  *
  * <p>Each ring this node installs while UP starts a pass over its own keys. A key it holds
- * no replica of, whose owners are all UP, is deleted under a check of the local version
- * read just before (a conditional delete): a write that reached this copy since (none
- * should, it is no owner, but a later ring might make it one again) keeps it. A key whose
- * owners are not all UP is left for a later ring; one held by a prepared cross-node part,
- * or changed under the check, is tried again after a pause.
+ * no replica of, whose owners are all UP and all hold it (each is asked, under this
+ * ring's epoch), is deleted under a check of the local version read just before (a
+ * conditional delete): a write that reached this copy since (none should, it is no owner,
+ * but a later ring might make it one again) keeps it. Asking the owners is what makes a
+ * ring changed by hand safe (vnodes, members, not through a join): its new owners never
+ * copied the key, so the old copy stays, unreachable, as before. A key whose owners are
+ * not all UP, or do not all hold it, is left for a later ring (so one deleted by a client
+ * during a join stays here, unlisted and unserved); one held by a prepared cross-node
+ * part, changed under the check, or whose owner could not be asked, is tried again after
+ * a pause.
  */
 final class RangeDrop implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(RangeDrop.class);
@@ -42,11 +52,15 @@ final class RangeDrop implements Closeable {
 
   private final Membership membership;
   private final TyrEngine engine;
+  private final byte[] secret;
+  private final int maxFrameBytes;
   private final ScheduledExecutorService runner;
 
-  RangeDrop(Membership membership, TyrEngine engine) {
+  RangeDrop(Membership membership, TyrEngine engine, byte[] secret, int maxFrameBytes) {
     this.membership = membership;
     this.engine = engine;
+    this.secret = secret;
+    this.maxFrameBytes = maxFrameBytes;
     this.runner = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "tyr-range-drop");
       t.setDaemon(true);
@@ -92,40 +106,78 @@ final class RangeDrop implements Closeable {
     long bytes = 0;
     long waiting = 0;
     long retry = 0;
-    String cursor = null;
-    do {
-      if (membership.ring().epoch() != epoch) {
-        return new Dropped(keys, bytes, waiting, 0); // the newer ring's pass goes on
-      }
-      ScanResult page = engine.scan("", cursor, PAGE);
-      for (String key : page.keys()) {
-        if (ring.isReplica(self, key)) {
-          continue;
+    Map<Member, TyrClient> peers = new HashMap<>();
+    try {
+      String cursor = null;
+      do {
+        if (membership.ring().epoch() != epoch) {
+          return new Dropped(keys, bytes, waiting, 0); // the newer ring's pass goes on
         }
-        List<Member> owners = ring.owners(key);
-        if (ring.readSet(key).size() != owners.size()) {
-          waiting++; // an owner is not UP: it may not hold the key yet
-          continue;
-        }
-        BlobStat s = engine.stat(key);
-        if (s.version() == 0) {
-          continue;
-        }
-        try {
-          TyrClient.await(engine.commit(new TxRequest(List.of(new ReadCheck(key, s.version())),
-              List.of(new TxOp.Delete(key, false)))));
-          keys++;
-          bytes += s.size();
-        } catch (TyrException e) {
-          if (e.code() != ErrorCode.CONFLICT) {
-            throw e;
+        ScanResult page = engine.scan("", cursor, PAGE);
+        for (String key : page.keys()) {
+          if (ring.isReplica(self, key)) {
+            continue;
           }
-          retry++; // changed since the stat, or held by a prepared part
+          List<Member> owners = ring.owners(key);
+          if (ring.readSet(key).size() != owners.size()) {
+            waiting++; // an owner is not UP: it may not hold the key yet
+            continue;
+          }
+          Boolean held = heldByAll(ring, key, owners, peers);
+          if (held == null) {
+            retry++;
+            continue;
+          }
+          if (!held) {
+            waiting++; // never copied there (a ring changed by hand), or deleted meanwhile
+            continue;
+          }
+          BlobStat s = engine.stat(key);
+          if (s.version() == 0) {
+            continue;
+          }
+          try {
+            TyrClient.await(engine.commit(new TxRequest(List.of(new ReadCheck(key, s.version())),
+                List.of(new TxOp.Delete(key, false)))));
+            keys++;
+            bytes += s.size();
+          } catch (TyrException e) {
+            if (e.code() != ErrorCode.CONFLICT) {
+              throw e;
+            }
+            retry++; // changed since the stat, or held by a prepared part
+          }
         }
+        cursor = page.nextCursor();
+      } while (cursor != null);
+      return new Dropped(keys, bytes, waiting, retry);
+    } finally {
+      peers.values().forEach(TyrClient::close);
+    }
+  }
+
+  /** Whether every owner holds {@code key} under this ring; null if one could not say. */
+  private Boolean heldByAll(Ring ring, String key, List<Member> owners,
+      Map<Member, TyrClient> peers) {
+    for (Member o : owners) {
+      TyrClient c = peers.computeIfAbsent(o, m -> {
+        TyrClient t = new TyrClient(ClientConfig.of(m.host(), m.port()).withSecret(secret)
+            .withTimeouts(Duration.ofSeconds(5), Duration.ofSeconds(30)).withConnections(1)
+            .withMaxFrameBytes(maxFrameBytes));
+        t.routeUnder(ring::epoch);
+        return t;
+      });
+      try {
+        if (!TyrClient.await(c.stat(key)).exists()) {
+          return false;
+        }
+      } catch (WrongEpochException | RuntimeException e) {
+        return null; // not at this ring yet, or it moved on: the pass is tried again
+      } catch (IOException e) {
+        return null; // unreachable: tried again
       }
-      cursor = page.nextCursor();
-    } while (cursor != null);
-    return new Dropped(keys, bytes, waiting, retry);
+    }
+    return true;
   }
 
   @Override

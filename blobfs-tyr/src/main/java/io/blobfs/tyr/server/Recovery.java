@@ -21,7 +21,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -62,7 +61,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Cost: one scan of every UP member's keys, and a read over the network of every blob
  * this node holds a replica of (about R/N of the data), whatever it missed; only the blobs
- * that differ are written. A blob is held in memory whole while it is copied.
+ * that differ are written. A blob is read, compared and copied one piece (4 MiB) at a
+ * time, so memory does not grow with blob size.
  */
 final class Recovery implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(Recovery.class);
@@ -314,14 +314,19 @@ final class Recovery implements Closeable {
     return out;
   }
 
-  /** Makes {@code key} here equal the primary's copy (retrying if a replicated write races). */
+  /**
+   * Makes {@code key} here equal the primary's copy (retrying if a replicated write races),
+   * one piece at a time: no more than one piece of the blob is held in memory. The local
+   * copy may be torn between pieces; this node is RECOVERING and serves nothing until the
+   * run ends, and a piece of another version than the first makes the copy start again.
+   */
   private void copy(Ring ring, String key, TyrClient primary, Stats stats) throws Exception {
     for (int attempt = 0; attempt < 100; attempt++) {
       current(ring);
       long localVersion = engine.stat(key).version();
-      List<ByteBuffer> pieces = readWhole(primary, key);
+      ReadResult first = readPiece(primary, key, 0);
       stats.checked++;
-      if (pieces == null) {
+      if (first == null) {
         if (localVersion == 0
             || commitChecked(key, localVersion, List.of(new TxOp.Delete(key, false))) >= 0) {
           stats.deleted += localVersion == 0 ? 0 : 1;
@@ -329,94 +334,85 @@ final class Recovery implements Closeable {
         }
         continue;
       }
-      long size = 0;
-      for (ByteBuffer p : pieces) {
-        size += p.remaining();
+      stats.bytes += first.data().remaining();
+      if (localVersion != 0) {
+        Boolean same = sameAsLocal(primary, key, localVersion, first, stats);
+        if (same == null) {
+          continue; // the primary's blob changed between pieces: look again
+        }
+        if (same) {
+          return;
+        }
       }
-      stats.bytes += size;
-      if (sameAsLocal(key, localVersion, size, pieces)) {
-        return;
-      }
-      long v = commitChecked(key, localVersion, List.of(new TxOp.Put(key, pieces.get(0), false)));
-      long offset = pieces.get(0).remaining();
-      for (int i = 1; v >= 0 && i < pieces.size(); i++) {
-        ByteBuffer p = pieces.get(i);
-        int n = p.remaining();
-        v = commitChecked(key, v, List.of(new TxOp.Write(key, offset, p)));
+      long offset = first.data().remaining();
+      long v = commitChecked(key, localVersion, List.of(new TxOp.Put(key, first.data(), false)));
+      boolean torn = false;
+      while (v >= 0 && offset < first.size()) {
+        ReadResult p = readPiece(primary, key, offset);
+        if (p == null || p.version() != first.version()) {
+          torn = true;
+          break;
+        }
+        int n = p.data().remaining();
+        if (n == 0) {
+          break;
+        }
+        stats.bytes += n;
+        v = commitChecked(key, v, List.of(new TxOp.Write(key, offset, p.data())));
         offset += n;
       }
-      if (v >= 0) {
+      if (v >= 0 && !torn) {
         stats.copied++;
-        stats.copiedBytes += size;
+        stats.copiedBytes += first.size();
         return;
       }
-      // A replicated write came in between: copy again, now with it.
+      // A replicated write came in between, or the primary's blob changed: copy again.
     }
     throw new IOException("could not copy '" + key + "': it kept changing");
   }
 
-  /** The primary's blob in pieces of one version, or null if it has none. */
-  private List<ByteBuffer> readWhole(TyrClient primary, String key) throws IOException {
-    for (int attempt = 0; attempt < 100; attempt++) {
-      List<ByteBuffer> pieces = new ArrayList<>();
-      long version = -1;
-      long offset = 0;
-      long size = 0;
-      boolean torn = false;
-      do {
-        ReadResult r;
-        try {
-          r = TyrClient.await(primary.read(key, offset,
-              Math.min(PIECE, maxFrameBytes / 2)));
-        } catch (TyrException e) {
-          if (e.code() == ErrorCode.NOT_FOUND && (version == -1)) {
-            return null;
-          }
-          if (e.code() == ErrorCode.NOT_FOUND) {
-            torn = true;
-            break;
-          }
-          throw e;
-        }
-        if (version != -1 && r.version() != version) {
-          torn = true; // changed between pieces: read it again
-          break;
-        }
-        version = r.version();
-        size = r.size();
-        pieces.add(r.data());
-        offset += r.data().remaining();
-        if (r.data().remaining() == 0) {
-          break;
-        }
-      } while (offset < size);
-      if (!torn) {
-        return pieces;
+  /** One piece of the primary's blob from {@code offset}, or null if it has none. */
+  private ReadResult readPiece(TyrClient primary, String key, long offset) throws IOException {
+    try {
+      return TyrClient.await(primary.read(key, offset, Math.min(PIECE, maxFrameBytes / 2)));
+    } catch (TyrException e) {
+      if (e.code() == ErrorCode.NOT_FOUND) {
+        return null;
       }
+      throw e;
     }
-    throw new IOException("could not read one version of '" + key + "': it kept changing");
   }
 
-  private boolean sameAsLocal(String key, long localVersion, long size, List<ByteBuffer> pieces)
-      throws IOException {
-    if (localVersion == 0) {
-      return false;
-    }
+  /**
+   * Whether the local copy at {@code localVersion} holds the primary's bytes, compared a
+   * piece at a time; null if the primary's blob changed between pieces.
+   */
+  private Boolean sameAsLocal(TyrClient primary, String key, long localVersion,
+      ReadResult first, Stats stats) throws IOException {
     BlobStat s = engine.stat(key);
-    if (s.version() != localVersion || s.size() != size) {
+    if (s.version() != localVersion || s.size() != first.size()) {
       return false;
     }
+    ReadResult piece = first;
     long offset = 0;
-    for (ByteBuffer p : pieces) {
-      ByteBuffer mine = ByteBuffer.allocate(p.remaining());
+    while (true) {
+      ByteBuffer theirs = piece.data().duplicate();
+      ByteBuffer mine = ByteBuffer.allocate(theirs.remaining());
       BlobStat read = engine.read(key, offset, mine);
       mine.flip();
-      if (read.version() != localVersion || !mine.equals(p.duplicate())) {
+      if (read.version() != localVersion || !mine.equals(theirs)) {
         return false;
       }
-      offset += p.remaining();
+      offset += theirs.remaining();
+      if (offset >= first.size() || theirs.remaining() == 0) {
+        return true;
+      }
+      piece = readPiece(primary, key, offset);
+      if (piece == null || piece.version() != first.version()) {
+        return null;
+      }
+      stats.bytes += piece.data().remaining();
     }
-    return true;
   }
 
   /** Commits {@code ops} if {@code key} is still at {@code version}: the new version, or -1. */

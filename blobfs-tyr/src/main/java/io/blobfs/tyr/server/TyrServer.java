@@ -117,7 +117,8 @@ public final class TyrServer implements Closeable {
     // Last: it may start copying from the peers at once.
     recovery = membership == null ? null
         : new Recovery(membership, engine, config.secret(), config.maxFrameBytes());
-    rangeDrop = membership == null ? null : new RangeDrop(membership, engine);
+    rangeDrop = membership == null ? null
+        : new RangeDrop(membership, engine, config.secret(), config.maxFrameBytes());
   }
 
   /**

@@ -44,7 +44,8 @@ import org.junit.jupiter.api.io.TempDir;
  * against the ideal share, R/N of the replicas.
  */
 class TyrClusterJoinIT {
-  private static final int BLOBS = 3000;
+  /** Blobs written before the join ({@code -Dblobfs.join.blobs}, for scripts/bench-tyr-join.sh). */
+  private static final int BLOBS = Integer.getInteger("blobfs.join.blobs", 3000);
 
   @TempDir
   Path dir;
