@@ -1,0 +1,93 @@
+package io.blobfs.tyr.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.blobfs.tyr.api.TxOp;
+import io.blobfs.tyr.api.TxRequest;
+import io.blobfs.tyr.client.TyrClient;
+import io.blobfs.tyr.engine.EngineConfig;
+import io.blobfs.tyr.engine.SyncPolicy;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.ring.Ring;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The drop of handed-over keys deletes an old copy only once every owner under the ring
+ * holds the key: a ring changed by hand (another vnode count, no join, no copy) deletes
+ * nothing, and the copy goes once the new owner has the key.
+ */
+class RangeDropTest {
+  @TempDir
+  Path dir;
+
+  @Test
+  void keepsACopyItsNewOwnerLacksAndDropsItOnceTheOwnerHoldsIt() throws Exception {
+    Member a = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Ring before = new Ring(1, List.of(a, b), 16, 1);
+    Ring edited = new Ring(2, List.of(a, b), 48, 1); // other tokens: some keys move to b
+    try (TyrServer na = TyrServer.start(config(a, "a"), new Membership(a, before));
+        TyrServer nb = TyrServer.start(config(b, "b"), new Membership(b, before))) {
+      List<String> moved = new ArrayList<>();
+      for (int i = 0; i < 200; i++) {
+        String k = "k/" + i;
+        if (before.primary(k).equals(a)) {
+          put(na, k, "on a");
+          if (edited.primary(k).equals(b)) {
+            moved.add(k);
+          }
+        }
+      }
+      assertThat(moved).isNotEmpty();
+      na.membership().install(edited);
+      nb.membership().install(edited);
+      RangeDrop drop = new RangeDrop(na.membership(), na.engine(), null, 8 << 20);
+      try {
+        RangeDrop.Dropped first = drop.pass(edited.epoch());
+        assertEquals(0, first.keys(), "b never copied them: nothing is dropped");
+        assertEquals(moved.size(), first.waiting());
+        for (String k : moved) {
+          assertThat(na.engine().stat(k).exists()).as(k).isTrue();
+        }
+        for (String k : moved) {
+          put(nb, k, "written on b, its owner now");
+        }
+        drop.pass(edited.epoch()); // the server's own drop may run too: check the outcome
+        for (String k : moved) {
+          assertThat(na.engine().stat(k).exists()).as(k + " dropped from a").isFalse();
+          assertThat(nb.engine().stat(k).exists()).as(k + " kept on b").isTrue();
+        }
+      } finally {
+        drop.close();
+      }
+    }
+  }
+
+  private static void put(TyrServer n, String key, String value) throws IOException {
+    TyrClient.await(n.engine().commit(TxRequest.of(new TxOp.Put(key,
+        ByteBuffer.wrap(value.getBytes(StandardCharsets.UTF_8)), false))));
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  private ServerConfig config(Member m, String name) {
+    EngineConfig engine = EngineConfig.defaults(dir.resolve(name))
+        .withSyncPolicy(SyncPolicy.NONE);
+    return new ServerConfig("127.0.0.1", m.port(), engine, 80 << 20, null, 8,
+        64, Duration.ofSeconds(60), 512L << 20, 128L << 20, Duration.ofSeconds(60), null);
+  }
+}
