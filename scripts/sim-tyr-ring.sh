@@ -15,7 +15,7 @@ mvn -B -ntp -q -pl benchmarks/jmh -am package -DskipTests dependency:build-class
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 java -Xmx2g -cp "benchmarks/jmh/target/classes:$(cat "$cp_file")" \
-  io.blobfs.bench.tyr.RingSimulation "$@" | tee "$out"
+  io.blobfs.bench.tyr.RingSimulation "$@" 2> >(grep -v '^SLF4J' >&2) | tee "$out"
 if [[ $# -eq 0 ]]; then
   cp "$out" benchmarks/reports/tyr-ring-1000.md
 fi

@@ -63,6 +63,18 @@ public final class RingSimulation {
       new Ring(1, members, ring.vnodes(), ring.replication());
       build[i] = System.nanoTime() - t;
     }
+    // The constructor before it sorted with primitive arrays: (token, member) pair
+    // objects sorted with a comparator; timed alternately with today's, same tokens.
+    long[] pairSort = new long[5];
+    long[] primitive = new long[5];
+    for (int i = 0; i < pairSort.length; i++) {
+      long t = System.nanoTime();
+      pairSortTokens(members, ring.vnodes());
+      pairSort[i] = System.nanoTime() - t;
+      t = System.nanoTime();
+      new Ring(1, members, ring.vnodes(), ring.replication());
+      primitive[i] = System.nanoTime() - t;
+    }
     Ring[] held = new Ring[4];
     long before = usedHeap();
     for (int i = 0; i < held.length; i++) {
@@ -89,13 +101,30 @@ public final class RingSimulation {
         + "member index each)%n"
         + "- retained heap of one Ring, measured: about %,d bytes (members and their ids "
         + "included; %s)%n"
-        + "- built in %.1f ms (median of 5; it hashes and sorts every token)%n"
+        + "- built in %.1f ms (median of 5; it hashes and sorts every token); alternated "
+        + "with the former constructor's sort of (token, member) pairs: %.1f ms against "
+        + "%.1f ms, %.2fx%n"
         + "- on the wire (RING reply, WRONG_EPOCH refusal): %,d bytes; ring file %,d bytes "
         + "(members only: tokens are recomputed, never sent)%n"
         + "- decoded and built by a client in %.1f ms (median of 5)%n%n",
         tokens, members.size(), ring.vnodes(), tokens * 12, retained,
         held.length + " rings held, heap delta / " + held.length, median(build) / 1e6,
+        median(primitive) / 1e6, median(pairSort) / 1e6,
+        median(pairSort) / median(primitive),
         wireBytes, fileBytes, median(decode) / 1e6);
+  }
+
+  /** The token table as Ring built it before: pair objects sorted by a comparator. */
+  private static long[][] pairSortTokens(List<Member> members, int vnodes) {
+    long[][] pairs = new long[members.size() * vnodes][];
+    for (int m = 0; m < members.size(); m++) {
+      for (int v = 0; v < vnodes; v++) {
+        pairs[m * vnodes + v] = new long[] {Ring.hash(members.get(m).id() + "#" + v), m};
+      }
+    }
+    Arrays.sort(pairs, (a, b) -> a[0] != b[0] ? Long.compare(a[0], b[0])
+        : Long.compare(a[1], b[1]));
+    return pairs;
   }
 
   // ---------------------------------------------------------------- balance
