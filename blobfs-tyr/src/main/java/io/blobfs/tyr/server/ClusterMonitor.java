@@ -124,7 +124,15 @@ public final class ClusterMonitor implements Closeable {
    */
   synchronized void tick() throws IOException {
     Ring ring = Membership.readRingFile(ringFile);
-    if (join(ring)) {
+    boolean joined;
+    try {
+      joined = join(ring);
+    } catch (IOException | RuntimeException e) {
+      // a join that cannot be made this round never stops the failure detection below
+      LOG.warn("monitor: join requests next to {}: {}", ringFile, e.toString());
+      joined = false;
+    }
+    if (joined) {
       return; // one change a round
     }
     long now = System.nanoTime();
@@ -254,19 +262,43 @@ public final class ClusterMonitor implements Closeable {
     return new Ring(ring.epoch() + 1, members, ring.vnodes(), ring.replication(), states);
   }
 
-  /** The join requests next to {@code ringFile}: one file per member. */
+  /**
+   * The join requests next to {@code ringFile}: one file per member. A file that does not
+   * name a member (empty, hand-written, an editor's backup, half written by another tool)
+   * is renamed to {@code *.bad} and logged, never thrown: the monitor reads these files
+   * every round, and one bad file must not stop its failure detection.
+   */
   static Map<Member, Path> joinRequests(Path ringFile) throws IOException {
     Map<Member, Path> out = new java.util.TreeMap<>(java.util.Comparator.comparing(Member::id));
     String prefix = ringFile.getFileName() + ".join-";
     try (var files = Files.list(ringFile.toAbsolutePath().getParent())) {
       for (Path f : (Iterable<Path>) files::iterator) {
         String name = f.getFileName().toString();
-        if (name.startsWith(prefix) && !name.endsWith(".tmp")) {
-          out.put(Member.parse(Files.readString(f).strip()), f);
+        if (name.startsWith(prefix) && !name.endsWith(".tmp") && !name.endsWith(BAD)) {
+          try {
+            out.put(Member.parse(Files.readString(f).strip()), f);
+          } catch (IOException | RuntimeException e) {
+            setAside(f, e);
+          }
         }
       }
     }
     return out;
+  }
+
+  /** The suffix a join request that names no member is renamed with. */
+  static final String BAD = ".bad";
+
+  private static void setAside(Path f, Exception why) {
+    LOG.warn("monitor: ignoring join request {} ({}); renamed to {}{}", f, why.toString(),
+        f.getFileName(), BAD);
+    try {
+      Files.move(f, f.resolveSibling(f.getFileName() + BAD),
+          StandardCopyOption.REPLACE_EXISTING);
+    } catch (IOException e) {
+      // gone already, or the directory is read-only: skipped again next round
+      LOG.debug("monitor: could not rename {}: {}", f, e.toString());
+    }
   }
 
   /**

@@ -109,6 +109,33 @@ class ClusterMonitorTest {
   }
 
   /**
+   * Join request files that name no member (empty, an editor's backup, free text) are set
+   * aside as {@code *.bad}, and the monitor goes on marking a silent member DOWN.
+   */
+  @Test
+  void aMalformedJoinRequestNeitherStopsTheMonitorNorIsTakenAsAMember() throws Exception {
+    Member a = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(a, b), 16, 2);
+    Path file = dir.resolve("ring.properties");
+    Files.writeString(file, Membership.ringFileText(ring));
+    Files.writeString(dir.resolve("ring.properties.join-empty"), "");
+    Files.writeString(dir.resolve("ring.properties.join-x~"), "not a member\n");
+    Member j = new Member("127.0.0.1", freePort());
+    ClusterMonitor.requestJoin(file, j); // a good one next to them is still read
+    try (ClusterMonitor monitor = new ClusterMonitor(file, null, Duration.ofMillis(500),
+        Duration.ofMillis(100))) {
+      Ring down = awaitRing(file, r -> !r.states().isEmpty());
+      assertEquals(2, down.epoch());
+      assertThat(down.states()).containsValue(Ring.State.DOWN);
+    }
+    assertThat(dir.resolve("ring.properties.join-empty.bad")).exists();
+    assertThat(dir.resolve("ring.properties.join-x~.bad")).exists();
+    assertThat(dir.resolve("ring.properties.join-empty")).doesNotExist();
+    assertEquals(List.of(j), List.copyOf(ClusterMonitor.joinRequests(file).keySet()));
+  }
+
+  /**
    * A join (R = 2): asked before the node runs, nothing changes (as a backup it could not
    * be reached, and writes of its ranges would fail); once it answers it is added
    * RECOVERING, copies its ranges, and goes UP once caught up; then the old members drop
