@@ -36,6 +36,9 @@ import org.slf4j.LoggerFactory;
  * <pre>
  * cluster-nodes        host:port,host:port,...  the members, spelt as clients reach them
  * cluster-self         this node's entry in the list (default bind:port)
+ * cluster-join         false  with cluster-file: this node is joining, so it may start
+ *                             before the ring lists it (without it, a node the ring does
+ *                             not list refuses to start: a wrong cluster-self fails fast)
  * cluster-epoch        1      raise it whenever the list or settings change
  * cluster-vnodes       128    points per member on the ring
  * cluster-replication  1      replicas per key
@@ -62,7 +65,7 @@ public final class Membership implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(Membership.class);
   public static final java.util.Set<String> KEYS = java.util.Set.of("cluster-nodes",
       "cluster-self", "cluster-epoch", "cluster-vnodes", "cluster-replication", "cluster-file",
-      "cluster-tx-timeout");
+      "cluster-tx-timeout", "cluster-join");
 
   /** How long a cross-node transaction may stay prepared before it is resolved. */
   public static final Duration DEFAULT_TX_TIMEOUT = Duration.ofSeconds(10);
@@ -318,7 +321,7 @@ public final class Membership implements Closeable {
       throws IOException {
     if (o.get("cluster-file").isPresent()) {
       for (String k : KEYS) {
-        if (!k.equals("cluster-file") && !k.equals("cluster-self")
+        if (!k.equals("cluster-file") && !k.equals("cluster-self") && !k.equals("cluster-join")
             && !k.equals("cluster-tx-timeout") && o.get(k).isPresent()) {
           throw new IllegalArgumentException(o.fullKey(k) + " and " + o.fullKey("cluster-file")
               + " are exclusive: the file holds the ring");
@@ -326,10 +329,18 @@ public final class Membership implements Closeable {
       }
       Path file = Path.of(o.get("cluster-file").get());
       Ring ring = readRingFile(file);
-      Membership m = new Membership(self(o, bind, port), ring, true)
+      // Only a node told it is joining may start unlisted: an existing member restarted
+      // with a wrong cluster-self would otherwise run, answer the monitor's pings (so it is
+      // never marked DOWN) and refuse everything else, its ranges unavailable meanwhile.
+      Membership m = new Membership(self(o, bind, port), ring, o.getBoolean("cluster-join",
+          false))
           .withTxTimeout(o.getDuration("cluster-tx-timeout", DEFAULT_TX_TIMEOUT));
       m.watch(file);
       return m;
+    }
+    if (o.get("cluster-join").isPresent()) {
+      throw new IllegalArgumentException(o.fullKey("cluster-join") + " needs "
+          + o.fullKey("cluster-file") + ": a node joins the ring the monitor writes there");
     }
     if (o.get("cluster-nodes").isEmpty()) {
       for (String k : KEYS) {

@@ -384,4 +384,29 @@ class TyrClusterTest {
         .hasMessageContaining("not a member");
     assertEquals(null, Membership.fromOptions(new StoreOptions("--", Map.of()), "h", 1));
   }
+
+  /**
+   * A node the ring file does not list starts only when told it is joining: an existing
+   * member restarted with a wrong cluster-self fails at start-up (and the monitor's
+   * failover takes over) instead of answering pings while refusing everything else.
+   */
+  @Test
+  void aNodeTheRingDoesNotListStartsOnlyWhenJoining() throws Exception {
+    Path file = dir.resolve("ring.properties");
+    Files.writeString(file, "nodes=127.0.0.1:7401,127.0.0.1:7402\nepoch=3\n");
+    assertThatThrownBy(() -> Membership.fromOptions(new StoreOptions("--", Map.of(
+        "cluster-file", file.toString(), "cluster-self", "localhost:7402")), "h", 7402))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not a member");
+    Membership joining = Membership.fromOptions(new StoreOptions("--", Map.of(
+        "cluster-file", file.toString(), "cluster-self", "127.0.0.1:7403",
+        "cluster-join", "true")), "h", 7403);
+    try {
+      assertThat(joining.isMember()).isFalse();
+    } finally {
+      joining.close();
+    }
+    assertThatThrownBy(() -> Membership.fromOptions(new StoreOptions("--", Map.of(
+        "cluster-nodes", "h:1,h:2", "cluster-join", "true")), "h", 3))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("cluster-file");
+  }
 }

@@ -62,7 +62,7 @@ public final class TyrProcessCluster implements AutoCloseable {
     c.writeRing(1, vnodes, replication);
     try {
       for (int i = 1; i <= n; i++) {
-        c.startNode(i, members.get(i - 1));
+        c.startNode(i, members.get(i - 1), false);
       }
     } catch (IOException | RuntimeException e) {
       c.close();
@@ -71,10 +71,13 @@ public final class TyrProcessCluster implements AutoCloseable {
     return c;
   }
 
-  private TyrServerProcess startNode(int i, Member m) throws IOException {
+  private TyrServerProcess startNode(int i, Member m, boolean joining) throws IOException {
     List<String> launcher = hosts.namespaces() ? hosts.command(i, List.of()) : List.of();
     List<String> args = new ArrayList<>(List.of("--sync", "interval",
         "--cluster-file", ringFile.toString(), "--cluster-self", m.id()));
+    if (joining) {
+      args.addAll(List.of("--cluster-join", "true"));
+    }
     args.addAll(extraArgs);
     TyrServerProcess p = new TyrServerProcess(Files.createDirectories(
         dir.resolve("node" + i)), launcher, m.host(), m.port(), args.toArray(new String[0]));
@@ -91,7 +94,7 @@ public final class TyrProcessCluster implements AutoCloseable {
   public Member startJoiner() throws IOException {
     int i = nodes.size() + 1;
     Member m = new Member(hosts.address(i), hosts.namespaces() ? nsPort : freePort());
-    startNode(i, m);
+    startNode(i, m, true);
     members.add(m);
     return m;
   }
