@@ -9,7 +9,6 @@ import io.blobfs.tyr.api.TxRequest;
 import io.blobfs.tyr.api.TyrException;
 import io.blobfs.tyr.client.ClientConfig;
 import io.blobfs.tyr.client.TyrClient;
-import io.blobfs.tyr.ring.WrongEpochException;
 import io.blobfs.tyr.engine.TyrEngine;
 import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.ring.Ring;
@@ -57,6 +56,22 @@ final class RangeDrop implements Closeable {
   private final ScheduledExecutorService runner;
 
   RangeDrop(Membership membership, TyrEngine engine, byte[] secret, int maxFrameBytes) {
+    this(membership, engine, secret, maxFrameBytes, null);
+    membership.onInstall(r -> runner.execute(() -> run(r.epoch())));
+    runner.execute(() -> run(membership.ring().epoch())); // a restart after a join
+  }
+
+  /**
+   * A drop that runs only the passes its caller starts ({@link #pass}), asking the owners
+   * through {@code asker}: for tests, which count the asks or act between ask and delete.
+   */
+  static RangeDrop manual(Membership membership, TyrEngine engine, Asker asker) {
+    return new RangeDrop(membership, engine, null, 8 << 20, asker);
+  }
+
+  private RangeDrop(Membership membership, TyrEngine engine, byte[] secret, int maxFrameBytes,
+      Asker asker) {
+    this.asker = asker;
     this.membership = membership;
     this.engine = engine;
     this.secret = secret;
@@ -66,8 +81,6 @@ final class RangeDrop implements Closeable {
       t.setDaemon(true);
       return t;
     });
-    membership.onInstall(r -> runner.execute(() -> run(r.epoch())));
-    runner.execute(() -> run(membership.ring().epoch())); // a restart after a join
   }
 
   /** What one pass did. */
@@ -94,7 +107,21 @@ final class RangeDrop implements Closeable {
     }
   }
 
-  /** One pass under {@code epoch}, or null if this node is not an UP member under it. */
+  /** Asks one owner, under the pass's ring, whether it holds a key (see {@link #manual}). */
+  interface Asker {
+    boolean holds(Member owner, String key) throws IOException;
+  }
+
+  /** Null: ask the owners over the network. */
+  private final Asker asker;
+
+  /**
+   * One pass under {@code epoch}, or null if this node is not an UP member under it. Per
+   * key: the local version is read first, then the owners are asked, then the delete is
+   * checked against that version, so the drop acts only on what it read. An owner that
+   * could not answer is not asked again in this pass (each ask can cost a connect and a
+   * request timeout, and a page holds a thousand keys): its keys are tried in the next.
+   */
   Dropped pass(long epoch) throws IOException {
     Ring ring = membership.ring();
     Member self = membership.self();
@@ -107,14 +134,16 @@ final class RangeDrop implements Closeable {
     long waiting = 0;
     long retry = 0;
     Map<Member, TyrClient> peers = new HashMap<>();
+    Asker ask = asker != null ? asker : (o, key) -> holds(ring, o, key, peers);
+    java.util.Set<Member> failed = new java.util.HashSet<>();
     try {
       String cursor = null;
       do {
-        if (membership.ring().epoch() != epoch) {
-          return new Dropped(keys, bytes, waiting, 0); // the newer ring's pass goes on
-        }
         ScanResult page = engine.scan("", cursor, PAGE);
         for (String key : page.keys()) {
+          if (membership.ring().epoch() != epoch) {
+            return new Dropped(keys, bytes, waiting, 0); // the newer ring's pass goes on
+          }
           if (ring.isReplica(self, key)) {
             continue;
           }
@@ -123,7 +152,15 @@ final class RangeDrop implements Closeable {
             waiting++; // an owner is not UP: it may not hold the key yet
             continue;
           }
-          Boolean held = heldByAll(ring, key, owners, peers);
+          if (owners.stream().anyMatch(failed::contains)) {
+            retry++; // an owner that could not answer in this pass: not asked again
+            continue;
+          }
+          BlobStat s = engine.stat(key); // before asking: the delete is checked against it
+          if (s.version() == 0) {
+            continue;
+          }
+          Boolean held = heldByAll(key, owners, ask, failed);
           if (held == null) {
             retry++;
             continue;
@@ -132,9 +169,9 @@ final class RangeDrop implements Closeable {
             waiting++; // never copied there (a ring changed by hand), or deleted meanwhile
             continue;
           }
-          BlobStat s = engine.stat(key);
-          if (s.version() == 0) {
-            continue;
+          if (membership.ring().epoch() != epoch) {
+            // a newer ring (one edited by hand could make this node an owner again) rules
+            return new Dropped(keys, bytes, waiting, 0);
           }
           try {
             TyrClient.await(engine.commit(new TxRequest(List.of(new ReadCheck(key, s.version())),
@@ -156,28 +193,35 @@ final class RangeDrop implements Closeable {
     }
   }
 
-  /** Whether every owner holds {@code key} under this ring; null if one could not say. */
-  private Boolean heldByAll(Ring ring, String key, List<Member> owners,
-      Map<Member, TyrClient> peers) {
+  /**
+   * Whether every owner holds {@code key}; null if one could not say (it is added to
+   * {@code failed}: not at this ring yet, moved on, or unreachable).
+   */
+  private static Boolean heldByAll(String key, List<Member> owners, Asker ask,
+      java.util.Set<Member> failed) {
     for (Member o : owners) {
-      TyrClient c = peers.computeIfAbsent(o, m -> {
-        TyrClient t = new TyrClient(ClientConfig.of(m.host(), m.port()).withSecret(secret)
-            .withTimeouts(Duration.ofSeconds(5), Duration.ofSeconds(30)).withConnections(1)
-            .withMaxFrameBytes(maxFrameBytes));
-        t.routeUnder(ring::epoch);
-        return t;
-      });
       try {
-        if (!TyrClient.await(c.stat(key)).exists()) {
+        if (!ask.holds(o, key)) {
           return false;
         }
-      } catch (WrongEpochException | RuntimeException e) {
-        return null; // not at this ring yet, or it moved on: the pass is tried again
-      } catch (IOException e) {
-        return null; // unreachable: tried again
+      } catch (IOException | RuntimeException e) {
+        failed.add(o);
+        return null;
       }
     }
     return true;
+  }
+
+  private boolean holds(Ring ring, Member o, String key, Map<Member, TyrClient> peers)
+      throws IOException {
+    TyrClient c = peers.computeIfAbsent(o, m -> {
+      TyrClient t = new TyrClient(ClientConfig.of(m.host(), m.port()).withSecret(secret)
+          .withTimeouts(Duration.ofSeconds(5), Duration.ofSeconds(30)).withConnections(1)
+          .withMaxFrameBytes(maxFrameBytes));
+      t.routeUnder(ring::epoch);
+      return t;
+    });
+    return TyrClient.await(c.stat(key)).exists();
   }
 
   @Override

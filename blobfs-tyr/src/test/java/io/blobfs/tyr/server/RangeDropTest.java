@@ -73,6 +73,92 @@ class RangeDropTest {
     }
   }
 
+  /**
+   * R = 2, the node's handed-over keys owned by b and c, and c unreachable: c is asked once
+   * in the pass, not once per key, and every key waits for a later pass (kept).
+   */
+  @Test
+  void anOwnerThatCannotAnswerIsAskedOncePerPassAndItsKeysWait() throws Exception {
+    Member a = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort()); // nothing listens at b and c: the
+    Member c = new Member("127.0.0.1", freePort()); // test's asker answers for them
+    Ring ring = new Ring(1, List.of(a, b, c), 16, 2);
+    try (TyrServer na = TyrServer.start(config(a, "a"), new Membership(a, ring))) {
+      List<String> handedOver = new ArrayList<>();
+      for (int i = 0; i < 100; i++) {
+        String k = "k/" + i;
+        put(na, k, "old copy");
+        if (!ring.isReplica(a, k)) {
+          handedOver.add(k);
+        }
+      }
+      assertThat(handedOver).hasSizeGreaterThan(5);
+      java.util.Map<Member, Integer> asks = new java.util.concurrent.ConcurrentHashMap<>();
+      RangeDrop drop = RangeDrop.manual(na.membership(), na.engine(), (o, k) -> {
+        asks.merge(o, 1, Integer::sum);
+        if (o.equals(c)) {
+          throw new java.net.ConnectException("c is unreachable");
+        }
+        return true;
+      });
+      try {
+        RangeDrop.Dropped d = drop.pass(ring.epoch());
+        assertEquals(0, d.keys());
+        assertEquals(handedOver.size(), d.retry());
+        assertEquals(1, asks.get(c), "c asked once in the pass");
+        assertThat(asks.getOrDefault(b, 0)).isLessThanOrEqualTo(1);
+        for (String k : handedOver) {
+          assertThat(na.engine().stat(k).exists()).as(k).isTrue();
+        }
+      } finally {
+        drop.close();
+      }
+    }
+  }
+
+  /**
+   * A write that reaches the old copy after the drop read its version (while the owners
+   * are asked) keeps it: the delete is checked against the version read before asking.
+   */
+  @Test
+  void aNewerLocalVersionWrittenWhileTheOwnersAreAskedSurvives() throws Exception {
+    Member a = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Member c = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(a, b, c), 16, 2);
+    try (TyrServer na = TyrServer.start(config(a, "a"), new Membership(a, ring))) {
+      List<String> handedOver = new ArrayList<>();
+      for (int i = 0; i < 100; i++) {
+        String k = "k/" + i;
+        put(na, k, "old copy");
+        if (!ring.isReplica(a, k)) {
+          handedOver.add(k);
+        }
+      }
+      String raced = handedOver.get(0);
+      RangeDrop drop = RangeDrop.manual(na.membership(), na.engine(), (o, k) -> {
+        if (k.equals(raced) && o.equals(ring.owners(k).get(0))) {
+          put(na, k, "newer, written meanwhile");
+        }
+        return true;
+      });
+      try {
+        RangeDrop.Dropped d = drop.pass(ring.epoch());
+        assertEquals(handedOver.size() - 1, d.keys());
+        assertEquals(1, d.retry());
+        ByteBuffer got = ByteBuffer.allocate(64);
+        na.engine().read(raced, 0, got);
+        assertThat(new String(got.array(), 0, got.position(), StandardCharsets.UTF_8))
+            .isEqualTo("newer, written meanwhile");
+        for (String k : handedOver.subList(1, handedOver.size())) {
+          assertThat(na.engine().stat(k).exists()).as(k + " dropped").isFalse();
+        }
+      } finally {
+        drop.close();
+      }
+    }
+  }
+
   private static void put(TyrServer n, String key, String value) throws IOException {
     TyrClient.await(n.engine().commit(TxRequest.of(new TxOp.Put(key,
         ByteBuffer.wrap(value.getBytes(StandardCharsets.UTF_8)), false))));
