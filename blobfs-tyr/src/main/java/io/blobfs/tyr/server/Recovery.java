@@ -316,9 +316,13 @@ final class Recovery implements Closeable {
 
   /**
    * Makes {@code key} here equal the primary's copy (retrying if a replicated write races),
-   * one piece at a time: no more than one piece of the blob is held in memory. The local
-   * copy may be torn between pieces; this node is RECOVERING and serves nothing until the
-   * run ends, and a piece of another version than the first makes the copy start again.
+   * one piece at a time: no more than one piece of the blob is held in memory. The pieces
+   * are gathered in a spool file in the data directory and the new version replaces the
+   * local one in one checked commit, so a run that fails part way (the primary lost, the
+   * ring moved on) leaves the old copy whole, never a prefix of the new one: an operator
+   * who then marks this node UP by hand gets stale blobs, not truncated ones. A blob too
+   * large for one commit ({@link #WHOLE_COMMIT}) is still copied in place, piece by piece
+   * (see the README's "Not covered").
    */
   private void copy(Ring ring, String key, TyrClient primary, Stats stats) throws Exception {
     for (int attempt = 0; attempt < 100; attempt++) {
@@ -344,24 +348,10 @@ final class Recovery implements Closeable {
           return;
         }
       }
-      long offset = first.data().remaining();
-      long v = commitChecked(key, localVersion, List.of(new TxOp.Put(key, first.data(), false)));
-      boolean torn = false;
-      while (v >= 0 && offset < first.size()) {
-        ReadResult p = readPiece(primary, key, offset);
-        if (p == null || p.version() != first.version()) {
-          torn = true;
-          break;
-        }
-        int n = p.data().remaining();
-        if (n == 0) {
-          break;
-        }
-        stats.bytes += n;
-        v = commitChecked(key, v, List.of(new TxOp.Write(key, offset, p.data())));
-        offset += n;
-      }
-      if (v >= 0 && !torn) {
+      boolean done = first.size() <= WHOLE_COMMIT
+          ? copyWhole(ring, key, primary, localVersion, first, stats)
+          : copyInPlace(ring, key, primary, localVersion, first, stats);
+      if (done) {
         stats.copied++;
         stats.copiedBytes += first.size();
         return;
@@ -369,6 +359,84 @@ final class Recovery implements Closeable {
       // A replicated write came in between, or the primary's blob changed: copy again.
     }
     throw new IOException("could not copy '" + key + "': it kept changing");
+  }
+
+  /**
+   * Largest blob copied through the spool in one commit: a transaction may log at most
+   * 1 GiB (the engine's WriteAheadLog.MAX_RECORD_BYTES), less room for its record.
+   */
+  static final long WHOLE_COMMIT = (1L << 30) - (16L << 20);
+
+  /** Called before each piece after the first is read (tests: a failure between pieces). */
+  volatile Runnable betweenPieces = () -> { };
+
+  /**
+   * Gathers the primary's pieces in {@code <data-dir>/recovery-spool}, then puts the whole
+   * blob from there (mapped, not on the heap) under the check of {@code localVersion}.
+   * False if the primary's blob or the local one changed meanwhile.
+   */
+  private boolean copyWhole(Ring ring, String key, TyrClient primary, long localVersion,
+      ReadResult first, Stats stats) throws Exception {
+    Path spool = engine.config().directory().resolve("recovery-spool");
+    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(spool,
+        java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.READ,
+        java.nio.file.StandardOpenOption.WRITE,
+        java.nio.file.StandardOpenOption.TRUNCATE_EXISTING)) {
+      long offset = writeFully(ch, first.data(), 0);
+      while (offset < first.size()) {
+        betweenPieces.run();
+        current(ring);
+        ReadResult p = readPiece(primary, key, offset);
+        if (p == null || p.version() != first.version()) {
+          return false;
+        }
+        int n = p.data().remaining();
+        if (n == 0) {
+          break;
+        }
+        stats.bytes += n;
+        offset = writeFully(ch, p.data(), offset);
+      }
+      ByteBuffer whole = ch.map(java.nio.channels.FileChannel.MapMode.READ_ONLY, 0, offset);
+      return commitChecked(key, localVersion, List.of(new TxOp.Put(key, whole, false))) >= 0;
+    } finally {
+      Files.deleteIfExists(spool);
+    }
+  }
+
+  private static long writeFully(java.nio.channels.FileChannel ch, ByteBuffer data,
+      long offset) throws IOException {
+    while (data.hasRemaining()) {
+      offset += ch.write(data, offset);
+    }
+    return offset;
+  }
+
+  /**
+   * The in-place copy of a blob too large for one commit: the first piece replaces the
+   * local copy, the others follow, each under the check of the version before it. A run
+   * that fails part way leaves a prefix of the new version here until a later run.
+   */
+  private boolean copyInPlace(Ring ring, String key, TyrClient primary, long localVersion,
+      ReadResult first, Stats stats) throws Exception {
+    long offset = first.data().remaining();
+    long v = commitChecked(key, localVersion, List.of(new TxOp.Put(key, first.data(), false)));
+    while (v >= 0 && offset < first.size()) {
+      betweenPieces.run();
+      current(ring);
+      ReadResult p = readPiece(primary, key, offset);
+      if (p == null || p.version() != first.version()) {
+        return false;
+      }
+      int n = p.data().remaining();
+      if (n == 0) {
+        break;
+      }
+      stats.bytes += n;
+      v = commitChecked(key, v, List.of(new TxOp.Write(key, offset, p.data())));
+      offset += n;
+    }
+    return v >= 0;
   }
 
   /** One piece of the primary's blob from {@code offset}, or null if it has none. */

@@ -151,6 +151,11 @@ public final class TyrServer implements Closeable {
     return Recovery.caughtUpEpoch(config.engine().directory());
   }
 
+  /** Its catch-up, or null for a lone node (tests: a failure between pieces). */
+  Recovery recovery() {
+    return recovery;
+  }
+
   /** Ids of the cross-node transactions prepared on this node and not yet resolved. */
   public java.util.List<String> preparedTransactions() {
     return transactions == null ? java.util.List.of() : transactions.prepared();
