@@ -58,6 +58,11 @@ public final class ClusterMonitor implements Closeable {
    * itself, as are the maps below.
    */
   private final Map<Member, Long> lastSeen = new HashMap<>();
+  /**
+   * When each member (or joiner) last answered a ping: unlike {@link #lastSeen}, no grace
+   * entry. A join needs every member and the joiner to have answered within down-after.
+   */
+  private final Map<Member, Long> answered = new HashMap<>();
   private final ScheduledExecutorService ticker;
 
   public ClusterMonitor(Path ringFile, byte[] secret, Duration downAfter, Duration interval)
@@ -147,7 +152,9 @@ public final class ClusterMonitor implements Closeable {
             synchronized (lastSeen) {
               pinging.remove(m);
               if (e == null) {
-                lastSeen.put(m, System.nanoTime());
+                long t = System.nanoTime();
+                lastSeen.put(m, t);
+                answered.put(m, t);
               }
             }
           });
@@ -203,14 +210,13 @@ public final class ClusterMonitor implements Closeable {
     }
   }
 
-  /** Members asked to join (request files) that have answered a ping. Guarded by lastSeen. */
-  private final java.util.Set<Member> joinAnswered = new java.util.HashSet<>();
   /** Join requests refused (logged once each). */
   private final java.util.Set<Member> refusedJoins = new java.util.HashSet<>();
 
   /**
    * Adds a member that asked to join ({@link #requestJoin}) as RECOVERING under the next
-   * epoch, once it answers a ping and every member is UP; true if it wrote that ring. A
+   * epoch, once it and every member have answered a ping within down-after and every
+   * member is UP; true if it wrote that ring. A
    * joiner is added only once it runs: as RECOVERING it is a backup of its ranges at
    * once, and a backup that cannot be reached would fail their writes.
    */
@@ -221,19 +227,19 @@ public final class ClusterMonitor implements Closeable {
         Files.deleteIfExists(req.getValue()); // done
         continue;
       }
-      boolean answered;
+      boolean live;
       synchronized (lastSeen) {
-        answered = joinAnswered.contains(m);
-        if (!answered && pinging.add(m)) {
+        if (pinging.add(m)) {
           client(m).ping().whenComplete((x, e) -> {
             synchronized (lastSeen) {
               pinging.remove(m);
               if (e == null) {
-                joinAnswered.add(m);
+                answered.put(m, System.nanoTime());
               }
             }
           });
         }
+        live = recentlyAnswered(m) && ring.members().stream().allMatch(this::recentlyAnswered);
       }
       if (ring.replication() < 2) {
         if (refusedJoins.add(m)) {
@@ -242,8 +248,12 @@ public final class ClusterMonitor implements Closeable {
         }
         continue;
       }
-      if (!answered || !ring.states().isEmpty()) {
-        continue; // not running yet, or a member is not UP: one thing at a time
+      if (!live || !ring.states().isEmpty()) {
+        // Not running yet, a member is not UP, or one has not answered within down-after
+        // (it may be going DOWN: while the joiner is RECOVERING, a member whose ranges it
+        // shares cannot be marked DOWN, see the README's "A member lost during a join").
+        logWait(m, ring);
+        continue;
       }
       Ring next = joined(ring, m);
       write(next);
@@ -251,6 +261,28 @@ public final class ClusterMonitor implements Closeable {
       return true;
     }
     return false;
+  }
+
+  /** Whether {@code m} answered a ping within down-after. Caller holds lastSeen. */
+  private boolean recentlyAnswered(Member m) {
+    Long t = answered.get(m);
+    return t != null && System.nanoTime() - t <= downAfter.toNanos();
+  }
+
+  /** Join requests whose wait was logged, with the reason, so each is logged once. */
+  private final Map<Member, String> joinWaitLogged = new HashMap<>();
+
+  private void logWait(Member m, Ring ring) {
+    String why;
+    synchronized (lastSeen) {
+      List<Member> silent = ring.members().stream().filter(x -> !recentlyAnswered(x)).toList();
+      why = !recentlyAnswered(m) ? "it has not answered a ping yet"
+          : !silent.isEmpty() ? "members have not answered within " + downAfter + ": " + silent
+          : "not every member is UP: " + ring.states();
+    }
+    if (!why.equals(joinWaitLogged.put(m, why))) {
+      LOG.info("monitor: {} waits to join: {}", m, why);
+    }
   }
 
   /** {@code ring} with {@code m} added as RECOVERING, under the next epoch. */

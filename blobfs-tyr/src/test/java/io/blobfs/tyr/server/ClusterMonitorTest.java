@@ -136,6 +136,34 @@ class ClusterMonitorTest {
   }
 
   /**
+   * A join waits while a member has not answered within down-after (it is still UP in the
+   * ring: marking it DOWN later would be refused while the joiner is RECOVERING on its
+   * ranges), and goes ahead once it answers.
+   */
+  @Test
+  void aJoinWaitsUntilEveryMemberHasAnsweredWithinDownAfter() throws Exception {
+    Member a = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Member j = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(a, b), 16, 2);
+    Path file = dir.resolve("ring.properties");
+    Files.writeString(file, Membership.ringFileText(ring));
+    try (TyrServer na = start(a, ring, "a");
+        TyrServer nj = TyrServer.start(config(j, "j"), new Membership(j, ring, true));
+        ClusterMonitor monitor = new ClusterMonitor(file, null, Duration.ofSeconds(60),
+            Duration.ofMillis(100))) {
+      ClusterMonitor.requestJoin(file, j);
+      Thread.sleep(2000); // a and j answer; b, silent but not yet DOWN, does not
+      assertEquals(ring, Membership.readRingFile(file));
+      try (TyrServer nb = start(b, ring, "b")) {
+        Ring joined = awaitRing(file, r -> r.members().contains(j));
+        assertEquals(Ring.State.RECOVERING, joined.state(j));
+        assertEquals(2, joined.epoch());
+      }
+    }
+  }
+
+  /**
    * A join (R = 2): asked before the node runs, nothing changes (as a backup it could not
    * be reached, and writes of its ranges would fail); once it answers it is added
    * RECOVERING, copies its ranges, and goes UP once caught up; then the old members drop
