@@ -232,6 +232,12 @@ class ClusterMonitorTest {
           assertThat(store.readWithVersion(e.getKey(), 16 << 20).bytes()).as(e.getKey())
               .isEqualTo(e.getValue());
         }
+        // the store reads the primary, which may be an old owner: the joiner's own copy of
+        // the blob it copied in pieces is read from its engine
+        java.nio.ByteBuffer onJ = java.nio.ByteBuffer.allocate((int) nj.engine().stat(big)
+            .size());
+        nj.engine().read(big, 0, onJ);
+        assertThat(onJ.array()).as(big + " on the joiner").isEqualTo(bytes);
         int joinerKeys = 0;
         for (Member m : List.of(a, b, j)) {
           java.util.Set<String> owned = new java.util.TreeSet<>();

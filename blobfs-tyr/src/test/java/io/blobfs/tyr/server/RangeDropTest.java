@@ -117,6 +117,51 @@ class RangeDropTest {
   }
 
   /**
+   * R = 2 with c RECOVERING: the keys c owns wait (c is not asked: it may not hold them
+   * yet), the others, whose owners are UP and hold them, are dropped.
+   */
+  @Test
+  void keysOfARecoveringOwnerWaitAndAreNotAsked() throws Exception {
+    Member a = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Member c = new Member("127.0.0.1", freePort());
+    Member d = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(a, b, c, d), 16, 2).withState(c, Ring.State.RECOVERING, 2);
+    try (TyrServer na = TyrServer.start(config(a, "a"), new Membership(a, ring))) {
+      List<String> waiting = new ArrayList<>();
+      List<String> dropped = new ArrayList<>();
+      for (int i = 0; i < 200; i++) {
+        String k = "k/" + i;
+        put(na, k, "old copy");
+        if (!ring.isReplica(a, k)) {
+          (ring.owners(k).contains(c) ? waiting : dropped).add(k);
+        }
+      }
+      assertThat(waiting).isNotEmpty();
+      assertThat(dropped).isNotEmpty();
+      java.util.Set<Member> asked = java.util.concurrent.ConcurrentHashMap.newKeySet();
+      RangeDrop drop = RangeDrop.manual(na.membership(), na.engine(), (o, k) -> {
+        asked.add(o);
+        return true;
+      });
+      try {
+        RangeDrop.Dropped d1 = drop.pass(ring.epoch());
+        assertEquals(dropped.size(), d1.keys());
+        assertEquals(waiting.size(), d1.waiting());
+        assertThat(asked).doesNotContain(c);
+        for (String k : waiting) {
+          assertThat(na.engine().stat(k).exists()).as(k + " kept").isTrue();
+        }
+        for (String k : dropped) {
+          assertThat(na.engine().stat(k).exists()).as(k + " dropped").isFalse();
+        }
+      } finally {
+        drop.close();
+      }
+    }
+  }
+
+  /**
    * A write that reaches the old copy after the drop read its version (while the owners
    * are asked) keeps it: the delete is checked against the version read before asking.
    */
