@@ -82,6 +82,60 @@ class RecoveryPieceTest {
     }
   }
 
+  /**
+   * A write to the blob while it is copied, between its pieces: on the primary only, or
+   * replicated to this node as well. The next piece is of another version than the first,
+   * so the copy starts again (with the replicated write, the fresh attempt finds the local
+   * copy already equal); either way the node ends with the last written bytes, never a
+   * mix of the two versions.
+   */
+  @Test
+  void aWriteBetweenPiecesMakesTheCopyStartAgain() throws Exception {
+    for (boolean replicated : new boolean[] {false, true}) {
+      Path root = Files.createDirectories(dir.resolve("replicated-" + replicated));
+      Member a = new Member("127.0.0.1", freePort());
+      Member b = new Member("127.0.0.1", freePort());
+      Ring ring = new Ring(1, List.of(a, b), 16, 2);
+      String key = null;
+      for (int i = 0; key == null; i++) {
+        key = ring.primary("big/" + i).equals(a) ? "big/" + i : null;
+      }
+      String k = key;
+      byte[] stale = bytes(1, (5 << 20) + 3);
+      byte[] current = bytes(2, (9 << 20) + 12345);
+      byte[] newer = bytes(3, (6 << 20) + 77);
+      try (TyrServer na = TyrServer.start(config(a, root.resolve("a")), new Membership(a, ring));
+          TyrServer nb = TyrServer.start(config(b, root.resolve("b")),
+              new Membership(b, ring))) {
+        put(nb, k, stale);
+        put(na, k, current);
+        AtomicInteger calls = new AtomicInteger();
+        nb.recovery().betweenPieces = () -> {
+          if (calls.incrementAndGet() == 1) {
+            try {
+              put(na, k, newer);
+              if (replicated) {
+                put(nb, k, newer);
+              }
+            } catch (IOException e) {
+              throw new UncheckedIOException(e);
+            }
+          }
+        };
+        Ring recovering = ring.withState(b, Ring.State.RECOVERING, 2);
+        na.membership().install(recovering);
+        nb.membership().install(recovering);
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (nb.caughtUpEpoch() < 2 && System.nanoTime() < deadline) {
+          Thread.sleep(50);
+        }
+        assertEquals(2, nb.caughtUpEpoch(), "replicated " + replicated);
+        assertThat(calls.get()).isPositive();
+        assertThat(local(nb, k)).as("replicated " + replicated).isEqualTo(newer);
+      }
+    }
+  }
+
   private static byte[] bytes(int seed, int n) {
     byte[] b = new byte[n];
     new Random(seed).nextBytes(b);
@@ -107,7 +161,11 @@ class RecoveryPieceTest {
   }
 
   private ServerConfig config(Member m, String name) {
-    EngineConfig engine = EngineConfig.defaults(dir.resolve(name))
+    return config(m, dir.resolve(name));
+  }
+
+  private static ServerConfig config(Member m, Path data) {
+    EngineConfig engine = EngineConfig.defaults(data)
         .withSyncPolicy(SyncPolicy.NONE);
     return new ServerConfig("127.0.0.1", m.port(), engine, 80 << 20, null, 8,
         64, Duration.ofSeconds(60), 512L << 20, 128L << 20, Duration.ofSeconds(60), null);
