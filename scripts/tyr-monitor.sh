@@ -5,9 +5,12 @@
 #       [--secret-file S] [--tls-trust PEM]     (PEM: the nodes' tls-peer-trust, with TLS;
 #       --tls-peer-trust is the same option; an unknown option is refused)
 #   scripts/tyr-monitor.sh --cluster-file ring.properties --mark host:port down|recovering|up
+#   scripts/tyr-monitor.sh --cluster-file ring.properties --join host:port [--wait 10m]
 # The first prints "TYR-MONITOR RUNNING <file>" and runs until killed; the second makes one
 # change by hand under the next epoch (refused while a monitor holds the file's lock, and,
-# exit status 2, a DOWN mark that would leave some range with no UP owner).
+# exit status 2, a DOWN mark that would leave some range with no UP owner). The third asks
+# the running monitor to add a started node (README, "Adding a node") and waits until it is
+# UP: exit 0, 1 if not within --wait, 2 if no monitor runs on the file or R = 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-tools.sh >&2

@@ -138,6 +138,12 @@ final class BlobVersions {
    * after {@code cursor} (null: from the first), all from between two publishings.
    */
   Page page(String prefix, String cursor, int limit) {
+    return page(prefix, cursor, limit, k -> true);
+  }
+
+  /** As {@link #page(String, String, int)}, of the keys {@code include} accepts only. */
+  Page page(String prefix, String cursor, int limit,
+      java.util.function.Predicate<String> include) {
     var tail = cursor == null || cursor.compareTo(prefix) < 0
         ? visible.tailMap(prefix, true) : visible.tailMap(cursor, false);
     List<BlobState> states = new ArrayList<>(Math.min(limit, 1024));
@@ -152,7 +158,9 @@ final class BlobVersions {
           next = states.get(states.size() - 1).key;
           break;
         }
-        states.add(s);
+        if (include.test(s.key)) {
+          states.add(s);
+        }
       }
     } finally {
       publishLock.readLock().unlock();

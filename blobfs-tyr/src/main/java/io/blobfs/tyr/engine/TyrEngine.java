@@ -312,13 +312,23 @@ public final class TyrEngine implements Closeable {
    */
   public ScanResult scan(String prefix, String cursor, int limit, int headBytes)
       throws IOException {
+    return scan(prefix, cursor, limit, headBytes, k -> true);
+  }
+
+  /**
+   * As {@link #scan(String, String, int, int)}, of the keys {@code include} accepts only;
+   * a page still holds {@code limit} keys when there are that many (a cluster node lists
+   * the keys of its ranges, not the copies it keeps of ranges it handed over).
+   */
+  public ScanResult scan(String prefix, String cursor, int limit, int headBytes,
+      java.util.function.Predicate<String> include) throws IOException {
     if (limit < 1) {
       throw new IllegalArgumentException("limit must be positive: " + limit);
     }
     if (headBytes > 0) {
       segmentLock.readLock().lock(); // held until the heads are read (released below)
     }
-    BlobVersions.Page page = versions.page(prefix, cursor, limit);
+    BlobVersions.Page page = versions.page(prefix, cursor, limit, include);
     List<BlobState> states = page.states();
     List<String> keys = new ArrayList<>(states.size());
     List<byte[]> heads = new ArrayList<>(headBytes > 0 ? states.size() : 0);

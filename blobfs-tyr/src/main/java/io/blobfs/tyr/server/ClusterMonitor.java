@@ -73,6 +73,11 @@ public final class ClusterMonitor implements Closeable {
   private final java.util.Set<Member> refusedUs = new java.util.HashSet<>();
   private final Function<Member, CompletableFuture<?>> ping;
   private final java.util.function.LongSupplier clock;
+  /**
+   * When each member (or joiner) last answered a ping: unlike {@link #lastSeen}, no grace
+   * entry. A join needs every member and the joiner to have answered within down-after.
+   */
+  private final Map<Member, Long> answered = new HashMap<>();
   private final ScheduledExecutorService ticker;
 
   /**
@@ -163,6 +168,17 @@ public final class ClusterMonitor implements Closeable {
    */
   synchronized void tick() throws IOException {
     Ring ring = Membership.readRingFile(ringFile);
+    boolean joined;
+    try {
+      joined = join(ring);
+    } catch (IOException | RuntimeException e) {
+      // a join that cannot be made this round never stops the failure detection below
+      LOG.warn("monitor: join requests next to {}: {}", ringFile, e.toString());
+      joined = false;
+    }
+    if (joined) {
+      return; // one change a round
+    }
     long now = clock.getAsLong();
     synchronized (lastSeen) {
       for (Member m : ring.members()) {
@@ -178,7 +194,9 @@ public final class ClusterMonitor implements Closeable {
                 LOG.info("monitor: first answer of {}", m);
               }
               if (e == null) {
-                lastSeen.put(m, clock.getAsLong());
+                long t = clock.getAsLong();
+                lastSeen.put(m, t);
+                answered.put(m, t);
                 refusedUs.remove(m);
               } else if (refusesUs(e) && refusedUs.add(m)) {
                 LOG.error("monitor: {} refused the monitor's TLS or secret; check "
@@ -254,6 +272,141 @@ public final class ClusterMonitor implements Closeable {
     return false;
   }
 
+  /** Join requests refused (logged once each). */
+  private final java.util.Set<Member> refusedJoins = new java.util.HashSet<>();
+
+  /**
+   * Adds a member that asked to join ({@link #requestJoin}) as RECOVERING under the next
+   * epoch, once it and every member have answered a ping within down-after and every
+   * member is UP; true if it wrote that ring. A
+   * joiner is added only once it runs: as RECOVERING it is a backup of its ranges at
+   * once, and a backup that cannot be reached would fail their writes.
+   */
+  private boolean join(Ring ring) throws IOException {
+    for (Map.Entry<Member, Path> req : joinRequests(ringFile).entrySet()) {
+      Member m = req.getKey();
+      if (ring.members().contains(m)) {
+        Files.deleteIfExists(req.getValue()); // done
+        continue;
+      }
+      boolean live;
+      synchronized (lastSeen) {
+        if (pinging.add(m)) {
+          ping.apply(m).whenComplete((x, e) -> {
+            synchronized (lastSeen) {
+              pinging.remove(m);
+              if (e == null) {
+                answered.put(m, clock.getAsLong());
+              }
+            }
+          });
+        }
+        live = recentlyAnswered(m) && ring.members().stream().allMatch(this::recentlyAnswered);
+      }
+      if (ring.replication() < 2) {
+        if (refusedJoins.add(m)) {
+          LOG.warn("monitor: refusing to add {}: with R = 1 the ranges it takes would have "
+              + "no UP owner while it copies them (joins need R >= 2)", m);
+        }
+        continue;
+      }
+      if (!live || !ring.states().isEmpty()) {
+        // Not running yet, a member is not UP, or one has not answered within down-after
+        // (it may be going DOWN: while the joiner is RECOVERING, a member whose ranges it
+        // shares cannot be marked DOWN, see the README's "A member lost during a join").
+        logWait(m, ring);
+        continue;
+      }
+      Ring next = joined(ring, m);
+      write(next);
+      LOG.info("monitor: {} joins as RECOVERING under ring epoch {}", m, next.epoch());
+      return true;
+    }
+    return false;
+  }
+
+  /** Whether {@code m} answered a ping within down-after. Caller holds lastSeen. */
+  private boolean recentlyAnswered(Member m) {
+    Long t = answered.get(m);
+    return t != null && clock.getAsLong() - t <= downAfter.toNanos();
+  }
+
+  /** Join requests whose wait was logged, with the reason, so each is logged once. */
+  private final Map<Member, String> joinWaitLogged = new HashMap<>();
+
+  private void logWait(Member m, Ring ring) {
+    String why;
+    synchronized (lastSeen) {
+      List<Member> silent = ring.members().stream().filter(x -> !recentlyAnswered(x)).toList();
+      why = !recentlyAnswered(m) ? "it has not answered a ping yet"
+          : !silent.isEmpty() ? "members have not answered within " + downAfter + ": " + silent
+          : "not every member is UP: " + ring.states();
+    }
+    if (!why.equals(joinWaitLogged.put(m, why))) {
+      LOG.info("monitor: {} waits to join: {}", m, why);
+    }
+  }
+
+  /** {@code ring} with {@code m} added as RECOVERING, under the next epoch. */
+  static Ring joined(Ring ring, Member m) {
+    List<Member> members = new java.util.ArrayList<>(ring.members());
+    members.add(m);
+    Map<Member, Ring.State> states = new HashMap<>(ring.states());
+    states.put(m, Ring.State.RECOVERING);
+    return new Ring(ring.epoch() + 1, members, ring.vnodes(), ring.replication(), states);
+  }
+
+  /**
+   * The join requests next to {@code ringFile}: one file per member. A file that does not
+   * name a member (empty, hand-written, an editor's backup, half written by another tool)
+   * is renamed to {@code *.bad} and logged, never thrown: the monitor reads these files
+   * every round, and one bad file must not stop its failure detection.
+   */
+  static Map<Member, Path> joinRequests(Path ringFile) throws IOException {
+    Map<Member, Path> out = new java.util.TreeMap<>(java.util.Comparator.comparing(Member::id));
+    String prefix = ringFile.getFileName() + ".join-";
+    try (var files = Files.list(ringFile.toAbsolutePath().getParent())) {
+      for (Path f : (Iterable<Path>) files::iterator) {
+        String name = f.getFileName().toString();
+        if (name.startsWith(prefix) && !name.endsWith(".tmp") && !name.endsWith(BAD)) {
+          try {
+            out.put(Member.parse(Files.readString(f).strip()), f);
+          } catch (IOException | RuntimeException e) {
+            setAside(f, e);
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /** The suffix a join request that names no member is renamed with. */
+  static final String BAD = ".bad";
+
+  private static void setAside(Path f, Exception why) {
+    LOG.warn("monitor: ignoring join request {} ({}); renamed to {}{}", f, why.toString(),
+        f.getFileName(), BAD);
+    try {
+      Files.move(f, f.resolveSibling(f.getFileName() + BAD),
+          StandardCopyOption.REPLACE_EXISTING);
+    } catch (IOException e) {
+      // gone already, or the directory is read-only: skipped again next round
+      LOG.debug("monitor: could not rename {}: {}", f, e.toString());
+    }
+  }
+
+  /**
+   * Asks the monitor of {@code ringFile} to add {@code m} (see {@link #join}): a request
+   * file the running monitor reads, since it is the ring file's one writer.
+   */
+  public static void requestJoin(Path ringFile, Member m) throws IOException {
+    String name = ringFile.getFileName() + ".join-" + m.id().replaceAll("[^A-Za-z0-9.-]", "_");
+    Path tmp = ringFile.resolveSibling(name + ".tmp");
+    Files.writeString(tmp, m.id() + "\n");
+    Files.move(tmp, ringFile.resolveSibling(name), StandardCopyOption.REPLACE_EXISTING,
+        StandardCopyOption.ATOMIC_MOVE);
+  }
+
   private TyrClient client(Member m) {
     // Bounded by down-after, not the interval: a node slow to answer under load is alive.
     return clients.computeIfAbsent(m, k -> new TyrClient(peers.client(k)
@@ -309,10 +462,16 @@ public final class ClusterMonitor implements Closeable {
    * option). {@code ClusterMonitor --cluster-file F --mark host:port up|down|recovering}:
    * one change by hand, under the next epoch. An unknown option is refused: a misspelt
    * {@code --tls-trust} dropped would probe a TLS cluster in plain text.
+   * {@code ClusterMonitor --cluster-file F --join host:port [--wait 10m]}: asks the running
+   * monitor to add a started node, and waits until it is UP.
    */
   public static void main(String[] args) throws Exception {
     Map<String, String> o = options(args);
     Path file = Path.of(required(o, "--cluster-file"));
+    if (o.containsKey("--join")) {
+      System.exit(joinAndWait(file, Member.parse(o.get("--join")),
+          Duration.parse("PT" + o.getOrDefault("--wait", "10m").toUpperCase())));
+    }
     if (o.containsKey("--mark")) {
       Ring ring = Membership.readRingFile(file);
       Member m = Member.parse(o.get("--mark"));
@@ -349,7 +508,7 @@ public final class ClusterMonitor implements Closeable {
   }
 
   static final Set<String> OPTIONS = Set.of("--cluster-file", "--down-after", "--interval",
-      "--secret-file", "--tls-trust", "--tls-peer-trust", "--mark");
+      "--secret-file", "--tls-trust", "--tls-peer-trust", "--mark", "--join", "--wait");
 
   /** The options by name, every one known; {@code --mark}'s state is the last argument. */
   static Map<String, String> options(String[] args) {
@@ -371,6 +530,44 @@ public final class ClusterMonitor implements Closeable {
           + "give one");
     }
     return o;
+  }
+
+  /**
+   * {@code --join host:port}: asks the running monitor to add the member, then follows the
+   * ring file until it is UP there (0), or {@code wait} passes (1). No monitor: 2.
+   */
+  private static int joinAndWait(Path file, Member m, Duration wait) throws Exception {
+    try (FileChannel free = lockChannel(file)) {
+      System.err.println("tyr-monitor: no monitor runs on " + file + "; a join is made by "
+          + "the running monitor (it marks the member UP once it has caught up): start one");
+      return 2;
+    } catch (IOException held) {
+      // a monitor holds the lock: it takes the request
+    }
+    if (Membership.readRingFile(file).replication() < 2) {
+      System.err.println("tyr-monitor: " + file + " has R = 1: a joining node's ranges would "
+          + "have no UP owner while it copies them; joins need R >= 2");
+      return 2;
+    }
+    requestJoin(file, m);
+    System.out.println("TYR-JOIN REQUESTED " + m);
+    long deadline = System.nanoTime() + wait.toNanos();
+    Ring.State last = null;
+    while (System.nanoTime() < deadline) {
+      Ring r = Membership.readRingFile(file);
+      Ring.State s = r.members().contains(m) ? r.state(m) : null;
+      if (s != last) {
+        System.out.println("TYR-JOIN " + m + " " + (s == null ? "not a member" : s)
+            + " under ring epoch " + r.epoch());
+        last = s;
+      }
+      if (s == Ring.State.UP) {
+        return 0;
+      }
+      Thread.sleep(200);
+    }
+    System.err.println("tyr-monitor: " + m + " is not UP after " + wait);
+    return 1;
   }
 
   private static String required(Map<String, String> o, String k) {

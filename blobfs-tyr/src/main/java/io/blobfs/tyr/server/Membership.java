@@ -36,6 +36,9 @@ import org.slf4j.LoggerFactory;
  * <pre>
  * cluster-nodes        host:port,host:port,...  the members, spelt as clients reach them
  * cluster-self         this node's entry in the list (default bind:port)
+ * cluster-join         false  with cluster-file: this node is joining, so it may start
+ *                             before the ring lists it (without it, a node the ring does
+ *                             not list refuses to start: a wrong cluster-self fails fast)
  * cluster-epoch        1      raise it whenever the list or settings change
  * cluster-vnodes       128    points per member on the ring
  * cluster-replication  1      replicas per key
@@ -53,15 +56,16 @@ import org.slf4j.LoggerFactory;
  * also counts the commits it has admitted under each epoch, so that {@link #settled} can
  * tell a recovering peer once none admitted under an older ring is still running.
  *
- * <p>A ring change moves no data yet (the next increment): it fences stale clients.
- * The check is made when the request arrives; a ring installed while a request runs
+ * <p>A ring change fences stale clients. A member added to the ring (a join) copies its
+ * ranges while RECOVERING ({@link Recovery}); the members that handed them over drop
+ * them once it is UP ({@link RangeDrop}). The check is made when the request arrives; a ring installed while a request runs
  * does not stop that request.
  */
 public final class Membership implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(Membership.class);
   public static final java.util.Set<String> KEYS = java.util.Set.of("cluster-nodes",
       "cluster-self", "cluster-epoch", "cluster-vnodes", "cluster-replication", "cluster-file",
-      "cluster-tx-timeout");
+      "cluster-tx-timeout", "cluster-join");
 
   /** How long a cross-node transaction may stay prepared before it is resolved. */
   public static final Duration DEFAULT_TX_TIMEOUT = Duration.ofSeconds(10);
@@ -81,12 +85,31 @@ public final class Membership implements Closeable {
       new java.util.concurrent.CopyOnWriteArrayList<>();
 
   public Membership(Member self, Ring ring) {
+    this(self, ring, false);
+  }
+
+  /**
+   * With {@code mayJoin}, {@code self} need not be a member yet: a node started to join a
+   * cluster (its ring file is the cluster's) serves nothing until the monitor adds it to
+   * the ring as RECOVERING ({@code ClusterMonitor --join}); see the README's "Adding a
+   * node".
+   */
+  public Membership(Member self, Ring ring, boolean mayJoin) {
     this.self = self;
     this.ring = ring;
     if (!ring.members().contains(self)) {
-      throw new IllegalArgumentException("this node, " + self + ", is not a member of "
-          + ring + " (set cluster-self to its entry)");
+      if (!mayJoin) {
+        throw new IllegalArgumentException("this node, " + self + ", is not a member of "
+            + ring + " (set cluster-self to its entry)");
+      }
+      LOG.warn("node {} is not a member of {}: it serves nothing until a ring lists it "
+          + "(a joining node; check cluster-self if it is not one)", self, ring);
     }
+  }
+
+  /** Whether this node is a member of its ring (not, while it waits to join). */
+  public boolean isMember() {
+    return ring.members().contains(self);
   }
 
   public Member self() {
@@ -220,6 +243,10 @@ public final class Membership implements Closeable {
       }
       inner = routed.inner();
     }
+    if (!r.members().contains(self) && !(inner instanceof Request.Ping)) {
+      throw new WrongEpochException("node " + self + " is not a member of the ring under "
+          + "epoch " + r.epoch() + " (it waits to join): it serves nothing", r);
+    }
     if (r.state(self) != Ring.State.UP && (inner instanceof Request.Stat
         || inner instanceof Request.Read || inner instanceof Request.Grant
         || inner instanceof Request.Prepare || inner instanceof Request.Commit
@@ -294,7 +321,7 @@ public final class Membership implements Closeable {
       throws IOException {
     if (o.get("cluster-file").isPresent()) {
       for (String k : KEYS) {
-        if (!k.equals("cluster-file") && !k.equals("cluster-self")
+        if (!k.equals("cluster-file") && !k.equals("cluster-self") && !k.equals("cluster-join")
             && !k.equals("cluster-tx-timeout") && o.get(k).isPresent()) {
           throw new IllegalArgumentException(o.fullKey(k) + " and " + o.fullKey("cluster-file")
               + " are exclusive: the file holds the ring");
@@ -302,10 +329,18 @@ public final class Membership implements Closeable {
       }
       Path file = Path.of(o.get("cluster-file").get());
       Ring ring = readRingFile(file);
-      Membership m = new Membership(self(o, bind, port), ring)
+      // Only a node told it is joining may start unlisted: an existing member restarted
+      // with a wrong cluster-self would otherwise run, answer the monitor's pings (so it is
+      // never marked DOWN) and refuse everything else, its ranges unavailable meanwhile.
+      Membership m = new Membership(self(o, bind, port), ring, o.getBoolean("cluster-join",
+          false))
           .withTxTimeout(o.getDuration("cluster-tx-timeout", DEFAULT_TX_TIMEOUT));
       m.watch(file);
       return m;
+    }
+    if (o.get("cluster-join").isPresent()) {
+      throw new IllegalArgumentException(o.fullKey("cluster-join") + " needs "
+          + o.fullKey("cluster-file") + ": a node joins the ring the monitor writes there");
     }
     if (o.get("cluster-nodes").isEmpty()) {
       for (String k : KEYS) {

@@ -20,7 +20,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -61,7 +60,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Cost: one scan of every UP member's keys, and a read over the network of every blob
  * this node holds a replica of (about R/N of the data), whatever it missed; only the blobs
- * that differ are written. A blob is held in memory whole while it is copied.
+ * that differ are written. A blob is read, compared and copied one piece (4 MiB) at a
+ * time, so memory does not grow with blob size.
  */
 final class Recovery implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(Recovery.class);
@@ -129,9 +129,10 @@ final class Recovery implements Closeable {
       Files.move(tmp, marker, StandardCopyOption.REPLACE_EXISTING,
           StandardCopyOption.ATOMIC_MOVE);
       membership.caughtUp(epoch);
-      LOG.info("node {} caught up under ring epoch {} in {} ms: {} keys checked, {} copied, "
-          + "{} deleted, {} bytes read; it may now be marked UP", membership.self(), epoch,
-          (System.nanoTime() - start) / 1_000_000, s.checked, s.copied, s.deleted, s.bytes);
+      LOG.info("node {} caught up under ring epoch {} in {} ms: {} keys checked, {} copied "
+          + "({} bytes), {} deleted, {} bytes read; it may now be marked UP",
+          membership.self(), epoch, (System.nanoTime() - start) / 1_000_000, s.checked,
+          s.copied, s.copiedBytes, s.deleted, s.bytes);
     } catch (Superseded e) {
       LOG.info("node {}: catch-up under epoch {} left for a newer ring", membership.self(),
           epoch);
@@ -165,6 +166,7 @@ final class Recovery implements Closeable {
   private static final class Stats {
     long checked;
     long copied;
+    long copiedBytes;
     long deleted;
     long bytes;
   }
@@ -311,14 +313,23 @@ final class Recovery implements Closeable {
     return out;
   }
 
-  /** Makes {@code key} here equal the primary's copy (retrying if a replicated write races). */
+  /**
+   * Makes {@code key} here equal the primary's copy (retrying if a replicated write races),
+   * one piece at a time: no more than one piece of the blob is held in memory. The pieces
+   * are gathered in a spool file in the data directory and the new version replaces the
+   * local one in one checked commit, so a run that fails part way (the primary lost, the
+   * ring moved on) leaves the old copy whole, never a prefix of the new one: an operator
+   * who then marks this node UP by hand gets stale blobs, not truncated ones. A blob too
+   * large for one commit ({@link #WHOLE_COMMIT}) is still copied in place, piece by piece
+   * (see the README's "Not covered").
+   */
   private void copy(Ring ring, String key, TyrClient primary, Stats stats) throws Exception {
     for (int attempt = 0; attempt < 100; attempt++) {
       current(ring);
       long localVersion = engine.stat(key).version();
-      List<ByteBuffer> pieces = readWhole(primary, key);
+      ReadResult first = readPiece(primary, key, 0);
       stats.checked++;
-      if (pieces == null) {
+      if (first == null) {
         if (localVersion == 0
             || commitChecked(key, localVersion, List.of(new TxOp.Delete(key, false))) >= 0) {
           stats.deleted += localVersion == 0 ? 0 : 1;
@@ -326,93 +337,149 @@ final class Recovery implements Closeable {
         }
         continue;
       }
-      long size = 0;
-      for (ByteBuffer p : pieces) {
-        size += p.remaining();
+      stats.bytes += first.data().remaining();
+      if (localVersion != 0) {
+        Boolean same = sameAsLocal(primary, key, localVersion, first, stats);
+        if (same == null) {
+          continue; // the primary's blob changed between pieces: look again
+        }
+        if (same) {
+          return;
+        }
       }
-      stats.bytes += size;
-      if (sameAsLocal(key, localVersion, size, pieces)) {
-        return;
-      }
-      long v = commitChecked(key, localVersion, List.of(new TxOp.Put(key, pieces.get(0), false)));
-      long offset = pieces.get(0).remaining();
-      for (int i = 1; v >= 0 && i < pieces.size(); i++) {
-        ByteBuffer p = pieces.get(i);
-        int n = p.remaining();
-        v = commitChecked(key, v, List.of(new TxOp.Write(key, offset, p)));
-        offset += n;
-      }
-      if (v >= 0) {
+      boolean done = first.size() <= WHOLE_COMMIT
+          ? copyWhole(ring, key, primary, localVersion, first, stats)
+          : copyInPlace(ring, key, primary, localVersion, first, stats);
+      if (done) {
         stats.copied++;
+        stats.copiedBytes += first.size();
         return;
       }
-      // A replicated write came in between: copy again, now with it.
+      // A replicated write came in between, or the primary's blob changed: copy again.
     }
     throw new IOException("could not copy '" + key + "': it kept changing");
   }
 
-  /** The primary's blob in pieces of one version, or null if it has none. */
-  private List<ByteBuffer> readWhole(TyrClient primary, String key) throws IOException {
-    for (int attempt = 0; attempt < 100; attempt++) {
-      List<ByteBuffer> pieces = new ArrayList<>();
-      long version = -1;
-      long offset = 0;
-      long size = 0;
-      boolean torn = false;
-      do {
-        ReadResult r;
-        try {
-          r = TyrClient.await(primary.read(key, offset,
-              Math.min(PIECE, maxFrameBytes / 2)));
-        } catch (TyrException e) {
-          if (e.code() == ErrorCode.NOT_FOUND && (version == -1)) {
-            return null;
-          }
-          if (e.code() == ErrorCode.NOT_FOUND) {
-            torn = true;
-            break;
-          }
-          throw e;
+  /**
+   * Largest blob copied through the spool in one commit: a transaction may log at most
+   * 1 GiB (the engine's WriteAheadLog.MAX_RECORD_BYTES), less room for its record.
+   */
+  static final long WHOLE_COMMIT = (1L << 30) - (16L << 20);
+
+  /** Called before each piece after the first is read (tests: a failure between pieces). */
+  volatile Runnable betweenPieces = () -> { };
+
+  /**
+   * Gathers the primary's pieces in {@code <data-dir>/recovery-spool}, then puts the whole
+   * blob from there (mapped, not on the heap) under the check of {@code localVersion}.
+   * False if the primary's blob or the local one changed meanwhile.
+   */
+  private boolean copyWhole(Ring ring, String key, TyrClient primary, long localVersion,
+      ReadResult first, Stats stats) throws Exception {
+    Path spool = engine.config().directory().resolve("recovery-spool");
+    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(spool,
+        java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.READ,
+        java.nio.file.StandardOpenOption.WRITE,
+        java.nio.file.StandardOpenOption.TRUNCATE_EXISTING)) {
+      long offset = writeFully(ch, first.data(), 0);
+      while (offset < first.size()) {
+        betweenPieces.run();
+        current(ring);
+        ReadResult p = readPiece(primary, key, offset);
+        if (p == null || p.version() != first.version()) {
+          return false;
         }
-        if (version != -1 && r.version() != version) {
-          torn = true; // changed between pieces: read it again
+        int n = p.data().remaining();
+        if (n == 0) {
           break;
         }
-        version = r.version();
-        size = r.size();
-        pieces.add(r.data());
-        offset += r.data().remaining();
-        if (r.data().remaining() == 0) {
-          break;
-        }
-      } while (offset < size);
-      if (!torn) {
-        return pieces;
+        stats.bytes += n;
+        offset = writeFully(ch, p.data(), offset);
       }
+      ByteBuffer whole = ch.map(java.nio.channels.FileChannel.MapMode.READ_ONLY, 0, offset);
+      return commitChecked(key, localVersion, List.of(new TxOp.Put(key, whole, false))) >= 0;
+    } finally {
+      Files.deleteIfExists(spool);
     }
-    throw new IOException("could not read one version of '" + key + "': it kept changing");
   }
 
-  private boolean sameAsLocal(String key, long localVersion, long size, List<ByteBuffer> pieces)
-      throws IOException {
-    if (localVersion == 0) {
-      return false;
+  private static long writeFully(java.nio.channels.FileChannel ch, ByteBuffer data,
+      long offset) throws IOException {
+    while (data.hasRemaining()) {
+      offset += ch.write(data, offset);
     }
-    BlobStat s = engine.stat(key);
-    if (s.version() != localVersion || s.size() != size) {
-      return false;
-    }
-    long offset = 0;
-    for (ByteBuffer p : pieces) {
-      ByteBuffer mine = ByteBuffer.allocate(p.remaining());
-      BlobStat read = engine.read(key, offset, mine);
-      mine.flip();
-      if (read.version() != localVersion || !mine.equals(p.duplicate())) {
+    return offset;
+  }
+
+  /**
+   * The in-place copy of a blob too large for one commit: the first piece replaces the
+   * local copy, the others follow, each under the check of the version before it. A run
+   * that fails part way leaves a prefix of the new version here until a later run.
+   */
+  private boolean copyInPlace(Ring ring, String key, TyrClient primary, long localVersion,
+      ReadResult first, Stats stats) throws Exception {
+    long offset = first.data().remaining();
+    long v = commitChecked(key, localVersion, List.of(new TxOp.Put(key, first.data(), false)));
+    while (v >= 0 && offset < first.size()) {
+      betweenPieces.run();
+      current(ring);
+      ReadResult p = readPiece(primary, key, offset);
+      if (p == null || p.version() != first.version()) {
         return false;
       }
-      offset += p.remaining();
+      int n = p.data().remaining();
+      if (n == 0) {
+        break;
+      }
+      stats.bytes += n;
+      v = commitChecked(key, v, List.of(new TxOp.Write(key, offset, p.data())));
+      offset += n;
     }
-    return true;
+    return v >= 0;
+  }
+
+  /** One piece of the primary's blob from {@code offset}, or null if it has none. */
+  private ReadResult readPiece(TyrClient primary, String key, long offset) throws IOException {
+    try {
+      return TyrClient.await(primary.read(key, offset, Math.min(PIECE, maxFrameBytes / 2)));
+    } catch (TyrException e) {
+      if (e.code() == ErrorCode.NOT_FOUND) {
+        return null;
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * Whether the local copy at {@code localVersion} holds the primary's bytes, compared a
+   * piece at a time; null if the primary's blob changed between pieces.
+   */
+  private Boolean sameAsLocal(TyrClient primary, String key, long localVersion,
+      ReadResult first, Stats stats) throws IOException {
+    BlobStat s = engine.stat(key);
+    if (s.version() != localVersion || s.size() != first.size()) {
+      return false;
+    }
+    ReadResult piece = first;
+    long offset = 0;
+    while (true) {
+      ByteBuffer theirs = piece.data().duplicate();
+      ByteBuffer mine = ByteBuffer.allocate(theirs.remaining());
+      BlobStat read = engine.read(key, offset, mine);
+      mine.flip();
+      if (read.version() != localVersion || !mine.equals(theirs)) {
+        return false;
+      }
+      offset += theirs.remaining();
+      if (offset >= first.size() || theirs.remaining() == 0) {
+        return true;
+      }
+      piece = readPiece(primary, key, offset);
+      if (piece == null || piece.version() != first.version()) {
+        return null;
+      }
+      stats.bytes += piece.data().remaining();
+    }
   }
 
   /** Commits {@code ops} if {@code key} is still at {@code version}: the new version, or -1. */

@@ -44,6 +44,8 @@ public final class TyrServer implements Closeable {
   private final Transactions transactions;
   /** Catch-up when the ring names this node RECOVERING; null for a lone node. */
   private final Recovery recovery;
+  /** Drops the ranges this node handed to a joined member once it is UP; null alone. */
+  private final RangeDrop rangeDrop;
 
   private TyrServer(ServerConfig config, Membership membership) throws IOException {
     config.checkPeerTls(membership != null);
@@ -119,6 +121,8 @@ public final class TyrServer implements Closeable {
     // Last: it may start copying from the peers at once.
     recovery = membership == null ? null
         : new Recovery(membership, engine, config.peerAccess(), config.maxFrameBytes());
+    rangeDrop = membership == null ? null
+        : new RangeDrop(membership, engine, config.peerAccess(), config.maxFrameBytes());
   }
 
   /**
@@ -149,6 +153,11 @@ public final class TyrServer implements Closeable {
    */
   public long caughtUpEpoch() {
     return Recovery.caughtUpEpoch(config.engine().directory());
+  }
+
+  /** Its catch-up, or null for a lone node (tests: a failure between pieces). */
+  Recovery recovery() {
+    return recovery;
   }
 
   /** Ids of the cross-node transactions prepared on this node and not yet resolved. */
@@ -207,6 +216,9 @@ public final class TyrServer implements Closeable {
     listener.close().syncUninterruptibly();
     if (membership != null) {
       membership.close();
+    }
+    if (rangeDrop != null) {
+      rangeDrop.close();
     }
     if (recovery != null) {
       recovery.close();

@@ -89,8 +89,17 @@ final class TyrService {
         }
         return transactions.decide(d);
       }
+      // A cluster client's scan (routed) lists only the keys of this node's ranges: a
+      // range it handed to a joining node stays here until that node is UP, then is
+      // dropped (RangeDrop), and must not be listed meanwhile (a key deleted on its owners
+      // would show again from here).
+      java.util.function.Predicate<String> listed = k -> true;
       if (request instanceof Request.Routed routed) {
         request = routed.inner();
+        if (membership != null) {
+          io.blobfs.tyr.ring.Ring ring = membership.ring();
+          listed = k -> ring.isReplica(membership.self(), k);
+        }
       }
       if (request instanceof Request.Prepare p) {
         if (transactions == null) {
@@ -128,7 +137,7 @@ final class TyrService {
               + maxReadBytes + " head bytes in all)");
         }
         return CompletableFuture.completedFuture(engine.scan(s.prefix(), s.cursor(),
-            s.limit(), s.headBytes()));
+            s.limit(), s.headBytes(), listed));
       } else if (request instanceof Request.Ping) {
         return CompletableFuture.completedFuture(Boolean.TRUE);
       }

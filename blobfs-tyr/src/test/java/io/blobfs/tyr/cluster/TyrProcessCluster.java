@@ -20,11 +20,15 @@ public final class TyrProcessCluster implements AutoCloseable {
   private final Path ringFile;
   private final List<Member> members;
   private final List<TyrServerProcess> nodes = new ArrayList<>();
+  private Path dir;
+  private int nsPort;
+  private List<String> extraArgs = List.of();
+  private java.util.function.IntFunction<List<String>> perNode = i -> List.of();
 
   private TyrProcessCluster(Hosts hosts, Path ringFile, List<Member> members) {
     this.hosts = hosts;
     this.ringFile = ringFile;
-    this.members = members;
+    this.members = new ArrayList<>(members);
   }
 
   public static TyrProcessCluster start(Path dir, int n, int vnodes, int replication)
@@ -59,26 +63,49 @@ public final class TyrProcessCluster implements AutoCloseable {
     }
     TyrProcessCluster c = new TyrProcessCluster(hosts, dir.resolve("ring.properties"),
         List.copyOf(members));
+    c.dir = dir;
+    c.nsPort = nsPort;
+    c.extraArgs = List.of(extraArgs);
+    c.perNode = perNode;
     c.writeRing(1, vnodes, replication);
     try {
       for (int i = 1; i <= n; i++) {
-        Member m = members.get(i - 1);
-        List<String> launcher = hosts.namespaces() ? hosts.command(i, List.of()) : List.of();
-        List<String> args = new ArrayList<>(List.of("--sync", "interval",
-            "--cluster-file", c.ringFile.toString(), "--cluster-self", m.id()));
-        args.addAll(List.of(extraArgs));
-        args.addAll(perNode.apply(i));
-        TyrServerProcess p = new TyrServerProcess(Files.createDirectories(
-            dir.resolve("node" + i)), launcher, m.host(), m.port(),
-            args.toArray(new String[0]));
-        c.nodes.add(p);
-        p.start();
+        c.startNode(i, members.get(i - 1), false);
       }
     } catch (IOException | RuntimeException e) {
       c.close();
       throw e;
     }
     return c;
+  }
+
+  private TyrServerProcess startNode(int i, Member m, boolean joining) throws IOException {
+    List<String> launcher = hosts.namespaces() ? hosts.command(i, List.of()) : List.of();
+    List<String> args = new ArrayList<>(List.of("--sync", "interval",
+        "--cluster-file", ringFile.toString(), "--cluster-self", m.id()));
+    if (joining) {
+      args.addAll(List.of("--cluster-join", "true"));
+    }
+    args.addAll(extraArgs);
+    args.addAll(perNode.apply(i));
+    TyrServerProcess p = new TyrServerProcess(Files.createDirectories(
+        dir.resolve("node" + i)), launcher, m.host(), m.port(), args.toArray(new String[0]));
+    nodes.add(p);
+    p.start();
+    return p;
+  }
+
+  /**
+   * Starts a node on the next host that is not a member yet: it follows the ring file and
+   * serves nothing until the monitor adds it ({@code ClusterMonitor --join}). Its index is
+   * {@code members().size() - 1} from then on.
+   */
+  public Member startJoiner() throws IOException {
+    int i = nodes.size() + 1;
+    Member m = new Member(hosts.address(i), hosts.namespaces() ? nsPort : freePort());
+    startNode(i, m, true);
+    members.add(m);
+    return m;
   }
 
   private static int freePort() throws IOException {
@@ -108,8 +135,9 @@ public final class TyrProcessCluster implements AutoCloseable {
     return b.toString();
   }
 
+  /** The members started so far (a joiner's from {@link #startJoiner} on). */
   public List<Member> members() {
-    return members;
+    return List.copyOf(members);
   }
 
   public TyrServerProcess node(int i) {

@@ -38,6 +38,44 @@ class RingTest {
     assertEquals(new HashSet<>(THREE), new HashSet<>(all.owners("x")));
   }
 
+  /**
+   * Placement is the plain definition: the first R distinct members clockwise from the
+   * key's hash over the (token, member index) pairs in order. The constructor sorts with
+   * primitive arrays; this reference sorts the pairs as objects.
+   */
+  @Test
+  void ownersAreTheWalkOverTheSortedTokens() {
+    List<Member> members = new java.util.ArrayList<>();
+    for (int i = 0; i < 50; i++) {
+      members.add(new Member("10.0.0." + i, 7400));
+    }
+    Ring ring = new Ring(1, members, 32, 3);
+    List<long[]> pairs = new java.util.ArrayList<>();
+    for (int m = 0; m < members.size(); m++) {
+      for (int v = 0; v < 32; v++) {
+        pairs.add(new long[] {Ring.hash(members.get(m).id() + "#" + v), m});
+      }
+    }
+    pairs.sort((x, y) -> x[0] != y[0] ? Long.compare(x[0], y[0]) : Long.compare(x[1], y[1]));
+    Random r = new Random(3);
+    for (int i = 0; i < 20_000; i++) {
+      String k = key(r);
+      long h = Ring.hash(k);
+      int at = 0;
+      while (at < pairs.size() && pairs.get(at)[0] < h) {
+        at++;
+      }
+      List<Member> want = new java.util.ArrayList<>();
+      for (int seen = 0; want.size() < 3; seen++) {
+        Member m = members.get((int) pairs.get((at + seen) % pairs.size())[1]);
+        if (!want.contains(m)) {
+          want.add(m);
+        }
+      }
+      assertEquals(want, ring.owners(k), k);
+    }
+  }
+
   @Test
   void keysSpreadEvenlyOverMembers() {
     Ring ring = new Ring(1, THREE, 128, 1);

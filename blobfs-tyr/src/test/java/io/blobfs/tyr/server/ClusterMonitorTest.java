@@ -204,6 +204,183 @@ class ClusterMonitorTest {
         "connection refused"))).isFalse();
   }
 
+  /**
+   * Join request files that name no member (empty, an editor's backup, free text) are set
+   * aside as {@code *.bad}, and the monitor goes on marking a silent member DOWN.
+   */
+  @Test
+  void aMalformedJoinRequestNeitherStopsTheMonitorNorIsTakenAsAMember() throws Exception {
+    Member a = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(a, b), 16, 2);
+    Path file = dir.resolve("ring.properties");
+    Files.writeString(file, Membership.ringFileText(ring));
+    Files.writeString(dir.resolve("ring.properties.join-empty"), "");
+    Files.writeString(dir.resolve("ring.properties.join-x~"), "not a member\n");
+    Member j = new Member("127.0.0.1", freePort());
+    ClusterMonitor.requestJoin(file, j); // a good one next to them is still read
+    try (ClusterMonitor monitor = new ClusterMonitor(file, PeerAccess.NONE, Duration.ofMillis(500),
+        Duration.ofMillis(100))) {
+      Ring down = awaitRing(file, r -> !r.states().isEmpty());
+      assertEquals(2, down.epoch());
+      assertThat(down.states()).containsValue(Ring.State.DOWN);
+    }
+    assertThat(dir.resolve("ring.properties.join-empty.bad")).exists();
+    assertThat(dir.resolve("ring.properties.join-x~.bad")).exists();
+    assertThat(dir.resolve("ring.properties.join-empty")).doesNotExist();
+    assertEquals(List.of(j), List.copyOf(ClusterMonitor.joinRequests(file).keySet()));
+  }
+
+  /**
+   * A join waits while a member has not answered within down-after (it is still UP in the
+   * ring: marking it DOWN later would be refused while the joiner is RECOVERING on its
+   * ranges), and goes ahead once it answers.
+   */
+  @Test
+  void aJoinWaitsUntilEveryMemberHasAnsweredWithinDownAfter() throws Exception {
+    Member a = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Member j = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(a, b), 16, 2);
+    Path file = dir.resolve("ring.properties");
+    Files.writeString(file, Membership.ringFileText(ring));
+    try (TyrServer na = start(a, ring, "a");
+        TyrServer nj = TyrServer.start(config(j, "j"), new Membership(j, ring, true));
+        ClusterMonitor monitor = new ClusterMonitor(file, PeerAccess.NONE, Duration.ofSeconds(60),
+            Duration.ofMillis(100))) {
+      ClusterMonitor.requestJoin(file, j);
+      Thread.sleep(2000); // a and j answer; b, silent but not yet DOWN, does not
+      assertEquals(ring, Membership.readRingFile(file));
+      try (TyrServer nb = start(b, ring, "b")) {
+        Ring joined = awaitRing(file, r -> r.members().contains(j));
+        assertEquals(Ring.State.RECOVERING, joined.state(j));
+        assertEquals(2, joined.epoch());
+      }
+    }
+  }
+
+  /**
+   * A join (R = 2): asked before the node runs, nothing changes (as a backup it could not
+   * be reached, and writes of its ranges would fail); once it answers it is added
+   * RECOVERING, copies its ranges, and goes UP once caught up; then the old members drop
+   * the keys they handed over, and each node stores exactly the keys it owns.
+   */
+  @Test
+  void addsAJoiningNodeOnceItAnswersAndTheOldOwnersDropWhatItTook() throws Exception {
+    Member a = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Member j = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(a, b), 16, 2);
+    Path file = dir.resolve("ring.properties");
+    Files.writeString(file, Membership.ringFileText(ring));
+    java.util.Map<String, byte[]> want = new java.util.TreeMap<>();
+    try (TyrServer na = start(a, ring, "a"); TyrServer nb = start(b, ring, "b");
+        ClusterMonitor monitor = new ClusterMonitor(file, PeerAccess.NONE, Duration.ofSeconds(5),
+            Duration.ofMillis(100));
+        io.blobfs.store.BlobStore store = new io.blobfs.tyr.blobfs.TyrBlobStoreProvider()
+            .open("join", new io.blobfs.store.StoreOptions("fs.blob.store.join.",
+                java.util.Map.of("nodes", a.id())))) {
+      for (int i = 0; i < 200; i++) {
+        want.put("k/" + i, ("value " + i).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        store.put("k/" + i, java.nio.ByteBuffer.wrap(want.get("k/" + i)),
+            io.blobfs.store.PutMode.OVERWRITE);
+      }
+      // One blob of several pieces (4 MiB each) in the joiner's ranges: copied piece by piece.
+      String big = null;
+      for (int i = 0; big == null; i++) {
+        big = ClusterMonitor.joined(ring, j).isReplica(j, "big/" + i) ? "big/" + i : null;
+      }
+      byte[] bytes = new byte[(9 << 20) + 12345];
+      new java.util.Random(5).nextBytes(bytes);
+      want.put(big, bytes);
+      store.put(big, java.nio.ByteBuffer.wrap(bytes), io.blobfs.store.PutMode.OVERWRITE);
+      ClusterMonitor.requestJoin(file, j);
+      Thread.sleep(1500); // nothing answers at j yet
+      assertEquals(ring, Membership.readRingFile(file));
+      try (TyrServer nj = TyrServer.start(config(j, "j"), new Membership(j, ring, true))) {
+        Ring recovering = awaitRing(file, r -> r.members().contains(j));
+        assertEquals(2, recovering.epoch());
+        assertEquals(Ring.State.RECOVERING, recovering.state(j));
+        for (TyrServer n : List.of(na, nb, nj)) {
+          n.membership().install(recovering);
+        }
+        // a keeps what it handed over until j is UP, but a cluster client's (routed) scan
+        // lists only the keys a owns under its ring
+        java.util.Set<String> ownedByA = new java.util.TreeSet<>();
+        for (String k : want.keySet()) {
+          if (recovering.isReplica(a, k)) {
+            ownedByA.add(k);
+          }
+        }
+        try (io.blobfs.tyr.client.TyrClient c = new io.blobfs.tyr.client.TyrClient(
+            io.blobfs.tyr.client.ClientConfig.of(a.host(), a.port()))) {
+          c.routeUnder(recovering::epoch);
+          assertEquals(ownedByA, new java.util.TreeSet<>(io.blobfs.tyr.client.TyrClient.await(
+              c.scan("", null, 1000)).keys()));
+        }
+        assertThat(localKeys(a)).containsAll(ownedByA).hasSizeGreaterThan(ownedByA.size());
+        Ring up = awaitRing(file, r -> r.members().contains(j) && r.states().isEmpty());
+        assertEquals(3, up.epoch());
+        for (TyrServer n : List.of(na, nb, nj)) {
+          n.membership().install(up);
+        }
+        for (var e : want.entrySet()) {
+          assertThat(store.readWithVersion(e.getKey(), 16 << 20).bytes()).as(e.getKey())
+              .isEqualTo(e.getValue());
+        }
+        // the store reads the primary, which may be an old owner: the joiner's own copy of
+        // the blob it copied in pieces is read from its engine
+        java.nio.ByteBuffer onJ = java.nio.ByteBuffer.allocate((int) nj.engine().stat(big)
+            .size());
+        nj.engine().read(big, 0, onJ);
+        assertThat(onJ.array()).as(big + " on the joiner").isEqualTo(bytes);
+        int joinerKeys = 0;
+        for (Member m : List.of(a, b, j)) {
+          java.util.Set<String> owned = new java.util.TreeSet<>();
+          for (String k : want.keySet()) {
+            if (up.isReplica(m, k)) {
+              owned.add(k);
+            }
+          }
+          joinerKeys += m.equals(j) ? owned.size() : 0;
+          long deadline = System.nanoTime() + 20_000_000_000L;
+          while (!localKeys(m).equals(owned) && System.nanoTime() < deadline) {
+            Thread.sleep(50); // the drop runs after the install, on its own thread
+          }
+          assertEquals(owned, localKeys(m), "keys stored on " + m);
+        }
+        assertThat(joinerKeys).isPositive();
+        assertThat(ClusterMonitor.joinRequests(file)).isEmpty();
+      }
+    }
+  }
+
+  /** Every key {@code m} stores (a scan not routed under a ring lists them all). */
+  private static java.util.Set<String> localKeys(Member m) throws Exception {
+    java.util.Set<String> out = new java.util.TreeSet<>();
+    try (io.blobfs.tyr.client.TyrClient c = new io.blobfs.tyr.client.TyrClient(
+        io.blobfs.tyr.client.ClientConfig.of(m.host(), m.port()))) {
+      String cursor = null;
+      do {
+        var page = io.blobfs.tyr.client.TyrClient.await(c.scan("", cursor, 1000));
+        out.addAll(page.keys());
+        cursor = page.nextCursor();
+      } while (cursor != null);
+    }
+    return out;
+  }
+
+  private ServerConfig config(Member m, String name) {
+    EngineConfig engine = EngineConfig.defaults(dir.resolve(name))
+        .withSyncPolicy(SyncPolicy.NONE);
+    return new ServerConfig("127.0.0.1", m.port(), engine, 80 << 20, null, 8,
+        64, Duration.ofSeconds(60), 512L << 20, 128L << 20, Duration.ofSeconds(60), null);
+  }
+
+  private TyrServer start(Member m, Ring ring, String name) throws IOException {
+    return start(dir, m, ring, name);
+  }
+
   private static TyrServer start(Path dir, Member m, Ring ring, String name)
       throws IOException {
     EngineConfig engine = EngineConfig.defaults(dir.resolve(name))
