@@ -1,0 +1,196 @@
+package io.blobfs.tyr.cluster.history;
+
+import static io.blobfs.tyr.cluster.history.HistoryChecker.account;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.blobfs.tyr.cluster.history.Op.Kind;
+import io.blobfs.tyr.cluster.history.Op.Outcome;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/** The checker on hand-made histories: valid ones pass, each kind of anomaly is named. */
+class HistoryCheckerTest {
+  private static final HistoryChecker CHECKER = new HistoryChecker(Set.of("a", "b", "c"), 100,
+      Set.of("n"), Set.of("r"));
+
+  /** A history under construction; times are given by hand. */
+  private static final class H {
+    final List<Op> ops = new ArrayList<>();
+    int next;
+
+    H op(Kind f, Outcome o, long invoke, long complete, Map<String, String> reads,
+        Map<String, String> writes) {
+      ops.add(new Op(f.name().toLowerCase() + next++, 0, f, o, invoke, complete, reads, writes,
+          null));
+      return this;
+    }
+
+    H transfer(String id, Outcome o, long t0, long t1, String from, String fromRead,
+        String to, String toRead, long amount) {
+      ops.add(new Op(id, 1, Kind.TRANSFER, o, t0, t1, Map.of(from, fromRead, to, toRead),
+          Map.of(from, account(HistoryChecker.balanceOf(fromRead) - amount, id),
+              to, account(HistoryChecker.balanceOf(toRead) + amount, id)), null));
+      return this;
+    }
+
+    H fin(long t, Map<String, String> values) {
+      Map<String, String> all = new HashMap<>(Map.of("a", account(100, "init"),
+          "b", account(100, "init"), "c", account(100, "init")));
+      all.putAll(values);
+      ops.add(new Op("final", 9, Kind.FINAL, Outcome.OK, t, t + 1, all, Map.of(), null));
+      return this;
+    }
+
+    HistoryChecker.Result check() {
+      return CHECKER.check(ops);
+    }
+  }
+
+  private static final String A0 = account(100, "init");
+
+  @Test
+  void aValidHistoryOfEveryKindPasses() {
+    H h = new H()
+        .transfer("t1", Outcome.OK, 0, 10, "a", A0, "b", A0, 30)
+        .transfer("t2", Outcome.INFO, 11, 20, "b", account(130, "t1"), "c", A0, 5)
+        .transfer("t3", Outcome.FAIL, 12, 20, "a", account(70, "t1"), "c", A0, 1)
+        .transfer("t4", Outcome.INFO, 21, 30, "a", account(70, "t1"), "c",
+            account(105, "t2"), 10) // t2 applied after all: t4 read its value
+        .op(Kind.AUDIT, Outcome.OK, 31, 40, Map.of("a", account(60, "t4"),
+            "b", account(125, "t2"), "c", account(115, "t4")), Map.of())
+        .op(Kind.INCREMENT, Outcome.OK, 0, 5, Map.of("n", "0"), Map.of("n", "1"))
+        .op(Kind.INCREMENT, Outcome.INFO, 6, 9, Map.of("n", "1"), Map.of("n", "2"))
+        .op(Kind.INCREMENT, Outcome.FAIL, 6, 9, Map.of("n", "1"), Map.of("n", "2"))
+        .op(Kind.COUNTER_READ, Outcome.OK, 7, 8, Map.of("n", "1"), Map.of())
+        .op(Kind.WRITE, Outcome.OK, 0, 5, Map.of(), Map.of("r", "x"))
+        .op(Kind.WRITE, Outcome.INFO, 6, 8, Map.of(), Map.of("r", "y"))
+        .op(Kind.READ, Outcome.OK, 3, 4, Map.of("r", "x"), Map.of()) // concurrent with x
+        .op(Kind.READ, Outcome.OK, 7, 9, Map.of("r", "x"), Map.of())
+        .op(Kind.READ, Outcome.OK, 10, 11, Map.of("r", "y"), Map.of())
+        .fin(50, Map.of("a", account(60, "t4"), "b", account(125, "t2"),
+            "c", account(115, "t4"), "n", "2", "r", "y"));
+    HistoryChecker.Result r = h.check();
+    assertThat(r.violations()).isEmpty();
+    assertThat(r.counts()).containsEntry("transfer info", 2).containsEntry("transfer ok", 1)
+        .containsEntry("transfer fail", 1).containsEntry("increment ok", 1);
+  }
+
+  @Test
+  void anAcknowledgedTransferMissingAtTheEndIsLost() {
+    H h = new H().transfer("t1", Outcome.OK, 0, 10, "a", A0, "b", A0, 30).fin(20, Map.of());
+    assertThat(h.check().violations()).anyMatch(v -> v.startsWith("acknowledged transfer t1 lost"));
+  }
+
+  @Test
+  void aFailedTransferThatIsVisibleIsRejected() {
+    H h = new H().transfer("t1", Outcome.FAIL, 0, 10, "a", A0, "b", A0, 30)
+        .fin(20, Map.of("a", account(70, "t1"), "b", account(130, "t1")));
+    assertThat(h.check().violations()).anyMatch(v -> v.startsWith("failed transfer t1"));
+  }
+
+  @Test
+  void aHalfAppliedTransferIsRejectedEvenWhenTheSumHolds() {
+    // t1 is seen on a only; t2 (b -> c) makes the sum hold again by accident.
+    H h = new H().transfer("t1", Outcome.INFO, 0, 10, "a", A0, "b", A0, 30)
+        .transfer("t2", Outcome.INFO, 0, 10, "b", A0, "c", A0, 30)
+        .op(Kind.AUDIT, Outcome.OK, 11, 12, Map.of("a", account(70, "t1"),
+            "b", account(100, "init"), "c", account(130, "t2")), Map.of())
+        .fin(20, Map.of("a", account(70, "t1"), "b", account(130, "t1")));
+    List<String> v = h.check().violations();
+    assertThat(v).anyMatch(s -> s.startsWith("transfer t1 half-applied in audit"));
+    assertThat(v).anyMatch(s -> s.startsWith("transfer t2 half-applied in audit"));
+  }
+
+  @Test
+  void anAuditWhoseSumDiffersIsRejected() {
+    H h = new H().transfer("t1", Outcome.OK, 0, 10, "a", A0, "b", A0, 30)
+        .op(Kind.AUDIT, Outcome.OK, 11, 12, Map.of("a", account(70, "t1"),
+            "b", account(100, "init"), "c", account(100, "init")), Map.of())
+        .fin(20, Map.of("a", account(70, "t1"), "b", account(130, "t1")));
+    assertThat(h.check().violations()).anyMatch(s -> s.startsWith("the accounts sum to 270"));
+  }
+
+  @Test
+  void twoAppliedTransfersThatReadOneValueAreALostUpdate() {
+    H h = new H().transfer("t1", Outcome.OK, 0, 10, "a", A0, "b", A0, 30)
+        .transfer("t2", Outcome.OK, 0, 10, "a", A0, "c", A0, 10)
+        .fin(20, Map.of("a", account(90, "t2"), "b", account(130, "t1"),
+            "c", account(110, "t2")));
+    List<String> v = h.check().violations();
+    assertThat(v).anyMatch(s -> s.startsWith("lost update on a"));
+    assertThat(v).anyMatch(s -> s.startsWith("acknowledged transfer t1 lost on a"));
+  }
+
+  @Test
+  void aValueNoTransferWroteIsRejected() {
+    H h = new H().fin(20, Map.of("a", account(90, "t9"), "b", account(110, "t9")));
+    assertThat(h.check().violations()).anyMatch(s -> s.contains("was written by no transfer"));
+  }
+
+  @Test
+  void countersOutsideTheirBoundsAreRejected() {
+    H low = new H().op(Kind.INCREMENT, Outcome.OK, 0, 5, Map.of("n", "0"), Map.of("n", "1"))
+        .op(Kind.INCREMENT, Outcome.OK, 6, 9, Map.of("n", "1"), Map.of("n", "2"))
+        .fin(20, Map.of("n", "1"));
+    assertThat(low.check().violations()).anyMatch(s -> s.startsWith("counter n ends at 1"));
+    H high = new H().op(Kind.INCREMENT, Outcome.OK, 0, 5, Map.of("n", "0"), Map.of("n", "1"))
+        .op(Kind.INCREMENT, Outcome.FAIL, 6, 9, Map.of("n", "1"), Map.of("n", "2"))
+        .fin(20, Map.of("n", "2"));
+    assertThat(high.check().violations()).anyMatch(s -> s.startsWith("counter n ends at 2"));
+    H lostUpdate = new H()
+        .op(Kind.INCREMENT, Outcome.OK, 0, 5, Map.of("n", "0"), Map.of("n", "1"))
+        .op(Kind.INCREMENT, Outcome.OK, 0, 5, Map.of("n", "0"), Map.of("n", "1"))
+        .op(Kind.INCREMENT, Outcome.INFO, 6, 7, Map.of("n", "1"), Map.of("n", "2"))
+        .fin(20, Map.of("n", "2"));
+    assertThat(lostUpdate.check().violations())
+        .containsExactly("lost update on counter n: increments increment0 and increment1 "
+            + "both acknowledged after reading 0");
+    H staleRead = new H()
+        .op(Kind.INCREMENT, Outcome.OK, 0, 5, Map.of("n", "0"), Map.of("n", "1"))
+        .op(Kind.COUNTER_READ, Outcome.OK, 6, 7, Map.of("n", "0"), Map.of())
+        .fin(20, Map.of("n", "1"));
+    assertOnly(staleRead.check().violations(), "counter n read 0 outside [1, 1]");
+    H futureRead = new H()
+        .op(Kind.COUNTER_READ, Outcome.OK, 0, 1, Map.of("n", "1"), Map.of())
+        .op(Kind.INCREMENT, Outcome.OK, 2, 5, Map.of("n", "0"), Map.of("n", "1"))
+        .fin(20, Map.of("n", "1"));
+    assertOnly(futureRead.check().violations(), "counter n read 1 outside [0, 0]");
+  }
+
+  @Test
+  void registerReadsMustBeWrittenCurrentAndNotFromTheFuture() {
+    H stale = new H().op(Kind.WRITE, Outcome.OK, 0, 5, Map.of(), Map.of("r", "x"))
+        .op(Kind.WRITE, Outcome.OK, 6, 8, Map.of(), Map.of("r", "y"))
+        .op(Kind.READ, Outcome.OK, 9, 10, Map.of("r", "x"), Map.of())
+        .fin(20, Map.of("r", "y"));
+    assertOnly(stale.check().violations(),
+        "register r read x, but acknowledged write write1 of y had replaced it");
+    H future = new H().op(Kind.READ, Outcome.OK, 0, 1, Map.of("r", "x"), Map.of())
+        .op(Kind.WRITE, Outcome.OK, 2, 5, Map.of(), Map.of("r", "x"))
+        .fin(20, Map.of("r", "x"));
+    assertOnly(future.check().violations(), "register r read x before its write began");
+    H failed = new H().op(Kind.WRITE, Outcome.FAIL, 0, 5, Map.of(), Map.of("r", "x"))
+        .fin(20, Map.of("r", "x"));
+    assertOnly(failed.check().violations(), "register r read x of a failed write");
+    H lost = new H().op(Kind.WRITE, Outcome.OK, 0, 5, Map.of(), Map.of("r", "x"))
+        .fin(20, new HashMap<>(java.util.Collections.singletonMap("r", null)));
+    assertOnly(lost.check().violations(), "register r read absent, but acknowledged write write0");
+    H never = new H().fin(20, Map.of("r", "zz"));
+    assertOnly(never.check().violations(), "register r read zz, which no write wrote");
+  }
+
+  /** Exactly one violation, which starts with {@code prefix}. */
+  private static void assertOnly(List<String> violations, String prefix) {
+    assertThat(violations).hasSize(1);
+    assertThat(violations.get(0)).startsWith(prefix);
+  }
+
+  @Test
+  void aHistoryWithoutItsFinalReadIsRejected() {
+    assertThat(new H().check().violations()).containsExactly("no final read");
+  }
+}
