@@ -8,7 +8,6 @@ import io.blobfs.store.Futures;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.StoreOptions;
 import io.blobfs.store.StoreUnavailableException;
-import io.blobfs.tyr.api.ReadResult;
 import io.blobfs.tyr.api.TxOp;
 import io.blobfs.tyr.api.TxRequest;
 import io.blobfs.tyr.blobfs.TyrBlobStoreProvider;
@@ -150,8 +149,7 @@ class TyrClusterFailoverIT {
 
   @Test
   void frozenPrimaryNeverHangsAndCannotAcknowledgeOnceThawed() throws Exception {
-    isolatedPrimary(c -> signal("STOP", c.node(1).pid()), c -> signal("CONT", c.node(1).pid()),
-        false);
+    isolatedPrimary(c -> c.freeze(1), c -> c.thaw(1), false);
   }
 
   /** The same with node 1's link taken down (`ip link set`): its process runs on, alone. */
@@ -258,37 +256,9 @@ class TyrClusterFailoverIT {
       for (Map.Entry<String, String> e : want.entrySet()) {
         if (up.isReplica(frozen, e.getKey())) {
           assertArrayEquals(e.getValue().getBytes(StandardCharsets.UTF_8),
-              readOn(frozen, e.getKey(), up.epoch()), e.getKey() + " on " + frozen);
+              TyrProcessCluster.readOn(frozen, e.getKey(), up.epoch()), e.getKey() + " on " + frozen);
         }
       }
     }
-  }
-
-  /**
-   * The blob as one replica holds it (a request routed to that node only), waiting for
-   * the node to load the ring file's epoch (it checks the file every second).
-   */
-  private static byte[] readOn(Member m, String key, long epoch) throws Exception {
-    try (TyrClient raw = new TyrClient(ClientConfig.of(m.host(), m.port()))) {
-      raw.routeUnder(() -> epoch);
-      for (int attempt = 0; ; attempt++) {
-        try {
-          ReadResult r = TyrClient.await(raw.read(key, 0, 1000));
-          byte[] b = new byte[r.data().remaining()];
-          r.data().get(b);
-          return b;
-        } catch (io.blobfs.tyr.ring.WrongEpochException behind) {
-          if (attempt >= 100 || behind.ring().epoch() >= epoch) {
-            throw behind;
-          }
-          Thread.sleep(100);
-        }
-      }
-    }
-  }
-
-  private static void signal(String sig, long pid) throws Exception {
-    Process p = new ProcessBuilder("kill", "-" + sig, Long.toString(pid)).inheritIO().start();
-    assertThat(p.waitFor()).isZero();
   }
 }
