@@ -37,17 +37,30 @@ final class Nemesis {
   private final List<Fault> kinds;
   private final Queue<Event> events = new ConcurrentLinkedQueue<>();
 
-  Nemesis(TyrProcessCluster cluster, long seed) {
+  /** With the faults of {@code allowed} (all if empty) that the hosts support. */
+  Nemesis(TyrProcessCluster cluster, long seed, java.util.Set<Fault> allowed) {
     this.cluster = cluster;
     this.random = new Random(seed);
-    this.kinds = cluster.onOwnHosts() ? List.of(Fault.values())
-        : List.of(Fault.KILL, Fault.FREEZE); // links exist only between namespaces
+    List<Fault> k = new ArrayList<>();
+    for (Fault f : Fault.values()) {
+      // links exist only between namespaces
+      if ((allowed.isEmpty() || allowed.contains(f)) && (f != Fault.CUT || cluster.onOwnHosts())) {
+        k.add(f);
+      }
+    }
+    if (k.isEmpty()) {
+      throw new IllegalArgumentException("no fault of " + allowed + " can run on these hosts");
+    }
+    this.kinds = List.copyOf(k);
   }
 
   /** Runs faults until {@code until} (System.nanoTime), at most {@code maxFaults}. */
   void run(long until, int maxFaults) throws Exception {
     for (int n = 0; n < maxFaults && System.nanoTime() < until; n++) {
-      awaitAllUp(Duration.ofSeconds(120));
+      if (!awaitAllUp(Duration.ofSeconds(90))) {
+        System.out.println("NEMESIS stops: the cluster did not heal from the last fault");
+        return;
+      }
       Thread.sleep(500 + random.nextInt(2500)); // the cluster healthy for a while
       if (System.nanoTime() >= until) {
         break;
