@@ -105,6 +105,28 @@ class HistoryCheckerTest {
     assertThat(v).anyMatch(s -> s.startsWith("transfer t2 half-applied in audit"));
   }
 
+  /**
+   * What {@code TyrClusterHistoryIT} found (seed 40404071680335; the excerpt is in
+   * {@code src/test/resources/tyr-history/}), minimised: a cross-node transfer t0-12 from
+   * b to a, committed by its coordinator while b's primary was killed before applying its
+   * part (the client saw it indeterminate). b's backup took over without the part, so the
+   * next transfer on b, t4-46, read b's value from before t0-12, and the final state holds
+   * t0-12 on a only.
+   */
+  @Test
+  void theHalfAppliedTransferFoundOnTheClusterIsRejected() {
+    H h = new H().transfer("t0-12", Outcome.INFO, 0, 10, "b", A0, "a", A0, 2)
+        .transfer("t4-46", Outcome.OK, 20, 30, "c", A0, "b", A0, 17)
+        .fin(40, Map.of("a", account(102, "t0-12"), "b", account(117, "t4-46"),
+            "c", account(83, "t4-46")));
+    List<String> v = h.check().violations();
+    assertThat(v).hasSize(3);
+    assertThat(v.get(0)).startsWith("lost update on b: transfers ");
+    assertThat(v.get(1)).startsWith("the accounts sum to 302, not 300, in");
+    assertThat(v.get(2)).startsWith("transfer t0-12 half-applied in final final: in the "
+        + "value of a, not of b");
+  }
+
   @Test
   void anAuditWhoseSumDiffersIsRejected() {
     H h = new H().transfer("t1", Outcome.OK, 0, 10, "a", A0, "b", A0, 30)
