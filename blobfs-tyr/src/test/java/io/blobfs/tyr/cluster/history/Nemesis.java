@@ -57,7 +57,7 @@ final class Nemesis {
   /** Runs faults until {@code until} (System.nanoTime), at most {@code maxFaults}. */
   void run(long until, int maxFaults) throws Exception {
     for (int n = 0; n < maxFaults && System.nanoTime() < until; n++) {
-      if (!awaitAllUp(Duration.ofSeconds(90))) {
+      if (!awaitAllUp(Duration.ofSeconds(60))) {
         System.out.println("NEMESIS stops: the cluster did not heal from the last fault");
         return;
       }

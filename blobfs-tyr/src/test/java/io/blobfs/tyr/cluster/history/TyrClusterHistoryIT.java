@@ -46,7 +46,7 @@ import org.junit.jupiter.api.io.TempDir;
  * the history, and every replica must hold the final value of each key it owns. The
  * history goes to {@code target/tyr-history/history-SEED.jsonl}.
  *
- * <p>About 75 s of faults by default (at most 40). {@code -Dtyr.history.soak=true} runs
+ * <p>About 60 s of faults by default (at most 40). {@code -Dtyr.history.soak=true} runs
  * 10 minutes (at most 400 faults), {@code -Dtyr.history.seconds=N} any other length, and
  * {@code -Dtyr.history.seed=S} replays a schedule and the clients' choices (not their
  * timing), {@code -Dtyr.history.faults=kill,freeze,cut} picks the kinds of fault.
@@ -68,7 +68,7 @@ class TyrClusterHistoryIT {
   @Test
   void historyUnderKillsFreezesAndCutsIsSerializableAndLosesNothing() throws Exception {
     long seed = Long.getLong("tyr.history.seed", System.nanoTime());
-    long seconds = Long.getLong("tyr.history.seconds", SOAK ? 600 : 75);
+    long seconds = Long.getLong("tyr.history.seconds", SOAK ? 600 : 60);
     int maxFaults = SOAK ? 400 : 40;
     System.out.println("HISTORY-IT seed " + seed + " (-Dtyr.history.seed=" + seed
         + " replays it), " + seconds + " s of faults, at most " + maxFaults);
@@ -121,7 +121,7 @@ class TyrClusterHistoryIT {
       }
       // Healed: every node should be UP again once it has caught up. If one is not, the
       // final read and the checks still run on what the UP owners serve (and say so).
-      boolean allUp = nemesis.awaitAllUp(Duration.ofMinutes(SOAK ? 5 : 2));
+      boolean allUp = nemesis.awaitAllUp(Duration.ofSeconds(SOAK ? 300 : 60));
       List<String> keys = new ArrayList<>(accounts);
       keys.addAll(counters);
       keys.addAll(registers);
