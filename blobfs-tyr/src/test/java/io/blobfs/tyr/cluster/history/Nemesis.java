@@ -36,10 +36,16 @@ final class Nemesis {
   private final Random random;
   private final List<Fault> kinds;
   private final Queue<Event> events = new ConcurrentLinkedQueue<>();
+  private final int maxHoldMillis;
 
-  /** With the faults of {@code allowed} (all if empty) that the hosts support. */
-  Nemesis(TyrProcessCluster cluster, long seed, java.util.Set<Fault> allowed) {
+  /**
+   * With the faults of {@code allowed} (all if empty) that the hosts support, each held
+   * between 0.5 s and {@code maxHoldMillis}.
+   */
+  Nemesis(TyrProcessCluster cluster, long seed, java.util.Set<Fault> allowed,
+      int maxHoldMillis) {
     this.cluster = cluster;
+    this.maxHoldMillis = maxHoldMillis;
     this.random = new Random(seed);
     List<Fault> k = new ArrayList<>();
     for (Fault f : Fault.values()) {
@@ -67,7 +73,7 @@ final class Nemesis {
       }
       Fault f = kinds.get(random.nextInt(kinds.size()));
       int node = random.nextInt(cluster.members().size());
-      long hold = 500 + random.nextInt(5500); // below and above down-after (2 s)
+      long hold = 500 + random.nextInt(Math.max(1, maxHoldMillis - 500));
       long start = System.nanoTime();
       System.out.println("NEMESIS " + f + " node " + node + " (" + cluster.members().get(node)
           + ") for " + hold + " ms");

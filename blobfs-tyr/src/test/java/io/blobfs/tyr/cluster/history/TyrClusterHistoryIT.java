@@ -49,7 +49,8 @@ import org.junit.jupiter.api.io.TempDir;
  * <p>About 60 s of faults by default (at most 40). {@code -Dtyr.history.soak=true} runs
  * 10 minutes (at most 400 faults), {@code -Dtyr.history.seconds=N} any other length, and
  * {@code -Dtyr.history.seed=S} replays a schedule and the clients' choices (not their
- * timing), {@code -Dtyr.history.faults=kill,freeze,cut} picks the kinds of fault.
+ * timing), {@code -Dtyr.history.faults=kill,freeze,cut} picks the kinds of fault and
+ * {@code -Dtyr.history.hold-ms=N} the longest a fault is held (6000).
  */
 class TyrClusterHistoryIT {
   private static final int CLIENTS = 6;
@@ -96,7 +97,9 @@ class TyrClusterHistoryIT {
             Map.of(r, v), null));
       }
 
-      Nemesis nemesis = new Nemesis(c, seed, faults());
+      // Held up to 6 s by default: below and above the monitor's down-after (2 s).
+      Nemesis nemesis = new Nemesis(c, seed, faults(),
+          Integer.getInteger("tyr.history.hold-ms", 6000));
       AtomicBoolean running = new AtomicBoolean(true);
       List<TyrClusterBlobStore> stores = new ArrayList<>();
       List<Thread> threads = new ArrayList<>();
