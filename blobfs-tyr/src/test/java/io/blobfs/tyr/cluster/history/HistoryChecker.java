@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 
 /**
  * Checks a recorded history (see {@link Op}) against what a serializable store that loses
@@ -34,8 +35,9 @@ import java.util.TreeMap;
  *
  * <p>Registers (unique values): a read returns a value some write that may have applied
  * wrote, not one whose write began after the read ended, nor one an acknowledged write
- * had overwritten (it began after the value's write was acknowledged, and was itself
- * acknowledged) before the read began; the final read is such a read.
+ * had overwritten before the read began: that write began after the value read was known
+ * to have applied (its write acknowledged, or an earlier read returned it) and was
+ * acknowledged before the read began. The final read is such a read.
  */
 public final class HistoryChecker {
   /** The writer of an account's initial value. */
@@ -333,20 +335,51 @@ public final class HistoryChecker {
         });
       }
     }
+    List<Op> reads = new ArrayList<>();
     for (Op op : history) {
       if ((op.f() == Kind.READ && op.outcome() == Outcome.OK) || op == fin) {
-        for (Map.Entry<String, String> r : op.reads().entrySet()) {
-          if (registers.contains(r.getKey())) {
-            checkRegisterRead(op, r.getKey(), r.getValue(),
-                writes.getOrDefault(r.getKey(), Map.of()), bad);
-          }
+        reads.add(op);
+      }
+    }
+    for (String key : new TreeSet<>(registers)) { // a stable order of violations
+      Map<String, Op> byValue = writes.getOrDefault(key, Map.of());
+      Map<String, Long> applied = appliedBy(key, byValue, reads);
+      for (Op op : reads) {
+        if (op.reads().containsKey(key)) {
+          checkRegisterRead(op, key, op.reads().get(key), byValue, applied, bad);
         }
       }
     }
   }
 
+  /**
+   * For each value of a register, the time by which its write is known to have applied:
+   * its acknowledgement, or the completion of the first acknowledged read that returned
+   * it, whichever is earlier. A write applies once, so an indeterminate write seen by a
+   * read is as settled from then on as an acknowledged one. Values never known to have
+   * applied are absent.
+   */
+  private static Map<String, Long> appliedBy(String key, Map<String, Op> writes,
+      List<Op> reads) {
+    Map<String, Long> at = new HashMap<>();
+    for (Op w : writes.values()) {
+      if (w.outcome() == Outcome.OK) {
+        at.put(w.writes().get(key), w.complete());
+      }
+    }
+    for (Op r : reads) {
+      String v = r.reads().get(key);
+      Op w = v == null ? null : writes.get(v);
+      // A value read before its write began, or of a failed write, is reported on its own.
+      if (w != null && w.outcome() != Outcome.FAIL && w.invoke() <= r.complete()) {
+        at.merge(v, r.complete(), Math::min);
+      }
+    }
+    return at;
+  }
+
   private static void checkRegisterRead(Op read, String key, String value,
-      Map<String, Op> writes, List<String> bad) {
+      Map<String, Op> writes, Map<String, Long> applied, List<String> bad) {
     Op w = value == null ? null : writes.get(value);
     if (value != null && w == null) {
       bad.add("register " + key + " read " + value + ", which no write wrote: "
@@ -363,10 +396,12 @@ public final class HistoryChecker {
           + read.toJson() + "; the write: " + w.toJson());
       return;
     }
+    // Stale: an acknowledged write w2 began after the value read had applied and completed
+    // before the read began; the value cannot apply again, so the read must see w2 or later.
+    long readApplied = w == null ? Long.MIN_VALUE : applied.getOrDefault(value, Long.MAX_VALUE);
     for (Op w2 : writes.values()) {
       boolean overwritten = w2 != w && w2.outcome() == Outcome.OK
-          && w2.complete() < read.invoke()
-          && (w == null || (w.outcome() == Outcome.OK && w.complete() < w2.invoke()));
+          && w2.complete() < read.invoke() && readApplied < w2.invoke();
       if (overwritten) {
         bad.add("register " + key + " read " + (value == null ? "absent" : value)
             + ", but acknowledged write " + w2.id() + " of " + w2.writes().get(key)
