@@ -26,12 +26,14 @@ import java.util.TreeSet;
  * update, i.e. not serializable); the final value's chain holds every acknowledged
  * transfer of that account (no acknowledged write lost); in every acknowledged snapshot
  * (audits and the final read) each transfer is in the chains of both its accounts or of
- * neither (not half-applied), and the balances sum to the total.
+ * neither (not half-applied), and the balances sum to the total; every transfer's reads,
+ * whatever its outcome, hold each acknowledged transfer of that account that completed
+ * before it began.
  *
  * <p>Counters: the final value lies between the acknowledged increments and those plus
  * the indeterminate ones; no two acknowledged increments read the same value; every read
- * lies between the increments acknowledged before it began and those invoked before it
- * ended.
+ * (an acknowledged counter read, or the read of any increment, whatever its outcome) lies
+ * between the increments acknowledged before it began and those invoked before it ended.
  *
  * <p>Registers (unique values): a read returns a value some write that may have applied
  * wrote, not one whose write began after the read ended, nor one an acknowledged write
@@ -144,6 +146,11 @@ public final class HistoryChecker {
       }
       checkLostUpdates();
       for (Op op : history) {
+        if (op.f() == Kind.TRANSFER) {
+          checkTransferRead(op);
+        }
+      }
+      for (Op op : history) {
         if ((op.f() == Kind.AUDIT && op.outcome() == Outcome.OK) || op == fin) {
           checkSnapshot(op);
         }
@@ -182,6 +189,43 @@ public final class HistoryChecker {
     private boolean applied(Op t) {
       return t.outcome() == Outcome.OK || (t.outcome() == Outcome.INFO
           && observed.contains(t.id()));
+    }
+
+    /**
+     * A transfer's reads are not older than any acknowledged transfer of the same account
+     * that completed before it began. Checked whatever the transfer's outcome: its reads
+     * completed even if its commit failed, and a stale read that led to a conflict shows
+     * up nowhere else.
+     */
+    private void checkTransferRead(Op op) {
+      for (Map.Entry<String, String> r : op.reads().entrySet()) {
+        if (!accounts.contains(r.getKey()) || r.getValue() == null) {
+          continue; // an absent value is reported by checkValue
+        }
+        Set<String> c = quietChain(r.getKey(), writerOf(r.getValue()));
+        if (c == null) {
+          continue; // a broken chain is reported where a snapshot or checkValue meets it
+        }
+        for (Op t : transfers.values()) {
+          if (t != op && t.outcome() == Outcome.OK && t.complete() < op.invoke()
+              && t.writes().containsKey(r.getKey()) && !c.contains(t.id())) {
+            bad.add("transfer " + op.id() + " read " + r.getKey() + " = " + r.getValue()
+                + ", which misses acknowledged transfer " + t.id() + ", completed before "
+                + op.id() + " began: " + op.toJson() + "; the transfer: " + t.toJson());
+          }
+        }
+      }
+    }
+
+    /** Like {@link #chain} but reporting nothing; null if the chain is broken. */
+    private Set<String> quietChain(String key, String writer) {
+      Set<String> seen = new HashSet<>();
+      for (String w = writer; !w.equals(INIT); w = pred.getOrDefault(key, Map.of()).get(w)) {
+        if (w == null || !seen.add(w)) {
+          return null;
+        }
+      }
+      return seen;
     }
 
     /** Two applied transfers that read one value of an account: one's write was lost. */
@@ -302,8 +346,12 @@ public final class HistoryChecker {
         }
       }
       for (Op op : history) {
-        boolean isRead = op.f() == Kind.COUNTER_READ || op.f() == Kind.INCREMENT;
-        if (!isRead || op.outcome() != Outcome.OK || !op.reads().containsKey(c)) {
+        // An increment's read completed whatever became of its commit (a failed read
+        // records nothing), so it is checked whatever the increment's outcome; its bounds
+        // use the whole operation's span, which contains the read's.
+        boolean isRead = op.f() == Kind.INCREMENT
+            || (op.f() == Kind.COUNTER_READ && op.outcome() == Outcome.OK);
+        if (!isRead || !op.reads().containsKey(c)) {
           continue;
         }
         long v = valueOf(op.reads().get(c));

@@ -168,9 +168,12 @@ class HistoryCheckerTest {
         .op(Kind.INCREMENT, Outcome.OK, 0, 5, Map.of("n", "0"), Map.of("n", "1"))
         .op(Kind.INCREMENT, Outcome.INFO, 6, 7, Map.of("n", "1"), Map.of("n", "2"))
         .fin(20, Map.of("n", "2"));
-    assertThat(lostUpdate.check().violations())
-        .containsExactly("lost update on counter n: increments increment0 and increment1 "
-            + "both acknowledged after reading 0");
+    List<String> lost = lostUpdate.check().violations();
+    assertThat(lost).hasSize(2);
+    assertThat(lost.get(0)).isEqualTo("lost update on counter n: increments increment0 and "
+        + "increment1 both acknowledged after reading 0");
+    // The indeterminate increment's read of 1 after both were acknowledged is stale too.
+    assertThat(lost.get(1)).startsWith("counter n read 1 outside [2, 2]");
     H staleRead = new H()
         .op(Kind.INCREMENT, Outcome.OK, 0, 5, Map.of("n", "0"), Map.of("n", "1"))
         .op(Kind.COUNTER_READ, Outcome.OK, 6, 7, Map.of("n", "0"), Map.of())
@@ -240,6 +243,37 @@ class HistoryCheckerTest {
         .op(Kind.READ, Outcome.OK, 13, 14, Map.of("r", "z"), Map.of())
         .fin(40, Map.of("r", "z"));
     assertThat(h.check().violations()).isEmpty();
+  }
+
+  /**
+   * The review's probe: i2's read (of 0) completed though i2 itself is indeterminate, and
+   * it began after i1 (which read 0 and wrote 1) was acknowledged. The final 1 fits "i1
+   * lost, i2 applied", so the stale read was the only sign. Accepted before, when only the
+   * reads of acknowledged increments were checked; likewise with i2 failed.
+   */
+  @Test
+  void theReadOfAnIncrementThatWasNotAcknowledgedIsCheckedToo() {
+    for (Outcome o : List.of(Outcome.INFO, Outcome.FAIL)) {
+      H h = new H().op(Kind.INCREMENT, Outcome.OK, 0, 5, Map.of("n", "0"), Map.of("n", "1"))
+          .op(Kind.INCREMENT, o, 6, 9, Map.of("n", "0"), Map.of("n", "1"))
+          .fin(20, Map.of("n", "1"));
+      assertOnly(h.check().violations(), "counter n read 0 outside [1, 1]");
+    }
+  }
+
+  /**
+   * A transfer t2 that began after t1 (a to b) was acknowledged read a's value from before
+   * t1. t2 failed, so no lost update shows, yet its read was stale. Accepted before.
+   */
+  @Test
+  void aTransferThatReadAValueOlderThanAnAcknowledgedTransferIsRejected() {
+    for (Outcome o : List.of(Outcome.INFO, Outcome.FAIL)) {
+      H h = new H().transfer("t1", Outcome.OK, 0, 10, "a", A0, "b", A0, 30)
+          .transfer("t2", o, 11, 20, "a", A0, "c", A0, 5)
+          .fin(30, Map.of("a", account(70, "t1"), "b", account(130, "t1")));
+      assertOnly(h.check().violations(), "transfer t2 read a = 100:init, which misses "
+          + "acknowledged transfer t1, completed before t2 began");
+    }
   }
 
   /** Exactly one violation, which starts with {@code prefix}. */
