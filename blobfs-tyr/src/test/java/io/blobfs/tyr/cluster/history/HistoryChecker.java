@@ -82,6 +82,11 @@ public final class HistoryChecker {
     return Long.parseLong(value.substring(0, value.indexOf(':')));
   }
 
+  /** Whether an account value is {@code balance:writer}. */
+  static boolean wellFormed(String value) {
+    return value.matches("-?[0-9]{1,18}:.+");
+  }
+
   public static String writerOf(String value) {
     return value.substring(value.indexOf(':') + 1);
   }
@@ -164,6 +169,11 @@ public final class HistoryChecker {
         bad.add(key + " absent in " + op.toJson());
         return;
       }
+      if (!wellFormed(value)) {
+        bad.add(key + " = " + value + " is not an account value (balance:writer), in "
+            + op.toJson());
+        return;
+      }
       String writer = writerOf(value);
       if (writer.equals(INIT)) {
         if (balanceOf(value) != initialBalance) {
@@ -199,8 +209,9 @@ public final class HistoryChecker {
      */
     private void checkTransferRead(Op op) {
       for (Map.Entry<String, String> r : op.reads().entrySet()) {
-        if (!accounts.contains(r.getKey()) || r.getValue() == null) {
-          continue; // an absent value is reported by checkValue
+        if (!accounts.contains(r.getKey()) || r.getValue() == null
+            || !wellFormed(r.getValue())) {
+          continue; // reported by checkValue
         }
         Set<String> c = quietChain(r.getKey(), writerOf(r.getValue()));
         if (c == null) {
@@ -220,12 +231,15 @@ public final class HistoryChecker {
     /** Like {@link #chain} but reporting nothing; null if the chain is broken. */
     private Set<String> quietChain(String key, String writer) {
       Set<String> seen = new HashSet<>();
-      for (String w = writer; !w.equals(INIT); w = pred.getOrDefault(key, Map.of()).get(w)) {
-        if (w == null || !seen.add(w)) {
+      for (String w = writer; w != null; w = pred.getOrDefault(key, Map.of()).get(w)) {
+        if (w.equals(INIT)) {
+          return seen;
+        }
+        if (!seen.add(w)) {
           return null;
         }
       }
-      return seen;
+      return null;
     }
 
     /** Two applied transfers that read one value of an account: one's write was lost. */
@@ -275,7 +289,7 @@ public final class HistoryChecker {
       Map<String, Set<String>> chains = new HashMap<>();
       for (String a : accounts) {
         String v = snap.reads().get(a);
-        if (v == null) {
+        if (v == null || !wellFormed(v)) {
           return; // reported by checkValue
         }
         sum += balanceOf(v);
@@ -306,7 +320,7 @@ public final class HistoryChecker {
     private void checkFinalChains() {
       for (String a : accounts) {
         String v = fin.reads().get(a);
-        Set<String> c = v == null ? null : chain(a, writerOf(v), fin);
+        Set<String> c = v == null || !wellFormed(v) ? null : chain(a, writerOf(v), fin);
         if (c == null) {
           continue;
         }
@@ -321,12 +335,28 @@ public final class HistoryChecker {
   }
 
   private void checkCounters(List<Op> history, Op fin, List<String> bad) {
-    for (String c : counters) {
+    for (String c : new TreeSet<>(counters)) {
       List<Op> incs = new ArrayList<>();
       for (Op op : history) {
         if (op.f() == Kind.INCREMENT && op.writes().containsKey(c)) {
           incs.add(op);
         }
+      }
+      // Every counter exists from the start and holds a number: anything else read is a
+      // violation, reported here once per read and left out of the bounds below.
+      boolean finalOk = fin.reads().containsKey(c);
+      if (!finalOk) {
+        bad.add("the final read has no counter " + c + ": " + fin.toJson());
+      }
+      for (Op op : history) {
+        if (op.reads().containsKey(c) && valueOf(op.reads().get(c)) == null) {
+          bad.add("counter " + c + " read " + (op.reads().get(c) == null ? "absent"
+              : "'" + op.reads().get(c) + "', not a number") + ": " + op.toJson());
+          finalOk &= op != fin;
+        }
+      }
+      if (!finalOk) {
+        continue;
       }
       long ok = incs.stream().filter(o -> o.outcome() == Outcome.OK).count();
       long info = incs.stream().filter(o -> o.outcome() == Outcome.INFO).count();
@@ -337,7 +367,7 @@ public final class HistoryChecker {
       }
       Map<Long, String> readBy = new HashMap<>();
       for (Op i : incs) {
-        if (i.outcome() == Outcome.OK) {
+        if (i.outcome() == Outcome.OK && valueOf(i.reads().get(c)) != null) {
           String other = readBy.putIfAbsent(valueOf(i.reads().get(c)), i.id());
           if (other != null) {
             bad.add("lost update on counter " + c + ": increments " + other + " and " + i.id()
@@ -351,7 +381,7 @@ public final class HistoryChecker {
         // use the whole operation's span, which contains the read's.
         boolean isRead = op.f() == Kind.INCREMENT
             || (op.f() == Kind.COUNTER_READ && op.outcome() == Outcome.OK);
-        if (!isRead || !op.reads().containsKey(c)) {
+        if (!isRead || !op.reads().containsKey(c) || valueOf(op.reads().get(c)) == null) {
           continue;
         }
         long v = valueOf(op.reads().get(c));
@@ -368,8 +398,9 @@ public final class HistoryChecker {
     }
   }
 
-  private static long valueOf(String counter) {
-    return counter == null ? 0 : Long.parseLong(counter);
+  /** A counter's value; null if absent or not a number. */
+  private static Long valueOf(String counter) {
+    return counter != null && counter.matches("[0-9]{1,18}") ? Long.valueOf(counter) : null;
   }
 
   private void checkRegisters(List<Op> history, Op fin, List<String> bad) {

@@ -39,7 +39,7 @@ class HistoryCheckerTest {
 
     H fin(long t, Map<String, String> values) {
       Map<String, String> all = new HashMap<>(Map.of("a", account(100, "init"),
-          "b", account(100, "init"), "c", account(100, "init")));
+          "b", account(100, "init"), "c", account(100, "init"), "n", "0"));
       all.putAll(values);
       ops.add(new Op("final", 9, Kind.FINAL, Outcome.OK, t, t + 1, all, Map.of(), null));
       return this;
@@ -274,6 +274,28 @@ class HistoryCheckerTest {
       assertOnly(h.check().violations(), "transfer t2 read a = 100:init, which misses "
           + "acknowledged transfer t1, completed before t2 began");
     }
+  }
+
+  /**
+   * Values the workload never writes (an account value without its writer, a counter that
+   * is no number or absent) are violations, not exceptions of the checker. Before, the
+   * checker (and the client that read them) threw NumberFormatException.
+   */
+  @Test
+  void malformedAndAbsentValuesAreViolationsNotErrors() {
+    H h = new H().transfer("t1", Outcome.OK, 0, 10, "a", A0, "b", A0, 30)
+        .op(Kind.TRANSFER, Outcome.FAIL, 11, 12, Map.of("a", "garbage", "b", account(130,
+            "t1")), Map.of())
+        .op(Kind.INCREMENT, Outcome.FAIL, 11, 12, Map.of("n", "x1"), Map.of())
+        .op(Kind.COUNTER_READ, Outcome.OK, 13, 14,
+            new HashMap<>(java.util.Collections.singletonMap("n", null)), Map.of())
+        .fin(20, Map.of("a", "70", "b", account(130, "t1"), "n", "0"));
+    List<String> v = h.check().violations();
+    assertThat(v).hasSize(4);
+    assertThat(v.get(0)).startsWith("a = garbage is not an account value (balance:writer)");
+    assertThat(v.get(1)).startsWith("a = 70 is not an account value (balance:writer)");
+    assertThat(v.get(2)).startsWith("counter n read 'x1', not a number");
+    assertThat(v.get(3)).startsWith("counter n read absent");
   }
 
   /** Exactly one violation, which starts with {@code prefix}. */

@@ -115,16 +115,16 @@ final class HistoryClient implements Runnable {
     VersionedBytes f;
     VersionedBytes g;
     try {
-      f = store.readWithVersion(from, MAX);
-      p.reads.put(from, text(f.bytes()));
-      g = store.readWithVersion(to, MAX);
-      p.reads.put(to, text(g.bytes()));
+      f = read(p, from);
+      g = read(p, to);
+      // A malformed value is recorded as read (the checker reports it), not thrown.
+      p.writes.put(from, account(balanceOf(text(f.bytes())) - amount, p.opId));
+      p.writes.put(to, account(balanceOf(text(g.bytes())) + amount, p.opId));
     } catch (IOException | RuntimeException e) {
+      p.writes.clear();
       p.failed(e, false);
       return;
     }
-    p.writes.put(from, account(balanceOf(text(f.bytes())) - amount, p.opId));
-    p.writes.put(to, account(balanceOf(text(g.bytes())) + amount, p.opId));
     commit(p, List.of(new BlobMutation.Check(from, f.version()),
         new BlobMutation.Check(to, g.version()),
         new BlobMutation.Put(from, utf8(p.writes.get(from)), PutMode.OVERWRITE),
@@ -136,8 +136,7 @@ final class HistoryClient implements Runnable {
     List<BlobMutation> checks = new ArrayList<>();
     try {
       for (String a : accounts) {
-        VersionedBytes v = store.readWithVersion(a, MAX);
-        p.reads.put(a, text(v.bytes()));
+        VersionedBytes v = read(p, a);
         checks.add(new BlobMutation.Check(a, v.version()));
       }
       store.commit(checks); // only checks: it commits iff what it read was one state
@@ -151,13 +150,12 @@ final class HistoryClient implements Runnable {
     Pending p = new Pending(nextId("i"), Kind.INCREMENT);
     VersionedBytes v;
     try {
-      v = store.readWithVersion(counter, MAX);
-      p.reads.put(counter, text(v.bytes()));
+      v = read(p, counter);
+      p.writes.put(counter, Long.toString(Long.parseLong(text(v.bytes())) + 1));
     } catch (IOException | RuntimeException e) {
-      p.failed(e, false);
+      p.failed(e, false); // a malformed value stays in the reads: the checker reports it
       return;
     }
-    p.writes.put(counter, Long.toString(Long.parseLong(text(v.bytes())) + 1));
     commit(p, List.of(new BlobMutation.Check(counter, v.version()),
         new BlobMutation.Put(counter, utf8(p.writes.get(counter)), PutMode.OVERWRITE)));
   }
@@ -190,6 +188,22 @@ final class HistoryClient implements Runnable {
       p.done(Outcome.OK, null);
     } catch (IOException | RuntimeException e) {
       p.failed(e, false);
+    }
+  }
+
+  /**
+   * A read with its version on the key's primary, recorded in {@code p}: its value, or
+   * null if the key is absent (every key of the workload exists, so the checker reports
+   * that, where a bare error would only make the operation a failed read).
+   */
+  private VersionedBytes read(Pending p, String key) throws IOException {
+    try {
+      VersionedBytes v = store.readWithVersion(key, MAX);
+      p.reads.put(key, text(v.bytes()));
+      return v;
+    } catch (BlobNotFoundException e) {
+      p.reads.put(key, null);
+      throw e;
     }
   }
 

@@ -26,6 +26,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -133,49 +134,30 @@ class TyrClusterHistoryIT {
       // Held up to 6 s by default: below and above the monitor's down-after (2 s).
       Nemesis nemesis = new Nemesis(c, seed, faults(),
           Integer.getInteger("tyr.history.hold-ms", 6000));
-      AtomicBoolean running = new AtomicBoolean(true);
-      List<TyrClusterBlobStore> stores = new ArrayList<>();
-      List<Thread> threads = new ArrayList<>();
-      try {
-        for (int i = 0; i < CLIENTS; i++) {
-          stores.add(store(c, "client" + i));
-          Thread t = new Thread(new HistoryClient(i, stores.get(i), accounts, counters,
-              registers, seed * 31 + i, history, running::get), "history-client-" + i);
-          threads.add(t);
-          t.start();
-        }
-        nemesis.run(System.nanoTime() + Duration.ofSeconds(seconds).toNanos(), maxFaults);
-      } finally {
-        running.set(false);
-        for (Thread t : threads) {
-          t.join(Duration.ofMinutes(3).toMillis()); // each call ends within its timeouts
-          assertThat(t.isAlive()).as(t.getName() + " still running").isFalse();
-        }
-        for (TyrClusterBlobStore s : stores) {
-          s.close();
-        }
-      }
+      // Whatever goes wrong below is collected: the history is written and checked first,
+      // and the assertions come last, so no failure loses the diagnostics of the others.
+      List<String> failures = Collections.synchronizedList(new ArrayList<>());
+      runWorkload(c, nemesis, seed, seconds, maxFaults, accounts, counters, registers,
+          history, failures);
       // Healed: every node should be UP again once it has caught up. If one is not, the
       // final read and the checks still run on what the UP owners serve (and say so).
       boolean allUp = nemesis.awaitAllUp(Duration.ofSeconds(SOAK ? 300 : 60));
       List<String> keys = new ArrayList<>(accounts);
       keys.addAll(counters);
       keys.addAll(registers);
-      Op fin;
-      List<String> divergent;
-      Path file;
-      List<Op> ops;
+      List<String> divergent = new ArrayList<>();
       try {
-        fin = finalRead(setup, keys);
+        Op fin = finalRead(setup, keys);
         history.add(fin);
-        divergent = replicasAgree(c, fin);
-      } finally {
-        ops = new ArrayList<>(history);
-        file = writeHistory(seed, ops, nemesis.events(), t0);
-        for (int i = 0; i < c.members().size(); i++) {
-          Files.writeString(file.resolveSibling("node" + (i + 1) + "-" + seed + ".log"),
-              c.node(i).output());
-        }
+        divergent.addAll(replicasAgree(c, fin));
+      } catch (Exception | AssertionError e) {
+        failures.add("final read: " + e);
+      }
+      List<Op> ops = new ArrayList<>(history);
+      Path file = writeHistory(seed, ops, nemesis.events(), t0);
+      for (int i = 0; i < c.members().size(); i++) {
+        Files.writeString(file.resolveSibling("node" + (i + 1) + "-" + seed + ".log"),
+            c.node(i).output());
       }
       HistoryChecker.Result result = new HistoryChecker(new LinkedHashSet<>(accounts),
           INITIAL, new LinkedHashSet<>(counters), new LinkedHashSet<>(registers)).check(ops);
@@ -184,8 +166,10 @@ class TyrClusterHistoryIT {
       result.violations().stream().limit(30).forEach(v -> System.out.println(
           "HISTORY-IT VIOLATION " + v));
       divergent.forEach(v -> System.out.println("HISTORY-IT REPLICA " + v));
+      failures.forEach(f -> System.out.println("HISTORY-IT FAILURE " + f));
       assertThat(result.violations()).as("checker, seed " + seed + ", history " + file)
           .isEmpty();
+      assertThat(failures).as("the run, seed " + seed + ", history " + file).isEmpty();
       assertThat(allUp).as("every node UP again after healing; ring "
           + Membership.readRingFile(c.ringFile())).isTrue();
       assertThat(divergent).as("replicas, seed " + seed).isEmpty();
@@ -193,6 +177,48 @@ class TyrClusterHistoryIT {
           && o.f() != Kind.FINAL && !o.writes().isEmpty() && o.client() >= 0).count();
       assertThat(okWrites).as("acknowledged writes").isGreaterThan(50);
       assertThat(nemesis.events()).as("faults").isNotEmpty();
+    }
+  }
+
+  /**
+   * The clients against the nemesis until the time is up; every client thread joined and
+   * every store closed whatever happens, what went wrong added to {@code failures}.
+   */
+  private static void runWorkload(TyrProcessCluster c, Nemesis nemesis, long seed,
+      long seconds, int maxFaults, List<String> accounts, List<String> counters,
+      List<String> registers, Queue<Op> history, List<String> failures)
+      throws InterruptedException {
+    AtomicBoolean running = new AtomicBoolean(true);
+    List<TyrClusterBlobStore> stores = new ArrayList<>();
+    List<Thread> threads = new ArrayList<>();
+    try {
+      for (int i = 0; i < CLIENTS; i++) {
+        stores.add(store(c, "client" + i));
+        Thread t = new Thread(new HistoryClient(i, stores.get(i), accounts, counters,
+            registers, seed * 31 + i, history, running::get), "history-client-" + i);
+        // A client that dies (a bug of the client, not of the store) must not pass unseen.
+        t.setUncaughtExceptionHandler((th, e) -> failures.add(th.getName() + " died: " + e));
+        threads.add(t);
+        t.start();
+      }
+      nemesis.run(System.nanoTime() + Duration.ofSeconds(seconds).toNanos(), maxFaults);
+    } catch (Exception | AssertionError e) {
+      failures.add("workload: " + e);
+    } finally {
+      running.set(false);
+      for (Thread t : threads) {
+        t.join(Duration.ofMinutes(3).toMillis()); // each call ends within its timeouts
+        if (t.isAlive()) {
+          failures.add(t.getName() + " still running 3 minutes after the workload ended");
+        }
+      }
+      for (TyrClusterBlobStore s : stores) {
+        try {
+          s.close();
+        } catch (RuntimeException e) {
+          failures.add("closing a client store: " + e);
+        }
+      }
     }
   }
 
@@ -251,7 +277,13 @@ class TyrClusterHistoryIT {
           bad.add(e.getKey() + ": its replica " + m + " is " + r.state(m) + ", not UP");
           continue;
         }
-        byte[] own = TyrProcessCluster.readOn(m, e.getKey(), r.epoch());
+        byte[] own;
+        try {
+          own = TyrProcessCluster.readOn(m, e.getKey(), r.epoch());
+        } catch (Exception x) { // absent there, or not answering: recorded, not thrown
+          bad.add(e.getKey() + " on " + m + " could not be read: " + x);
+          continue;
+        }
         if (!Arrays.equals(own, e.getValue().getBytes(StandardCharsets.UTF_8))) {
           bad.add(e.getKey() + " on " + m + " is " + new String(own, StandardCharsets.UTF_8)
               + ", the final read says " + e.getValue());
