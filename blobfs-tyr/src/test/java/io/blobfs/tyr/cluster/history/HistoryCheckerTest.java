@@ -231,6 +231,27 @@ class HistoryCheckerTest {
   }
 
   /**
+   * What {@code TyrClusterHistoryIT} found once the checker used the known-applied time
+   * (seed 40404071680335, 30 s of faults; excerpt in {@code src/test/resources/tyr-history/
+   * stale-register-read-40404071680335.jsonl}), minimised: w1-63 took 5 s to be
+   * acknowledged, but a read returned it at once; the acknowledged w2-325 (and more) then
+   * replaced it, and a plain read 1.5 s later returned w1-63 again. The old checker
+   * accepted it, w1-63 being acknowledged only after w2-325 began.
+   */
+  @Test
+  void theStaleRegisterReadFoundOnTheClusterIsRejected() {
+    H h = new H().op(Kind.WRITE, Outcome.OK, 0, 50, Map.of(), Map.of("r", "w1-63"))
+        .op(Kind.READ, Outcome.OK, 6, 7, Map.of("r", "w1-63"), Map.of())
+        .op(Kind.WRITE, Outcome.OK, 8, 9, Map.of(), Map.of("r", "w2-325"))
+        .op(Kind.READ, Outcome.OK, 10, 11, Map.of("r", "w2-325"), Map.of())
+        .op(Kind.READ, Outcome.OK, 20, 21, Map.of("r", "w1-63"), Map.of())
+        .op(Kind.READ, Outcome.OK, 22, 23, Map.of("r", "w2-325"), Map.of())
+        .fin(60, Map.of("r", "w2-325"));
+    assertOnly(h.check().violations(), "register r read w1-63, but acknowledged write write2 "
+        + "of w2-325 had replaced it before the read began: {\"id\":\"read4\"");
+  }
+
+  /**
    * An indeterminate write seen by a read is not stale for a read that began after that
    * read ended, as long as no acknowledged write followed it.
    */
