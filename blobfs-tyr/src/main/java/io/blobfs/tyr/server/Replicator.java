@@ -341,14 +341,21 @@ final class Replicator implements Closeable {
     return n;
   }
 
+  /**
+   * What the client hears when a backup did not confirm a write the primary has applied:
+   * always {@code UNAVAILABLE}, an outcome the client may not take as "nothing done". Not
+   * the backup's own {@code WRONG_EPOCH} (a client takes that for a refusal made before
+   * anything was done, and made a transaction again, whose check then failed on this
+   * very write: a conflict reported for an applied transaction, {@code TyrBackupAheadTest}),
+   * nor a message that still says {@link TyrException#NOT_CONNECTED} (this node's link to
+   * the backup failed, not the client's: the client would make the call again elsewhere).
+   * A client that needs the backup's newer ring finds it by asking the members.
+   */
   private static TyrException backupFailed(Throwable e) {
-    ErrorCode code = e instanceof TyrException t && t.code() == ErrorCode.WRONG_EPOCH
-        ? ErrorCode.WRONG_EPOCH : ErrorCode.UNAVAILABLE;
-    if (code == ErrorCode.WRONG_EPOCH) {
-      return (TyrException) e; // the backup's ring goes back to the client
-    }
-    return new TyrException(code, "the write was applied on the primary but a backup did "
-        + "not confirm it, so it is not acknowledged (retry it): " + e.getMessage(), e);
+    String why = String.valueOf(e.getMessage()).replace(TyrException.NOT_CONNECTED,
+        "(nothing was sent to the backup)");
+    return new TyrException(ErrorCode.UNAVAILABLE, "the write was applied on the primary "
+        + "but a backup did not confirm it, so it is not acknowledged (retry it): " + why, e);
   }
 
   private Stream stream(Member backup) {

@@ -423,6 +423,59 @@ class CrossNodeTransactionTest {
     });
   }
 
+  /**
+   * As above, but the lost participant is marked DOWN (as the monitor does once it has
+   * been silent for its down-after) before it comes back, then RECOVERING, and its key is
+   * written meanwhile on the new primary. It should catch up, and the transaction should
+   * be whole: its key read on the new primary after the decision is the decided value.
+   * Today neither holds: the new primary never had the prepared part (the key reads its
+   * old value there while the others show the transaction: half-applied for good), and
+   * the part, decided commit, is never applied on the restarted node (it is not the key's
+   * UP primary) nor dropped, so the key stays held, the catch-up that must copy the new
+   * primary's write parks it and starts over for ever, and the node never serves again
+   * (without the write there is nothing to copy and the catch-up passes). Found by
+   * {@code TyrClusterHistoryIT} (one SIGKILL of three nodes); the README lists the cause
+   * among the failover limits. Enable once prepared parts survive a failover.
+   */
+  @Test
+  @org.junit.jupiter.api.Disabled("known bug: a primary marked DOWN while holding a decided "
+      + "part never catches up, and the part is lost on the new primary (see javadoc)")
+  void aParticipantMarkedDownAfterTheDecisionCatchesUpAndTheTransactionIsWhole()
+      throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> keys = keysOnEveryNode(c, "k");
+      store.commit(puts(keys, "before"));
+      store.commit(puts(keys, "decided"), CrossNodeCommit.StopAfter.DECISION);
+      String late = keys.get(2);
+      Member lost = c.ring.primary(late);
+      int down = c.members.indexOf(lost);
+      c.stop(down);
+      io.blobfs.tyr.ring.Ring downRing = c.ring.withState(lost,
+          io.blobfs.tyr.ring.Ring.State.DOWN, 2);
+      c.installOnRunning(downRing);
+      String seenAfterDecision = text(c.server(downRing.primary(late)), late);
+      store.put(late, ByteBuffer.wrap("after".getBytes(StandardCharsets.UTF_8)),
+          PutMode.OVERWRITE); // on the new primary: the restarted node must copy it
+      c.restart(down, downRing);
+      c.install(downRing.withState(lost, io.blobfs.tyr.ring.Ring.State.RECOVERING, 3));
+      long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while (c.servers.get(down).caughtUpEpoch() < 3) {
+        assertThat(System.nanoTime()).as("node " + lost + " caught up; prepared there: "
+            + c.servers.get(down).preparedTransactions()).isLessThan(end);
+        Thread.sleep(50);
+      }
+      for (String k : keys) {
+        for (Member m : c.ring.owners(k)) {
+          assertEquals(k.equals(late) ? "after" : "decided", text(c.server(m), k),
+              k + " on " + m);
+        }
+      }
+      assertEquals("decided", seenAfterDecision, late + " on its new primary after the "
+          + "decision, before the next write");
+    }
+  }
+
   /** Reads every account and commits checks of what it read, retrying until it commits. */
   private static void audit(TyrClusterBlobStore store, List<String> accounts,
       AtomicInteger conflicts) throws Exception {

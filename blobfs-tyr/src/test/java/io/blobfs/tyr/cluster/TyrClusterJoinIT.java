@@ -54,7 +54,7 @@ class TyrClusterJoinIT {
   void fourthNodeTakesOnlyItsRangesAndNoWriteIsLost() throws Exception {
     Hosts hosts = Hosts.up(4);
     try (TyrProcessCluster c = TyrProcessCluster.startOn(hosts, dir, 3, 128, 2);
-        ClusterMonitor monitor = new ClusterMonitor(c.ringFile(), null,
+        ClusterMonitor monitor = new ClusterMonitor(c.ringFile(), io.blobfs.tyr.server.PeerAccess.NONE,
             Duration.ofSeconds(10), Duration.ofMillis(300));
         TyrClusterBlobStore store = store(c)) {
       Random rnd = new Random(13);

@@ -2,6 +2,9 @@ package io.blobfs.tyr.cluster;
 
 import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.server.TyrServerProcess;
+import io.blobfs.tyr.api.ReadResult;
+import io.blobfs.tyr.client.ClientConfig;
+import io.blobfs.tyr.client.TyrClient;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -57,7 +60,11 @@ public final class TyrProcessCluster implements AutoCloseable {
       String... extraArgs) throws IOException, InterruptedException {
     List<Member> members = new ArrayList<>();
     // A port of this run's own: a server left behind by a crashed run cannot answer for it.
-    int nsPort = 20_000 + ThreadLocalRandom.current().nextInt(10_000);
+    // BLOBFS_TYR_PORT_BASE keeps it within [base, base + 100) (helpers sharing a machine).
+    String base = System.getenv("BLOBFS_TYR_PORT_BASE");
+    int nsPort = base != null && !base.isBlank()
+        ? Integer.parseInt(base.trim()) + ThreadLocalRandom.current().nextInt(100)
+        : 20_000 + ThreadLocalRandom.current().nextInt(10_000);
     for (int i = 1; i <= n; i++) {
       members.add(new Member(hosts.address(i), hosts.namespaces() ? nsPort : freePort()));
     }
@@ -149,9 +156,50 @@ public final class TyrProcessCluster implements AutoCloseable {
     hosts.setLink(i + 1, up);
   }
 
+  /** SIGSTOP to node {@code i} (0-based): frozen, its connections open and silent. */
+  public void freeze(int i) throws IOException, InterruptedException {
+    signal("STOP", i);
+  }
+
+  /** SIGCONT to node {@code i}: it runs on from where it was frozen. */
+  public void thaw(int i) throws IOException, InterruptedException {
+    signal("CONT", i);
+  }
+
+  private void signal(String sig, int i) throws IOException, InterruptedException {
+    Process p = new ProcessBuilder("kill", "-" + sig, Long.toString(nodes.get(i).pid()))
+        .inheritIO().start();
+    if (p.waitFor() != 0) {
+      throw new IOException("kill -" + sig + " of node " + i + " failed");
+    }
+  }
+
   /** Whether the nodes run on hosts of their own (namespaces) rather than loopback. */
   public boolean onOwnHosts() {
     return hosts.namespaces();
+  }
+
+  /**
+   * The blob as one replica holds it (a request routed to that node only), waiting for
+   * the node to load the ring file's epoch (it checks the file every second).
+   */
+  public static byte[] readOn(Member m, String key, long epoch) throws Exception {
+    try (TyrClient raw = new TyrClient(ClientConfig.of(m.host(), m.port()))) {
+      raw.routeUnder(() -> epoch);
+      for (int attempt = 0; ; attempt++) {
+        try {
+          ReadResult r = TyrClient.await(raw.read(key, 0, 1000));
+          byte[] b = new byte[r.data().remaining()];
+          r.data().get(b);
+          return b;
+        } catch (io.blobfs.tyr.ring.WrongEpochException behind) {
+          if (attempt >= 100 || behind.ring().epoch() >= epoch) {
+            throw behind;
+          }
+          Thread.sleep(100);
+        }
+      }
+    }
   }
 
   @Override

@@ -1,0 +1,143 @@
+package io.blobfs.tyr.blobfs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.blobfs.store.BlobMutation;
+import io.blobfs.store.PutMode;
+import io.blobfs.store.VersionedBytes;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.ring.Ring;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A ring change that reaches a key's backup before its primary (nodes load the ring file
+ * about once a second, each on its own), while neither changes role: the primary commits
+ * a transaction under the old epoch, the backup refuses its replication for its epoch,
+ * and the primary hands the backup's {@code WRONG_EPOCH} to the client. The client takes
+ * that as "refused before anything was done", adopts the ring and makes the transaction
+ * again; once the primary has the ring, the retry's check fails on the primary's own
+ * applied write, and the caller gets {@code TransactionConflictException} ("nothing
+ * applied") for a transaction that is applied on the primary, and not on the backup.
+ * Failed before the fix ("blob b/key was read at version 1 and is now at 2; retry" with
+ * v1 on the primary); in a recorded history ({@code TyrClusterHistoryIT}) it showed as
+ * increments reported as conflicts and read back. Now the primary answers
+ * {@code UNAVAILABLE} after its own apply, whatever the backup said, and the caller gets
+ * an indeterminate {@code StoreUnavailableException}.
+ */
+class TyrBackupAheadTest {
+  @TempDir
+  Path dir;
+
+  private static ByteBuffer utf8(String s) {
+    return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private static String onNode(LocalTyrCluster c, Member m, String key) throws IOException {
+    if (!c.server(m).engine().stat(key).exists()) {
+      return null;
+    }
+    ByteBuffer b = ByteBuffer.allocate((int) c.server(m).engine().stat(key).size());
+    c.server(m).engine().read(key, 0, b);
+    return new String(b.array(), StandardCharsets.UTF_8);
+  }
+
+  /**
+   * Commits v1 over v0 on {@code key} while a ring change (the key's roles unchanged) has
+   * reached its backup and not yet its primary, which loads it once v1 is applied there.
+   * Returns the commit's error, null if it succeeded.
+   */
+  private static IOException commitWhileTheBackupIsAhead(LocalTyrCluster c,
+      TyrClusterBlobStore store, String key) throws Exception {
+    store.put(key, utf8("v0"), PutMode.OVERWRITE);
+    Member primary = c.ring.primary(key);
+    Member backup = c.ring.owners(key).get(1);
+    Member third = c.members.stream().filter(m -> !m.equals(primary) && !m.equals(backup))
+        .findFirst().orElseThrow();
+    Ring next = c.ring.withState(third, Ring.State.DOWN, 2); // the key's roles unchanged
+    c.server(backup).membership().install(next);
+    // The primary loads the ring once its local apply is there, as it would within its
+    // second; the client is meanwhile retrying under the backup's ring. The watcher polls
+    // every millisecond (a spin would starve the servers on a loaded machine) and gives
+    // up after a minute rather than outlive the cluster.
+    AtomicReference<Throwable> watcher = new AtomicReference<>();
+    Thread primaryLoads = new Thread(() -> {
+      try {
+        long end = System.nanoTime() + Duration.ofMinutes(1).toNanos();
+        while (!"v1".equals(onNode(c, primary, key))) {
+          if (System.nanoTime() > end) {
+            throw new IllegalStateException("v1 never reached the primary " + primary);
+          }
+          Thread.sleep(1);
+        }
+        c.server(primary).membership().install(next);
+      } catch (IOException | RuntimeException | InterruptedException e) {
+        watcher.set(e);
+      }
+    });
+    primaryLoads.start();
+    VersionedBytes v = store.readWithVersion(key, 64);
+    IOException failed = null;
+    try {
+      store.commit(List.of(new BlobMutation.Check(key, v.version()),
+          new BlobMutation.Put(key, utf8("v1"), PutMode.OVERWRITE)));
+    } catch (IOException e) {
+      failed = e;
+    }
+    primaryLoads.join(Duration.ofMinutes(2).toMillis());
+    assertThat(primaryLoads.isAlive()).as("the watcher ended").isFalse();
+    assertThat(watcher.get()).isNull();
+    return failed;
+  }
+
+  @Test
+  void aTransactionRefusedByABackupAheadOfItsPrimaryIsNotReportedAsNotApplied()
+      throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2);
+        TyrClusterBlobStore store = c.store("b", "op-timeout", "5s")) {
+      String key = "b/key";
+      IOException failed = commitWhileTheBackupIsAhead(c, store, key);
+      // Applied on the primary and not confirmed by the backup: the outcome is unknown to
+      // the caller, who must hear so, never "nothing applied" (a conflict).
+      assertThat(failed).isInstanceOf(io.blobfs.store.StoreUnavailableException.class)
+          .hasMessageContaining("applied on the primary but a backup did not confirm it");
+      assertThat(onNode(c, c.ring.primary(key), key)).isEqualTo("v1");
+    }
+  }
+
+  /**
+   * What follows the race above (review finding 5): the backup refused v1 and nothing
+   * sends it again (the primary's replication stream to it is broken and numbered afresh),
+   * so the two replicas differ until the key is written again. A plain read, served by any
+   * replica, may return v1 or v0 for a key nobody writes, and a failover to the backup
+   * reverts v1, which readers may have seen. Fails today: the backup keeps v0 (checked for
+   * 10 s after the commit returned). Enable once the primary sends such a write again (or
+   * the backup's range goes through catch-up); see the README's failover limits.
+   */
+  @Test
+  @org.junit.jupiter.api.Disabled("known limit: replicas diverge after a backup refuses a "
+      + "write its primary applied (see javadoc and the README's failover limits)")
+  void theReplicasAgreeAfterABackupRefusedAWriteItsPrimaryApplied() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2);
+        TyrClusterBlobStore store = c.store("b", "op-timeout", "5s")) {
+      String key = "b/key";
+      IOException failed = commitWhileTheBackupIsAhead(c, store, key);
+      assertThat(failed).isInstanceOf(io.blobfs.store.StoreUnavailableException.class);
+      Member backup = c.ring.owners(key).get(1);
+      long end = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+      while (!"v1".equals(onNode(c, backup, key)) && System.nanoTime() < end) {
+        Thread.sleep(50);
+      }
+      assertThat(onNode(c, c.ring.primary(key), key)).isEqualTo("v1");
+      assertThat(onNode(c, backup, key)).as("the backup " + backup + "'s own copy")
+          .isEqualTo("v1");
+    }
+  }
+}
