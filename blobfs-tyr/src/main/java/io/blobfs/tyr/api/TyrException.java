@@ -54,6 +54,26 @@ public class TyrException extends IOException {
    * client (the connection or its handshake failed): nothing was done, so the call may be
    * made elsewhere whatever it was.
    */
+  /**
+   * What a primary says of a write it applied but a backup did not confirm (the backup a
+   * ring behind, or refusing): the primary is reachable, and the outcome is unknown.
+   */
+  public static final String BACKUP_UNCONFIRMED = "a backup did not confirm it";
+
+  /**
+   * Whether a primary answered {@link #BACKUP_UNCONFIRMED}: an idempotent call may be made
+   * again on the same primary (a backup behind loads the ring within about a second).
+   */
+  public static boolean backupUnconfirmed(Throwable e) {
+    for (Throwable c = e; c != null; c = c.getCause()) {
+      if (c instanceof TyrException t && t.code == ErrorCode.UNAVAILABLE
+          && t.getMessage() != null && t.getMessage().contains(BACKUP_UNCONFIRMED)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   public static boolean neverSent(Throwable e) {
     for (Throwable c = e; c != null; c = c.getCause()) {
       if (c instanceof TyrException t && t.code == ErrorCode.UNAVAILABLE

@@ -249,6 +249,12 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         }
         WrongEpochException w = wrongEpoch(e);
         if (w == null) {
+          if (idempotent && TyrException.backupUnconfirmed(e) && attempt < ATTEMPTS) {
+            // The primary answered: no newer ring will come to fail over to (a backup a
+            // ring behind is the usual cause), and making an idempotent call again is safe.
+            pause(attempt);
+            continue;
+          }
           if (mayRetryElsewhere(r, e, idempotent) && attempt < ATTEMPTS) {
             failoverBy = failoverBy == 0 ? failoverDeadline() : failoverBy;
             if (TyrClient.await(failover(r, owner, failoverBy))) {

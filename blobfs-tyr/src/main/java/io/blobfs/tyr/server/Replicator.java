@@ -355,7 +355,8 @@ final class Replicator implements Closeable {
     String why = String.valueOf(e.getMessage()).replace(TyrException.NOT_CONNECTED,
         "(nothing was sent to the backup)");
     return new TyrException(ErrorCode.UNAVAILABLE, "the write was applied on the primary "
-        + "but a backup did not confirm it, so it is not acknowledged (retry it): " + why, e);
+        + "but " + TyrException.BACKUP_UNCONFIRMED + ", so it is not acknowledged (retry it): "
+        + why, e);
   }
 
   private Stream stream(Member backup) {

@@ -140,4 +140,54 @@ class TyrBackupAheadTest {
           .isEqualTo("v1");
     }
   }
+
+  /**
+   * The other order (a ring change that reached the primary first, its backup a ring
+   * behind): the primary applies an overwrite, the backup refuses it for its epoch, and the
+   * primary answers that a backup did not confirm. No newer ring will come to fail over
+   * to, so waiting for one failed the put after the request timeout, although making an
+   * overwrite again is safe; the client now makes it again on the same primary, and it
+   * succeeds once the backup has loaded the ring. Failed before (a
+   * {@code StoreUnavailableException} "is unreachable, and it holds"; seen in
+   * {@code TyrClusterFailoverIT}).
+   */
+  @Test
+  void anOverwriteRefusedByABackupBehindItsPrimaryIsMadeAgainAndSucceeds() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2);
+        TyrClusterBlobStore store = c.store("b", "op-timeout", "3s")) {
+      String key = "b/behind";
+      store.put(key, utf8("v0"), PutMode.OVERWRITE);
+      Member primary = c.ring.primary(key);
+      Member backup = c.ring.owners(key).get(1);
+      Member third = c.members.stream().filter(m -> !m.equals(primary) && !m.equals(backup))
+          .findFirst().orElseThrow();
+      Ring next = c.ring.withState(third, Ring.State.DOWN, 2); // the key's roles unchanged
+      c.server(primary).membership().install(next);
+      c.server(third).membership().install(next);
+      // The backup loads the ring once the primary has applied v1 (its refusal is then
+      // certain to have happened), as it would within its second.
+      AtomicReference<Throwable> watcher = new AtomicReference<>();
+      Thread backupLoads = new Thread(() -> {
+        try {
+          long end = System.nanoTime() + Duration.ofMinutes(1).toNanos();
+          while (!"v1".equals(onNode(c, primary, key))) {
+            if (System.nanoTime() > end) {
+              throw new IllegalStateException("v1 never reached the primary " + primary);
+            }
+            Thread.sleep(1);
+          }
+          Thread.sleep(200);
+          c.server(backup).membership().install(next);
+        } catch (IOException | RuntimeException | InterruptedException e) {
+          watcher.set(e);
+        }
+      });
+      backupLoads.start();
+      store.put(key, utf8("v1"), PutMode.OVERWRITE);
+      backupLoads.join(Duration.ofMinutes(2).toMillis());
+      assertThat(watcher.get()).isNull();
+      assertThat(onNode(c, primary, key)).isEqualTo("v1");
+      assertThat(onNode(c, backup, key)).as("the backup's own copy").isEqualTo("v1");
+    }
+  }
 }
