@@ -30,6 +30,8 @@ public final class FuseSession implements AutoCloseable {
   static final int MINOR = 31;
   static final int IN_HEADER = 40;
   static final int OUT_HEADER = 16;
+  /** fuse_write_in: fh, offset, size, write_flags, lock_owner, flags, padding. */
+  static final int WRITE_IN = 40;
 
   // INIT flags this side asks for, when the kernel offers them
   static final int ASYNC_READ = 1;
@@ -65,6 +67,7 @@ public final class FuseSession implements AutoCloseable {
   private final int fd;
   private final List<Thread> workers = new ArrayList<>();
   private final AtomicBoolean unmounted = new AtomicBoolean();
+  private final RequestStats stats = new RequestStats();
   /** The mount's number under /sys/fs/fuse/connections, to abort it; -1 if unknown. */
   private volatile long connection = -1;
 
@@ -178,7 +181,17 @@ public final class FuseSession implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
       LibC.INSTANCE.close(fd);
+      LOG.log(System.Logger.Level.INFO, "requests served on " + mountPoint + ":" + stats.summary());
     }
+  }
+
+  /** Requests served so far, by opcode (see {@link RequestStats}). */
+  String requestSummary() {
+    return stats.summary();
+  }
+
+  RequestStats stats() {
+    return stats;
   }
 
   /** Writes to the connection's abort file in fusectl, mounting fusectl if it is not. */
@@ -260,6 +273,7 @@ public final class FuseSession implements AutoCloseable {
     long node = in.getLong(16);
     in.position(IN_HEADER);
     out.position(OUT_HEADER);
+    long started = System.nanoTime();
     int error = 0;
     try {
       if (!dispatch(opcode, node, in, out)) {
@@ -279,6 +293,9 @@ public final class FuseSession implements AutoCloseable {
     }
     int len = error == 0 ? out.position() : OUT_HEADER;
     out.putInt(0, len).putInt(4, -error).putLong(8, unique);
+    long payload = opcode == Opcode.WRITE ? in.limit() - IN_HEADER - WRITE_IN
+        : opcode == Opcode.READ ? len - OUT_HEADER : 0;
+    stats.record(opcode, payload, System.nanoTime() - started);
     return len;
   }
 
@@ -348,7 +365,7 @@ public final class FuseSession implements AutoCloseable {
         long fh = in.getLong();
         long offset = in.getLong();
         int size = in.getInt();
-        int start = in.position() + 20; // write_flags, lock_owner, flags, padding
+        int start = IN_HEADER + WRITE_IN; // after write_flags, lock_owner, flags, padding
         int written = fs.write(node, fh, offset, in.slice(start, size));
         out.putInt(written).putInt(0);
       }
