@@ -205,34 +205,42 @@ final class EarlyUpload {
   }
 
   /**
-   * Called by a publication holding the staged file's exclusive lock (no write runs):
-   * waits for the background task, then returns the writer with the file's bytes up to
-   * {@code uploadedOut[0]} for the publication to complete, or null (nothing usable:
-   * broken, or made for another name), giving up what was uploaded. Either way this
-   * upload is over; the next writes start another.
+   * Called by a publication (one at a time; writes may go on meanwhile): waits for the
+   * background task, then returns the writer with the file's bytes up to {@code
+   * uploadedOut[0]} for the publication to complete, or null (nothing usable: broken,
+   * made for another name, or past {@code length}), giving up what was uploaded. Either
+   * way this upload is over; the next writes start another, with a writer of its own.
    */
   FileWriter finish(FsPath path, long length, long[] uploadedOut) {
-    CompletableFuture<Void> running;
-    synchronized (this) {
-      running = withdrawOrRunning();
-    }
-    running.join(); // never fails: run() catches what it throws
     FileWriter w;
     long done;
-    synchronized (this) {
-      w = writer;
-      done = uploaded;
-      boolean usable = w != null && !broken && w.path().equals(path) && done <= length;
-      if (!usable && w != null) {
-        w.abort();
-        w = null;
+    boolean usable;
+    while (true) {
+      CompletableFuture<Void> running;
+      synchronized (this) {
+        running = withdrawOrRunning();
+        if (running.isDone()) {
+          // taken and reset in the monitor that saw no task running: a write racing this
+          // publication starts its task only after, with a writer of its own, never this one
+          w = writer;
+          done = uploaded;
+          usable = w != null && !broken && w.path().equals(path) && done <= length;
+          writer = null;
+          broken = false;
+          uploaded = 0;
+          claimed = 0;
+          // the written ranges stay: the next version's upload starts again from the
+          // start and claims only bytes written (holes another writer has yet to fill
+          // are not)
+          break;
+        }
       }
-      writer = null;
-      broken = false;
-      uploaded = 0;
-      claimed = 0;
-      // the written ranges stay: the next version's upload starts again from the start
-      // and claims only bytes written (holes another writer has yet to fill are not)
+      running.join(); // never fails: run() catches what it throws; a write may start
+                      // another task meanwhile, so look again
+    }
+    if (!usable && w != null) {
+      w.abort();
+      w = null;
     }
     uploadedOut[0] = w == null ? 0 : done;
     return w;

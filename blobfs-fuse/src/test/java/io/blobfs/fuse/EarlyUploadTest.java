@@ -217,6 +217,55 @@ class EarlyUploadTest {
     assertEquals(data.length, published("/n1").length);
   }
 
+  /**
+   * N processes writing one file, one of them fsyncing: the others' writes go on while its
+   * publication uploads (before, they stood still until it ended, so their own fsyncs came
+   * one after another, each a whole upload). The version carries every write finished
+   * when the fsync began; the writes racing it are published whole by the next fsync.
+   */
+  @Test
+  void writesGoOnWhileAnotherDescriptorsFsyncPublishes() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("race", h);
+    Opened a = fs.open(e.node(), RW);
+    Opened b = fs.open(e.node(), RW);
+    int half = data.length / 2;
+    fs.write(e.node(), a.fh(), 0, ByteBuffer.wrap(data, 0, half));
+    fs.write(e.node(), b.fh(), half, ByteBuffer.wrap(data, half, MIB));
+    byte[] atFsync = Arrays.copyOf(data, half + MIB);
+    // the publication's record commit is held: its upload is under way
+    FaultInjectingBlobStore.Fault held = faults.on(FaultInjectingBlobStore.Op.PUT,
+        FaultInjectingBlobStore.Op.COMMIT).keys("n/race").pause();
+    CompletableFuture<Void> fsyncA = CompletableFuture.runAsync(() -> {
+      try {
+        fs.fsync(e.node(), a.fh(), false);
+      } catch (FuseException ex) {
+        throw new IllegalStateException(ex);
+      }
+    });
+    held.awaitReached();
+    // these writes take milliseconds; the bound only keeps a hang from stalling the build
+    assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
+      for (int off = half + MIB; off < data.length; off += MIB) {
+        fs.write(e.node(), b.fh(), off,
+            ByteBuffer.wrap(data, off, Math.min(MIB, data.length - off)));
+      }
+    }, "writes of another descriptor waited for the fsync's publication");
+    // before, the writes waited for the held commit (let go only by the fault's own 30 s
+    // limit), so the fsync was over by the time they returned
+    assertTrue(!fsyncA.isDone(), "the writes waited for the fsync's publication to end");
+    held.release();
+    fsyncA.get();
+    assertArrayEquals(atFsync, published("/race"),
+        "the fsynced version: every write finished when it began, none racing it");
+    fs.fsync(e.node(), b.fh(), false); // the racing writes are still to publish
+    assertArrayEquals(data, published("/race"));
+    for (Opened o : new Opened[] {a, b, h[0]}) {
+      fs.release(e.node(), o.fh());
+    }
+    assertArrayEquals(data, published("/race"));
+  }
+
   @Test
   void aFailedCommitIsReportedNotUploadedAgain() throws Exception {
     Opened[] h = new Opened[1];
