@@ -96,7 +96,9 @@ final class Renamer {
       }
     }
     if (srcInfo.isFile()) {
-      renameFile(src, target);
+      if (!renameFile(src, target)) {
+        return false; // the destination was created after the probe above
+      }
     } else {
       renameDirectory(src, target);
       ns.pending().rename(src, target);
@@ -105,22 +107,35 @@ final class Renamer {
     return true;
   }
 
-  private void renameFile(FsPath src, FsPath dst) throws IOException {
+  /**
+   * Moves a file's record; false, changing nothing, if the destination was created
+   * between the caller's probe and the move: the answer {@code rename} gives for an
+   * existing destination file (Hadoop's contract; before, a lost race, "retry", which
+   * no retry would change).
+   */
+  private boolean renameFile(FsPath src, FsPath dst) throws IOException {
     String from = ns.layout().recordKey(src);
     String to = ns.layout().recordKey(dst);
     VersionedRecord read = ns.readRecord(from, true)
         .orElseThrow(() -> new FileNotFoundException("renamed away meanwhile: " + src));
     if (!ns.calls().transactional()) {
-      if (!moveLocked(from, to, read, src, dst, false, null)) {
-        throw new FileNotFoundException("renamed away meanwhile: " + src);
+      try {
+        if (!moveLocked(from, to, read, src, dst, false, null)) {
+          throw new FileNotFoundException("renamed away meanwhile: " + src);
+        }
+      } catch (FileAlreadyExistsException created) {
+        return false; // the exclusive create of the new name failed: nothing was changed
       }
-      return;
+      return true;
     }
     for (int attempt = 1; ; attempt++) {
       try {
         ns.calls().commit(moveMutations(from, to, read));
-        return;
+        return true;
       } catch (TransactionConflictException e) {
+        if (ns.readRecord(to, false).isPresent()) {
+          return false; // the new name's exclusive create lost: nothing was applied
+        }
         // Only a change of the data lock alone (a writer releasing it, a sweeper taking
         // it) is retried; a source changed since it was read is the caller's to judge.
         Optional<VersionedRecord> now = ns.readRecord(from, false);
