@@ -33,7 +33,7 @@ final class MountedStore implements AutoCloseable {
   private final String name;
   private final Map<String, String> conf;
   private final TyrServerProcess server;
-  private final BlobMount mount;
+  private BlobMount mount;
   private final Path mnt;
   private final List<BlobStore> clients = new ArrayList<>();
 
@@ -92,6 +92,18 @@ final class MountedStore implements AutoCloseable {
 
   Path mnt() {
     return mnt;
+  }
+
+  /**
+   * Unmounts (publishing every open file) and mounts the same store again at the same
+   * place, staging under {@code staging}: what the store holds after an unmount, as a
+   * fresh mount sees it. The store (a server process, a RADOS namespace) stays.
+   */
+  void remount(Path staging) throws IOException {
+    mount.close();
+    Map<String, String> again = new HashMap<>(conf);
+    again.put(MountConfig.STAGING_DIR, staging.toString());
+    mount = BlobMount.mount(again, name, false, mnt);
   }
 
   String name() {
