@@ -284,6 +284,11 @@ final class StagedFile {
    * fsync that waited for another's publication, which took its writes, returns at once.
    */
   void publish(BlobNamespace ns, FsPath path, long needed) throws IOException {
+    if (published >= Math.min(needed, changes())) {
+      // already in a committed version: a close after its own fsync returns at once
+      // rather than wait for another descriptor's publication under way
+      return;
+    }
     publishing.lock();
     try {
       long carried;

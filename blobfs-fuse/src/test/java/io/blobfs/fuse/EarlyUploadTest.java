@@ -266,6 +266,37 @@ class EarlyUploadTest {
     assertArrayEquals(data, published("/race"));
   }
 
+  /** A close whose writes an fsync already published does not wait for another's upload. */
+  @Test
+  void aCloseAfterItsOwnFsyncDoesNotWaitForAnotherPublication() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("closing", h);
+    Opened a = fs.open(e.node(), RW);
+    Opened b = fs.open(e.node(), RW);
+    fs.write(e.node(), a.fh(), 0, ByteBuffer.wrap(data, 0, MIB));
+    fs.fsync(e.node(), a.fh(), false);
+    fs.write(e.node(), b.fh(), MIB, ByteBuffer.wrap(data, MIB, MIB));
+    FaultInjectingBlobStore.Fault held = faults.on(FaultInjectingBlobStore.Op.PUT,
+        FaultInjectingBlobStore.Op.COMMIT).keys("n/closing").pause();
+    CompletableFuture<Void> fsyncB = CompletableFuture.runAsync(() -> {
+      try {
+        fs.fsync(e.node(), b.fh(), false);
+      } catch (FuseException ex) {
+        throw new IllegalStateException(ex);
+      }
+    });
+    held.awaitReached();
+    assertTimeoutPreemptively(Duration.ofSeconds(60), () -> fs.flush(e.node(), a.fh()));
+    // before, the close waited for the held commit (let go only by the fault's 30 s limit)
+    assertTrue(!fsyncB.isDone(), "the close waited for the other descriptor's publication");
+    held.release();
+    fsyncB.get();
+    assertArrayEquals(Arrays.copyOf(data, 2 * MIB), published("/closing"));
+    for (Opened o : new Opened[] {a, b, h[0]}) {
+      fs.release(e.node(), o.fh());
+    }
+  }
+
   @Test
   void aFailedCommitIsReportedNotUploadedAgain() throws Exception {
     Opened[] h = new Opened[1];
