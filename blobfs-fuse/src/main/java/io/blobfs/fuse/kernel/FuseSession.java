@@ -166,6 +166,15 @@ public final class FuseSession implements AutoCloseable {
     if (unmounted.compareAndSet(false, true)) {
       try {
         LibC.INSTANCE.umount2(mountPoint, 0);
+        // Unmounted here, but a process that entered a mount namespace of its own while
+        // the mount existed (unshare -m, a container, a test JVM) holds a copy of it, and
+        // the kernel keeps the connection, and the workers' reads, for as long as that
+        // copy lives: an unmount that waited for it hung (bench-hpc.sh's cleanup did).
+        if (!joinWithin(UNMOUNT_GRACE_MILLIS)) {
+          LOG.log(System.Logger.Level.WARNING, mountPoint + " is unmounted here but the"
+              + " kernel keeps its connection (a copy in another mount namespace?): aborting it");
+          abortConnection();
+        }
       } catch (LastErrorException busy) {
         try {
           LibC.INSTANCE.umount2(mountPoint, LibC.MNT_DETACH);
@@ -192,6 +201,29 @@ public final class FuseSession implements AutoCloseable {
 
   RequestStats stats() {
     return stats;
+  }
+
+  /** How long an unmounted connection may take to end its workers' reads by itself. */
+  private static final long UNMOUNT_GRACE_MILLIS = 10_000;
+
+  /** Waits up to {@code millis} for every worker to end; true if they all did. */
+  private boolean joinWithin(long millis) {
+    long deadline = System.nanoTime() + millis * 1_000_000;
+    try {
+      for (Thread t : workers) {
+        long left = (deadline - System.nanoTime()) / 1_000_000;
+        if (left > 0) {
+          t.join(left);
+        }
+        if (t.isAlive()) {
+          return false;
+        }
+      }
+      return true;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
   }
 
   /** Writes to the connection's abort file in fusectl, mounting fusectl if it is not. */
