@@ -44,6 +44,16 @@ final class EarlyUpload {
   private long uploaded;
   private long claimed;
   private boolean broken;
+  /**
+   * While a publication takes this upload ({@link #stopAt} to {@link #finish}): the
+   * version's length, past which nothing is claimed; no task starts and the running one
+   * ends at its next round. Without it, when other descriptors write faster than the
+   * store takes the bytes, the task never ran out of work, the fsync waited for as long
+   * as they wrote, and the task claimed bytes past the version, which threw the early
+   * upload away and sent the whole file again. {@link #NO_LIMIT}: none.
+   */
+  private long limit = NO_LIMIT;
+  private static final long NO_LIMIT = -1;
   private FileWriter writer;
   private CompletableFuture<Void> task = CompletableFuture.completedFuture(null);
   /**
@@ -78,7 +88,8 @@ final class EarlyUpload {
     synchronized (this) {
       inFlight.computeIfPresent(offset, (k, n) -> n == 1 ? null : n - 1);
       addRange(offset, end);
-      if (ns == null || broken || !task.isDone() || ready() - uploaded < chunk) {
+      if (ns == null || broken || limit != NO_LIMIT || !task.isDone()
+          || ready() - uploaded < chunk) {
         return;
       }
       Object token = new Object();
@@ -180,8 +191,8 @@ final class EarlyUpload {
         }
         synchronized (this) {
           long end = ready();
-          if (broken || end - uploaded < chunk) {
-            return;
+          if (broken || limit != NO_LIMIT || end - uploaded < chunk) {
+            return; // a publication is taking the upload: it sends the rest itself
           }
           from = uploaded;
           to = end - (end - uploaded) % chunk; // whole chunks: fewer, larger rounds
@@ -205,6 +216,14 @@ final class EarlyUpload {
   }
 
   /**
+   * A publication of the file's first {@code length} bytes begins (called where it takes
+   * its snapshot): from now on nothing past them is claimed, and no round starts.
+   */
+  synchronized void stopAt(long length) {
+    limit = length;
+  }
+
+  /**
    * Called by a publication (one at a time; writes may go on meanwhile): waits for the
    * background task, then returns the writer with the file's bytes up to {@code
    * uploadedOut[0]} for the publication to complete, or null (nothing usable: broken,
@@ -215,6 +234,7 @@ final class EarlyUpload {
     FileWriter w;
     long done;
     boolean usable;
+    stopAt(length); // if the caller did not at its snapshot
     while (true) {
       CompletableFuture<Void> running;
       synchronized (this) {
@@ -229,14 +249,15 @@ final class EarlyUpload {
           broken = false;
           uploaded = 0;
           claimed = 0;
+          limit = NO_LIMIT;
           // the written ranges stay: the next version's upload starts again from the
           // start and claims only bytes written (holes another writer has yet to fill
           // are not)
           break;
         }
       }
-      running.join(); // never fails: run() catches what it throws; a write may start
-                      // another task meanwhile, so look again
+      running.join(); // never fails: run() catches what it throws; it ends at its round
+                      // under way, and no write starts another while the limit is set
     }
     if (!usable && w != null) {
       w.abort();

@@ -297,6 +297,11 @@ final class StagedFile {
         // every change counted here is complete in the staged file: this version has it
         carried = changes;
         len = length;
+        if (published < Math.min(needed, carried)) {
+          // at the snapshot: a write finishing after it may extend the file, and the early
+          // upload must not claim those bytes (they are past this version)
+          early.stopAt(len);
+        }
       }
       if (published >= Math.min(needed, carried)) {
         return; // nothing new, or what the caller needs went up with the last version
