@@ -657,15 +657,22 @@ public final class BlobFuseFs implements LowLevelFs {
 
   // ---------------------------------------------------------------- shutdown
 
-  /** Publishes every file open for writing: an unmount loses nothing written so far. */
-  public void publishAll() {
+  /**
+   * Publishes every file open for writing: an unmount loses nothing written so far.
+   * Returns the paths of the files that had unpublished changes.
+   */
+  public List<FsPath> publishAll() {
     List<Map.Entry<Long, StagedFile>> open;
     synchronized (staged) {
       open = new ArrayList<>(staged.entrySet());
     }
+    List<FsPath> dirty = new ArrayList<>();
     for (Map.Entry<Long, StagedFile> e : open) {
       Node n = inodes.get(e.getKey());
       if (n != null) {
+        if (e.getValue().dirty() && !n.unlinked) {
+          dirty.add(n.path);
+        }
         try {
           publish(n, e.getValue());
         } catch (FuseException ex) {
@@ -673,6 +680,7 @@ public final class BlobFuseFs implements LowLevelFs {
         }
       }
     }
+    return dirty;
   }
 
   // ---------------------------------------------------------------- helpers
