@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.nio.file.FileAlreadyExistsException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 
 /**
@@ -124,7 +125,9 @@ final class Renamer {
           throw new FileNotFoundException("renamed away meanwhile: " + src);
         }
       } catch (FileAlreadyExistsException created) {
-        return false; // the exclusive create of the new name failed: nothing was changed
+        // the exclusive create of the new name failed: nothing was changed, unless that
+        // create was this move's own, applied, then reported lost
+        return movedAlready(from, to, read);
       }
       return true;
     }
@@ -134,7 +137,9 @@ final class Renamer {
         return true;
       } catch (TransactionConflictException e) {
         if (ns.readRecord(to, false).isPresent()) {
-          return false; // the new name's exclusive create lost: nothing was applied
+          // the new name's exclusive create lost: to another file, nothing was applied; to
+          // this move itself, applied by a commit that a retry below then saw conflict
+          return movedAlready(from, to, read);
         }
         // Only a change of the data lock alone (a writer releasing it, a sweeper taking
         // it) is retried; a source changed since it was read is the caller's to judge.
@@ -145,6 +150,20 @@ final class Renamer {
         }
       }
     }
+  }
+
+  /**
+   * After the move's exclusive create of {@code to} lost: true if it lost to this very
+   * move (its commit applied, and a retry of it saw the conflict): {@code to} holds the
+   * file read at {@code from}, and {@code from} is gone. False when {@code to} holds
+   * another file: the rename's answer for an existing destination, nothing changed.
+   */
+  private boolean movedAlready(String from, String to, VersionedRecord read)
+      throws IOException {
+    Optional<VersionedRecord> there = ns.readRecord(to, false);
+    return there.isPresent()
+        && Objects.equals(there.get().record().fileId(), read.record().fileId())
+        && ns.readRecord(from, false).isEmpty();
   }
 
   /**

@@ -2,20 +2,28 @@ package io.blobfs.namespace;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.blobfs.store.FaultInjectingBlobStore;
 import io.blobfs.store.FaultInjectingBlobStore.Fault;
 import io.blobfs.store.FaultInjectingBlobStore.Op;
+import io.blobfs.store.BlobStore;
 import io.blobfs.store.StoreLimits;
+import io.blobfs.store.TransactionConflictException;
 import io.blobfs.store.TransactionalBlobStore;
 import io.blobfs.store.memory.InMemoryBlobStore;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -65,6 +73,60 @@ class RenameTargetCreatedTest {
     assertEquals(Boolean.FALSE, rename.get(60, TimeUnit.SECONDS));
     assertArrayEquals(bytes("source"), read(ns, src), "the source is untouched");
     assertArrayEquals(bytes("another client's"), read(ns, dst), "the new file is kept");
+  }
+
+  /**
+   * A move whose commit applied, then was reported as a conflict (a retry below the
+   * namespace, its exclusive create losing to itself): the destination holds the
+   * source's file and the source is gone, so the rename did apply and is true. Before, it
+   * was false whenever the destination existed, and the mount's and blob://'s OVERWRITE
+   * renames then threw ENOENT or FileNotFoundException for a rename that was done.
+   */
+  @Test
+  void aMoveAppliedThenReportedAsAConflictIsTrue() throws Exception {
+    AtomicBoolean retried = new AtomicBoolean();
+    BlobStore store = (BlobStore) Proxy.newProxyInstance(getClass().getClassLoader(),
+        memory.getClass().getInterfaces(), (proxy, m, args) -> {
+          try {
+            Object result = m.invoke(memory, args);
+            if (m.getName().equals("commit") && retried.compareAndSet(false, true)) {
+              throw new TransactionConflictException("the retry of an applied commit");
+            }
+            return result;
+          } catch (InvocationTargetException ex) {
+            throw ex.getCause();
+          }
+        });
+    BlobNamespace ns = new BlobNamespace(store,
+        new NamespaceOptions(64 << 10, 16 << 10, 64 << 10, 1024, false, 100),
+        StoreCallCounters.NONE);
+    FsPath src = FsPath.parse("/d/src");
+    FsPath dst = FsPath.parse("/d/dst");
+    write(ns, src, "source");
+    retried.set(false); // from here on: the rename's move
+    assertTrue(ns.rename(src, dst));
+    assertTrue(retried.get(), "the move's commit was reported as a conflict");
+    assertArrayEquals(bytes("source"), read(ns, dst));
+    assertTrue(ns.probe(src).isEmpty(), "the source is gone");
+  }
+
+  /** Another client's file at the destination still makes the rename false. */
+  @Test
+  void aConflictWithAnotherFileAtTheDestinationIsStillFalse() throws Exception {
+    faults = FaultInjectingBlobStore.over(memory);
+    BlobNamespace ns = new BlobNamespace(faults.store(),
+        new NamespaceOptions(64 << 10, 16 << 10, 64 << 10, 1024, false, 100),
+        StoreCallCounters.NONE);
+    FsPath src = FsPath.parse("/e/src");
+    FsPath dst = FsPath.parse("/e/dst");
+    write(ns, src, "source");
+    Fault held = faults.on(Op.COMMIT).pause();
+    Future<Boolean> rename = renamer.submit(() -> ns.rename(src, dst));
+    held.awaitReached();
+    write(ns, dst, "another client's");
+    held.release();
+    assertFalse(rename.get(60, TimeUnit.SECONDS));
+    assertArrayEquals(bytes("source"), read(ns, src));
   }
 
   private static void write(BlobNamespace ns, FsPath path, String text) throws Exception {
