@@ -27,8 +27,10 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * in place (holes read as zeros, truncate in both directions), every descriptor of the
  * inode in this mount shares it, and {@link #publish} streams it through one
  * {@link FileWriter}: at each close(2) (FLUSH) of a descriptor that changed it, at each
- * fsync of the file while it has unpublished changes, and at the last release. A blob:// reader, or another mount, sees the last published
- * version whole, never a mix: close-to-open consistency, as NFS gives.
+ * fsync of the file while it has unpublished changes, and at the last release. A
+ * blob:// reader, or another mount, sees published versions whole, never a mix of
+ * versions (close-to-open consistency, as NFS gives); a write racing a publication may be
+ * in that version in part, and is published whole by the next.
  *
  * <p>Concurrency: writes and reads take the shared side of a lock (the channel's
  * positional calls are safe together; disjoint ranges from several processes are the
