@@ -13,7 +13,6 @@ import io.blobfs.namespace.TargetChangedException;
 import io.blobfs.store.BlobStore;
 import io.blobfs.store.BlobStoreProvider;
 import io.blobfs.store.BlobStores;
-import io.blobfs.store.TransactionConflictException;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.net.URI;
@@ -298,17 +297,10 @@ public class BlobFileSystem extends FileSystem implements IOStatisticsSource {
         }
       }
       checkRenameParent(dst);
-      try {
-        if (namespace.rename(src, dst)) {
-          return true;
-        }
-      } catch (IOException e) {
-        // A commit that lost a race applied nothing; if a file at the target was the
-        // race, it is replaced below. Anything else is the rename's own failure.
-        if (!(e.getCause() instanceof TransactionConflictException)
-            || namespace.probe(dst).isEmpty()) {
-          throw e;
-        }
+      // false, changing nothing, also for a file created at the target after its check:
+      // replaced below
+      if (namespace.rename(src, dst)) {
+        return true;
       }
       if (namespace.probe(src).isEmpty()) {
         throw new FileNotFoundException("rename source " + src + " not found.");

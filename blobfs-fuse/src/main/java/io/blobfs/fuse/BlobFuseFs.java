@@ -19,7 +19,6 @@ import io.blobfs.namespace.FsPath;
 import io.blobfs.namespace.IllegalPathException;
 import io.blobfs.namespace.TargetChangedException;
 import io.blobfs.store.StoreFullException;
-import io.blobfs.store.TransactionConflictException;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -376,17 +375,9 @@ public final class BlobFuseFs implements LowLevelFs {
       // Directories have no versions to condition on; an empty one holds no data.
       ns.delete(dst, false); // a non-empty directory: ENOTEMPTY, as POSIX
     }
-    try {
-      if (ns.rename(src, dst)) {
-        return true;
-      }
-    } catch (IOException e) {
-      // A target created after the rename's own check but before its commit makes the
-      // commit conflict (Týr, memory) until the rename gives up, having applied nothing:
-      // that is a refusal too. Anything else is the rename's own failure.
-      if (!(e.getCause() instanceof TransactionConflictException) || ns.probe(dst).isEmpty()) {
-        throw e;
-      }
+    // false, changing nothing, also for a target created after the rename's own check
+    if (ns.rename(src, dst)) {
+      return true;
     }
     if (ns.probe(src).isEmpty()) {
       throw new FuseException(Errno.ENOENT, src + " was renamed or removed meanwhile");
@@ -666,15 +657,22 @@ public final class BlobFuseFs implements LowLevelFs {
 
   // ---------------------------------------------------------------- shutdown
 
-  /** Publishes every file open for writing: an unmount loses nothing written so far. */
-  public void publishAll() {
+  /**
+   * Publishes every file open for writing: an unmount loses nothing written so far.
+   * Returns the paths of the files that had unpublished changes.
+   */
+  public List<FsPath> publishAll() {
     List<Map.Entry<Long, StagedFile>> open;
     synchronized (staged) {
       open = new ArrayList<>(staged.entrySet());
     }
+    List<FsPath> dirty = new ArrayList<>();
     for (Map.Entry<Long, StagedFile> e : open) {
       Node n = inodes.get(e.getKey());
       if (n != null) {
+        if (e.getValue().dirty() && !n.unlinked) {
+          dirty.add(n.path);
+        }
         try {
           publish(n, e.getValue());
         } catch (FuseException ex) {
@@ -682,6 +680,7 @@ public final class BlobFuseFs implements LowLevelFs {
         }
       }
     }
+    return dirty;
   }
 
   // ---------------------------------------------------------------- helpers

@@ -2,6 +2,7 @@ package io.blobfs.fuse;
 
 import io.blobfs.fuse.kernel.FuseSession;
 import io.blobfs.namespace.BlobNamespace;
+import io.blobfs.namespace.FsPath;
 import io.blobfs.namespace.StoreCallCounters;
 import io.blobfs.store.BlobStore;
 import io.blobfs.store.BlobStoreProvider;
@@ -10,6 +11,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -19,6 +21,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * the kernel lets go, then the store closes.
  */
 public final class BlobMount implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(BlobMount.class.getName());
   private final BlobStore store;
   private final BlobFuseFs fs;
   private final FuseSession session;
@@ -66,8 +69,28 @@ public final class BlobMount implements AutoCloseable {
   @Override
   public void close() throws IOException {
     if (closed.compareAndSet(false, true)) {
+      close(fs, session::close, store);
+    }
+  }
+
+  /**
+   * The close in its order: {@code fs}'s open files published, then {@code unmount}, then
+   * they are published again before {@code store} closes. The second time is for writes
+   * the unmount let through: a process in another mount namespace holding a copy of the
+   * mount is served for the session's grace before the connection is aborted, and the
+   * FLUSH or RELEASE that would publish its write then never comes. Once the unmount has
+   * returned its workers are joined, so nothing writes after this publication.
+   */
+  static void close(BlobFuseFs fs, Runnable unmount, BlobStore store) throws IOException {
+    try {
       fs.publishAll();
-      session.close();
+      unmount.run();
+      List<FsPath> late = fs.publishAll();
+      if (!late.isEmpty()) {
+        LOG.log(System.Logger.Level.WARNING, "written during the unmount, published after"
+            + " it (their descriptors were still open): " + late);
+      }
+    } finally {
       store.close();
     }
   }

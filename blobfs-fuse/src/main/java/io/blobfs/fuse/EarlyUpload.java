@@ -44,6 +44,16 @@ final class EarlyUpload {
   private long uploaded;
   private long claimed;
   private boolean broken;
+  /**
+   * While a publication takes this upload ({@link #stopAt} to {@link #finish}): the
+   * version's length, past which nothing is claimed; no task starts and the running one
+   * ends at its next round. Without it, when other descriptors write faster than the
+   * store takes the bytes, the task never ran out of work, the fsync waited for as long
+   * as they wrote, and the task claimed bytes past the version, which threw the early
+   * upload away and sent the whole file again. {@link #NO_LIMIT}: none.
+   */
+  private long limit = NO_LIMIT;
+  private static final long NO_LIMIT = -1;
   private FileWriter writer;
   private CompletableFuture<Void> task = CompletableFuture.completedFuture(null);
   /**
@@ -78,7 +88,8 @@ final class EarlyUpload {
     synchronized (this) {
       inFlight.computeIfPresent(offset, (k, n) -> n == 1 ? null : n - 1);
       addRange(offset, end);
-      if (ns == null || broken || !task.isDone() || ready() - uploaded < chunk) {
+      if (ns == null || broken || limit != NO_LIMIT || !task.isDone()
+          || ready() - uploaded < chunk) {
         return;
       }
       Object token = new Object();
@@ -180,8 +191,8 @@ final class EarlyUpload {
         }
         synchronized (this) {
           long end = ready();
-          if (broken || end - uploaded < chunk) {
-            return;
+          if (broken || limit != NO_LIMIT || end - uploaded < chunk) {
+            return; // a publication is taking the upload: it sends the rest itself
           }
           from = uploaded;
           to = end - (end - uploaded) % chunk; // whole chunks: fewer, larger rounds
@@ -205,34 +216,52 @@ final class EarlyUpload {
   }
 
   /**
-   * Called by a publication holding the staged file's exclusive lock (no write runs):
-   * waits for the background task, then returns the writer with the file's bytes up to
-   * {@code uploadedOut[0]} for the publication to complete, or null (nothing usable:
-   * broken, or made for another name), giving up what was uploaded. Either way this
-   * upload is over; the next writes start another.
+   * A publication of the file's first {@code length} bytes begins (called where it takes
+   * its snapshot): from now on nothing past them is claimed, and no round starts.
+   */
+  synchronized void stopAt(long length) {
+    limit = length;
+  }
+
+  /**
+   * Called by a publication (one at a time; writes may go on meanwhile): waits for the
+   * background task, then returns the writer with the file's bytes up to {@code
+   * uploadedOut[0]} for the publication to complete, or null (nothing usable: broken,
+   * made for another name, or past {@code length}), giving up what was uploaded. Either
+   * way this upload is over; the next writes start another, with a writer of its own.
    */
   FileWriter finish(FsPath path, long length, long[] uploadedOut) {
-    CompletableFuture<Void> running;
-    synchronized (this) {
-      running = withdrawOrRunning();
-    }
-    running.join(); // never fails: run() catches what it throws
     FileWriter w;
     long done;
-    synchronized (this) {
-      w = writer;
-      done = uploaded;
-      boolean usable = w != null && !broken && w.path().equals(path) && done <= length;
-      if (!usable && w != null) {
-        w.abort();
-        w = null;
+    boolean usable;
+    stopAt(length); // if the caller did not at its snapshot
+    while (true) {
+      CompletableFuture<Void> running;
+      synchronized (this) {
+        running = withdrawOrRunning();
+        if (running.isDone()) {
+          // taken and reset in the monitor that saw no task running: a write racing this
+          // publication starts its task only after, with a writer of its own, never this one
+          w = writer;
+          done = uploaded;
+          usable = w != null && !broken && w.path().equals(path) && done <= length;
+          writer = null;
+          broken = false;
+          uploaded = 0;
+          claimed = 0;
+          limit = NO_LIMIT;
+          // the written ranges stay: the next version's upload starts again from the
+          // start and claims only bytes written (holes another writer has yet to fill
+          // are not)
+          break;
+        }
       }
-      writer = null;
-      broken = false;
-      uploaded = 0;
-      claimed = 0;
-      // the written ranges stay: the next version's upload starts again from the start
-      // and claims only bytes written (holes another writer has yet to fill are not)
+      running.join(); // never fails: run() catches what it throws; it ends at its round
+                      // under way, and no write starts another while the limit is set
+    }
+    if (!usable && w != null) {
+      w.abort();
+      w = null;
     }
     uploadedOut[0] = w == null ? 0 : done;
     return w;

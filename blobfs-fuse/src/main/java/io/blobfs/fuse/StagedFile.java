@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.locks.ReadWriteLock;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
@@ -26,28 +27,38 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * in place (holes read as zeros, truncate in both directions), every descriptor of the
  * inode in this mount shares it, and {@link #publish} streams it through one
  * {@link FileWriter}: at each close(2) (FLUSH) of a descriptor that changed it, at each
- * fsync of the file while it has unpublished changes, and at the last release. A blob:// reader, or another mount, sees the last published
- * version whole, never a mix: close-to-open consistency, as NFS gives.
+ * fsync of the file while it has unpublished changes, and at the last release. A
+ * blob:// reader, or another mount, sees published versions whole, never a mix of
+ * versions (close-to-open consistency, as NFS gives); a write racing a publication may be
+ * in that version in part, and is published whole by the next.
  *
- * <p>Concurrency: writes, truncates and reads take the shared side of a lock (the
- * channel's positional calls are safe together; disjoint ranges from several processes
- * are the MPI-IO N-to-1 pattern), {@link #publish} the exclusive side, so a published
- * version is the bytes of one moment.
+ * <p>Concurrency: writes and reads take the shared side of a lock (the channel's
+ * positional calls are safe together; disjoint ranges from several processes are the
+ * MPI-IO N-to-1 pattern), truncates the exclusive side. Publications run one at a time
+ * ({@code publishing}, which truncates take too, so a length never shrinks under an
+ * upload) but <em>do not stop writes</em>: a version carries every change finished when
+ * its publication began (what fsync and close promise); a write racing the upload may be
+ * in it in part, and is counted as not yet published, so the next publication carries it
+ * whole. Before, a publication held the exclusive side for its whole upload, and N
+ * processes writing one file stood still while one of them fsynced: their own fsyncs
+ * then came one after another, each a whole upload, instead of gathering behind the one
+ * running.
  */
 final class StagedFile {
   private final Path local;
   private final RandomAccessFile raf;
   private final FileChannel channel;
   private final ReadWriteLock lock = new ReentrantReadWriteLock();
+  /** One publication at a time; a truncate waits for the one running. */
+  private final ReentrantLock publishing = new ReentrantLock();
   private final Object lengthLock = new Object();
   private long length;
   private long mtime;
-  /** Changed since the last publication. */
-  private volatile boolean dirty;
   /**
-   * Changes so far (writes, truncates, times), counted under {@code lengthLock}; {@code
-   * published}: the count when the last publication took the exclusive lock, so every
-   * change up to it is in that version. A descriptor's close need publish only if a
+   * Changes so far (writes, truncates, times), counted under {@code lengthLock} once the
+   * change is complete; {@code published}: the count when the last publication began, so
+   * every change up to it is in that version (and changed since: {@code changes >
+   * published}). A descriptor's close need publish only if a
    * change of its own came later, an fsync only if any change came later: with several
    * processes writing one file (MPI-IO's N-to-1) each close no longer uploads the whole
    * file again when another's publication already carried its writes.
@@ -87,7 +98,6 @@ final class StagedFile {
   static StagedFile empty(Path dir) throws IOException {
     StagedFile f = new StagedFile(Files.createTempFile(dir, "staged-", ""), 0,
         System.currentTimeMillis());
-    f.dirty = true;
     f.changes = 1;
     f.unowned = 1; // an O_TRUNC of a published file: any descriptor's close publishes it
     return f;
@@ -139,7 +149,6 @@ final class StagedFile {
 
   /** The empty file was published at create, with {@link #mtime}: nothing to publish yet. */
   void publishedEmpty() {
-    dirty = false;
     published = changes();
   }
 
@@ -156,8 +165,8 @@ final class StagedFile {
   }
 
   /**
-   * utimensat: the next publication carries this time. Under the shared lock, as a write:
-   * a publication running now ends first, so it cannot mark this change published.
+   * utimensat: the next publication carries this time (one running now may carry it too,
+   * but counts it as not yet published).
    */
   void setMtime(long millis) {
     lock.readLock().lock();
@@ -166,14 +175,14 @@ final class StagedFile {
         mtime = millis;
         unowned = ++changes;
       }
-      dirty = true;
     } finally {
       lock.readLock().unlock();
     }
   }
 
+  /** Changed since the last publication began. */
   boolean dirty() {
-    return dirty;
+    return changes() > published;
   }
 
   /**
@@ -206,7 +215,6 @@ final class StagedFile {
             mtime = System.currentTimeMillis();
             changes++;
           }
-          dirty = true;
           Executor ex = uploadExecutor;
           early.written(at, at + n, path == null || ex == null ? null : uploadNs, path, ex);
         } else {
@@ -247,6 +255,7 @@ final class StagedFile {
   }
 
   void truncate(long size) throws IOException {
+    publishing.lock(); // never shrinks the file under an upload reading it
     lock.writeLock().lock();
     try {
       raf.setLength(size); // sparse when it grows: the new bytes read as zeros
@@ -256,9 +265,9 @@ final class StagedFile {
         mtime = System.currentTimeMillis();
         unowned = ++changes;
       }
-      dirty = true;
     } finally {
       lock.writeLock().unlock();
+      publishing.unlock();
     }
   }
 
@@ -277,13 +286,28 @@ final class StagedFile {
    * fsync that waited for another's publication, which took its writes, returns at once.
    */
   void publish(BlobNamespace ns, FsPath path, long needed) throws IOException {
-    lock.writeLock().lock();
+    if (published >= Math.min(needed, changes())) {
+      // already in a committed version: a close after its own fsync returns at once
+      // rather than wait for another descriptor's publication under way
+      return;
+    }
+    publishing.lock();
     try {
-      if (!dirty || published >= needed) {
-        return;
+      long carried;
+      long len;
+      synchronized (lengthLock) {
+        // every change counted here is complete in the staged file: this version has it
+        carried = changes;
+        len = length;
+        if (published < Math.min(needed, carried)) {
+          // at the snapshot: a write finishing after it may extend the file, and the early
+          // upload must not claim those bytes (they are past this version)
+          early.stopAt(len);
+        }
       }
-      long carried = changes(); // no change runs now: the exclusive lock is held
-      long len = length();
+      if (published >= Math.min(needed, carried)) {
+        return; // nothing new, or what the caller needs went up with the last version
+      }
       long[] uploaded = {0};
       FileWriter w = early.finish(path, len, uploaded);
       if (w == null) {
@@ -307,10 +331,9 @@ final class StagedFile {
           }
         }
       }
-      dirty = false;
       published = carried;
     } finally {
-      lock.writeLock().unlock();
+      publishing.unlock();
     }
   }
 

@@ -24,10 +24,14 @@ import io.blobfs.store.PutMode;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.StoreUnavailableException;
 import io.blobfs.store.memory.InMemoryBlobStore;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -598,5 +602,53 @@ class BlobFuseFsTest {
     faults.clear();
     fs.flush(e.node(), h[0].fh()); // still staged: the retry publishes it
     assertEquals("payload", new String(published("/s")));
+  }
+
+  /**
+   * A write the unmount lets through (a process in another mount namespace, served for
+   * the session's grace, whose connection is then aborted: no FLUSH or RELEASE follows)
+   * is published before the store closes. Before, the mount published its files only
+   * before the unmount, and that write was dropped without a word.
+   */
+  @Test
+  void aWriteServedDuringTheUnmountIsPublishedBeforeTheStoreCloses() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = fs.create(LowLevelFs.ROOT, "late", RW, h);
+    fs.write(e.node(), h[0].fh(), 0, bytes("early"));
+    AtomicReference<String> atStoreClose = new AtomicReference<>();
+    BlobStore store = faults.store();
+    BlobStore closing = (BlobStore) Proxy.newProxyInstance(getClass().getClassLoader(),
+        new Class<?>[] {BlobStore.class}, (proxy, m, args) -> {
+          if (m.getName().equals("close")) {
+            atStoreClose.set(new String(published("/late"), StandardCharsets.UTF_8));
+          }
+          try {
+            return m.invoke(store, args);
+          } catch (InvocationTargetException ex) {
+            throw ex.getCause();
+          }
+        });
+    BlobMount.close(fs, () -> {
+      try {
+        fs.write(e.node(), h[0].fh(), 5, bytes(" and late")); // its descriptor stays open
+      } catch (FuseException ex) {
+        throw new IllegalStateException(ex);
+      }
+    }, closing);
+    assertEquals("early and late", atStoreClose.get());
+  }
+
+  @Test
+  void publishAllNamesTheFilesItFoundChanged() throws Exception {
+    Opened[] a = new Opened[1];
+    Opened[] b = new Opened[1];
+    Entry changed = fs.create(LowLevelFs.ROOT, "changed", RW, a);
+    Entry same = fs.create(LowLevelFs.ROOT, "same", RW, b);
+    fs.write(changed.node(), a[0].fh(), 0, bytes("x"));
+    fs.write(same.node(), b[0].fh(), 0, bytes("y"));
+    fs.flush(same.node(), b[0].fh());
+    assertEquals(List.of(FsPath.parse("/changed")), fs.publishAll());
+    assertEquals(List.of(), fs.publishAll());
+    assertEquals("x", new String(published("/changed")));
   }
 }

@@ -33,7 +33,10 @@ import java.time.Duration;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HashSet;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -66,6 +69,8 @@ class EarlyUploadTest {
   private final AtomicBoolean full = new AtomicBoolean();
   /** The data keys of the writes refused for lack of space. */
   private final List<String> refused = new CopyOnWriteArrayList<>();
+  /** Data bytes sent to each writer (its keys' common prefix), writers in order of first use. */
+  private final Map<String, AtomicLong> sentTo = Collections.synchronizedMap(new LinkedHashMap<>());
   private BlobNamespace ns;
   private BlobFuseFs fs;
   private byte[] data;
@@ -227,6 +232,156 @@ class EarlyUploadTest {
     assertEquals(data.length, published("/n1").length);
   }
 
+  /**
+   * N processes writing one file, one of them fsyncing: the others' writes go on while its
+   * publication uploads (before, they stood still until it ended, so their own fsyncs came
+   * one after another, each a whole upload). The version carries every write finished
+   * when the fsync began; the writes racing it are published whole by the next fsync.
+   */
+  @Test
+  void writesGoOnWhileAnotherDescriptorsFsyncPublishes() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("race", h);
+    Opened a = fs.open(e.node(), RW);
+    Opened b = fs.open(e.node(), RW);
+    int half = data.length / 2;
+    fs.write(e.node(), a.fh(), 0, ByteBuffer.wrap(data, 0, half));
+    fs.write(e.node(), b.fh(), half, ByteBuffer.wrap(data, half, MIB));
+    byte[] atFsync = Arrays.copyOf(data, half + MIB);
+    // the publication's record commit is held: its upload is under way
+    FaultInjectingBlobStore.Fault held = faults.on(FaultInjectingBlobStore.Op.PUT,
+        FaultInjectingBlobStore.Op.COMMIT).keys("n/race").pause();
+    CompletableFuture<Void> fsyncA = CompletableFuture.runAsync(() -> {
+      try {
+        fs.fsync(e.node(), a.fh(), false);
+      } catch (FuseException ex) {
+        throw new IllegalStateException(ex);
+      }
+    });
+    held.awaitReached();
+    // these writes take milliseconds; the bound only keeps a hang from stalling the build
+    assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
+      for (int off = half + MIB; off < data.length; off += MIB) {
+        fs.write(e.node(), b.fh(), off,
+            ByteBuffer.wrap(data, off, Math.min(MIB, data.length - off)));
+      }
+    }, "writes of another descriptor waited for the fsync's publication");
+    // before, the writes waited for the held commit (let go only by the fault's own 30 s
+    // limit), so the fsync was over by the time they returned
+    assertTrue(!fsyncA.isDone(), "the writes waited for the fsync's publication to end");
+    held.release();
+    fsyncA.get();
+    assertArrayEquals(atFsync, published("/race"),
+        "the fsynced version: every write finished when it began, none racing it");
+    fs.fsync(e.node(), b.fh(), false); // the racing writes are still to publish
+    assertArrayEquals(data, published("/race"));
+    for (Opened o : new Opened[] {a, b, h[0]}) {
+      fs.release(e.node(), o.fh());
+    }
+    assertArrayEquals(data, published("/race"));
+  }
+
+  /** A close whose writes an fsync already published does not wait for another's upload. */
+  @Test
+  void aCloseAfterItsOwnFsyncDoesNotWaitForAnotherPublication() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("closing", h);
+    Opened a = fs.open(e.node(), RW);
+    Opened b = fs.open(e.node(), RW);
+    fs.write(e.node(), a.fh(), 0, ByteBuffer.wrap(data, 0, MIB));
+    fs.fsync(e.node(), a.fh(), false);
+    fs.write(e.node(), b.fh(), MIB, ByteBuffer.wrap(data, MIB, MIB));
+    FaultInjectingBlobStore.Fault held = faults.on(FaultInjectingBlobStore.Op.PUT,
+        FaultInjectingBlobStore.Op.COMMIT).keys("n/closing").pause();
+    CompletableFuture<Void> fsyncB = CompletableFuture.runAsync(() -> {
+      try {
+        fs.fsync(e.node(), b.fh(), false);
+      } catch (FuseException ex) {
+        throw new IllegalStateException(ex);
+      }
+    });
+    held.awaitReached();
+    assertTimeoutPreemptively(Duration.ofSeconds(60), () -> fs.flush(e.node(), a.fh()));
+    // before, the close waited for the held commit (let go only by the fault's 30 s limit)
+    assertTrue(!fsyncB.isDone(), "the close waited for the other descriptor's publication");
+    held.release();
+    fsyncB.get();
+    assertArrayEquals(Arrays.copyOf(data, 2 * MIB), published("/closing"));
+    for (Opened o : new Opened[] {a, b, h[0]}) {
+      fs.release(e.node(), o.fh());
+    }
+  }
+
+  /**
+   * An fsync while another descriptor appends faster than the store takes the bytes: the
+   * background upload stops at the version's end, and the fsync sends only the rest of
+   * it. Before, the task kept claiming the appended bytes for as long as they came (the
+   * fsync waited all that time), then its writer, past the version, was thrown away and
+   * the whole file sent again.
+   */
+  @Test
+  void anFsyncWhileAnotherDescriptorAppendsUploadsTheVersionOnce() throws Exception {
+    fs = new BlobFuseFs(ns, new BlobFuseFs.Settings(false, 0755, 4096, staging, MIB));
+    int cap = 64 * MIB; // where the appends stop if nothing else stops them
+    byte[] want = new byte[cap];
+    for (int off = 0; off < cap; off += data.length) {
+      System.arraycopy(data, 0, want, off, Math.min(data.length, cap - off));
+    }
+    Opened[] h = new Opened[1];
+    Entry e = create("appended", h);
+    Opened a = fs.open(e.node(), RW);
+    Opened b = fs.open(e.node(), RW);
+    for (int off = 0; off < 10 * MIB; off += MIB) {
+      fs.write(e.node(), a.fh(), off, ByteBuffer.wrap(want, off, MIB));
+    }
+    // the store takes the data slower than the appends come (20 ms a stripe)
+    faults.on(FaultInjectingBlobStore.Op.WRITE).always().delay(Duration.ofMillis(20));
+    awaitUploaded(MIB); // the early writer is the first to receive data
+    // the fsync's record is held: B stops appending once the data is sent
+    FaultInjectingBlobStore.Fault held = faults.on(FaultInjectingBlobStore.Op.PUT,
+        FaultInjectingBlobStore.Op.COMMIT).keys("n/appended").pause();
+    AtomicBoolean stop = new AtomicBoolean();
+    CompletableFuture<Integer> appends = CompletableFuture.supplyAsync(() -> {
+      int off = 10 * MIB;
+      try {
+        for (; off < cap && !stop.get(); off += MIB) {
+          fs.write(e.node(), b.fh(), off, ByteBuffer.wrap(want, off, MIB));
+        }
+      } catch (FuseException ex) {
+        throw new IllegalStateException(ex);
+      }
+      return off;
+    });
+    CompletableFuture<Void> fsyncA = CompletableFuture.runAsync(() -> {
+      try {
+        fs.fsync(e.node(), a.fh(), false);
+      } catch (FuseException ex) {
+        throw new IllegalStateException(ex);
+      }
+    });
+    held.awaitReached();
+    stop.set(true);
+    held.release();
+    fsyncA.get();
+    int appended = appends.get();
+    byte[] version = published("/appended");
+    assertTrue(version.length >= 10 * MIB && version.length <= appended,
+        "the version's length: " + version.length);
+    assertArrayEquals(Arrays.copyOf(want, version.length), version);
+    // the early writer carried the version: its bytes and no more (before: every byte
+    // appended until the cap, then thrown away, the whole file sent again by another)
+    Map.Entry<String, AtomicLong> first;
+    synchronized (sentTo) {
+      first = sentTo.entrySet().iterator().next();
+    }
+    assertEquals(version.length, first.getValue().get(), "bytes sent to the early writer");
+    faults.clear();
+    for (Opened o : new Opened[] {a, b, h[0]}) {
+      fs.release(e.node(), o.fh());
+    }
+    assertArrayEquals(Arrays.copyOf(want, appended), published("/appended"));
+  }
+
   @Test
   void aFailedCommitIsReportedNotUploadedAgain() throws Exception {
     Opened[] h = new Opened[1];
@@ -377,6 +532,12 @@ class EarlyUploadTest {
           && ((String) args[0]).startsWith("d/")) {
         refused.add((String) args[0]);
         return CompletableFuture.failedFuture(new StoreFullException("the pool is full"));
+      }
+      if (m.getName().equals("write") && args.length == 3
+          && ((String) args[0]).startsWith("d/")) {
+        String key = (String) args[0];
+        sentTo.computeIfAbsent(key.substring(0, key.lastIndexOf('/')), k -> new AtomicLong())
+            .addAndGet(((ByteBuffer) args[2]).remaining());
       }
       try {
         return m.invoke(store, args);

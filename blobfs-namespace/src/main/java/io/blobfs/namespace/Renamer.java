@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.nio.file.FileAlreadyExistsException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 
 /**
@@ -96,7 +97,9 @@ final class Renamer {
       }
     }
     if (srcInfo.isFile()) {
-      renameFile(src, target);
+      if (!renameFile(src, target)) {
+        return false; // the destination was created after the probe above
+      }
     } else {
       renameDirectory(src, target);
       ns.pending().rename(src, target);
@@ -105,22 +108,39 @@ final class Renamer {
     return true;
   }
 
-  private void renameFile(FsPath src, FsPath dst) throws IOException {
+  /**
+   * Moves a file's record; false, changing nothing, if the destination was created
+   * between the caller's probe and the move: the answer {@code rename} gives for an
+   * existing destination file (Hadoop's contract; before, a lost race, "retry", which
+   * no retry would change).
+   */
+  private boolean renameFile(FsPath src, FsPath dst) throws IOException {
     String from = ns.layout().recordKey(src);
     String to = ns.layout().recordKey(dst);
     VersionedRecord read = ns.readRecord(from, true)
         .orElseThrow(() -> new FileNotFoundException("renamed away meanwhile: " + src));
     if (!ns.calls().transactional()) {
-      if (!moveLocked(from, to, read, src, dst, false, null)) {
-        throw new FileNotFoundException("renamed away meanwhile: " + src);
+      try {
+        if (!moveLocked(from, to, read, src, dst, false, null)) {
+          throw new FileNotFoundException("renamed away meanwhile: " + src);
+        }
+      } catch (FileAlreadyExistsException created) {
+        // the exclusive create of the new name failed: nothing was changed, unless that
+        // create was this move's own, applied, then reported lost
+        return movedAlready(from, to, read);
       }
-      return;
+      return true;
     }
     for (int attempt = 1; ; attempt++) {
       try {
         ns.calls().commit(moveMutations(from, to, read));
-        return;
+        return true;
       } catch (TransactionConflictException e) {
+        if (ns.readRecord(to, false).isPresent()) {
+          // the new name's exclusive create lost: to another file, nothing was applied; to
+          // this move itself, applied by a commit that a retry below then saw conflict
+          return movedAlready(from, to, read);
+        }
         // Only a change of the data lock alone (a writer releasing it, a sweeper taking
         // it) is retried; a source changed since it was read is the caller's to judge.
         Optional<VersionedRecord> now = ns.readRecord(from, false);
@@ -130,6 +150,20 @@ final class Renamer {
         }
       }
     }
+  }
+
+  /**
+   * After the move's exclusive create of {@code to} lost: true if it lost to this very
+   * move (its commit applied, and a retry of it saw the conflict): {@code to} holds the
+   * file read at {@code from}, and {@code from} is gone. False when {@code to} holds
+   * another file: the rename's answer for an existing destination, nothing changed.
+   */
+  private boolean movedAlready(String from, String to, VersionedRecord read)
+      throws IOException {
+    Optional<VersionedRecord> there = ns.readRecord(to, false);
+    return there.isPresent()
+        && Objects.equals(there.get().record().fileId(), read.record().fileId())
+        && ns.readRecord(from, false).isEmpty();
   }
 
   /**

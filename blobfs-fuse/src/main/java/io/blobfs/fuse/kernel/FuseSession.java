@@ -30,6 +30,8 @@ public final class FuseSession implements AutoCloseable {
   static final int MINOR = 31;
   static final int IN_HEADER = 40;
   static final int OUT_HEADER = 16;
+  /** fuse_write_in: fh, offset, size, write_flags, lock_owner, flags, padding. */
+  static final int WRITE_IN = 40;
 
   // INIT flags this side asks for, when the kernel offers them
   static final int ASYNC_READ = 1;
@@ -65,6 +67,7 @@ public final class FuseSession implements AutoCloseable {
   private final int fd;
   private final List<Thread> workers = new ArrayList<>();
   private final AtomicBoolean unmounted = new AtomicBoolean();
+  private final RequestStats stats = new RequestStats();
   /** The mount's number under /sys/fs/fuse/connections, to abort it; -1 if unknown. */
   private volatile long connection = -1;
 
@@ -163,6 +166,15 @@ public final class FuseSession implements AutoCloseable {
     if (unmounted.compareAndSet(false, true)) {
       try {
         LibC.INSTANCE.umount2(mountPoint, 0);
+        // Unmounted here, but a process that entered a mount namespace of its own while
+        // the mount existed (unshare -m, a container, a test JVM) holds a copy of it, and
+        // the kernel keeps the connection, and the workers' reads, for as long as that
+        // copy lives: an unmount that waited for it hung (bench-hpc.sh's cleanup did).
+        if (!joinWithin(UNMOUNT_GRACE_MILLIS)) {
+          LOG.log(System.Logger.Level.WARNING, mountPoint + " is unmounted here but the"
+              + " kernel keeps its connection (a copy in another mount namespace?): aborting it");
+          abortConnection();
+        }
       } catch (LastErrorException busy) {
         try {
           LibC.INSTANCE.umount2(mountPoint, LibC.MNT_DETACH);
@@ -178,6 +190,39 @@ public final class FuseSession implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
       LibC.INSTANCE.close(fd);
+      LOG.log(System.Logger.Level.INFO, "requests served on " + mountPoint + ":" + stats.summary());
+    }
+  }
+
+  /** Requests served so far, by opcode (see {@link RequestStats}). */
+  String requestSummary() {
+    return stats.summary();
+  }
+
+  RequestStats stats() {
+    return stats;
+  }
+
+  /** How long an unmounted connection may take to end its workers' reads by itself. */
+  private static final long UNMOUNT_GRACE_MILLIS = 10_000;
+
+  /** Waits up to {@code millis} for every worker to end; true if they all did. */
+  private boolean joinWithin(long millis) {
+    long deadline = System.nanoTime() + millis * 1_000_000;
+    try {
+      for (Thread t : workers) {
+        long left = (deadline - System.nanoTime()) / 1_000_000;
+        if (left > 0) {
+          t.join(left);
+        }
+        if (t.isAlive()) {
+          return false;
+        }
+      }
+      return true;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
     }
   }
 
@@ -260,6 +305,7 @@ public final class FuseSession implements AutoCloseable {
     long node = in.getLong(16);
     in.position(IN_HEADER);
     out.position(OUT_HEADER);
+    long started = System.nanoTime();
     int error = 0;
     try {
       if (!dispatch(opcode, node, in, out)) {
@@ -279,6 +325,9 @@ public final class FuseSession implements AutoCloseable {
     }
     int len = error == 0 ? out.position() : OUT_HEADER;
     out.putInt(0, len).putInt(4, -error).putLong(8, unique);
+    long payload = opcode == Opcode.WRITE ? in.limit() - IN_HEADER - WRITE_IN
+        : opcode == Opcode.READ ? len - OUT_HEADER : 0;
+    stats.record(opcode, payload, System.nanoTime() - started);
     return len;
   }
 
@@ -348,7 +397,7 @@ public final class FuseSession implements AutoCloseable {
         long fh = in.getLong();
         long offset = in.getLong();
         int size = in.getInt();
-        int start = in.position() + 20; // write_flags, lock_owner, flags, padding
+        int start = IN_HEADER + WRITE_IN; // after write_flags, lock_owner, flags, padding
         int written = fs.write(node, fh, offset, in.slice(start, size));
         out.putInt(written).putInt(0);
       }

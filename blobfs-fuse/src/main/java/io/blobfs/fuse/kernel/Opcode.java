@@ -31,4 +31,18 @@ final class Opcode {
   static final int DESTROY = 38;
   static final int BATCH_FORGET = 42;
   static final int RENAME2 = 45;
+
+  /** The opcode's name in fuse.h, or its number. */
+  static String name(int opcode) {
+    for (java.lang.reflect.Field f : Opcode.class.getDeclaredFields()) {
+      try {
+        if (f.getType() == int.class && f.getInt(null) == opcode) {
+          return f.getName();
+        }
+      } catch (IllegalAccessException e) {
+        break;
+      }
+    }
+    return Integer.toString(opcode);
+  }
 }

@@ -152,6 +152,25 @@ class FuseSessionCodecTest {
   }
 
   @Test
+  void statsCountRequestsAndTheirPayloadBytes() {
+    for (int i = 0; i < 2; i++) {
+      ByteBuffer w = ByteBuffer.allocate(40 + 3).order(ByteOrder.LITTLE_ENDIAN);
+      w.putLong(9).putLong(0).putInt(3).putInt(0).putLong(0).putInt(0).putInt(0).put("xyz".getBytes());
+      reply(request(Opcode.WRITE, 77, w.array()));
+    }
+    ByteBuffer r = ByteBuffer.allocate(40).order(ByteOrder.LITTLE_ENDIAN);
+    r.putLong(9).putLong(0).putInt(4096).putInt(0).putLong(0).putInt(0).putInt(0);
+    reply(request(Opcode.READ, 77, r.array()));
+    assertEquals(2, session.stats().count(Opcode.WRITE));
+    assertEquals(6, session.stats().bytes(Opcode.WRITE));
+    assertEquals(1, session.stats().count(Opcode.READ));
+    assertEquals(5, session.stats().bytes(Opcode.READ), "the bytes replied, not asked for");
+    String summary = session.requestSummary();
+    org.junit.jupiter.api.Assertions.assertTrue(
+        summary.contains("WRITE: 2 requests, 6 bytes (avg 3)"), summary);
+  }
+
+  @Test
   void renameTwoNamesAndNoReplace() {
     ByteBuffer b = ByteBuffer.allocate(16 + 4).order(ByteOrder.LITTLE_ENDIAN);
     b.putLong(1).putInt(1).putInt(0).put("a\0b\0".getBytes());
