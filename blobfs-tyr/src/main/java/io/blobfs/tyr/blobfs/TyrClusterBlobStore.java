@@ -250,9 +250,13 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         WrongEpochException w = wrongEpoch(e);
         if (w == null) {
           if (idempotent && TyrException.backupUnconfirmed(e) && attempt < ATTEMPTS) {
-            // The primary answered: no newer ring will come to fail over to (a backup a
-            // ring behind is the usual cause), and making an idempotent call again is safe.
-            pause(attempt);
+            // The primary answered, and making an idempotent call again is safe. A backup
+            // ahead of it refused for a newer ring, which the other members give (one round
+            // of asking); a backup behind it loads the ring within about a second, and no
+            // newer ring will come: then the same primary again, after a pause.
+            if (!TyrClient.await(failover(r, owner, System.nanoTime()))) {
+              pause(attempt);
+            }
             continue;
           }
           if (mayRetryElsewhere(r, e, idempotent) && attempt < ATTEMPTS) {
