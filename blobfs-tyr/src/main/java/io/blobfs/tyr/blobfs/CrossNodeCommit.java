@@ -43,6 +43,13 @@ final class CrossNodeCommit {
   private final Member coordinator;
   private final Function<Member, TyrClient> clients;
   private final String id = UUID.randomUUID().toString();
+  /** Runs once the coordinator answered the decision, before the other parts are told. */
+  private Runnable afterDecision = () -> { };
+  /**
+   * Whether the coordinator was asked to decide commit: from then on the transaction may
+   * be committed whatever the answers say, so it must never be made again.
+   */
+  private volatile boolean commitAsked;
 
   /** {@code parts} by participant; {@code coordinator} is one of them. */
   CrossNodeCommit(Map<Member, TxRequest> parts, Member coordinator,
@@ -58,6 +65,22 @@ final class CrossNodeCommit {
 
   String id() {
     return id;
+  }
+
+  /** A test's hook between the decision and the other participants' apply. */
+  CrossNodeCommit afterDecision(Runnable hook) {
+    this.afterDecision = hook;
+    return this;
+  }
+
+  /**
+   * Whether the outcome may be commit although {@link #run} failed: the commit decision
+   * was asked for. A caller must not make such a transaction again (its parts may be
+   * applied, or be applied by the nodes' resolution); a failure before is a refusal at
+   * prepare, nothing applied and nothing that can be.
+   */
+  boolean mayHaveCommitted() {
+    return commitAsked;
   }
 
   /**
@@ -95,6 +118,7 @@ final class CrossNodeCommit {
       throw refused;
     }
     int outcome;
+    commitAsked = true;
     try {
       outcome = TyrClient.await(clients.apply(coordinator).decide(id,
           TxDecision.DECIDE_COMMIT));
@@ -114,6 +138,7 @@ final class CrossNodeCommit {
     if (stop == StopAfter.DECISION) {
       return;
     }
+    afterDecision.run();
     List<CompletableFuture<Integer>> applies = new ArrayList<>();
     List<Member> others = new ArrayList<>();
     for (Member m : parts.keySet()) {

@@ -196,6 +196,36 @@ class CrossNodeTransactionTest {
     }
   }
 
+  /**
+   * Bug 2 of the history section: a participant refuses the apply for its ring (it was
+   * marked DOWN between the decision and the apply: WRONG_EPOCH from its replicator). The
+   * transaction is committed; the client must say its outcome is unknown (unavailable),
+   * not make it again under the new ring and report the conflict the new attempt meets
+   * (the check below held only before the coordinator applied its part).
+   */
+  @Test
+  void aRefusalForTheRingAfterTheDecisionIsIndeterminateNeverRetriedNorAConflict()
+      throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> keys = keysOnEveryNode(c, "k");
+      store.commit(puts(keys, "before"));
+      long v0 = store.readWithVersion(keys.get(0), 100).version();
+      List<BlobMutation> tx = new ArrayList<>(puts(keys, "decided"));
+      tx.add(new BlobMutation.Check(keys.get(0), v0));
+      Member late = c.ring.primary(keys.get(2));
+      assertThatThrownBy(() -> store.commit(tx, CrossNodeCommit.StopAfter.NOTHING,
+          () -> c.install(c.ring.withState(late, io.blobfs.tyr.ring.Ring.State.DOWN,
+              c.ring.epoch() + 1))))
+          .isInstanceOf(io.blobfs.store.StoreUnavailableException.class)
+          .isNotInstanceOf(TransactionConflictException.class)
+          .hasMessageContaining("did not confirm");
+      // Committed: the coordinator applied its part (and the check no longer holds).
+      assertEquals("decided", textOnPrimary(c, keys.get(0)));
+      assertThat(store.readWithVersion(keys.get(0), 100).version()).isNotEqualTo(v0);
+    }
+  }
+
   @Test
   void aParticipantRestartedWithADecidedPartAppliesIt() throws Exception {
     try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 1, null, TIMEOUT);
