@@ -43,8 +43,11 @@ final class CrossNodeCommit {
   private final Member coordinator;
   private final Function<Member, TyrClient> clients;
   private final String id = UUID.randomUUID().toString();
-  /** Runs once the coordinator answered the decision, before the other parts are told. */
-  private Runnable afterDecision = () -> { };
+  /**
+   * A test's hook, called with PREPARE once every prepare answered (before the decision)
+   * and with DECISION once the coordinator answered it (before the others are told).
+   */
+  private java.util.function.Consumer<StopAfter> hook = phase -> { };
   /**
    * Whether the coordinator was asked to decide commit: from then on the transaction may
    * be committed whatever the answers say, so it must never be made again.
@@ -67,9 +70,9 @@ final class CrossNodeCommit {
     return id;
   }
 
-  /** A test's hook between the decision and the other participants' apply. */
-  CrossNodeCommit afterDecision(Runnable hook) {
-    this.afterDecision = hook;
+  /** Sets the test's hook between the phases. */
+  CrossNodeCommit hook(java.util.function.Consumer<StopAfter> phases) {
+    this.hook = phases;
     return this;
   }
 
@@ -113,6 +116,7 @@ final class CrossNodeCommit {
     if (stop == StopAfter.PREPARE) {
       return;
     }
+    hook.accept(StopAfter.PREPARE);
     if (refused != null) {
       abort(true);
       throw refused;
@@ -138,7 +142,7 @@ final class CrossNodeCommit {
     if (stop == StopAfter.DECISION) {
       return;
     }
-    afterDecision.run();
+    hook.accept(StopAfter.DECISION);
     List<CompletableFuture<Integer>> applies = new ArrayList<>();
     List<Member> others = new ArrayList<>();
     for (Member m : parts.keySet()) {

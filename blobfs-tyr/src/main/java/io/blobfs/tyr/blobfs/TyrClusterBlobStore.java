@@ -533,12 +533,12 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   /** As {@link #commit(List)}; a cross-node one stops after {@code stop} (tests). */
   void commit(List<BlobMutation> mutations, CrossNodeCommit.StopAfter stop)
       throws IOException {
-    commit(mutations, stop, () -> { });
+    commit(mutations, stop, phase -> { });
   }
 
-  /** As {@link #commit(List)}; {@code afterDecision} runs in a cross-node one (tests). */
+  /** As {@link #commit(List)}; a cross-node one calls {@code hook} between phases (tests). */
   void commit(List<BlobMutation> mutations, CrossNodeCommit.StopAfter stop,
-      Runnable afterDecision) throws IOException {
+      java.util.function.Consumer<CrossNodeCommit.StopAfter> hook) throws IOException {
     if (mutations.isEmpty()) {
       return;
     }
@@ -561,7 +561,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
           byNode.forEach((m, muts) -> parts.put(m, TyrBlobStore.txOf(muts)));
           // The first key's primary records the decision (Percolator's primary).
           cross = new CrossNodeCommit(parts, r.primary(first), m -> node(m).client())
-              .afterDecision(afterDecision);
+              .hook(hook);
           cross.run(stop);
         }
         return;
