@@ -276,6 +276,7 @@ final class Replicator implements Closeable {
     try {
       WrongEpochException notPrimary = notPrimary(part.tx(), ring);
       if (notPrimary != null) {
+        membership.release(ring); // else a recovering peer's barrier waits for ever
         return CompletableFuture.failedFuture(notPrimary);
       }
       Map<Member, List<Integer>> perBackup = new LinkedHashMap<>();

@@ -178,30 +178,21 @@ final class Transactions implements Closeable {
       throw new TyrException(ErrorCode.BAD_REQUEST, "transaction " + id + ": participants "
           + p.participants() + " must hold this node, " + self() + ", and the coordinator");
     }
-    // One at a time with decisions, so that a coordinator's presumed abort (QUERY of a
-    // transaction it never prepared) and a late prepare of it cannot cross.
-    synchronized (this) {
-      if (parts.containsKey(id) || (p.coordinator().equals(self())
-          && records.decision(id) != null)) {
-        throw new TyrException(ErrorCode.CONFLICT, "transaction " + id
-            + " is already prepared or decided here; retry it under a new id");
+    // Admitted as a commit is: a ring installed since the request's check has run its
+    // takeovers (under the install, which admission waits for), so a share taken over
+    // here is reserved before this prepare meets its keys; and the ring it is admitted
+    // under must still make this node their UP primary. Taken before this object's
+    // monitor: an install's listener holds the membership's lock, then takes this one.
+    io.blobfs.tyr.ring.Ring admitted = membership.admit();
+    try {
+      if (!primaryOfAll(admitted, p.tx())) {
+        throw new io.blobfs.tyr.ring.WrongEpochException("node " + self() + " is not the UP "
+            + "primary of every key of transaction " + id + "'s part under ring epoch "
+            + admitted.epoch() + ", admitted after the request's check", admitted);
       }
-      Map<String, Long> versions = engine.prepare(id, p.tx());
-      try {
-        // What the prepare validated against is on disk before its record, whatever the
-        // sync policy: recovery compares the keys' versions with the record's, and a
-        // record resting on commits a power loss took would read as applied.
-        engine.force();
-        byte[] record = TxRecords.encode(p, versions);
-        records.writePrepared(id, record);
-        // The copy kept until the decision: heap bytes, not the request frame's buffers.
-        parts.put(id, new Part(TxRecords.decode(record).request(), System.nanoTime(),
-            false));
-      } catch (IOException | RuntimeException e) {
-        engine.releasePrepared(id);
-        throw e instanceof TyrException t ? t : new TyrException(ErrorCode.SERVER_ERROR,
-            "transaction " + id + " could not be prepared durably: " + e, e);
-      }
+      prepareHere(p);
+    } finally {
+      membership.release(admitted);
     }
     CommitResult prepared = new CommitResult(0, new long[0]);
     if (replicator == null) {
@@ -231,6 +222,36 @@ final class Transactions implements Closeable {
           && err.getCause() != null ? err.getCause() : err;
       throw new java.util.concurrent.CompletionException(cause);
     });
+  }
+
+  /** Validates, reserves and records the part here (see {@link #prepare}). */
+  private void prepareHere(Request.Prepare p) throws IOException {
+    String id = p.txId();
+    // One at a time with decisions, so that a coordinator's presumed abort (QUERY of a
+    // transaction it never prepared) and a late prepare of it cannot cross.
+    synchronized (this) {
+      if (parts.containsKey(id) || (p.coordinator().equals(self())
+          && records.decision(id) != null)) {
+        throw new TyrException(ErrorCode.CONFLICT, "transaction " + id
+            + " is already prepared or decided here; retry it under a new id");
+      }
+      Map<String, Long> versions = engine.prepare(id, p.tx());
+      try {
+        // What the prepare validated against is on disk before its record, whatever the
+        // sync policy: recovery compares the keys' versions with the record's, and a
+        // record resting on commits a power loss took would read as applied.
+        engine.force();
+        byte[] record = TxRecords.encode(p, versions);
+        records.writePrepared(id, record);
+        // The copy kept until the decision: heap bytes, not the request frame's buffers.
+        parts.put(id, new Part(TxRecords.decode(record).request(), System.nanoTime(),
+            false));
+      } catch (IOException | RuntimeException e) {
+        engine.releasePrepared(id);
+        throw e instanceof TyrException t ? t : new TyrException(ErrorCode.SERVER_ERROR,
+            "transaction " + id + " could not be prepared durably: " + e, e);
+      }
+    }
   }
 
   // ------------------------------------------------------------------ decisions
