@@ -43,6 +43,16 @@ final class CrossNodeCommit {
   private final Member coordinator;
   private final Function<Member, TyrClient> clients;
   private final String id = UUID.randomUUID().toString();
+  /**
+   * A test's hook, called with PREPARE once every prepare answered (before the decision)
+   * and with DECISION once the coordinator answered it (before the others are told).
+   */
+  private java.util.function.Consumer<StopAfter> hook = phase -> { };
+  /**
+   * Whether the coordinator was asked to decide commit: from then on the transaction may
+   * be committed whatever the answers say, so it must never be made again.
+   */
+  private volatile boolean commitAsked;
 
   /** {@code parts} by participant; {@code coordinator} is one of them. */
   CrossNodeCommit(Map<Member, TxRequest> parts, Member coordinator,
@@ -58,6 +68,22 @@ final class CrossNodeCommit {
 
   String id() {
     return id;
+  }
+
+  /** Sets the test's hook between the phases. */
+  CrossNodeCommit hook(java.util.function.Consumer<StopAfter> phases) {
+    this.hook = phases;
+    return this;
+  }
+
+  /**
+   * Whether the outcome may be commit although {@link #run} failed: the commit decision
+   * was asked for. A caller must not make such a transaction again (its parts may be
+   * applied, or be applied by the nodes' resolution); a failure before is a refusal at
+   * prepare, nothing applied and nothing that can be.
+   */
+  boolean mayHaveCommitted() {
+    return commitAsked;
   }
 
   /**
@@ -90,11 +116,13 @@ final class CrossNodeCommit {
     if (stop == StopAfter.PREPARE) {
       return;
     }
+    hook.accept(StopAfter.PREPARE);
     if (refused != null) {
       abort(true);
       throw refused;
     }
     int outcome;
+    commitAsked = true;
     try {
       outcome = TyrClient.await(clients.apply(coordinator).decide(id,
           TxDecision.DECIDE_COMMIT));
@@ -114,6 +142,7 @@ final class CrossNodeCommit {
     if (stop == StopAfter.DECISION) {
       return;
     }
+    hook.accept(StopAfter.DECISION);
     List<CompletableFuture<Integer>> applies = new ArrayList<>();
     List<Member> others = new ArrayList<>();
     for (Member m : parts.keySet()) {

@@ -409,6 +409,22 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
             : ", replicas " + replicas) + "): " + e.getMessage(), e);
   }
 
+  /**
+   * What a cross-node commit that may have committed fails with: as it is when its
+   * outcome is known not to be commit (the coordinator's abort, a conflict) or already
+   * says it is unknown (unavailable); otherwise made an unavailable error, the one the
+   * callers take for "may or may not be applied", never a conflict.
+   */
+  private static IOException indeterminate(CrossNodeCommit cross, IOException e) {
+    if (e instanceof StoreUnavailableException
+        || e instanceof io.blobfs.store.TransactionConflictException) {
+      return e;
+    }
+    return new StoreUnavailableException("Týr transaction " + cross.id() + ": the commit "
+        + "decision was asked for, so it may be committed; its outcome is unknown here: "
+        + e.getMessage(), e);
+  }
+
   private static WrongEpochException wrongEpoch(Throwable e) {
     for (Throwable c = e; c != null; c = c.getCause()) {
       if (c instanceof WrongEpochException w) {
@@ -527,6 +543,12 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   /** As {@link #commit(List)}; a cross-node one stops after {@code stop} (tests). */
   void commit(List<BlobMutation> mutations, CrossNodeCommit.StopAfter stop)
       throws IOException {
+    commit(mutations, stop, phase -> { });
+  }
+
+  /** As {@link #commit(List)}; a cross-node one calls {@code hook} between phases (tests). */
+  void commit(List<BlobMutation> mutations, CrossNodeCommit.StopAfter stop,
+      java.util.function.Consumer<CrossNodeCommit.StopAfter> hook) throws IOException {
     if (mutations.isEmpty()) {
       return;
     }
@@ -539,6 +561,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         byNode.computeIfAbsent(r.primary(m.key()), k -> new ArrayList<>()).add(m);
         first = first == null || m.key().compareTo(first) < 0 ? m.key() : first;
       }
+      CrossNodeCommit cross = null;
       try {
         if (byNode.size() == 1) {
           Member only = byNode.keySet().iterator().next();
@@ -547,10 +570,18 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
           Map<Member, io.blobfs.tyr.api.TxRequest> parts = new java.util.LinkedHashMap<>();
           byNode.forEach((m, muts) -> parts.put(m, TyrBlobStore.txOf(muts)));
           // The first key's primary records the decision (Percolator's primary).
-          new CrossNodeCommit(parts, r.primary(first), m -> node(m).client()).run(stop);
+          cross = new CrossNodeCommit(parts, r.primary(first), m -> node(m).client())
+              .hook(hook);
+          cross.run(stop);
         }
         return;
       } catch (IOException e) {
+        if (cross != null && cross.mayHaveCommitted()) {
+          // Never made again once commit was asked for: a refusal found among the causes
+          // (a participant's WRONG_EPOCH on apply) says nothing of the outcome, and a new
+          // attempt would meet the parts of this one (a conflict) or apply it twice.
+          throw indeterminate(cross, e);
+        }
         WrongEpochException w = wrongEpoch(e);
         if (w == null && byNode.size() == 1 && r.replication() > 1
             && TyrException.neverSent(e) && attempt < ATTEMPTS) {

@@ -19,6 +19,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Payload codec: requests and responses to and from bytes (big-endian; a string is a u16
@@ -109,6 +110,17 @@ public final class Messages {
       for (TxRequest tx : rp.txs()) {
         out.addComponent(true, encodeTx(tx, alloc));
       }
+      if (!rp.prepares().isEmpty()) {
+        // After the writes: a batch without prepares reads as before.
+        out.addComponent(true, alloc.buffer(4).writeInt(rp.prepares().size()));
+        for (Map.Entry<Integer, Request.Prepare> e : new java.util.TreeMap<>(rp.prepares())
+            .entrySet()) {
+          ByteBuf p = encode(e.getValue(), alloc);
+          out.addComponent(true, alloc.buffer(8).writeInt(e.getKey())
+              .writeInt(p.readableBytes()));
+          out.addComponent(true, p);
+        }
+      }
       return out;
     } else if (r instanceof Request.Prepare pr) {
       ByteBuf head = writeString(writeString(alloc.buffer(), pr.txId()), pr.coordinator())
@@ -154,7 +166,16 @@ public final class Messages {
           for (int i = 0; i < n; i++) {
             txs.add(decodeTx(in));
           }
-          yield new Request.Replicate(epoch, source, incarnation, firstSeq, txs);
+          Map<Integer, Request.Prepare> prepares = new java.util.HashMap<>();
+          for (int k = in.isReadable() ? count(in, 8) : 0; k > 0; k--) {
+            int at = in.readInt();
+            ByteBuf p = in.readSlice(in.readInt());
+            if (at < 0 || at >= n) {
+              throw new MalformedFrameException("prepare at " + at + " of " + n);
+            }
+            prepares.put(at, (Request.Prepare) decodeRequest(Opcode.PREPARE, p));
+          }
+          yield new Request.Replicate(epoch, source, incarnation, firstSeq, txs, prepares);
         }
         case Opcode.PREPARE -> {
           String txId = readString(in);

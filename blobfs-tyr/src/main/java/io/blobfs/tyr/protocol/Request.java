@@ -34,11 +34,22 @@ public sealed interface Request {
    * primary's commits numbered {@code firstSeq}, {@code firstSeq + 1}, ... in stream
    * {@code incarnation}, in the primary's commit order (an empty one: a commit that
    * failed, sent so that the numbering has no gap), made under ring {@code epoch}.
+   * {@code prepares}, by index in {@code txs} (whose entry is then empty): a cross-node
+   * part prepared on the primary at that place in its order, its ops on this backup's
+   * keys, for the backup to hold until it is resolved (a takeover applies it).
    */
   record Replicate(long epoch, String source, long incarnation, long firstSeq,
-      java.util.List<TxRequest> txs) implements Request {
+      java.util.List<TxRequest> txs, java.util.Map<Integer, Prepare> prepares)
+      implements Request {
     public Replicate {
       txs = java.util.List.copyOf(txs);
+      prepares = java.util.Map.copyOf(prepares);
+    }
+
+    /** Writes only: no prepared part in the batch. */
+    public Replicate(long epoch, String source, long incarnation, long firstSeq,
+        java.util.List<TxRequest> txs) {
+      this(epoch, source, incarnation, firstSeq, txs, java.util.Map.of());
     }
   }
 

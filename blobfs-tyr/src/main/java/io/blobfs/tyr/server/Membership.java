@@ -296,7 +296,9 @@ public final class Membership implements Closeable {
       throw new WrongEpochException("replication from " + rep.source() + " under ring epoch "
           + rep.epoch() + ", node " + self + " is at epoch " + r.epoch(), r);
     }
-    for (io.blobfs.tyr.api.TxRequest tx : rep.txs()) {
+    List<io.blobfs.tyr.api.TxRequest> txs = new java.util.ArrayList<>(rep.txs());
+    rep.prepares().values().forEach(p -> txs.add(p.tx())); // held for the same keys
+    for (io.blobfs.tyr.api.TxRequest tx : txs) {
       for (TxOp op : tx.ops()) {
         List<Member> owners = r.writeSet(op.key());
         if (!owners.get(0).id().equals(rep.source()) || !owners.contains(self)

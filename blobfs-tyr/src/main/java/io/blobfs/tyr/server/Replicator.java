@@ -86,7 +86,19 @@ final class Replicator implements Closeable {
   }
 
   /** A numbered commit's physical writes for one backup, and its confirmation. */
-  private record Item(TxRequest tx, long epoch, CompletableFuture<Void> confirmed) {}
+  private record Item(TxRequest tx, long epoch, CompletableFuture<Void> confirmed,
+      Request.Prepare prepare) {
+    Item(TxRequest tx, long epoch, CompletableFuture<Void> confirmed) {
+      this(tx, epoch, confirmed, null);
+    }
+  }
+
+  /** As backup: where a replicated prepared part goes (durably) before the batch's answer. */
+  interface PreparedSink {
+    void hold(String source, Request.Prepare part) throws java.io.IOException;
+  }
+
+  private volatile PreparedSink preparedSink;
 
   /** What a backup has applied of one primary's stream. */
   private static final class Incoming {
@@ -261,8 +273,74 @@ final class Replicator implements Closeable {
     return null;
   }
 
-  /** Queues a numbered commit on its stream; completes once the backup has applied it. */
+  /**
+   * A cross-node part just prepared here (its keys reserved, its record durable): sent to
+   * every backup of the keys it writes, each getting the ops on its own keys, at this
+   * place of its stream (after every write this node committed before). Completes once
+   * every backup holds its share durably: then the part survives this node's loss, the
+   * backup that becomes primary applying it once the decision is known. Fails with
+   * UNAVAILABLE if a backup does not confirm (the part must not be acknowledged).
+   */
+  CompletableFuture<Void> replicatePrepare(Request.Prepare part) {
+    if (membership.ring().replication() == 1) {
+      return CompletableFuture.completedFuture(null);
+    }
+    Ring ring = membership.admit();
+    try {
+      WrongEpochException notPrimary = notPrimary(part.tx(), ring);
+      if (notPrimary != null) {
+        membership.release(ring); // else a recovering peer's barrier waits for ever
+        return CompletableFuture.failedFuture(notPrimary);
+      }
+      Map<Member, List<Integer>> perBackup = new LinkedHashMap<>();
+      for (int i = 0; i < part.tx().ops().size(); i++) {
+        for (Member b : ring.backups(part.tx().ops().get(i).key())) {
+          perBackup.computeIfAbsent(b, k -> new ArrayList<>()).add(i);
+        }
+      }
+      List<CompletableFuture<Void>> confirmed = new ArrayList<>();
+      synchronized (this) {
+        for (Map.Entry<Member, List<Integer>> e : perBackup.entrySet()) {
+          List<TxOp> ops = new ArrayList<>();
+          e.getValue().forEach(i -> ops.add(part.tx().ops().get(i)));
+          // Its checks stay with the primary, which validated them (versions are its own).
+          Request.Prepare share = new Request.Prepare(part.txId(), part.coordinator(),
+              part.participants(), new TxRequest(List.of(), ops));
+          Stream s = stream(e.getKey());
+          Reserved r;
+          synchronized (s) {
+            r = new Reserved(s, s.incarnation, s.next++, ring.epoch(), e.getValue());
+          }
+          confirmed.add(offer(r, new TxRequest(List.of(), List.of()), share));
+        }
+      }
+      return CompletableFuture.allOf(confirmed.toArray(new CompletableFuture<?>[0]))
+          .handle((x, failed) -> {
+            if (failed != null) {
+              throw new CompletionException(new TyrException(ErrorCode.UNAVAILABLE,
+                  "transaction " + part.txId() + ": a backup did not confirm its share of "
+                      + "the prepared part: " + unwrap(failed).getMessage(), unwrap(failed)));
+            }
+            return (Void) null;
+          })
+          .whenComplete((x, e) -> membership.release(ring));
+    } catch (RuntimeException e) {
+      membership.release(ring);
+      throw e;
+    }
+  }
+
+  void onPrepared(PreparedSink sink) {
+    this.preparedSink = sink;
+  }
+
   private CompletableFuture<Void> offer(Reserved r, TxRequest physical) {
+    return offer(r, physical, null);
+  }
+
+  /** Queues a numbered commit on its stream; completes once the backup has applied it. */
+  private CompletableFuture<Void> offer(Reserved r, TxRequest physical,
+      Request.Prepare prepare) {
     Stream s = r.stream();
     CompletableFuture<Void> confirmed = new CompletableFuture<>();
     synchronized (s) {
@@ -271,7 +349,7 @@ final class Replicator implements Closeable {
             "the replication stream broke before this write was sent"));
         return confirmed;
       }
-      s.ready.put(r.seq(), new Item(physical, r.epoch(), confirmed));
+      s.ready.put(r.seq(), new Item(physical, r.epoch(), confirmed, prepare));
       sendNext(s);
     }
     return confirmed;
@@ -287,12 +365,16 @@ final class Replicator implements Closeable {
     // is what its backup must be at; a newer ring does not vouch for an older check.
     long epoch = s.ready.get(first).epoch();
     List<TxRequest> txs = new ArrayList<>();
+    Map<Integer, Request.Prepare> prepares = new HashMap<>();
     List<CompletableFuture<Void>> confirms = new ArrayList<>();
     long bytes = 0;
     for (Item it = s.ready.get(s.sendFrom); it != null && txs.size() < BATCH_COMMITS
         && it.epoch() == epoch && (txs.isEmpty() || bytes + dataBytes(it.tx()) <= BATCH_BYTES);
         it = s.ready.get(s.sendFrom)) {
       s.ready.remove(s.sendFrom++);
+      if (it.prepare() != null) {
+        prepares.put(txs.size(), it.prepare());
+      }
       txs.add(it.tx());
       confirms.add(it.confirmed());
       bytes += dataBytes(it.tx());
@@ -300,7 +382,7 @@ final class Replicator implements Closeable {
     s.sending = true;
     long incarnation = s.incarnation;
     Request.Replicate rep = new Request.Replicate(epoch, membership.self().id(), incarnation,
-        first, txs);
+        first, txs, prepares);
     s.client.replicate(rep).whenComplete((ok, failed) -> {
       for (CompletableFuture<Void> c : confirms) {
         if (failed == null) {
@@ -430,8 +512,28 @@ final class Replicator implements Closeable {
         }
       }
     }
-    return CompletableFuture.allOf(applied.toArray(new CompletableFuture<?>[0]))
-        .thenApply(x -> new CommitResult(0, new long[0]));
+    CompletableFuture<Void> writes = CompletableFuture.allOf(
+        applied.toArray(new CompletableFuture<?>[0]));
+    if (rep.prepares().isEmpty()) {
+      return writes.thenApply(x -> new CommitResult(0, new long[0]));
+    }
+    // Held once every write before them is applied here, so that the versions each
+    // records are the ones its keys have at its place in the primary's order (its own
+    // apply comes in a later batch: the primary applies it only after this answer).
+    return writes.thenApply(x -> {
+      PreparedSink sink = preparedSink;
+      for (Request.Prepare p : new java.util.TreeMap<>(rep.prepares()).values()) {
+        try {
+          if (sink == null) {
+            throw new TyrException(ErrorCode.BAD_REQUEST, "this node holds no prepared parts");
+          }
+          sink.hold(rep.source(), p);
+        } catch (java.io.IOException e) {
+          throw new CompletionException(e);
+        }
+      }
+      return new CommitResult(0, new long[0]);
+    });
   }
 
   private static Throwable unwrap(Throwable e) {

@@ -69,13 +69,48 @@ final class Transactions implements Closeable {
   private final TxRecords records;
   private final PeerAccess peerAccess;
   private final int maxFrameBytes;
-  /** The parts prepared here, by transaction id. Guarded by {@code this}. */
+  /**
+   * The parts prepared here, by local name: the transaction id for this node's own part,
+   * the id and a suffix for a share taken over from a lost primary. Guarded by
+   * {@code this}.
+   */
   private final Map<String, Part> parts = new HashMap<>();
+  /** Shares of other nodes' prepared parts held here as backup, by local name. */
+  private final Map<String, Replica> replicas = new HashMap<>();
+  /**
+   * The transactions whose part was dropped here for a ring that gave its keys to another
+   * node (the newest few thousand): an APPLY_COMMIT of one is answered UNAVAILABLE (the
+   * new primary applies it when it resolves it), never "committed" as if applied here.
+   */
+  private final java.util.Set<String> handedOver = java.util.Collections.newSetFromMap(
+      new java.util.LinkedHashMap<>() {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
+          return size() > 4096;
+        }
+      });
   private final Map<Member, TyrClient> peers = new HashMap<>();
   private final ScheduledExecutorService resolver;
 
+  /** A share of another node's prepared part, held as its backup (not reserved here). */
+  private static final class Replica {
+    final Request.Prepare request;
+    /** This node's versions of its keys at its place in the primary's order. */
+    final Map<String, Long> versions;
+    final long since;
+    boolean asking;
+
+    Replica(Request.Prepare request, Map<String, Long> versions, long since) {
+      this.request = request;
+      this.versions = versions;
+      this.since = since;
+    }
+  }
+
   /** A prepared part. {@code applying} once its decision is being applied. */
   private static final class Part {
+    /** Its key in {@link #parts} and its reservations' name in the engine. */
+    String localId;
     final Request.Prepare request;
     final long since;
     /** Read back from its record at restart (it may have been applied before the crash). */
@@ -90,6 +125,7 @@ final class Transactions implements Closeable {
     long retryNanos;
 
     Part(Request.Prepare request, long since, boolean recovered) {
+      this.localId = request.txId();
       this.request = request;
       this.since = since;
       this.recovered = recovered;
@@ -108,12 +144,21 @@ final class Transactions implements Closeable {
     this.maxFrameBytes = maxFrameBytes;
     this.records = new TxRecords(engine.config().directory());
     recover();
+    if (replicator != null) {
+      replicator.onPrepared(this::holdReplica);
+    }
+    // Synchronously, under the install: a share is reserved before any commit is admitted
+    // under the ring that makes this node its primary (admission takes the same lock).
+    membership.onInstall(this::follow);
     long every = Math.max(50, membership.txTimeout().toMillis() / 4);
     this.resolver = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "tyr-tx-resolver");
       t.setDaemon(true);
       return t;
     });
+    // Back under a ring where another node serves its keys (it was marked DOWN): its parts
+    // are dropped and its shares taken over as that ring says.
+    follow(membership.ring());
     resolver.scheduleWithFixedDelay(this::resolveExpired, every, every, TimeUnit.MILLISECONDS);
   }
 
@@ -132,6 +177,55 @@ final class Transactions implements Closeable {
       throw new TyrException(ErrorCode.BAD_REQUEST, "transaction " + id + ": participants "
           + p.participants() + " must hold this node, " + self() + ", and the coordinator");
     }
+    // Admitted as a commit is: a ring installed since the request's check has run its
+    // takeovers (under the install, which admission waits for), so a share taken over
+    // here is reserved before this prepare meets its keys; and the ring it is admitted
+    // under must still make this node their UP primary. Taken before this object's
+    // monitor: an install's listener holds the membership's lock, then takes this one.
+    io.blobfs.tyr.ring.Ring admitted = membership.admit();
+    try {
+      if (!primaryOfAll(admitted, p.tx())) {
+        throw new io.blobfs.tyr.ring.WrongEpochException("node " + self() + " is not the UP "
+            + "primary of every key of transaction " + id + "'s part under ring epoch "
+            + admitted.epoch() + ", admitted after the request's check", admitted);
+      }
+      prepareHere(p);
+    } finally {
+      membership.release(admitted);
+    }
+    CommitResult prepared = new CommitResult(0, new long[0]);
+    if (replicator == null) {
+      return CompletableFuture.completedFuture(prepared);
+    }
+    // Acknowledged only once the key's backups hold it, like a write: the part must
+    // survive this node's loss after the decision (the backup that takes over applies it).
+    return replicator.replicatePrepare(p).handle((x, err) -> {
+      if (err == null) {
+        return prepared;
+      }
+      // Not acknowledged: the client aborts, so the part is dropped (unless the decision
+      // already reached it: then it is being applied and stays).
+      boolean drop;
+      synchronized (this) {
+        Part own = parts.get(id);
+        drop = own != null && own.applying == null;
+        if (drop) {
+          own.applying = CompletableFuture.completedFuture(TxDecision.ABORTED);
+        }
+      }
+      if (drop) {
+        engine.releasePrepared(id);
+        forget(id);
+      }
+      Throwable cause = err instanceof java.util.concurrent.CompletionException
+          && err.getCause() != null ? err.getCause() : err;
+      throw new java.util.concurrent.CompletionException(cause);
+    });
+  }
+
+  /** Validates, reserves and records the part here (see {@link #prepare}). */
+  private void prepareHere(Request.Prepare p) throws IOException {
+    String id = p.txId();
     // One at a time with decisions, so that a coordinator's presumed abort (QUERY of a
     // transaction it never prepared) and a late prepare of it cannot cross.
     synchronized (this) {
@@ -157,7 +251,6 @@ final class Transactions implements Closeable {
             "transaction " + id + " could not be prepared durably: " + e, e);
       }
     }
-    return CompletableFuture.completedFuture(new CommitResult(0, new long[0]));
   }
 
   // ------------------------------------------------------------------ decisions
@@ -231,6 +324,12 @@ final class Transactions implements Closeable {
     Part part;
     synchronized (this) {
       part = parts.get(id);
+      if (part == null && commit && handedOver.contains(id)) {
+        return CompletableFuture.failedFuture(new TyrException(ErrorCode.UNAVAILABLE,
+            "transaction " + id + ": this node's part was handed to the new primary of its "
+                + "keys (this node no longer serves them), which applies it when it "
+                + "resolves it with the coordinator"));
+      }
       if (part == null) {
         return CompletableFuture.completedFuture(commit ? TxDecision.COMMITTED
             : TxDecision.ABORTED);
@@ -396,9 +495,9 @@ final class Transactions implements Closeable {
 
   /** At start: every part prepared before a crash is reserved again, or found applied. */
   private void recover() throws IOException {
-    for (byte[] bytes : records.readAllPrepared()) {
-      TxRecords.Prepared rec = TxRecords.decode(bytes);
-      String id = rec.request().txId();
+    for (Map.Entry<String, byte[]> file : records.readAllPrepared().entrySet()) {
+      TxRecords.Prepared rec = TxRecords.decode(file.getValue());
+      String id = file.getKey(); // the transaction's id, or a share's name
       // While the part was prepared no commit but its own could touch its keys, and a
       // version is the number of the commit that wrote it (0: absent), never reused: any
       // key off its recorded version means the part was applied. A key it deleted reads 0,
@@ -416,10 +515,17 @@ final class Transactions implements Closeable {
       engine.reservePrepared(id, rec.request().tx());
       // Due at once: the client that prepared it lost its connection to this node with the
       // crash, so the first resolver run settles it with the coordinator (or, here, decides).
-      parts.put(id, new Part(rec.request(),
-          System.nanoTime() - membership.txTimeout().toNanos() - 1, true));
+      Part part = new Part(rec.request(),
+          System.nanoTime() - membership.txTimeout().toNanos() - 1, true);
+      part.localId = id;
+      parts.put(id, part);
       LOG.info("node {}: transaction {} is prepared here since before the restart; it will "
           + "be resolved with its coordinator {}", self(), id, rec.request().coordinator());
+    }
+    for (Map.Entry<String, byte[]> file : records.readAllReplicas().entrySet()) {
+      TxRecords.Prepared rec = TxRecords.decode(file.getValue());
+      replicas.put(file.getKey(), new Replica(rec.request(), rec.versions(),
+          System.nanoTime()));
     }
   }
 
@@ -437,32 +543,213 @@ final class Transactions implements Closeable {
     }
     for (Part p : due) {
       String id = p.request.txId();
-      try {
-        if (p.request.coordinator().equals(self())) {
-          coordinate(id, false, true);
+      if (membership.ring().replication() > 1
+          && !primaryOfAll(membership.ring(), p.request.tx())) {
+        follow(membership.ring()); // no longer its primary: dropped there
+        continue;
+      }
+      synchronized (this) {
+        p.asking = true;
+      }
+      ask(p.request).whenComplete((o, err) -> {
+        synchronized (this) {
+          p.asking = false;
+        }
+        if (err != null) {
+          LOG.warn("node {}: transaction {} stays prepared: its coordinator {} did not "
+              + "answer: {}", self(), id, p.request.coordinator(), err.toString());
+        } else if (o == TxDecision.COMMITTED || o == TxDecision.ABORTED) {
+          LOG.info("node {}: transaction {} ({}) resolved with its coordinator: {}", self(),
+              id, p.localId, TxDecision.name(o));
+          apply(p.localId, o == TxDecision.COMMITTED); // a failure is retried there
+        }
+      });
+    }
+    resolveReplicas();
+  }
+
+  /**
+   * The decision of {@code p}'s transaction: asked of its coordinator (here, taken as a
+   * query: abort if none stands and this node's own part timed out or is gone).
+   */
+  private CompletableFuture<Integer> ask(Request.Prepare p) {
+    try {
+      if (p.coordinator().equals(self())) {
+        return coordinate(p.txId(), false, true);
+      }
+      return peer(Member.parse(p.coordinator())).decide(p.txId(), TxDecision.QUERY);
+    } catch (IOException | RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  // ------------------------------------------------------------------ replicated parts
+
+  /** Whether this node is UP and the primary of every key {@code tx} names. */
+  private boolean primaryOfAll(io.blobfs.tyr.ring.Ring ring, TxRequest tx) {
+    if (ring.state(membership.self()) != io.blobfs.tyr.ring.Ring.State.UP) {
+      return false;
+    }
+    for (String k : keysOf(tx)) {
+      if (!ring.primary(k).equals(membership.self())) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Every key {@code tx} names, checked or changed. */
+  private java.util.Set<String> keysOf(TxRequest tx) {
+    return engine.versionsOf(tx).keySet();
+  }
+
+  /** A share's local name: its keys tell apart the shares of one transaction here. */
+  private String shareName(Request.Prepare p) {
+    List<String> keys = new ArrayList<>(keysOf(p.tx()));
+    keys.sort(null);
+    return p.txId() + "-s" + Integer.toHexString(keys.hashCode());
+  }
+
+  /** As backup: holds a share of {@code source}'s part, durably, before the answer. */
+  private void holdReplica(String source, Request.Prepare share) throws IOException {
+    String name = shareName(share);
+    Map<String, Long> versions = engine.versionsOf(share.tx());
+    byte[] record = TxRecords.encode(share, versions);
+    synchronized (this) {
+      records.writeReplica(name, record);
+      replicas.put(name, new Replica(TxRecords.decode(record).request(), versions,
+          System.nanoTime()));
+    }
+    LOG.debug("node {}: holds a share of transaction {} prepared on {}", self(),
+        share.txId(), source);
+  }
+
+  /**
+   * On every ring (and at start): a part prepared here whose keys this node no longer
+   * serves as UP primary is dropped, unless being applied (its backups hold it, and the
+   * one now primary resolves it: a node marked DOWN must not block its catch-up on it);
+   * a share held here whose keys this node now serves as UP primary is taken over: found
+   * applied if a key is off the version recorded (the old primary applied and replicated
+   * it), else reserved and resolved with the coordinator at once, and handed on to this
+   * node's own backups.
+   */
+  private void follow(io.blobfs.tyr.ring.Ring ring) {
+    List<Request.Prepare> handOn = new ArrayList<>();
+    synchronized (this) {
+      for (Part p : new ArrayList<>(parts.values())) {
+        // With one replica no other node holds it: it stays for this node's return.
+        if (ring.replication() > 1 && p.applying == null
+            && !primaryOfAll(ring, p.request.tx())) {
+          engine.releasePrepared(p.localId);
+          parts.remove(p.localId);
+          handedOver.add(p.localId);
+          deleteQuietly(p.localId, false);
+          LOG.info("node {}: transaction {}: part {} dropped here, no longer this node's "
+              + "keys under ring epoch {} (their new primary holds it)", self(),
+              p.request.txId(), p.localId, ring.epoch());
+        }
+      }
+      for (Map.Entry<String, Replica> e : new ArrayList<>(replicas.entrySet())) {
+        Replica r = e.getValue();
+        if (!primaryOfAll(ring, r.request.tx())) {
           continue;
         }
-        Member coordinator = Member.parse(p.request.coordinator());
-        TyrClient client = peer(coordinator); // may throw: then the part is not left asking
-        synchronized (this) {
-          p.asking = true;
+        String name = e.getKey();
+        replicas.remove(name);
+        if (!r.versions.equals(engine.versionsOf(r.request.tx()))) {
+          deleteQuietly(name, true);
+          LOG.info("node {}: transaction {}: share {} was applied before the takeover",
+              self(), r.request.txId(), name);
+          continue;
         }
-        client.decide(id, TxDecision.QUERY).whenComplete((o, err) -> {
-          synchronized (this) {
-            p.asking = false;
-          }
-          if (err != null) {
-            LOG.warn("node {}: transaction {} stays prepared: its coordinator {} did not "
-                + "answer: {}", self(), id, coordinator, err.toString());
-          } else if (o == TxDecision.COMMITTED || o == TxDecision.ABORTED) {
-            LOG.info("node {}: transaction {} resolved with its coordinator: {}", self(), id,
-                TxDecision.name(o));
-            apply(id, o == TxDecision.COMMITTED); // a failure is logged and retried there
-          }
-        });
-      } catch (IOException | RuntimeException e) {
-        LOG.warn("node {}: transaction {} not resolved yet: {}", self(), id, e.toString());
+        try {
+          engine.reservePrepared(name, r.request.tx());
+          records.writePrepared(name, TxRecords.encode(r.request, r.versions));
+          records.deleteReplica(name);
+        } catch (IOException | RuntimeException err) {
+          // Kept as a reserved part all the same: its record is the replica's.
+          LOG.warn("node {}: share {} taken over, its record not moved: {}", self(), name,
+              err.toString());
+        }
+        Part taken = new Part(r.request, System.nanoTime() - membership.txTimeout().toNanos()
+            - 1, true);
+        taken.localId = name;
+        parts.put(name, taken);
+        handOn.add(r.request);
+        LOG.info("node {}: transaction {}: share {} taken over under ring epoch {}; "
+            + "resolving it with its coordinator {}", self(), r.request.txId(), name,
+            ring.epoch(), r.request.coordinator());
       }
+    }
+    if (replicator != null) {
+      for (Request.Prepare p : handOn) {
+        // Outside the install's critical path: best effort (a second loss before it is
+        // resolved and handed on loses the share: logged).
+        resolver.execute(() -> replicator.replicatePrepare(p).whenComplete((x, err) -> {
+          if (err != null) {
+            LOG.warn("node {}: transaction {}: a share taken over is not on this node's "
+                + "backups: {}", self(), p.txId(), err.toString());
+          }
+        }));
+      }
+    }
+  }
+
+  /**
+   * As backup: a share whose keys moved off the versions recorded was applied (and
+   * replicated) by its primary; one whose transaction aborted is dropped; one committed and
+   * not applied yet stays (its primary applies it, or this node does if it takes over).
+   */
+  private void resolveReplicas() {
+    List<Map.Entry<String, Replica>> due = new ArrayList<>();
+    synchronized (this) {
+      for (Map.Entry<String, Replica> e : replicas.entrySet()) {
+        Replica r = e.getValue();
+        if (!r.asking && System.nanoTime() - r.since > membership.txTimeout().toNanos()) {
+          due.add(e);
+        }
+      }
+    }
+    for (Map.Entry<String, Replica> e : due) {
+      Replica r = e.getValue();
+      if (!r.versions.equals(engine.versionsOf(r.request.tx()))) {
+        dropReplica(e.getKey(), r);
+        continue;
+      }
+      synchronized (this) {
+        r.asking = true;
+      }
+      ask(r.request).whenComplete((o, err) -> {
+        synchronized (this) {
+          r.asking = false;
+        }
+        if (err == null && o == TxDecision.ABORTED) {
+          dropReplica(e.getKey(), r);
+        }
+      });
+    }
+  }
+
+  private void dropReplica(String name, Replica r) {
+    synchronized (this) {
+      if (replicas.get(name) != r) {
+        return; // taken over meanwhile
+      }
+      replicas.remove(name);
+      deleteQuietly(name, true);
+    }
+  }
+
+  private void deleteQuietly(String name, boolean replica) {
+    try {
+      if (replica) {
+        records.deleteReplica(name);
+      } else {
+        records.deletePrepared(name);
+      }
+    } catch (IOException e) {
+      LOG.warn("node {}: the record of {} could not be deleted: {}", self(), name,
+          e.toString());
     }
   }
 

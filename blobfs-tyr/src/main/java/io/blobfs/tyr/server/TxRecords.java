@@ -27,7 +27,8 @@ import java.util.regex.Pattern;
  * The durable records of cross-node transactions on one node, one small file each in
  * {@code <data-dir>/transactions}: {@code ID.prepared} for a part prepared here (the
  * prepare request as it came, plus the versions its keys had), {@code ID.commit} or
- * {@code ID.abort} for a decision this node took as coordinator. Each is written whole to
+ * {@code ID.abort} for a decision this node took as coordinator, {@code NAME.replica} for
+ * a share of another node's prepared part held here as a backup. Each is written whole to
  * a temporary file, forced, renamed into place and the directory forced, so after a crash
  * a record is there entire or not at all.
  *
@@ -104,12 +105,33 @@ final class TxRecords {
     Files.deleteIfExists(dir.resolve(txId + ".prepared"));
   }
 
-  /** Every prepared record, as written. */
-  List<byte[]> readAllPrepared() throws IOException {
-    List<byte[]> out = new ArrayList<>();
-    try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, "*.prepared")) {
+  /** Every prepared record, as written, by the name it was written under. */
+  Map<String, byte[]> readAllPrepared() throws IOException {
+    return readAll(".prepared");
+  }
+
+  /**
+   * A share of another node's prepared part held here as its backup ({@code name}: the
+   * transaction id and a suffix for the share), until it is resolved or taken over.
+   */
+  void writeReplica(String name, byte[] record) throws IOException {
+    writeWhole(dir.resolve(name + ".replica"), record);
+  }
+
+  void deleteReplica(String name) throws IOException {
+    Files.deleteIfExists(dir.resolve(name + ".replica"));
+  }
+
+  Map<String, byte[]> readAllReplicas() throws IOException {
+    return readAll(".replica");
+  }
+
+  private Map<String, byte[]> readAll(String suffix) throws IOException {
+    Map<String, byte[]> out = new LinkedHashMap<>();
+    try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, "*" + suffix)) {
       for (Path f : files) {
-        out.add(Files.readAllBytes(f));
+        String name = f.getFileName().toString();
+        out.put(name.substring(0, name.length() - suffix.length()), Files.readAllBytes(f));
       }
     }
     return out;

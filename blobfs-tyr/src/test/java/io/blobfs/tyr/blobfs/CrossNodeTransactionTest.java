@@ -245,6 +245,40 @@ class CrossNodeTransactionTest {
     });
   }
 
+  /**
+   * Bug 2 of the history section: a participant refuses the apply for its ring (it was
+   * marked DOWN between the decision and the apply: WRONG_EPOCH from its replicator). The
+   * transaction is committed; the client must say its outcome is unknown (unavailable),
+   * not make it again under the new ring and report the conflict the new attempt meets
+   * (the check below held only before the coordinator applied its part).
+   */
+  @Test
+  void aRefusalForTheRingAfterTheDecisionIsIndeterminateNeverRetriedNorAConflict()
+      throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2, null, TIMEOUT);
+        TyrClusterBlobStore store = c.store("t")) {
+      List<String> keys = keysOnEveryNode(c, "k");
+      store.commit(puts(keys, "before"));
+      long v0 = store.readWithVersion(keys.get(0), 100).version();
+      List<BlobMutation> tx = new ArrayList<>(puts(keys, "decided"));
+      tx.add(new BlobMutation.Check(keys.get(0), v0));
+      Member late = c.ring.primary(keys.get(2));
+      assertThatThrownBy(() -> store.commit(tx, CrossNodeCommit.StopAfter.NOTHING,
+          phase -> {
+            if (phase == CrossNodeCommit.StopAfter.DECISION) {
+              c.install(c.ring.withState(late, io.blobfs.tyr.ring.Ring.State.DOWN,
+                  c.ring.epoch() + 1));
+            }
+          }))
+          .isInstanceOf(io.blobfs.store.StoreUnavailableException.class)
+          .isNotInstanceOf(TransactionConflictException.class)
+          .hasMessageContaining("did not confirm");
+      // Committed: the coordinator applied its part (and the check no longer holds).
+      assertEquals("decided", textOnPrimary(c, keys.get(0)));
+      assertThat(store.readWithVersion(keys.get(0), 100).version()).isNotEqualTo(v0);
+    }
+  }
+
   @Test
   void aParticipantRestartedWithADecidedPartAppliesIt() throws Exception {
     withShortTimeout(1, (c, store, timed) -> {
@@ -324,8 +358,9 @@ class CrossNodeTransactionTest {
   }
 
   /**
-   * R = 2, the coordinator's backup down: the coordinator records commit but cannot
-   * confirm its own part (the backup does not answer). The decision stands, so the client
+   * R = 2, the coordinator's backup down after the prepares (which it confirmed): the
+   * coordinator records commit but cannot confirm its own part (the backup does not
+   * answer). The decision stands, so the client
    * is told "committed" (not "outcome unknown") and still tells the other participant,
    * which applies its part at once rather than after its timeout.
    */
@@ -338,10 +373,18 @@ class CrossNodeTransactionTest {
       Member backup = c.members.get(2);
       String first = keyOwnedBy(c, "a", coordinator, backup);
       String second = keyOwnedBy(c, "b", other, coordinator);
-      c.stop(2);
       assertThatThrownBy(() -> store.commit(List.of(
           new BlobMutation.Put(first, utf8("one"), PutMode.OVERWRITE),
-          new BlobMutation.Put(second, utf8("two"), PutMode.OVERWRITE))))
+          new BlobMutation.Put(second, utf8("two"), PutMode.OVERWRITE)),
+          CrossNodeCommit.StopAfter.NOTHING, phase -> {
+            if (phase == CrossNodeCommit.StopAfter.PREPARE) {
+              try {
+                c.stop(2);
+              } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+              }
+            }
+          }))
           .isInstanceOf(io.blobfs.store.StoreUnavailableException.class)
           .hasMessageContaining("is committed");
       // Told by the client, not by its resolver (the timeout is 30 s).
@@ -428,18 +471,14 @@ class CrossNodeTransactionTest {
    * been silent for its down-after) before it comes back, then RECOVERING, and its key is
    * written meanwhile on the new primary. It should catch up, and the transaction should
    * be whole: its key read on the new primary after the decision is the decided value.
-   * Today neither holds: the new primary never had the prepared part (the key reads its
-   * old value there while the others show the transaction: half-applied for good), and
-   * the part, decided commit, is never applied on the restarted node (it is not the key's
-   * UP primary) nor dropped, so the key stays held, the catch-up that must copy the new
-   * primary's write parks it and starts over for ever, and the node never serves again
-   * (without the write there is nothing to copy and the catch-up passes). Found by
-   * {@code TyrClusterHistoryIT} (one SIGKILL of three nodes); the README lists the cause
-   * among the failover limits. Enable once prepared parts survive a failover.
+   * Before the prepare was replicated neither held: the new primary never had the
+   * prepared part (the key read its old value there while the others showed the
+   * transaction: half-applied for good), and the part, decided commit, was never applied
+   * on the restarted node (not the key's UP primary) nor dropped, so the key stayed held,
+   * the catch-up that must copy the new primary's write parked on it for ever. Found by
+   * {@code TyrClusterHistoryIT} (one SIGKILL of three nodes).
    */
   @Test
-  @org.junit.jupiter.api.Disabled("known bug: a primary marked DOWN while holding a decided "
-      + "part never catches up, and the part is lost on the new primary (see javadoc)")
   void aParticipantMarkedDownAfterTheDecisionCatchesUpAndTheTransactionIsWhole()
       throws Exception {
     try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2, null, TIMEOUT);
@@ -454,6 +493,11 @@ class CrossNodeTransactionTest {
       io.blobfs.tyr.ring.Ring downRing = c.ring.withState(lost,
           io.blobfs.tyr.ring.Ring.State.DOWN, 2);
       c.installOnRunning(downRing);
+      // The new primary holds the part's share (replicated with the prepare), takes it
+      // over and resolves it with the coordinator.
+      TyrServer taking = c.server(downRing.primary(late));
+      await("the new primary resolved the share it took over",
+          () -> taking.preparedTransactions().isEmpty());
       String seenAfterDecision = text(c.server(downRing.primary(late)), late);
       store.put(late, ByteBuffer.wrap("after".getBytes(StandardCharsets.UTF_8)),
           PutMode.OVERWRITE); // on the new primary: the restarted node must copy it
@@ -465,6 +509,9 @@ class CrossNodeTransactionTest {
             + c.servers.get(down).preparedTransactions()).isLessThan(end);
         Thread.sleep(50);
       }
+      // The other participants resolve their parts after their timeout (the client
+      // stopped after the decision); an applied part is forgotten once its backups have it.
+      await("every part resolved", () -> nonePrepared(c));
       for (String k : keys) {
         for (Member m : c.ring.owners(k)) {
           assertEquals(k.equals(late) ? "after" : "decided", text(c.server(m), k),

@@ -72,15 +72,13 @@ class TyrClusterHistoryIT {
   static final long[] FIXED_SEEDS = {40404071680335L, 42451187036939L};
   /** Why the IT is not run by default: the open bugs and their reproductions. */
   static final String OPEN_BUGS = "TyrClusterHistoryIT runs only with -Dtyr.history=true "
-      + "while known bugs make it fail at random: (1) a primary marked DOWN while holding a "
-      + "decided part of a cross-node transaction loses the part on the new primary and never "
-      + "catches up (@Disabled CrossNodeTransactionTest."
-      + "aParticipantMarkedDownAfterTheDecisionCatchesUpAndTheTransactionIsWhole); (2) a "
-      + "committed cross-node transaction is made again on a participant's WRONG_EPOCH after "
-      + "the decision and reported as a conflict (review finding 1, branch tyr-txfix); "
-      + "(3) replicas diverge after a backup refuses a write its primary applied, so the "
-      + "last check fails (@Disabled "
+      + "while known bugs make it fail at random: (1) a multi-key commit on one primary whose "
+      + "keys have different backups, made while the ring changes, is confirmed by one backup "
+      + "and refused by the other, so after failover one key has it and the other not; (2) "
+      + "replicas diverge after a backup refuses a write its primary applied, so the last "
+      + "check fails (@Disabled "
       + "TyrBackupAheadTest.theReplicasAgreeAfterABackupRefusedAWriteItsPrimaryApplied); "
+      + "(3) a stale register read after a node flapped DOWN/RECOVERING/UP, not diagnosed; "
       + "see blobfs-tyr/README.md, the history section";
 
   @TempDir
