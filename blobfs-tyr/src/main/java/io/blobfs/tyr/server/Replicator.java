@@ -300,13 +300,25 @@ final class Replicator implements Closeable {
       }
       List<CompletableFuture<Void>> confirmed = new ArrayList<>();
       synchronized (this) {
+        // Every backup's stream first, as for a commit: a client that cannot be made (an
+        // unusable trust file) refuses the prepare before any stream number is reserved,
+        // so no stream waits for ever on a number nothing will fill.
+        Map<Member, Stream> toBackup = new LinkedHashMap<>();
+        try {
+          perBackup.keySet().forEach(b -> toBackup.put(b, stream(b)));
+        } catch (RuntimeException e) {
+          membership.release(ring);
+          return CompletableFuture.failedFuture(new TyrException(ErrorCode.UNAVAILABLE,
+              "transaction " + part.txId() + ": cannot connect to a backup, its prepared "
+                  + "part is not replicated: " + e.getMessage(), e));
+        }
         for (Map.Entry<Member, List<Integer>> e : perBackup.entrySet()) {
           List<TxOp> ops = new ArrayList<>();
           e.getValue().forEach(i -> ops.add(part.tx().ops().get(i)));
           // Its checks stay with the primary, which validated them (versions are its own).
           Request.Prepare share = new Request.Prepare(part.txId(), part.coordinator(),
               part.participants(), new TxRequest(List.of(), ops));
-          Stream s = stream(e.getKey());
+          Stream s = toBackup.get(e.getKey());
           Reserved r;
           synchronized (s) {
             r = new Reserved(s, s.incarnation, s.next++, ring.epoch(), e.getValue());

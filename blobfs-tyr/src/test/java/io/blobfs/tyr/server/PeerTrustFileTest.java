@@ -70,12 +70,13 @@ class PeerTrustFileTest {
   }
 
   /**
-   * A decided part whose replication cannot start: the decision stands, the part stays
-   * prepared, and a later decision is answered (the part is retried, not stuck applying
-   * behind a future that never completes).
+   * A part whose replication cannot start: since prepares are replicated to the keys'
+   * backups, the prepare itself is refused (typed, and the part dropped), so no decided
+   * part can be left applying behind a future that never completes, and no stream number
+   * is reserved with nothing to fill it.
    */
   @Test
-  void aDecidedPartThatCannotReachItsBackupIsNotLeftApplying() throws Exception {
+  void aPartThatCannotReachItsBackupIsRefusedAtPrepareAndDropped() throws Exception {
     Member p = new Member("127.0.0.1", 1);
     Member b = new Member("127.0.0.1", 2);
     Ring ring = new Ring(1, List.of(p, b), 16, 2);
@@ -85,14 +86,12 @@ class PeerTrustFileTest {
         Replicator r = new Replicator(membership, engine, missingTrust(), 1 << 20);
         Transactions t = new Transactions(engine, membership, r, missingTrust(), 1 << 20)) {
       String id = "7c6b5a49-3827-4165-9f4e-3d2c1b0a9f8e";
-      t.prepare(new Request.Prepare(id, p.id(), List.of(p.id()), put(key))).join();
-      for (int round = 0; round < 2; round++) {
-        Object answer = t.decide(new Request.Decide(id, TxDecision.DECIDE_COMMIT))
-            .handle((x, e) -> e != null ? e : ((CommitResult) x).version())
-            .get(60, TimeUnit.SECONDS);
-        assertEquals((long) TxDecision.COMMITTED_NOT_APPLIED, answer, "round " + round);
-      }
-      assertThat(t.prepared()).containsExactly(id);
+      Object answer = t.prepare(new Request.Prepare(id, p.id(), List.of(p.id()), put(key)))
+          .handle((x, e) -> e != null ? e : x).get(60, TimeUnit.SECONDS);
+      assertThat(answer).isInstanceOfSatisfying(java.util.concurrent.CompletionException.class,
+          e -> assertThat(e.getCause()).isInstanceOfSatisfying(TyrException.class,
+              x -> assertEquals(ErrorCode.UNAVAILABLE, x.code())));
+      assertThat(t.prepared()).isEmpty();
       assertEquals(0, engine.stat(key).version());
     }
   }
