@@ -330,6 +330,10 @@ public final class Membership implements Closeable {
         }
       }
       Path file = Path.of(o.get("cluster-file").get());
+      // The file's time before it is read: a ring written between this read and the
+      // watch's start must still be seen (taking the time at the watch's start missed it,
+      // and a node stayed a ring behind until the next change: TyrClusterFailoverIT).
+      FileTime read = Files.getLastModifiedTime(file);
       Ring ring = readRingFile(file);
       // Only a node told it is joining may start unlisted: an existing member restarted
       // with a wrong cluster-self would otherwise run, answer the monitor's pings (so it is
@@ -337,7 +341,7 @@ public final class Membership implements Closeable {
       Membership m = new Membership(self(o, bind, port), ring, o.getBoolean("cluster-join",
           false))
           .withTxTimeout(o.getDuration("cluster-tx-timeout", DEFAULT_TX_TIMEOUT));
-      m.watch(file);
+      m.watch(file, read);
       return m;
     }
     if (o.get("cluster-join").isPresent()) {
@@ -425,9 +429,12 @@ public final class Membership implements Closeable {
     return String.join(",", ms.stream().map(Member::id).toList());
   }
 
-  /** Re-reads the file when its modification time changes; a bad file is logged, kept out. */
-  private void watch(Path file) throws IOException {
-    FileTime[] seen = {Files.getLastModifiedTime(file)};
+  /**
+   * Re-reads the file when its modification time changes from {@code read}, its time when
+   * the ring in force was read; a bad file is logged, kept out.
+   */
+  private void watch(Path file, FileTime read) {
+    FileTime[] seen = {read};
     watcher = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "tyr-ring-watch");
       t.setDaemon(true);
