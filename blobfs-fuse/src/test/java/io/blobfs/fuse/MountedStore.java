@@ -95,23 +95,6 @@ final class MountedStore implements AutoCloseable {
   }
 
   /**
-   * The process that serves this mount's store, for a test that stops it: the Týr server
-   * process, or (RADOS) the cluster's only OSD, from cluster.sh's pid file next to its
-   * ceph.conf. None for the memory store.
-   */
-  long serverPid() throws IOException {
-    if (server != null) {
-      return server.pid();
-    }
-    String cephConf = conf.get("fs.blob.store." + name + ".conf");
-    if (cephConf == null) {
-      throw new IllegalStateException(name + " runs in this JVM: no server process");
-    }
-    Path pidFile = Path.of(cephConf).resolveSibling("run").resolve("osd.0.pid");
-    return Long.parseLong(Files.readString(pidFile).trim());
-  }
-
-  /**
    * Unmounts (publishing every open file) and mounts the same store again at the same
    * place, staging under {@code staging}: what the store holds after an unmount, as a
    * fresh mount sees it. The store (a server process, a RADOS namespace) stays.
