@@ -65,7 +65,7 @@ class TyrClusterTransactionsIT {
       throws IOException {
     return (TyrClusterBlobStore) new TyrBlobStoreProvider().open(name,
         new StoreOptions("fs.blob.store." + name + ".", Map.of("nodes",
-            cluster.nodesOption(), "connect-timeout", "2s", "op-timeout", "10s")));
+            cluster.nodesOption(), "connect-timeout", "10s", "op-timeout", "30s")));
   }
 
   private static String keyOn(Ring ring, Member m, String prefix) {
