@@ -77,6 +77,8 @@ final class Transactions implements Closeable {
   private final Map<String, Part> parts = new HashMap<>();
   /** Shares of other nodes' prepared parts held here as backup, by local name. */
   private final Map<String, Replica> replicas = new HashMap<>();
+  /** How many times a share held here was asked about (for tests). Guarded by this. */
+  private long replicaAsks;
   /**
    * The transactions whose part was dropped here for a ring that gave its keys to another
    * node (the newest few thousand): an APPLY_COMMIT of one is answered UNAVAILABLE (the
@@ -810,6 +812,7 @@ final class Transactions implements Closeable {
       }
       synchronized (this) {
         r.asking = true;
+        replicaAsks++;
       }
       ask(r.request).whenComplete((o, err) -> {
         synchronized (this) {
@@ -853,6 +856,10 @@ final class Transactions implements Closeable {
     return peers.computeIfAbsent(m, k -> new TyrClient(peerAccess.client(k)
         .withTimeouts(Duration.ofSeconds(5), Duration.ofSeconds(10))
         .withConnections(1).withMaxFrameBytes(maxFrameBytes)));
+  }
+
+  synchronized long replicaAsks() {
+    return replicaAsks;
   }
 
   /** The local names of the shares held here as backup now (for tests). */

@@ -196,6 +196,36 @@ class PreparedPartFailoverTest {
     }
   }
 
+  /**
+   * Finding 6: a share whose transaction stays undecided is asked about once per timeout,
+   * not on every resolver run (every quarter of it). Its coordinator, p, answers at once
+   * that it is pending (its own part has a long timeout). An observation window, not a
+   * synchronisation: on a loaded machine runs come later, which only lowers the count.
+   */
+  @Test
+  void aShareWhoseTransactionStaysUndecidedIsAskedAboutOncePerTimeout() throws Exception {
+    Member p = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(p, b), 16, 2);
+    String key = keyOwnedBy(ring, p, b);
+    Duration timeout = Duration.ofMillis(800);
+    try (TyrServer np = start(p, ring, "p", LONG); TyrServer nb = start(b, ring, "b", timeout)) {
+      np.transactions().prepare(prepare(p, key)).join(); // b holds the share
+      long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while (nb.transactions().replicaAsks() == 0) {
+        assertThat(System.nanoTime()).as("b asked p about its share").isLessThan(end);
+        Thread.sleep(20);
+      }
+      long t0 = System.nanoTime();
+      long asked0 = nb.transactions().replicaAsks();
+      Thread.sleep(timeout.toMillis() * 5);
+      long asked = nb.transactions().replicaAsks() - asked0;
+      long timeouts = (System.nanoTime() - t0) / timeout.toNanos();
+      assertThat(asked).as("asks in %d timeouts", timeouts).isLessThanOrEqualTo(timeouts + 1);
+      assertThat(nb.transactions().held()).hasSize(1);
+    }
+  }
+
   private static Request.Prepare prepare(Member coordinator, String key) {
     return new Request.Prepare(ID, coordinator.id(), List.of(coordinator.id()), put(key));
   }
