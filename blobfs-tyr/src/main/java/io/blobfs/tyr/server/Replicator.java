@@ -422,6 +422,7 @@ final class Replicator implements Closeable {
           c.completeExceptionally(unwrap(failed));
         }
       }
+      List<Item> unsent = new ArrayList<>();
       synchronized (s) {
         s.sending = false;
         if (failed != null && s.incarnation == incarnation) {
@@ -429,13 +430,17 @@ final class Replicator implements Closeable {
           s.incarnation = RANDOM.nextLong();
           s.next = 1;
           s.sendFrom = 1;
-          for (Item it : s.ready.values()) {
-            it.confirmed().completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
-                "the replication stream broke before this write was sent"));
-          }
+          unsent.addAll(s.ready.values());
           s.ready.clear();
         }
         sendNext(s);
+      }
+      // Failed outside the stream's lock: their callbacks release admissions (the
+      // membership's lock), and an install holds that lock while it takes this one (a
+      // taken-over share's hand-on, a stream restarted for a backup marked DOWN).
+      for (Item it : unsent) {
+        it.confirmed().completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
+            "the replication stream broke before this write was sent"));
       }
     });
   }
