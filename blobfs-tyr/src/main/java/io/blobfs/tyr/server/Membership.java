@@ -53,8 +53,9 @@ import org.slf4j.LoggerFactory;
  * <p><b>Failover.</b> Only UP members serve: a node not UP under its ring refuses reads,
  * writes and scans; writes go to a key's first UP owner, and a backup takes a primary's
  * replication only under the same epoch and only from the key's primary under it. A node
- * also counts the commits it has admitted under each epoch, so that {@link #settled} can
- * tell a recovering peer once none admitted under an older ring is still running.
+ * also counts the commits it has admitted under each epoch, and its unresolved prepared
+ * cross-node parts, so that {@link #settled} can tell a recovering peer once none admitted
+ * under an older ring is still running.
  *
  * <p>A ring change fences stale clients. A member added to the ring (a join) copies its
  * ranges while RECOVERING ({@link Recovery}); the members that handed them over drop
