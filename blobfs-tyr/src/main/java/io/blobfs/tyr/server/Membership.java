@@ -53,8 +53,9 @@ import org.slf4j.LoggerFactory;
  * <p><b>Failover.</b> Only UP members serve: a node not UP under its ring refuses reads,
  * writes and scans; writes go to a key's first UP owner, and a backup takes a primary's
  * replication only under the same epoch and only from the key's primary under it. A node
- * also counts the commits it has admitted under each epoch, so that {@link #settled} can
- * tell a recovering peer once none admitted under an older ring is still running.
+ * also counts the commits it has admitted under each epoch, and its unresolved prepared
+ * cross-node parts, so that {@link #settled} can tell a recovering peer once none admitted
+ * under an older ring is still running.
  *
  * <p>A ring change fences stale clients. A member added to the ring (a join) copies its
  * ranges while RECOVERING ({@link Recovery}); the members that handed them over drop
@@ -183,8 +184,31 @@ public final class Membership implements Closeable {
   }
 
   synchronized void release(Ring admitted) {
-    running.computeIfPresent(admitted.epoch(), (e, n) -> n == 1 ? null : n - 1);
+    release(admitted.epoch());
+  }
+
+  /**
+   * Counts one more piece of work as running under {@code epoch} (at most the ring's),
+   * until {@link #release(long)}d. A prepared cross-node part is counted so from its
+   * prepare (or takeover) until it is applied, aborted or dropped: {@link #settled} then
+   * waits for it, so a node returning to the part's keys cannot finish its catch-up, nor be
+   * marked UP, while a part it never received is unresolved (see {@code Transactions}).
+   */
+  synchronized void admit(long epoch) {
+    running.merge(epoch, 1, Integer::sum);
+  }
+
+  synchronized void release(long epoch) {
+    running.computeIfPresent(epoch, (e, n) -> n == 1 ? null : n - 1);
     completeSettled();
+  }
+
+  /**
+   * Runs {@code f} with the ring in force, under the install's lock: no ring is installed
+   * meanwhile, and {@code f} runs as an install's listener does (admit is reentrant).
+   */
+  synchronized void withRing(java.util.function.Consumer<Ring> f) {
+    f.accept(ring);
   }
 
   /**

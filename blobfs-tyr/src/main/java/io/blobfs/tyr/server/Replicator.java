@@ -95,7 +95,8 @@ final class Replicator implements Closeable {
 
   /** As backup: where a replicated prepared part goes (durably) before the batch's answer. */
   interface PreparedSink {
-    void hold(String source, Request.Prepare part) throws java.io.IOException;
+    /** {@code epoch}: the ring the batch was checked under (refused if it moved since). */
+    void hold(String source, long epoch, Request.Prepare part) throws java.io.IOException;
   }
 
   private volatile PreparedSink preparedSink;
@@ -299,6 +300,7 @@ final class Replicator implements Closeable {
         }
       }
       List<CompletableFuture<Void>> confirmed = new ArrayList<>();
+      RuntimeException noClient = null;
       synchronized (this) {
         // Every backup's stream first, as for a commit: a client that cannot be made (an
         // unusable trust file) refuses the prepare before any stream number is reserved,
@@ -307,10 +309,8 @@ final class Replicator implements Closeable {
         try {
           perBackup.keySet().forEach(b -> toBackup.put(b, stream(b)));
         } catch (RuntimeException e) {
-          membership.release(ring);
-          return CompletableFuture.failedFuture(new TyrException(ErrorCode.UNAVAILABLE,
-              "transaction " + part.txId() + ": cannot connect to a backup, its prepared "
-                  + "part is not replicated: " + e.getMessage(), e));
+          noClient = e;
+          perBackup.clear(); // nothing reserved: refused below
         }
         for (Map.Entry<Member, List<Integer>> e : perBackup.entrySet()) {
           List<TxOp> ops = new ArrayList<>();
@@ -326,6 +326,14 @@ final class Replicator implements Closeable {
           confirmed.add(offer(r, new TxRequest(List.of(), List.of()), share));
         }
       }
+      if (noClient != null) {
+        // Released outside this object's monitor: an install (a takeover's hand-on) takes
+        // the membership's lock, then this one.
+        membership.release(ring);
+        return CompletableFuture.failedFuture(new TyrException(ErrorCode.UNAVAILABLE,
+            "transaction " + part.txId() + ": cannot connect to a backup, its prepared "
+                + "part is not replicated: " + noClient.getMessage(), noClient));
+      }
       return CompletableFuture.allOf(confirmed.toArray(new CompletableFuture<?>[0]))
           .handle((x, failed) -> {
             if (failed != null) {
@@ -339,6 +347,17 @@ final class Replicator implements Closeable {
     } catch (RuntimeException e) {
       membership.release(ring);
       throw e;
+    }
+  }
+
+  /** The stream numbers given so far on the stream to {@code backup} (for tests). */
+  synchronized long numbered(Member backup) {
+    Stream s = streams.get(backup);
+    if (s == null) {
+      return 0;
+    }
+    synchronized (s) {
+      return s.next - 1;
     }
   }
 
@@ -403,6 +422,7 @@ final class Replicator implements Closeable {
           c.completeExceptionally(unwrap(failed));
         }
       }
+      List<Item> unsent = new ArrayList<>();
       synchronized (s) {
         s.sending = false;
         if (failed != null && s.incarnation == incarnation) {
@@ -410,13 +430,17 @@ final class Replicator implements Closeable {
           s.incarnation = RANDOM.nextLong();
           s.next = 1;
           s.sendFrom = 1;
-          for (Item it : s.ready.values()) {
-            it.confirmed().completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
-                "the replication stream broke before this write was sent"));
-          }
+          unsent.addAll(s.ready.values());
           s.ready.clear();
         }
         sendNext(s);
+      }
+      // Failed outside the stream's lock: their callbacks release admissions (the
+      // membership's lock), and an install holds that lock while it takes this one (a
+      // taken-over share's hand-on, a stream restarted for a backup marked DOWN).
+      for (Item it : unsent) {
+        it.confirmed().completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
+            "the replication stream broke before this write was sent"));
       }
     });
   }
@@ -539,7 +563,7 @@ final class Replicator implements Closeable {
           if (sink == null) {
             throw new TyrException(ErrorCode.BAD_REQUEST, "this node holds no prepared parts");
           }
-          sink.hold(rep.source(), p);
+          sink.hold(rep.source(), rep.epoch(), p);
         } catch (java.io.IOException e) {
           throw new CompletionException(e);
         }

@@ -77,6 +77,8 @@ final class Transactions implements Closeable {
   private final Map<String, Part> parts = new HashMap<>();
   /** Shares of other nodes' prepared parts held here as backup, by local name. */
   private final Map<String, Replica> replicas = new HashMap<>();
+  /** How many times a share held here was asked about (for tests). Guarded by this. */
+  private long replicaAsks;
   /**
    * The transactions whose part was dropped here for a ring that gave its keys to another
    * node (the newest few thousand): an APPLY_COMMIT of one is answered UNAVAILABLE (the
@@ -97,7 +99,8 @@ final class Transactions implements Closeable {
     final Request.Prepare request;
     /** This node's versions of its keys at its place in the primary's order. */
     final Map<String, Long> versions;
-    final long since;
+    /** When it was held, or last asked about: asked again a timeout later at the soonest. */
+    long since;
     boolean asking;
 
     Replica(Request.Prepare request, Map<String, Long> versions, long since) {
@@ -123,6 +126,12 @@ final class Transactions implements Closeable {
     boolean retrying;
     /** The pause after the next failed apply; doubles up to {@link #MAX_RETRY_NANOS}. */
     long retryNanos;
+    /**
+     * The epoch it is counted as running under in {@link Membership} until it is applied,
+     * aborted or dropped ({@link #uncount}); null once no longer counted. Guarded by
+     * {@code this}.
+     */
+    Long counted;
 
     Part(Request.Prepare request, long since, boolean recovered) {
       this.localId = request.txId();
@@ -158,7 +167,7 @@ final class Transactions implements Closeable {
     });
     // Back under a ring where another node serves its keys (it was marked DOWN): its parts
     // are dropped and its shares taken over as that ring says.
-    follow(membership.ring());
+    membership.withRing(this::follow);
     resolver.scheduleWithFixedDelay(this::resolveExpired, every, every, TimeUnit.MILLISECONDS);
   }
 
@@ -182,16 +191,22 @@ final class Transactions implements Closeable {
     // here is reserved before this prepare meets its keys; and the ring it is admitted
     // under must still make this node their UP primary. Taken before this object's
     // monitor: an install's listener holds the membership's lock, then takes this one.
+    // The admission is kept by the part, counted as running until it is resolved (see
+    // follow): a node coming back to its keys cannot catch up past it.
     io.blobfs.tyr.ring.Ring admitted = membership.admit();
+    boolean kept = false;
     try {
       if (!primaryOfAll(admitted, p.tx())) {
         throw new io.blobfs.tyr.ring.WrongEpochException("node " + self() + " is not the UP "
             + "primary of every key of transaction " + id + "'s part under ring epoch "
             + admitted.epoch() + ", admitted after the request's check", admitted);
       }
-      prepareHere(p);
+      prepareHere(p, admitted.epoch());
+      kept = true;
     } finally {
-      membership.release(admitted);
+      if (!kept) {
+        membership.release(admitted);
+      }
     }
     CommitResult prepared = new CommitResult(0, new long[0]);
     if (replicator == null) {
@@ -223,8 +238,11 @@ final class Transactions implements Closeable {
     });
   }
 
-  /** Validates, reserves and records the part here (see {@link #prepare}). */
-  private void prepareHere(Request.Prepare p) throws IOException {
+  /**
+   * Validates, reserves and records the part here (see {@link #prepare}); the part keeps
+   * the admission under {@code epoch}.
+   */
+  private void prepareHere(Request.Prepare p, long epoch) throws IOException {
     String id = p.txId();
     // One at a time with decisions, so that a coordinator's presumed abort (QUERY of a
     // transaction it never prepared) and a late prepare of it cannot cross.
@@ -243,8 +261,9 @@ final class Transactions implements Closeable {
         byte[] record = TxRecords.encode(p, versions);
         records.writePrepared(id, record);
         // The copy kept until the decision: heap bytes, not the request frame's buffers.
-        parts.put(id, new Part(TxRecords.decode(record).request(), System.nanoTime(),
-            false));
+        Part part = new Part(TxRecords.decode(record).request(), System.nanoTime(), false);
+        part.counted = epoch;
+        parts.put(id, part);
       } catch (IOException | RuntimeException e) {
         engine.releasePrepared(id);
         throw e instanceof TyrException t ? t : new TyrException(ErrorCode.SERVER_ERROR,
@@ -461,9 +480,11 @@ final class Transactions implements Closeable {
           forget(id);
         } catch (IOException | RuntimeException e) {
           // The record stays: at restart the part is found applied, or applied again.
+          Part gone;
           synchronized (this) {
-            parts.remove(id);
+            gone = parts.remove(id);
           }
+          uncount(gone);
           LOG.warn("node {}: transaction {} applied, but the log could not be forced; its "
               + "prepared record is kept", self(), id, e);
         }
@@ -475,15 +496,35 @@ final class Transactions implements Closeable {
   }
 
   private void forget(String id) {
+    Part gone;
     synchronized (this) {
-      parts.remove(id);
+      gone = parts.remove(id);
     }
+    uncount(gone);
     try {
       records.deletePrepared(id);
     } catch (IOException e) {
       // Harmless: at restart the part is found applied, or resolved again, as the case is.
       LOG.warn("node {}: the prepared record of {} could not be deleted: {}", self(), id,
           e.toString());
+    }
+  }
+
+  /**
+   * Ends {@code p}'s count as running (once). Takes the membership's lock: never called
+   * holding this object's monitor, but by {@link #follow}, which holds the membership's.
+   */
+  private void uncount(Part p) {
+    if (p == null) {
+      return;
+    }
+    Long epoch;
+    synchronized (this) {
+      epoch = p.counted;
+      p.counted = null;
+    }
+    if (epoch != null) {
+      membership.release(epoch);
     }
   }
 
@@ -518,6 +559,7 @@ final class Transactions implements Closeable {
       Part part = new Part(rec.request(),
           System.nanoTime() - membership.txTimeout().toNanos() - 1, true);
       part.localId = id;
+      part.counted = membership.admit().epoch();
       parts.put(id, part);
       LOG.info("node {}: transaction {} is prepared here since before the restart; it will "
           + "be resolved with its coordinator {}", self(), id, rec.request().coordinator());
@@ -543,9 +585,9 @@ final class Transactions implements Closeable {
     }
     for (Part p : due) {
       String id = p.request.txId();
-      if (membership.ring().replication() > 1
-          && !primaryOfAll(membership.ring(), p.request.tx())) {
-        follow(membership.ring()); // no longer its primary: dropped there
+      io.blobfs.tyr.ring.Ring seen = membership.ring();
+      if (seen.replication() > 1 && !primaryOfAll(seen, p.request.tx())) {
+        refollow(seen); // no longer its primary: dropped there
         continue;
       }
       synchronized (this) {
@@ -610,12 +652,28 @@ final class Transactions implements Closeable {
     return p.txId() + "-s" + Integer.toHexString(keys.hashCode());
   }
 
-  /** As backup: holds a share of {@code source}'s part, durably, before the answer. */
-  private void holdReplica(String source, Request.Prepare share) throws IOException {
+  /**
+   * As backup: holds a share of {@code source}'s part, durably, before the answer; refused
+   * unless the ring is still the one its batch was checked under ({@code epoch}). The share
+   * is held after the batch's writes apply, so a ring installed since the check has run its
+   * takeovers without it: if that ring made this node the share's primary, nothing would
+   * take it over (follow runs at installs), while the old primary drops its part. The
+   * check is under this object's monitor, which an install's follow takes after setting
+   * the ring: either this sees the new ring, or that follow sees the share.
+   */
+  private void holdReplica(String source, long epoch, Request.Prepare share)
+      throws IOException {
     String name = shareName(share);
     Map<String, Long> versions = engine.versionsOf(share.tx());
     byte[] record = TxRecords.encode(share, versions);
     synchronized (this) {
+      io.blobfs.tyr.ring.Ring now = membership.ring();
+      if (now.epoch() != epoch) {
+        throw new io.blobfs.tyr.ring.WrongEpochException("node " + self() + ": a share of "
+            + "transaction " + share.txId() + " from " + source + " came under ring epoch "
+            + epoch + ", and this node moved to epoch " + now.epoch() + " before holding it",
+            now);
+      }
       records.writeReplica(name, record);
       replicas.put(name, new Replica(TxRecords.decode(record).request(), versions,
           System.nanoTime()));
@@ -632,8 +690,23 @@ final class Transactions implements Closeable {
    * applied if a key is off the version recorded (the old primary applied and replicated
    * it), else reserved and resolved with the coordinator at once, and handed on to this
    * node's own backups.
+   *
+   * <p>Always under the membership's lock (an install's listener, or {@link
+   * Membership#withRing}), with the ring in force. So no commit is admitted meanwhile, and
+   * a part is never dropped for a ring older than the one in force (a stale ring could
+   * drop a share the newer one's install just took over).
+   *
+   * <p>A part counts as running in {@link Membership} until it is resolved, so that a
+   * node coming back to its keys cannot catch up (and be marked UP) while it is
+   * unresolved: a part prepared while that node was DOWN has no other copy, and one
+   * taken over from it is on this node only; once it is UP this method would drop them.
+   * A share taken over counts under the epoch before this ring (it was held under an
+   * older one): the old primary, RECOVERING under this very ring, must wait for it too.
    */
   private void follow(io.blobfs.tyr.ring.Ring ring) {
+    if (!Thread.holdsLock(membership)) {
+      throw new IllegalStateException("follow runs under the membership's lock");
+    }
     List<Request.Prepare> handOn = new ArrayList<>();
     synchronized (this) {
       for (Part p : new ArrayList<>(parts.values())) {
@@ -642,6 +715,7 @@ final class Transactions implements Closeable {
             && !primaryOfAll(ring, p.request.tx())) {
           engine.releasePrepared(p.localId);
           parts.remove(p.localId);
+          uncount(p); // reentrant: this thread holds the membership's lock
           handedOver.add(p.localId);
           deleteQuietly(p.localId, false);
           LOG.info("node {}: transaction {}: part {} dropped here, no longer this node's "
@@ -674,6 +748,8 @@ final class Transactions implements Closeable {
         Part taken = new Part(r.request, System.nanoTime() - membership.txTimeout().toNanos()
             - 1, true);
         taken.localId = name;
+        taken.counted = ring.epoch() - 1;
+        membership.admit(taken.counted);
         parts.put(name, taken);
         handOn.add(r.request);
         LOG.info("node {}: transaction {}: share {} taken over under ring epoch {}; "
@@ -683,16 +759,34 @@ final class Transactions implements Closeable {
     }
     if (replicator != null) {
       for (Request.Prepare p : handOn) {
-        // Outside the install's critical path: best effort (a second loss before it is
-        // resolved and handed on loses the share: logged).
-        resolver.execute(() -> replicator.replicatePrepare(p).whenComplete((x, err) -> {
+        // Numbered on this node's streams now, still under the install: the part is due
+        // at once, and its apply (admitted only after this install) must reach the
+        // backups after the share, which they then hold with their versions from before
+        // the apply (a share arriving after it would look unapplied there, and a node
+        // taking it over later would apply an Add or Append again). Best effort: a
+        // second loss before it is resolved and handed on loses the share (logged).
+        replicator.replicatePrepare(p).whenComplete((x, err) -> {
           if (err != null) {
             LOG.warn("node {}: transaction {}: a share taken over is not on this node's "
                 + "backups: {}", self(), p.txId(), err.toString());
           }
-        }));
+        });
       }
     }
+  }
+
+  /**
+   * The resolver's follow, for a part it found off its keys under {@code seen}: only if
+   * {@code seen} is still the ring in force, read under the install's lock. An install
+   * since has followed its own ring already (and may have taken over a share that
+   * {@code seen} would drop).
+   */
+  void refollow(io.blobfs.tyr.ring.Ring seen) {
+    membership.withRing(now -> {
+      if (now.epoch() == seen.epoch()) {
+        follow(now);
+      }
+    });
   }
 
   /**
@@ -718,10 +812,15 @@ final class Transactions implements Closeable {
       }
       synchronized (this) {
         r.asking = true;
+        replicaAsks++;
       }
       ask(r.request).whenComplete((o, err) -> {
         synchronized (this) {
           r.asking = false;
+          // Not again before another timeout: a share whose apply changes no version (a
+          // delete of an absent key), or whose coordinator is down, stays unresolved here
+          // for long, and would otherwise be asked about on every resolver run.
+          r.since = System.nanoTime();
         }
         if (err == null && o == TxDecision.ABORTED) {
           dropReplica(e.getKey(), r);
@@ -757,6 +856,15 @@ final class Transactions implements Closeable {
     return peers.computeIfAbsent(m, k -> new TyrClient(peerAccess.client(k)
         .withTimeouts(Duration.ofSeconds(5), Duration.ofSeconds(10))
         .withConnections(1).withMaxFrameBytes(maxFrameBytes)));
+  }
+
+  synchronized long replicaAsks() {
+    return replicaAsks;
+  }
+
+  /** The local names of the shares held here as backup now (for tests). */
+  synchronized List<String> held() {
+    return List.copyOf(replicas.keySet());
   }
 
   /** The ids of the parts prepared here now (for tests and logs). */

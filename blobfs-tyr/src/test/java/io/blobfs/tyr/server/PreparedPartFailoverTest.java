@@ -1,0 +1,259 @@
+package io.blobfs.tyr.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.blobfs.tyr.api.CommitResult;
+import io.blobfs.tyr.api.TxOp;
+import io.blobfs.tyr.api.TxRequest;
+import io.blobfs.tyr.client.TyrClient;
+import io.blobfs.tyr.engine.EngineConfig;
+import io.blobfs.tyr.engine.SyncPolicy;
+import io.blobfs.tyr.protocol.Request;
+import io.blobfs.tyr.protocol.TxDecision;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.ring.Ring;
+import io.blobfs.tyr.ring.WrongEpochException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Replicated prepared parts across ring changes (the review of the cross-node fix,
+ * findings 1 to 5): rings are installed by hand on nodes in this JVM, between the steps
+ * of a transaction, so each window is hit every time.
+ */
+class PreparedPartFailoverTest {
+  /** Long: no part here is to be resolved by its timeout unless a test says so. */
+  private static final Duration LONG = Duration.ofSeconds(120);
+  private static final String ID = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9";
+
+  @TempDir
+  Path dir;
+
+  /**
+   * Finding 1: a part prepared while its keys' designated primary b is DOWN has no copy
+   * but the stand-in primary's (backups leave out DOWN nodes). Once b is RECOVERING the
+   * stand-in must not count as settled until the part is resolved: b's catch-up waits for
+   * it there, and so b cannot be marked UP (which makes the stand-in drop the part) while
+   * it never received it. Then the decided commit reaches b.
+   */
+  @Test
+  void aPartPreparedWhileItsKeysPrimaryIsDownHoldsThatNodesCatchUpUntilResolved()
+      throws Exception {
+    Member p = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Ring all = new Ring(1, List.of(p, b), 16, 2);
+    String key = keyOwnedBy(all, b, p);
+    Ring bDown = all.withState(b, Ring.State.DOWN, 1);
+    try (TyrServer np = start(p, bDown, "p", LONG); TyrServer nb = start(b, bDown, "b", LONG)) {
+      np.transactions().prepare(prepare(p, key)).join(); // no backup: b is DOWN
+      Ring recovering = bDown.withState(b, Ring.State.RECOVERING, 2);
+      np.membership().install(recovering);
+      nb.membership().install(recovering);
+      CompletableFuture<Ring> settled = np.membership().settled(2);
+      assertThat(settled).as("p settled while a part b never received is unresolved")
+          .isNotDone();
+      assertThat(np.transactions().prepared()).containsExactly(ID);
+      Object answer = np.transactions().decide(new Request.Decide(ID,
+          TxDecision.DECIDE_COMMIT)).thenApply(r -> ((CommitResult) r).version()).join();
+      assertThat(answer).isEqualTo((long) TxDecision.COMMITTED);
+      settled.get(60, TimeUnit.SECONDS); // the part is applied (and replicated to b)
+      assertThat(np.transactions().prepared()).isEmpty();
+      assertThat(nb.engine().stat(key).exists()).as("the decided commit on b").isTrue();
+    }
+  }
+
+  /**
+   * Finding 4: b took over p's share (p lost before the decision, marked DOWN). When p is
+   * RECOVERING, b must not count as settled until the share is resolved: otherwise p
+   * catches up, is marked UP, b drops the share, and p, which dropped its own part when it
+   * came back not UP, holds none: a decided commit on no node.
+   */
+  @Test
+  void aShareTakenOverHoldsTheOldPrimarysCatchUpUntilResolved() throws Exception {
+    Member p = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(p, b), 16, 2);
+    String key = keyOwnedBy(ring, p, b);
+    // Short: b's resolver runs every quarter of it, and asks p once it is back.
+    Duration timeout = Duration.ofSeconds(1);
+    TyrServer np = start(p, ring, "p", timeout);
+    try (TyrServer nb = start(b, ring, "b", timeout)) {
+      try {
+        np.transactions().prepare(prepare(p, key)).join(); // b holds the share
+      } finally {
+        np.close(); // lost before any decision
+      }
+      Ring down = ring.withState(p, Ring.State.DOWN, 2);
+      nb.membership().install(down);
+      assertThat(nb.transactions().prepared()).as("taken over").hasSize(1);
+      Ring back = down.withState(p, Ring.State.RECOVERING, 3);
+      nb.membership().install(back);
+      CompletableFuture<Ring> settled = nb.membership().settled(3);
+      assertThat(settled).as("b settled while the share it took over is unresolved")
+          .isNotDone();
+      // p comes back, RECOVERING: its own part is dropped, and as coordinator it answers
+      // b's query: no decision was taken, so abort.
+      try (TyrServer again = start(p, back, "p", timeout)) {
+        assertThat(again.transactions().prepared()).isEmpty();
+        settled.get(60, TimeUnit.SECONDS);
+        assertThat(nb.transactions().prepared()).isEmpty();
+        assertEquals(0, nb.engine().stat(key).version(), "an aborted part applied");
+      }
+    }
+  }
+
+  /**
+   * Finding 2: a backup checks a batch's epoch when it arrives, and holds the batch's
+   * shares only once its writes are applied. A ring installed in between that makes the
+   * backup the share's primary has already run its takeovers: the share must be refused
+   * (the prepare is then not acknowledged), not held as a replica nothing takes over.
+   */
+  @Test
+  void aShareArrivingUnderARingThatMovedBeforeItIsHeldIsRefused() throws Exception {
+    Member p = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(p, b), 16, 2);
+    String key = keyOwnedBy(ring, p, b);
+    try (TyrServer nb = start(b, ring, "b", LONG)) {
+      // The batch was checked under epoch 1; p is marked DOWN before its shares are held.
+      nb.membership().install(ring.withState(p, Ring.State.DOWN, 2));
+      Request.Replicate batch = new Request.Replicate(1, p.id(), 7, 1,
+          List.of(new TxRequest(List.of(), List.of())), Map.of(0, prepare(p, key)));
+      assertThatThrownBy(() -> TyrClient.await(nb.replicator().apply(batch)))
+          .isInstanceOf(WrongEpochException.class).hasMessageContaining("before holding it");
+      assertThat(nb.transactions().held()).isEmpty();
+    }
+  }
+
+  /**
+   * Finding 5: the resolver finds a part off its keys under the ring it read, and follows
+   * that ring. An install in between has taken a share over under the newer ring; a
+   * follow of the stale one would drop it (b is not its primary under epoch 1).
+   */
+  @Test
+  void theResolversFollowOfAStaleRingKeepsAShareJustTakenOver() throws Exception {
+    Member p = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(p, b), 16, 2);
+    String key = keyOwnedBy(ring, p, b);
+    TyrServer np = start(p, ring, "p", LONG);
+    try (TyrServer nb = start(b, ring, "b", LONG)) {
+      try {
+        np.transactions().prepare(prepare(p, key)).join();
+      } finally {
+        np.close();
+      }
+      nb.membership().install(ring.withState(p, Ring.State.DOWN, 2));
+      List<String> taken = nb.transactions().prepared();
+      assertThat(taken).hasSize(1);
+      nb.transactions().refollow(ring); // what the resolver read before the install
+      assertThat(nb.transactions().prepared()).isEqualTo(taken);
+    }
+  }
+
+  /**
+   * Finding 3: a share taken over is handed on to the new primary's backups. Its number on
+   * their streams must be taken under the install, before the part (due at once) can be
+   * applied: a hand-on that reaches a backup after the apply's writes is held there with
+   * the applied versions, so a later takeover would apply its Add or Append again. The
+   * test holds the replicator's lock across the install, so a hand-on left to another
+   * thread cannot number anything before the check.
+   */
+  @Test
+  void aShareTakenOverIsNumberedForTheNewBackupsUnderTheInstall() throws Exception {
+    Member p = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Member c = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(p, b, c), 16, 3);
+    String key = keyOwnedBy(ring, p, b, c);
+    TyrServer np = start(p, ring, "p", LONG);
+    try (TyrServer nb = start(b, ring, "b", LONG); TyrServer nc = start(c, ring, "c", LONG)) {
+      try {
+        np.transactions().prepare(prepare(p, key)).join(); // b and c hold shares
+      } finally {
+        np.close();
+      }
+      Ring down = ring.withState(p, Ring.State.DOWN, 2);
+      nc.membership().install(down);
+      Replicator r = nb.replicator();
+      long before = r.numbered(c);
+      synchronized (r) {
+        nb.membership().install(down);
+        assertThat(nb.transactions().prepared()).as("taken over").hasSize(1);
+        assertThat(r.numbered(c)).as("the hand-on numbered for c by the install")
+            .isEqualTo(before + 1);
+      }
+    }
+  }
+
+  /**
+   * Finding 6: a share whose transaction stays undecided is asked about once per timeout,
+   * not on every resolver run (every quarter of it). Its coordinator, p, answers at once
+   * that it is pending (its own part has a long timeout). An observation window, not a
+   * synchronisation: on a loaded machine runs come later, which only lowers the count.
+   */
+  @Test
+  void aShareWhoseTransactionStaysUndecidedIsAskedAboutOncePerTimeout() throws Exception {
+    Member p = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(p, b), 16, 2);
+    String key = keyOwnedBy(ring, p, b);
+    Duration timeout = Duration.ofMillis(800);
+    try (TyrServer np = start(p, ring, "p", LONG); TyrServer nb = start(b, ring, "b", timeout)) {
+      np.transactions().prepare(prepare(p, key)).join(); // b holds the share
+      long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while (nb.transactions().replicaAsks() == 0) {
+        assertThat(System.nanoTime()).as("b asked p about its share").isLessThan(end);
+        Thread.sleep(20);
+      }
+      long t0 = System.nanoTime();
+      long asked0 = nb.transactions().replicaAsks();
+      Thread.sleep(timeout.toMillis() * 5);
+      long asked = nb.transactions().replicaAsks() - asked0;
+      long timeouts = (System.nanoTime() - t0) / timeout.toNanos();
+      assertThat(asked).as("asks in %d timeouts", timeouts).isLessThanOrEqualTo(timeouts + 1);
+      assertThat(nb.transactions().held()).hasSize(1);
+    }
+  }
+
+  private static Request.Prepare prepare(Member coordinator, String key) {
+    return new Request.Prepare(ID, coordinator.id(), List.of(coordinator.id()), put(key));
+  }
+
+  private static int freePort() throws IOException {
+    return io.blobfs.tyr.TestPorts.free();
+  }
+
+  /** Key {@code k/n} for the first n whose owners, in order, are {@code owners}. */
+  private static String keyOwnedBy(Ring ring, Member... owners) {
+    for (int i = 0; ; i++) {
+      if (ring.owners("k/" + i).equals(List.of(owners))) {
+        return "k/" + i;
+      }
+    }
+  }
+
+  private static TxRequest put(String key) {
+    return new TxRequest(List.of(), List.of(new TxOp.Put(key, ByteBuffer.wrap(new byte[] {1}),
+        false)));
+  }
+
+  private TyrServer start(Member m, Ring ring, String name, Duration txTimeout)
+      throws IOException {
+    EngineConfig engine = EngineConfig.defaults(dir.resolve(name))
+        .withSyncPolicy(SyncPolicy.NONE);
+    ServerConfig config = new ServerConfig("127.0.0.1", m.port(), engine, 80 << 20, null, 8,
+        64, Duration.ofSeconds(60), 512L << 20, 128L << 20, Duration.ofSeconds(60), null);
+    return TyrServer.start(config, new Membership(m, ring).withTxTimeout(txTimeout));
+  }
+}
