@@ -34,8 +34,11 @@ import org.apache.spark.sql.SparkSession;
  * interleaved per repetition, the modes' order flipped each time.
  *
  * <p>Usage: {@code PartitionedTableBench --pools P1,P2 --partitions 500 --rows 50000
- * --reps 3 --scan-reps 3 --report benchmarks/reports}; the environment of
- * scripts/ceph/cluster.sh with the admin keyring.
+ * --reps 3 --scan-reps 3 --report benchmarks/reports [--modes omap,scan] [--between CMD]};
+ * the environment of scripts/ceph/cluster.sh with the admin keyring. Each write prints
+ * its RADOS calls' counts and times ({@code io.blobfs.rados.RadosCallTimes}); CMD runs
+ * in bash before every cell, with REP, POOL and MODE set (benchmarks/reports/
+ * rados-spark-repetitions.md used it for OSD counters and compactions).
  */
 public final class PartitionedTableBench {
   private PartitionedTableBench() {}
