@@ -5,7 +5,8 @@
 # Report: benchmarks/reports/rados-spark-partitions.md.
 #
 # Usage: scripts/bench-rados-spark.sh [--pools blobfs-n1k,blobfs-n100k] [--partitions 500]
-#   [--rows 50000] [--reps 3] [--scan-reps 3]
+#   [--rows 50000] [--reps 3] [--scan-reps 3] [--modes omap,scan] [--between CMD]
+#   (CMD: a bash command run before each cell, with REP, POOL and MODE set)
 # Environment: the cluster variables of scripts/ceph/cluster.sh (BLOBFS_CEPH_ROOT,
 #   BLOBFS_CEPH_PORT_BASE). Builds with the reactor's classes (no mvn install).
 set -euo pipefail

@@ -287,8 +287,10 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
         }
         // write_full replaces the object's content in one step: readers see old or new.
         LIB.rados_write_op_write_full(op, buf, new NativeLong(content.remaining()));
+        long t0 = System.nanoTime();
         int rc = whileOpen(() -> LIB.rados_write_op_operate(op, io(loc), loc.oid(),
             null, LibRados.LIBRADOS_OPERATION_FULL_TRY));
+        RadosCallTimes.record("object.put", t0);
         exists = rc == 0 || rc == -RadosErrors.EEXIST;
         RadosErrors.check("put", key, rc);
       } finally {
@@ -392,7 +394,9 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   private void operateIfVersion(String what, String key, long version, Pointer op, int flags)
       throws IOException {
     RadosKeys.Location loc = locate(key);
+    long t0 = System.nanoTime();
     int rc = whileOpen(() -> LIB.rados_write_op_operate(op, io(loc), loc.oid(), null, flags));
+    RadosCallTimes.record("object." + what + "IfVersion", t0);
     if (rc == -RadosErrors.ERANGE || rc == -RadosErrors.EOVERFLOW
         || rc == -RadosErrors.ENOENT) {
       throw new TransactionConflictException(what + " " + key + ": no longer at version "
@@ -429,8 +433,10 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     try {
       LIB.rados_write_op_remove(op);
       // FULL_TRY: a delete frees space, so it must work on a full pool too.
+      long t0 = System.nanoTime();
       int rc = whileOpen(() -> LIB.rados_write_op_operate(op, io(loc), loc.oid(), null,
           LibRados.LIBRADOS_OPERATION_FULL_TRY));
+      RadosCallTimes.record("object.delete", t0);
       gone = rc == 0 || rc == -RadosErrors.ENOENT;
       if (rc == -RadosErrors.ENOENT) {
         return false;
@@ -479,15 +485,19 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     if (limit <= 0) {
       throw new IllegalArgumentException("scan limit must be positive: " + limit);
     }
+    long t0 = System.nanoTime();
     return whileOpen(() -> {
       // A scan keeps the kind it started with: index cursors carry their own mark.
       boolean fromIndex = cursor != null ? cursor.startsWith(INDEX_CURSOR)
           : index != null && RadosIndex.servesPrefix(prefix) && indexReady();
       if (!fromIndex) {
-        return listings.page(prefix, cursor, limit);
+        ScanPage p = listings.page(prefix, cursor, limit);
+        RadosCallTimes.record("scan.listing", t0);
+        return p;
       }
       ScanPage p = index.scan(prefix,
           cursor == null ? null : cursor.substring(INDEX_CURSOR.length()), limit);
+      RadosCallTimes.record("scan.index." + prefix.charAt(0), t0);
       return p.isLast() ? p : new ScanPage(p.keys(), INDEX_CURSOR + p.nextCursor());
     });
   }
@@ -574,6 +584,8 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   private <T> CompletableFuture<T> submit(String op, String key, Object buffer, Submit submit,
       RadosKeys.Location loc, OnSuccess<T> onSuccess) {
     CompletableFuture<T> result = new CompletableFuture<>();
+    long t0 = System.nanoTime();
+    result.whenComplete((v, t) -> RadosCallTimes.record("object." + op, t0));
     Lock open = lifecycle.readLock();
     open.lock();
     try {

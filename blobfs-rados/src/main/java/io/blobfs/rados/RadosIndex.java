@@ -255,10 +255,12 @@ final class RadosIndex {
     CStrings k = new CStrings(keys, true);
     CStrings v = new CStrings(values, false);
     Pointer op = LIB.rados_create_write_op();
+    long t0 = System.nanoTime();
     try {
       LIB.rados_write_op_omap_set(op, k.pointers, v.pointers, v.lengths,
           new NativeLong(keys.size()));
       RadosErrors.check("index set", keys.get(0), operate(op, shard));
+      RadosCallTimes.record("index.set", t0);
     } finally {
       LIB.rados_release_write_op(op);
       Reference.reachabilityFence(k);
@@ -293,7 +295,9 @@ final class RadosIndex {
       } else {
         LIB.rados_write_op_omap_set(op, k.pointers, v.pointers, v.lengths, new NativeLong(1));
       }
+      long t0 = System.nanoTime();
       int rc = operate(op, shardOf(key));
+      RadosCallTimes.record(v == null ? "index.removeIf" : "index.replaceIf", t0);
       if (rc == -RadosErrors.ECANCELED || rc == -RadosErrors.ENOENT) {
         return false; // the entry changed, or is gone (a missing key fails the comparison)
       }
@@ -368,6 +372,7 @@ final class RadosIndex {
    */
   Batch read(String prefix, String after, int max) throws IOException {
     List<ShardRead> reads = new ArrayList<>(shards);
+    long t0 = System.nanoTime();
     try {
       for (int s = 0; s < shards; s++) {
         reads.add(new ShardRead(s, prefix, after, max));
@@ -398,6 +403,7 @@ final class RadosIndex {
       for (ShardRead r : reads) {
         r.release();
       }
+      RadosCallTimes.record("index.read", t0);
     }
   }
 
@@ -441,6 +447,7 @@ final class RadosIndex {
   boolean[] exist(List<String> storeKeys) throws IOException {
     int n = storeKeys.size();
     objectChecks.add(n);
+    long t0 = System.nanoTime();
     Pointer[] completions = new Pointer[n];
     LongByReference[] sizes = new LongByReference[n];
     LongByReference[] times = new LongByReference[n];
@@ -477,6 +484,7 @@ final class RadosIndex {
       }
       Reference.reachabilityFence(sizes);
       Reference.reachabilityFence(times);
+      RadosCallTimes.record("index.exist", t0, n);
     }
   }
 

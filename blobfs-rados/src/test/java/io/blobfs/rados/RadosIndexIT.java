@@ -442,4 +442,50 @@ class RadosIndexIT {
         () -> open(Map.of("index", "scan")));
     assertTrue(refused.getMessage().contains("name index"), refused.getMessage());
   }
+
+  /**
+   * {@code scripts/rados-index.sh compact} compacts the OSDs of the index's shards (where
+   * removed intent entries leave RocksDB tombstones that every read of the intents steps
+   * over) and names each with its time; the index reads the same after it; a namespace
+   * without an index is refused.
+   */
+  @Test
+  void compactCompactsTheOsdsOfTheShardsAndRefusesANamespaceWithoutAnIndex()
+      throws Exception {
+    store.put("n/dir/kept", utf8("k"), PutMode.CREATE);
+    store.put("r/dir\u0001op1", utf8("i"), PutMode.CREATE);
+    assertTrue(store.delete("r/dir\u0001op1")); // used once: its entry is removed at once
+
+    Result done = indexScript("compact", "--pool", env.pool(), "--namespace", namespace);
+    assertEquals(0, done.rc(), done.out());
+    List<String> lines = done.out().lines().filter(l -> l.startsWith("osd.")).toList();
+    assertFalse(lines.isEmpty(), done.out());
+    for (String line : lines) {
+      assertTrue(line.matches("osd\\.\\d+ compacted in \\d+ ms"), line);
+    }
+    assertEquals(List.of("n/dir/kept"), scanAll(store, "n/", 10));
+    assertEquals(List.of(), scanAll(store, "r/", 10));
+
+    Result refused = indexScript("compact", "--pool", env.pool(), "--namespace",
+        namespace + "-none");
+    assertEquals(1, refused.rc(), refused.out());
+    assertTrue(refused.out().contains("has no name index"), refused.out());
+  }
+
+  private record Result(int rc, String out) {}
+
+  /** scripts/rados-index.sh with the ceph CLI's environment for this cluster. */
+  private static Result indexScript(String... args) throws Exception {
+    List<String> cmd = new ArrayList<>(List.of("timeout", "600", "bash",
+        CephTestCluster.repoRoot().resolve("scripts/rados-index.sh").toString()));
+    cmd.addAll(List.of(args));
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    pb.environment().put("CEPH_CONF", env.conf());
+    if (env.cephx()) {
+      pb.environment().put("CEPH_KEYRING", env.adminKeyring());
+    }
+    Process p = pb.start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    return new Result(p.waitFor(), out);
+  }
 }

@@ -34,8 +34,11 @@ import org.apache.spark.sql.SparkSession;
  * interleaved per repetition, the modes' order flipped each time.
  *
  * <p>Usage: {@code PartitionedTableBench --pools P1,P2 --partitions 500 --rows 50000
- * --reps 3 --scan-reps 3 --report benchmarks/reports}; the environment of
- * scripts/ceph/cluster.sh with the admin keyring.
+ * --reps 3 --scan-reps 3 --report benchmarks/reports [--modes omap,scan] [--between CMD]};
+ * the environment of scripts/ceph/cluster.sh with the admin keyring. Each write prints
+ * its RADOS calls' counts and times ({@code io.blobfs.rados.RadosCallTimes}); CMD runs
+ * in bash before every cell, with REP, POOL and MODE set (benchmarks/reports/
+ * rados-spark-repetitions.md used it for OSD counters and compactions).
  */
 public final class PartitionedTableBench {
   private PartitionedTableBench() {}
@@ -46,7 +49,7 @@ public final class PartitionedTableBench {
   public static void main(String[] argv) throws Exception {
     Args args = Args.parse(argv, Map.of("pools", "blobfs-n1k,blobfs-n100k", "partitions",
         "500", "rows", "50000", "reps", "3", "scan-reps", "3", "report",
-        "benchmarks/reports"));
+        "benchmarks/reports", "between", "", "modes", "omap,scan"));
     List<String> pools = List.of(args.get("pools").split(","));
     int partitions = args.getInt("partitions");
     int rows = args.getInt("rows");
@@ -75,6 +78,7 @@ public final class PartitionedTableBench {
     Map<String, List<Double>> seconds = new HashMap<>();
     Map<String, Map<String, Long>> calls = new HashMap<>();
     String loadBefore = loadAverage();
+    List<String> modesRun = List.of(args.get("modes").split(","));
     for (int r = 0; r < reps; r++) {
       List<String> modes = new ArrayList<>(List.of(MODES));
       if (r % 2 == 1) {
@@ -85,13 +89,21 @@ public final class PartitionedTableBench {
           if (mode.equals("scan") && r >= scanReps) {
             continue;
           }
+          if (!modesRun.contains(mode)) {
+            continue;
+          }
+          between(args.get("between"), r + 1, pool, mode);
           String table = "blob://" + store(pool, mode) + "/" + run + "/r" + r + "/table";
           FileSystem fs = new org.apache.hadoop.fs.Path(table).getFileSystem(hc);
           StorageCounters before = StorageCounters.of(fs);
+          Map<String, long[]> radosBefore = radosCalls();
           long t0 = System.nanoTime();
           df.write().partitionBy("part").parquet(table);
           long t1 = System.nanoTime();
           StorageCounters used = StorageCounters.of(fs).minus(before);
+          // Which RADOS call a slower write spent its time in (issue 14).
+          System.out.printf(Locale.ROOT, "rep %d %s %s write calls: %s%n", r + 1, pool, mode,
+              radosDelta(radosBefore, radosCalls()));
           long one = spark.read().parquet(table).filter(col("part").equalTo(7)).count();
           long t2 = System.nanoTime();
           long all = spark.read().parquet(table).count();
@@ -117,6 +129,42 @@ public final class PartitionedTableBench {
       }
     }
     spark.stop();
+  }
+
+  /**
+   * Runs the {@code --between} shell command, if any, before a cell (with REP, POOL and
+   * MODE in its environment): a hook for what an experiment does between jobs, such as a
+   * snapshot of the OSD's counters or a compaction.
+   */
+  private static void between(String command, int rep, String pool, String mode)
+      throws IOException, InterruptedException {
+    if (command.isBlank()) {
+      return;
+    }
+    ProcessBuilder pb = new ProcessBuilder("bash", "-c", command).inheritIO();
+    pb.environment().put("REP", Integer.toString(rep));
+    pb.environment().put("POOL", pool);
+    pb.environment().put("MODE", mode);
+    int rc = pb.start().waitFor();
+    if (rc != 0) {
+      throw new IOException("--between command exited with " + rc + ": " + command);
+    }
+  }
+
+  /**
+   * io.blobfs.rados.RadosCallTimes#snapshot of the bundle on the class path: reached by
+   * reflection, as the benchmarks name BlobFS only in configuration (runtime scope).
+   */
+  @SuppressWarnings("unchecked")
+  private static Map<String, long[]> radosCalls() throws ReflectiveOperationException {
+    return (Map<String, long[]>) Class.forName("io.blobfs.rados.RadosCallTimes")
+        .getMethod("snapshot").invoke(null);
+  }
+
+  private static String radosDelta(Map<String, long[]> before, Map<String, long[]> after)
+      throws ReflectiveOperationException {
+    return (String) Class.forName("io.blobfs.rados.RadosCallTimes")
+        .getMethod("delta", Map.class, Map.class).invoke(null, before, after);
   }
 
   private static void add(Map<String, List<Double>> m, String k, double v) {
