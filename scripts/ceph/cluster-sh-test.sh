@@ -4,15 +4,15 @@
 # control (group/world-writable, or owned by someone else) is refused before anything
 # is written into it, and a running cluster whose OSD was frozen (SIGSTOP, then
 # SIGCONT or not) fails `status` and is replaced by `start` with one that serves I/O. Uses its own root under a fresh temporary directory and port
-# base 40300, so it never meets the shared clusters; stops and deletes what it made.
+# base 16300, so it never meets the shared clusters; stops and deletes what it made.
 #
 # Usage: scripts/ceph/cluster-sh-test.sh   (exit 0 when every check passes)
-# Environment: BLOBFS_CEPH_TEST_PORT_BASE (40300).
+# Environment: BLOBFS_CEPH_TEST_PORT_BASE (16300).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 WORK=$(mktemp -d /tmp/blobfs-cluster-sh-test.XXXXXX)
-export BLOBFS_CEPH_PORT_BASE=${BLOBFS_CEPH_TEST_PORT_BASE:-40300}
+export BLOBFS_CEPH_PORT_BASE=${BLOBFS_CEPH_TEST_PORT_BASE:-16300}
 FAILED=0
 fail() { echo "FAIL: $*" >&2; FAILED=1; }
 pass() { echo "ok: $*" >&2; }
@@ -23,6 +23,17 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT
+
+# Default ports, cheap and first: every port base a script or image defaults to, plus the
+# largest offset it adds (cluster.sh +30, hdfs.sh +7), stays below Linux's ephemeral range
+# (32768-60999), where an outgoing connection can take a port before a daemon binds it.
+REPO=$(cd "$HERE/../.." && pwd)
+bases=$(grep -rhoE '_PORT_BASE(:-|=)[0-9]+' "$REPO/scripts" "$REPO/docker" | grep -oE '[0-9]+$' | sort -u)
+[ -n "$bases" ] || fail "no default port base found under scripts/ and docker/"
+for b in $bases; do
+  if [ $((b + 30)) -lt 32768 ]; then pass "default port base $b (+30) is below 32768"
+  else fail "default port base $b (+30) reaches Linux's ephemeral range (32768-60999)"; fi
+done
 
 # Refusals first: cheap, and no cluster is started for them.
 refused() {
@@ -54,8 +65,12 @@ fi
 # A cluster under a permissive umask: keyrings must still be 0600, the root 0700.
 umask 000
 BLOBFS_CEPH_ROOT=$WORK/root BLOBFS_CEPH_BLOCK_SIZE=2G bash "$HERE/cluster.sh" start \
-  --layout single --auth cephx >/dev/null
+  --layout single --auth cephx >"$WORK/first-env.sh"
 umask 077
+# The port base given in the environment wins over the default.
+mon=$(sed -n "s/^export BLOBFS_CEPH_MON='\(.*\)'$/\1/p" "$WORK/first-env.sh")
+[ "$mon" = "127.0.0.1:$BLOBFS_CEPH_PORT_BASE" ] && pass "monitor on the given port base ($mon)" ||
+  fail "monitor at '$mon', not on the given port base $BLOBFS_CEPH_PORT_BASE"
 mode=$(stat -c %a "$WORK/root")
 [ "$mode" = 700 ] && pass "root created mode 700" || fail "root created mode $mode"
 n=0

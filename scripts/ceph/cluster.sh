@@ -20,8 +20,11 @@
 #   The root is created mode 0700; an existing root (or a symlink to it) that is not
 #   the caller's, or is group- or world-writable, is refused (exit 1). Every file the
 #   script and its daemons create, keyrings included, is mode 0600 (umask 077).
-# Monitor: 127.0.0.1, msgr v1, port ${BLOBFS_CEPH_PORT_BASE:-40100} + offset
-#   (single-cephx +0, single-none +10, multi-cephx +20, multi-none +30).
+# Monitor: 127.0.0.1, msgr v1, port ${BLOBFS_CEPH_PORT_BASE:-16100} + offset
+#   (single-cephx +0, single-none +10, multi-cephx +20, multi-none +30). Defaults stay
+#   below Linux's ephemeral range (32768-60999), where an outgoing connection can take
+#   the port before the monitor binds it, and below 20000-32000, where the tests pick
+#   theirs (TestPorts); a BLOBFS_CEPH_PORT_BASE of one's own should too.
 # Pools: blobfs (pg_num 32) and blobfs-other (pg_num 8), size 1, application rados.
 # cephx: client.admin (full), client.blobfs (pool blobfs only), client.blobfs-all
 #   (both pools), each with its own keyring file in the cluster directory.
@@ -49,7 +52,7 @@
 # Disk: each OSD's block file is sparse but only grows (freed space is not punched
 #   back); purge reclaims it.
 #
-# Environment: BLOBFS_CEPH_ROOT, BLOBFS_CEPH_PORT_BASE (40100),
+# Environment: BLOBFS_CEPH_ROOT, BLOBFS_CEPH_PORT_BASE (16100),
 #   BLOBFS_CEPH_START_TIMEOUT (s, 180), BLOBFS_CEPH_BLOCK_SIZE (20G),
 #   BLOBFS_CEPH_CLI_TIMEOUT (s, 20), BLOBFS_CEPH_PROBE_TIMEOUT (s, 20),
 #   BLOBFS_CEPH_KEEP_ON_FAIL=1 (leave daemons of a
@@ -95,7 +98,7 @@ umask 077
 source "$HERE/../lib/owned-root.sh"
 ROOT=$(owned_root "${BLOBFS_CEPH_ROOT:-/tmp/blobfs-ceph}" BLOBFS_CEPH_ROOT) || exit 1
 DIR=$ROOT/$LAYOUT-$AUTH
-PORT=$(( ${BLOBFS_CEPH_PORT_BASE:-40100} + LOFF + AOFF ))
+PORT=$(( ${BLOBFS_CEPH_PORT_BASE:-16100} + LOFF + AOFF ))
 MON_ADDR=127.0.0.1:$PORT
 CONF=$DIR/ceph.conf
 ADMIN_KEYRING=$DIR/ceph.client.admin.keyring
