@@ -416,7 +416,8 @@ mon_answers() { cq mon stat >/dev/null; }
 io_reason() {
   local obj="probe-$$-$RANDOM" tmp rc=0 step
   cq mon stat >/dev/null || { echo "the monitor does not answer"; return 0; }
-  tmp=$(mktemp -d "${TMPDIR:-/tmp}/blobfs-ceph-probe.XXXXXX")
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/blobfs-ceph-probe.XXXXXX") ||
+    { echo "no temporary directory for the probe's object"; return 0; }
   head -c 4096 /dev/urandom >"$tmp/in"
   for step in put get rm; do
     case $step in
@@ -560,7 +561,7 @@ do_start() {
   [ -d "$DIR" ] && find "$DIR" -name '*keyring*' -type f -perm /077 -exec chmod go= {} +
   local reason restarted=""
   if [ -f "$DIR/.created" ] && all_running && cq health >/dev/null; then
-    reason=$(io_reason)
+    reason=$(io_reason) || reason="the I/O probe failed"
     if [ -z "$reason" ]; then
       log "already running"
       env_text
@@ -696,7 +697,7 @@ case "$CMD" in
       exit 1
     fi
     c -s
-    reason=$(io_reason)
+    reason=$(io_reason) || reason="the I/O probe failed"
     [ -z "$reason" ] || { log "does not serve I/O: $reason"; exit 1; }
     log "serves I/O (4 KiB written, read back and deleted in pool $POOL)"
     ;;
