@@ -102,9 +102,9 @@ record SparkStandaloneCluster(String master, String driverHost, Path logDir) {
     List<String> cmd = new ArrayList<>(List.of("bash", script.toString()));
     cmd.addAll(List.of(args));
     Path log = logDir.resolve("spark-cluster-" + args[0] + ".log");
-    // stdout goes to a file, not to a pipe read here: reading a pipe to its end waits for
-    // every process that holds it, so a hung script (or a daemon it left holding stdout)
-    // kept the test waiting before the timeout was ever looked at.
+    // stdout goes to a file, not to a pipe read here before waitFor: that read ends only
+    // when the script does, so a hung script kept the test waiting and the timeout was
+    // never looked at.
     Path out = logDir.resolve("spark-cluster-" + args[0] + ".out");
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(log.toFile())
         .redirectOutput(out.toFile());

@@ -16,9 +16,11 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * How {@link SparkStandaloneCluster} runs spark-cluster.sh, on stand-in scripts: a script
- * that hangs is killed at the timeout with what it started, and a script that exits while
- * a process it started still holds its stdout returns at once. Before, the fixture read
- * stdout to its end before its 3-minute wait, so neither ever returned.
+ * that hangs is killed at the timeout with what it started (the fixture used to read stdout
+ * to its end before its 3-minute wait, so a hung script was never timed out: this case ran
+ * into its 3-minute bound on that code), a script that exits while a process it started
+ * still holds its stdout returns its output at once, and a failing one is reported with
+ * its exit code and stderr.
  */
 class SparkStandaloneClusterRunIT {
   /** Far above what either case needs, below a forgotten test's hang. */
