@@ -15,17 +15,12 @@ cd "$(dirname "$0")/.."
 # Built in the reactor and run from target/ (never installed into the shared ~/.m2).
 # BLOBFS_DFSIO_JVM_OPTS: extra options of every job's JVM (e.g. a JFR recording per job:
 # -XX:StartFlightRecording=filename=/tmp/%t-%o-%r.jfr,settings=profile).
-BLOBFS_BENCH_BUILD=reactor source scripts/ceph/bench-env.sh
-mvn -B -ntp -q -pl benchmarks/jmh -am package -DskipTests dependency:build-classpath \
-  -Dmdep.outputFile=target/bench-classpath.txt
+source scripts/ceph/bench-env.sh
 started_hdfs=
 scripts/hdfs/hdfs.sh status >/dev/null 2>&1 || started_hdfs=1
 eval "$(scripts/hdfs/hdfs.sh start)"
 export HDFS_URI HDFS_CONF_DIR
 [ -n "$started_hdfs" ] && trap 'scripts/hdfs/hdfs.sh stop' EXIT
-jmh=benchmarks/jmh
 # As the exec@dfsio execution of benchmarks/jmh/pom.xml runs it.
-"${JAVA_HOME:+$JAVA_HOME/bin/}java" -Xmx512m \
-  -cp "$jmh/target/classes:$(cat "$jmh/target/bench-classpath.txt")" \
-  io.blobfs.bench.dfsio.DfsioReport "$@" --report-dir benchmarks/reports \
-  --work-dir "$jmh/target/dfsio"
+jmh_java -Xmx512m io.blobfs.bench.dfsio.DfsioReport "$@" --report-dir benchmarks/reports \
+  --work-dir benchmarks/jmh/target/dfsio

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sourced by the benchmark scripts: installs what they need, starts (or reuses) the
-# project's single-OSD cephx cluster, exports its settings, and builds the benchmarks.
+# project's single-OSD cephx cluster, exports its settings, and builds the benchmarks in
+# the reactor (jmh_java runs them).
 scripts/ensure-tools.sh
 scripts/ceph/ensure-ceph.sh
 # The OSD's memory, as a user who runs RADOS for reads sets it: the test cluster's 128 MiB
@@ -30,8 +31,15 @@ fi
 # What the reports say the RADOS figures had.
 BLOBFS_BENCH_OSD_CACHE="bluestore_cache_size $(osd_conf bluestore_cache_size) bytes (autotune $(osd_conf bluestore_cache_autotune), meta/kv ratios $(osd_conf bluestore_cache_meta_ratio)/$(osd_conf bluestore_cache_kv_ratio), cache type $(osd_conf bluestore_cache_type)), osd_memory_target $(osd_conf osd_memory_target), buffered writes $(osd_conf bluestore_default_buffered_write)"
 export BLOBFS_BENCH_OSD_CACHE
-# BLOBFS_BENCH_BUILD=reactor: the caller builds in the reactor (package, no install into
-# ~/.m2, which other worktrees share) and runs from the module's target directories.
-if [ "${BLOBFS_BENCH_BUILD:-install}" != reactor ]; then
-  mvn -B -ntp -q install -DskipTests -pl benchmarks/jmh -am
-fi
+# The benchmarks are built in the reactor and run from benchmarks/jmh/target (nothing is
+# installed into ~/.m2, which other checkouts share: an install there made every checkout
+# run the last installer's jars). Every module of the reactor writes the classpath file;
+# benchmarks/jmh, built last, wins.
+BENCH_CP_FILE=$PWD/benchmarks/jmh/target/bench-classpath.txt
+mvn -B -ntp -q -pl benchmarks/jmh -am package -DskipTests dependency:build-classpath \
+  -Dmdep.outputFile="$BENCH_CP_FILE" >&2
+# jmh_java JVM_OPTS... CLASS ARGS...: java on benchmarks/jmh's classes and dependencies,
+# as its pom's exec:exec executions run it (%classpath).
+jmh_java() {
+  "${JAVA_HOME:+$JAVA_HOME/bin/}java" -cp "benchmarks/jmh/target/classes:$(cat "$BENCH_CP_FILE")" "$@"
+}

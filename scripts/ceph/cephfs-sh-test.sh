@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Tests of cephfs.sh on a cluster of its own (fresh root under /tmp, port base 40340):
+# Tests of cephfs.sh on a cluster of its own (fresh root under /tmp, port base 16340):
 # start mounts a CephFS that reads back what was written; a second start is a no-op (same
 # MDS process, same mount); stop unmounts and stops the MDS; the cluster then stops and
 # starts again with its file system offline; a start after that finds the file again;
 # status answers 1 when stopped. Stops and deletes everything it made.
 #
 # Usage: scripts/ceph/cephfs-sh-test.sh   (exit 0 when every check passes)
-# Environment: BLOBFS_CEPHFS_TEST_PORT_BASE (40340).
+# Environment: BLOBFS_CEPHFS_TEST_PORT_BASE (16340).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 WORK=$(mktemp -d /tmp/blobfs-cephfs-sh-test.XXXXXX)
-export BLOBFS_CEPH_ROOT=$WORK/root BLOBFS_CEPH_PORT_BASE=${BLOBFS_CEPHFS_TEST_PORT_BASE:-40340}
+export BLOBFS_CEPH_ROOT=$WORK/root BLOBFS_CEPH_PORT_BASE=${BLOBFS_CEPHFS_TEST_PORT_BASE:-16340}
 export BLOBFS_CEPH_BLOCK_SIZE=2G
 FAILED=0
 fail() { echo "FAIL: $*" >&2; FAILED=1; }

@@ -20,8 +20,11 @@
 #   The root is created mode 0700; an existing root (or a symlink to it) that is not
 #   the caller's, or is group- or world-writable, is refused (exit 1). Every file the
 #   script and its daemons create, keyrings included, is mode 0600 (umask 077).
-# Monitor: 127.0.0.1, msgr v1, port ${BLOBFS_CEPH_PORT_BASE:-40100} + offset
-#   (single-cephx +0, single-none +10, multi-cephx +20, multi-none +30).
+# Monitor: 127.0.0.1, msgr v1, port ${BLOBFS_CEPH_PORT_BASE:-16100} + offset
+#   (single-cephx +0, single-none +10, multi-cephx +20, multi-none +30). Defaults stay
+#   below Linux's ephemeral range (32768-60999), where an outgoing connection can take
+#   the port before the monitor binds it, and below 20000-32000, where the tests pick
+#   theirs (TestPorts); a BLOBFS_CEPH_PORT_BASE of one's own should too.
 # Pools: blobfs (pg_num 32) and blobfs-other (pg_num 8), size 1, application rados.
 # cephx: client.admin (full), client.blobfs (pool blobfs only), client.blobfs-all
 #   (both pools), each with its own keyring file in the cluster directory.
@@ -30,20 +33,29 @@
 #   BLOBFS_CEPH_CLIENT_KEYRING (client.blobfs), BLOBFS_CEPH_ALL_CLIENT_KEYRING
 #   (client.blobfs-all), BLOBFS_CEPH_POOL, BLOBFS_CEPH_OTHER_POOL, BLOBFS_CEPH_MON,
 #   BLOBFS_CEPH_DIR, BLOBFS_CEPH_AUTH, BLOBFS_CEPH_LAYOUT. Progress goes to stderr.
-# start: no-op when running and answering; restarts dead daemons on existing data;
-#   otherwise creates the cluster. Waits (bounded) until all OSDs are up and in,
-#   every PG is active+clean and health is OK (or only harmless warnings); on
-#   failure it prints logs and stops the daemons it started.
-# stop: stops the daemons (OSDs, then mgr, then mon); purge: stop + delete the dir.
-# status: `ceph -s`, exit 1 when not running.
+# start: no-op when running and serving I/O (the I/O probe below); restarts dead
+#   daemons on existing data; otherwise creates the cluster. A cluster whose daemons all
+#   run but that fails the probe (e.g. an OSD that was SIGSTOPped, and SIGCONTed or not,
+#   stays up in the osdmap while no op completes) is stopped and restarted on its data,
+#   and created anew if that does not serve I/O either; stderr says so. Waits (bounded)
+#   until all OSDs are up and in, every PG is active+clean, health is OK (or only
+#   harmless warnings) and the probe passes; on failure it prints logs and stops the
+#   daemons it started.
+# I/O probe: the monitor answers, and a small object is written, read back (same
+#   bytes) and deleted in pool blobfs (namespace cluster-sh-probe), each step bounded
+#   by BLOBFS_CEPH_PROBE_TIMEOUT.
+# stop: stops the daemons (OSDs, then mgr, then mon; a stopped daemon is SIGCONTed
+#   first); purge: stop + delete the dir.
+# status: `ceph -s`, exit 1 when not running or failing the I/O probe.
 # BLOBFS_CEPH_OSD_ARGS: extra options for the OSDs this run starts (e.g.
 #   "--osd_memory_target=6442450944"); they win over ceph.conf. Running OSDs keep theirs.
 # Disk: each OSD's block file is sparse but only grows (freed space is not punched
 #   back); purge reclaims it.
 #
-# Environment: BLOBFS_CEPH_ROOT, BLOBFS_CEPH_PORT_BASE (40100),
+# Environment: BLOBFS_CEPH_ROOT, BLOBFS_CEPH_PORT_BASE (16100),
 #   BLOBFS_CEPH_START_TIMEOUT (s, 180), BLOBFS_CEPH_BLOCK_SIZE (20G),
-#   BLOBFS_CEPH_CLI_TIMEOUT (s, 20), BLOBFS_CEPH_KEEP_ON_FAIL=1 (leave daemons of a
+#   BLOBFS_CEPH_CLI_TIMEOUT (s, 20), BLOBFS_CEPH_PROBE_TIMEOUT (s, 20),
+#   BLOBFS_CEPH_KEEP_ON_FAIL=1 (leave daemons of a
 #   failed start running), BLOBFS_CEPH_ALLOWED_WARNINGS (health codes to accept).
 set -euo pipefail
 
@@ -86,7 +98,7 @@ umask 077
 source "$HERE/../lib/owned-root.sh"
 ROOT=$(owned_root "${BLOBFS_CEPH_ROOT:-/tmp/blobfs-ceph}" BLOBFS_CEPH_ROOT) || exit 1
 DIR=$ROOT/$LAYOUT-$AUTH
-PORT=$(( ${BLOBFS_CEPH_PORT_BASE:-40100} + LOFF + AOFF ))
+PORT=$(( ${BLOBFS_CEPH_PORT_BASE:-16100} + LOFF + AOFF ))
 MON_ADDR=127.0.0.1:$PORT
 CONF=$DIR/ceph.conf
 ADMIN_KEYRING=$DIR/ceph.client.admin.keyring
@@ -97,6 +109,7 @@ OTHER_POOL=blobfs-other
 HOSTS=(host-a host-b host-c)
 START_TIMEOUT=${BLOBFS_CEPH_START_TIMEOUT:-180}
 CLI_TIMEOUT=${BLOBFS_CEPH_CLI_TIMEOUT:-20}
+PROBE_TIMEOUT=${BLOBFS_CEPH_PROBE_TIMEOUT:-20}
 BLOCK_SIZE=${BLOBFS_CEPH_BLOCK_SIZE:-20G}
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
@@ -126,6 +139,13 @@ cm() {
 }
 # quiet variant, for polling
 cq() { c "$@" 2>/dev/null; }
+# rados CLI as the admin; a frozen OSD would make an op wait forever (the default
+# rados_osd_op_timeout is 0), so every op and the process itself are bounded
+r() {
+  timeout $(( PROBE_TIMEOUT + 5 )) rados -c "$CONF" "${AUTH_ARGS[@]}" \
+    --rados_osd_op_timeout "$PROBE_TIMEOUT" --rados_mon_op_timeout "$PROBE_TIMEOUT" \
+    --client_mount_timeout "$PROBE_TIMEOUT" "$@"
+}
 
 daemons() {
   echo mon.a
@@ -390,6 +410,51 @@ wait_until() {
 
 mon_answers() { cq mon stat >/dev/null; }
 
+# The I/O probe: prints why the cluster does not serve I/O (one line), nothing when it
+# does. Daemons that run and a monitor that reports HEALTH_OK are not enough: an OSD
+# that was SIGSTOPped and SIGCONTed stayed active+clean+laggy and timed out every op.
+# Every caller has just had an answer from the monitor (health, status or ceph -s): the
+# probe does not ask it again (each CLI call costs 1-2 s at a load of 30).
+io_reason() {
+  local obj="probe-$$-$RANDOM" tmp rc=0 step
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/blobfs-ceph-probe.XXXXXX") ||
+    { echo "no temporary directory for the probe's object"; return 0; }
+  head -c 4096 /dev/urandom >"$tmp/in"
+  for step in put get rm; do
+    case $step in
+      put) r -p "$POOL" -N cluster-sh-probe put "$obj" "$tmp/in" 2>"$tmp/err" || rc=$? ;;
+      get) r -p "$POOL" -N cluster-sh-probe get "$obj" "$tmp/out" 2>"$tmp/err" || rc=$? ;;
+      rm) r -p "$POOL" -N cluster-sh-probe rm "$obj" 2>"$tmp/err" || rc=$? ;;
+    esac
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+      echo "rados $step of a 4 KiB object in pool $POOL did not finish within $(( PROBE_TIMEOUT + 5 ))s"
+      break
+    elif [ "$rc" -ne 0 ]; then
+      echo "rados $step of a 4 KiB object in pool $POOL failed (exit $rc): $(grep -v '^$' "$tmp/err" | tail -1)"
+      break
+    elif [ "$step" = get ] && ! cmp -s "$tmp/in" "$tmp/out"; then
+      echo "rados get of a 4 KiB object in pool $POOL read back other bytes than were written"
+      break
+    fi
+  done
+  rm -rf "$tmp"
+}
+
+# Polls the I/O probe until it passes (0) or DEADLINE_EPOCH passes (1, reason logged).
+wait_io() {
+  local deadline=$1 reason
+  while :; do
+    reason=$(io_reason) || reason="I/O probe failed"
+    [ -z "$reason" ] && return 0
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      log "no I/O: $reason"
+      return 1
+    fi
+    log "waiting for I/O: $reason"
+    sleep 1
+  done
+}
+
 wait_ready() {
   local deadline=$1 reason last=""
   while :; do
@@ -495,10 +560,17 @@ do_start() {
   done
   # clusters made before keyrings were created under umask 077
   [ -d "$DIR" ] && find "$DIR" -name '*keyring*' -type f -perm /077 -exec chmod go= {} +
+  local reason restarted=""
   if [ -f "$DIR/.created" ] && all_running && cq health >/dev/null; then
-    log "already running"
-    env_text
-    return 0
+    reason=$(io_reason) || reason="the I/O probe failed"
+    if [ -z "$reason" ]; then
+      log "already running"
+      env_text
+      return 0
+    fi
+    log "running, but does not serve I/O ($reason): stopping it and starting it afresh"
+    do_stop
+    restarted=1
   fi
   # a failed start leaves no half-started daemons behind (data and logs stay)
   [ -n "${BLOBFS_CEPH_KEEP_ON_FAIL:-}" ] ||
@@ -520,6 +592,17 @@ do_start() {
     create_cluster "$deadline"
   fi
   wait_ready "$deadline"
+  if ! wait_io "$deadline"; then
+    # A cluster restarted because it served no I/O, still serving none on its own data:
+    # the data is a test cluster's, so a new cluster is the cheaper fix than a diagnosis.
+    [ -n "$restarted" ] || { show_logs; die "cluster serves no I/O within ${START_TIMEOUT}s"; }
+    log "restarted on its data, it still serves no I/O: creating a new cluster in $DIR"
+    do_stop
+    deadline=$(( $(date +%s) + START_TIMEOUT ))
+    create_cluster "$deadline"
+    wait_ready "$deadline"
+    wait_io "$deadline" || { show_logs; die "new cluster serves no I/O within ${START_TIMEOUT}s"; }
+  fi
   trap - EXIT
   env_text >"$DIR/env.sh"
   local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
@@ -534,6 +617,8 @@ stop_group() {
   local pids=()
   for d in "$@"; do
     if pid=$(daemon_pid "$d"); then
+      # a SIGSTOPped daemon (fault tests) handles SIGTERM only once continued
+      kill -CONT "$pid" 2>/dev/null || true
       kill -TERM "$pid" 2>/dev/null || true
       pids+=("$pid:$d")
     fi
@@ -613,6 +698,9 @@ case "$CMD" in
       exit 1
     fi
     c -s
+    reason=$(io_reason) || reason="the I/O probe failed"
+    [ -z "$reason" ] || { log "does not serve I/O: $reason"; exit 1; }
+    log "serves I/O (4 KiB written, read back and deleted in pool $POOL)"
     ;;
   env)
     [ -f "$DIR/.created" ] || die "no cluster in $DIR (run: $0 start --layout $LAYOUT --auth $AUTH)"

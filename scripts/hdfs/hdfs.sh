@@ -11,9 +11,11 @@
 #   run/ (pids) and classpath.txt. It is created mode 0700; a root (or a symlink to it)
 #   that is not the caller's, or is group- or world-writable, is refused (exit 1), as
 #   scripts/ceph/cluster.sh refuses its own (scripts/lib/owned-root.sh).
-# Ports (127.0.0.1 only): ${BLOBFS_HDFS_PORT_BASE:-40500} + 0 NameNode RPC, +1 NameNode
+# Ports (127.0.0.1 only): ${BLOBFS_HDFS_PORT_BASE:-16500} + 0 NameNode RPC, +1 NameNode
 #   HTTP, +2 DataNode data transfer, +3 DataNode HTTP, +4 DataNode IPC (+5..+7 are
-#   bound to loopback too but unused: secondary NameNode, HTTPS).
+#   bound to loopback too but unused: secondary NameNode, HTTPS). The default stays below
+#   Linux's ephemeral range (32768-60999), where an outgoing connection can take a port
+#   before a daemon binds it, as scripts/ceph/cluster.sh's does.
 # start: no-op when both daemons run and answer; restarts a dead daemon on its data;
 #   formats the NameNode on first use. Waits (bounded, BLOBFS_HDFS_START_TIMEOUT s,
 #   default 120) until the NameNode is out of safe mode and the DataNode registered with
@@ -39,7 +41,7 @@ umask 077
 source "$HERE/../lib/owned-root.sh"
 ROOT=$(owned_root "${BLOBFS_HDFS_ROOT:-/tmp/blobfs-hdfs}" BLOBFS_HDFS_ROOT) || exit 1
 
-BASE=${BLOBFS_HDFS_PORT_BASE:-40500}
+BASE=${BLOBFS_HDFS_PORT_BASE:-16500}
 NN_PORT=$BASE
 NN_HTTP=$((BASE + 1))
 START_TIMEOUT=${BLOBFS_HDFS_START_TIMEOUT:-120}

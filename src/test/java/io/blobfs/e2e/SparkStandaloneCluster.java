@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -85,23 +86,54 @@ record SparkStandaloneCluster(String master, String driverHost, Path logDir) {
 
   private static String run(Path logDir, String... args)
       throws IOException, InterruptedException {
-    List<String> cmd = new ArrayList<>(List.of("bash", script().toString()));
+    return run(script(), RUN_TIMEOUT, logDir, args);
+  }
+
+  /** How long one spark-cluster.sh command may take (up waits for every Worker itself). */
+  private static final Duration RUN_TIMEOUT = Duration.ofMinutes(3);
+
+  /**
+   * Runs {@code bash script args...}: its stdout is returned, its stderr goes to
+   * {@code logDir/spark-cluster-ARGS0.log}. Past {@code timeout} the script and every
+   * process it started are killed and an IOException says so.
+   */
+  static String run(Path script, Duration timeout, Path logDir, String... args)
+      throws IOException, InterruptedException {
+    List<String> cmd = new ArrayList<>(List.of("bash", script.toString()));
     cmd.addAll(List.of(args));
     Path log = logDir.resolve("spark-cluster-" + args[0] + ".log");
-    ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(log.toFile());
+    // stdout goes to a file, not to a pipe read here before waitFor: that read ends only
+    // when the script does, so a hung script kept the test waiting and the timeout was
+    // never looked at.
+    Path out = logDir.resolve("spark-cluster-" + args[0] + ".out");
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(log.toFile())
+        .redirectOutput(out.toFile());
     pb.environment().put("BLOBFS_SPARK_CLASSPATH",
         "@" + E2eSupport.requiredProperty("blobfs.spark.classpath.file"));
     pb.environment().remove("SPARK_HOME");
     pb.environment().remove("SPARK_LOCAL_IP"); // failsafe's 127.0.0.1 is for local mode
     Process p = pb.start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    if (!p.waitFor(3, TimeUnit.MINUTES) || p.exitValue() != 0) {
-      p.destroyForcibly();
-      throw new IOException("spark-cluster.sh " + String.join(" ", args) + " failed:\n"
+    String what = "spark-cluster.sh " + String.join(" ", args);
+    if (!p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+      killTree(p);
+      throw new IOException(what + " did not finish within " + timeout
+          + " (killed, with every process it started):\n" + Files.readString(log));
+    }
+    if (p.exitValue() != 0) {
+      throw new IOException(what + " failed (exit " + p.exitValue() + "):\n"
           + Files.readString(log));
     }
     System.err.print(Files.readString(log));
-    return out;
+    return Files.readString(out, StandardCharsets.UTF_8);
+  }
+
+  private static void killTree(Process p) throws InterruptedException {
+    // The descendants first taken, then killed: once the script is gone, its children
+    // are re-parented and no longer found as its descendants.
+    List<ProcessHandle> tree = p.descendants().toList();
+    p.destroyForcibly();
+    tree.forEach(ProcessHandle::destroyForcibly);
+    p.waitFor(30, TimeUnit.SECONDS);
   }
 
   private static Path script() {

@@ -12,7 +12,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * cephfs.sh: {@code scripts/ceph/cephfs-sh-test.sh} starts a cluster of its own (own root,
- * port base 40340), mounts CephFS with ceph-fuse, checks bytes read back through the mount,
+ * port base 16340), mounts CephFS with ceph-fuse, checks bytes read back through the mount,
  * that a second start changes nothing, that stop unmounts and ends the MDS, and that the
  * file is there again after another start.
  */

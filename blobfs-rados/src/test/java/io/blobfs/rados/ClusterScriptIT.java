@@ -11,8 +11,11 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * cluster.sh keeps its keyrings to the caller: {@code scripts/ceph/cluster-sh-test.sh}
- * starts a cluster of its own (own root, port base 40300) under umask 000 and checks
- * every keyring is 0600, and checks that roots another user could control are refused.
+ * starts a cluster of its own (own root, port base 16300) under umask 000 and checks
+ * every keyring is 0600, checks that roots another user could control are refused, that
+ * a cluster whose OSD was frozen (SIGSTOP, then SIGCONT or not) fails {@code status} and is
+ * replaced by {@code start} with one that serves I/O, and that the scripts' default port
+ * bases are below Linux's ephemeral range.
  */
 @ExtendWith(CephClusterExtension.class)
 class ClusterScriptIT {

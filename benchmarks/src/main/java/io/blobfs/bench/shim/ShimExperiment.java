@@ -89,7 +89,7 @@ public final class ShimExperiment {
     String hdfs = a.get("hdfs");
     if (hdfs.isEmpty()) {
       throw new IllegalArgumentException("--hdfs (or HDFS_URI) must name the NameNode, e.g. "
-          + "hdfs://127.0.0.1:40500; scripts/bench-hdfs-shim.sh starts one");
+          + "hdfs://127.0.0.1:16500; scripts/bench-hdfs-shim.sh starts one");
     }
     List<ShimWorkload> workloads = select(a.get("workloads"));
     Committer committer = Committer.parse(a.get("committer"));

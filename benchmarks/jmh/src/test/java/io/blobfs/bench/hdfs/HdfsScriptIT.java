@@ -32,7 +32,7 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 5, unit = TimeUnit.MINUTES)
 class HdfsScriptIT {
   private static final Path SCRIPT = Path.of("../../scripts/hdfs/hdfs.sh").toAbsolutePath();
-  private static final String PORT_BASE = "40520";
+  private static final String PORT_BASE = "16520";
   private static Path root;
   private static Map<String, String> env;
 
