@@ -117,13 +117,11 @@ class TyrBackupAheadTest {
    * sends it again (the primary's replication stream to it is broken and numbered afresh),
    * so the two replicas differ until the key is written again. A plain read, served by any
    * replica, may return v1 or v0 for a key nobody writes, and a failover to the backup
-   * reverts v1, which readers may have seen. Fails today: the backup keeps v0 (checked for
-   * 10 s after the commit returned). Enable once the primary sends such a write again (or
-   * the backup's range goes through catch-up); see the README's failover limits.
+   * reverts v1, which readers may have seen. Failed before (the backup kept v0, checked for
+   * 10 s after the commit returned); now the primary owes the key to the backup and
+   * repairs it (OwedKeys: the key's current state made a write again, in stream order).
    */
   @Test
-  @org.junit.jupiter.api.Disabled("known limit: replicas diverge after a backup refuses a "
-      + "write its primary applied (see javadoc and the README's failover limits)")
   void theReplicasAgreeAfterABackupRefusedAWriteItsPrimaryApplied() throws Exception {
     try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2);
         TyrClusterBlobStore store = c.store("b", "op-timeout", "5s")) {
