@@ -188,4 +188,76 @@ class TyrBackupAheadTest {
       assertThat(onNode(c, backup, key)).as("the backup's own copy").isEqualTo("v1");
     }
   }
+
+  /**
+   * The stale register read of {@code TyrClusterHistoryIT} (OPEN_BUGS (3), seed
+   * 40404071680335): a put applied on its primary and not confirmed by a backup a ring
+   * behind is read from the primary, then another writer's put is acknowledged over it,
+   * and then the first client makes its put again on the same primary (an overwrite is
+   * idempotent) and brings the overwritten value back: a read after both acknowledgements
+   * returns a value that a read saw before the newer write began. The first put must take
+   * effect once, before the second; so the client's second attempt is conditional on the
+   * key still being at the version the primary applied (typed in the primary's answer),
+   * and fails as indeterminate when another write came in between. Failed before (the
+   * key ended at v1 on both replicas) whenever the second put was acknowledged before the
+   * first client's next attempt (at least a quarter second: it first asks the members for
+   * a newer ring), which is the usual order; passes whatever the order.
+   */
+  @Test
+  void anUnconfirmedPutSeenByAReaderDoesNotComeBackOverALaterAcknowledgedPut()
+      throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2);
+        TyrClusterBlobStore first = c.store("b", "op-timeout", "5s");
+        TyrClusterBlobStore second = c.store("b", "op-timeout", "5s")) {
+      String key = "b/register";
+      first.put(key, utf8("v0"), PutMode.OVERWRITE);
+      Member primary = c.ring.primary(key);
+      Member backup = c.ring.owners(key).get(1);
+      Member third = c.members.stream().filter(m -> !m.equals(primary) && !m.equals(backup))
+          .findFirst().orElseThrow();
+      Ring next = c.ring.withState(third, Ring.State.DOWN, 2); // the key's roles unchanged
+      c.server(primary).membership().install(next);
+      c.server(third).membership().install(next);
+      AtomicReference<Throwable> other = new AtomicReference<>();
+      AtomicReference<String> seen = new AtomicReference<>();
+      Thread secondWriter = new Thread(() -> {
+        try {
+          long end = System.nanoTime() + Duration.ofMinutes(1).toNanos();
+          while (!"v1".equals(onNode(c, primary, key))) {
+            if (System.nanoTime() > end) {
+              throw new IllegalStateException("v1 never reached the primary " + primary);
+            }
+            Thread.sleep(1);
+          }
+          // A reader sees v1 (from the primary, where it is applied, unconfirmed) ...
+          VersionedBytes v = second.readWithVersion(key, 64);
+          seen.set(new String(v.bytes(), StandardCharsets.UTF_8));
+          // ... then the backup loads the ring and another put is acknowledged over v1.
+          c.server(backup).membership().install(next);
+          second.put(key, utf8("v2"), PutMode.OVERWRITE);
+        } catch (IOException | RuntimeException | InterruptedException e) {
+          other.set(e);
+        }
+      });
+      secondWriter.start();
+      IOException firstFailed = null;
+      try {
+        first.put(key, utf8("v1"), PutMode.OVERWRITE);
+      } catch (IOException e) {
+        firstFailed = e; // indeterminate: v1 was applied, then overwritten
+      }
+      secondWriter.join(Duration.ofMinutes(2).toMillis());
+      assertThat(secondWriter.isAlive()).as("the second writer ended").isFalse();
+      assertThat(other.get()).isNull();
+      assertThat(seen.get()).isEqualTo("v1");
+      if (firstFailed != null) {
+        assertThat(firstFailed).isInstanceOf(io.blobfs.store.StoreUnavailableException.class);
+      }
+      // v1 was seen before v2 began, so v2, acknowledged, is the last write of the key.
+      assertThat(onNode(c, primary, key)).as("the primary's copy").isEqualTo("v2");
+      assertThat(onNode(c, backup, key)).as("the backup's copy").isEqualTo("v2");
+      assertThat(new String(first.readWithVersion(key, 64).bytes(), StandardCharsets.UTF_8))
+          .isEqualTo("v2");
+    }
+  }
 }
