@@ -71,6 +71,8 @@ final class Replicator implements Closeable {
   private final Map<String, Incoming> incoming = new HashMap<>();
   /** As primary: keys applied here that a backup did not confirm, repaired meanwhile. */
   private final OwedKeys owedKeys = new OwedKeys(this::repair);
+  /** As backup: keys of writes refused here, not served to plain reads meanwhile. */
+  private final RefusedKeys refusedKeys = new RefusedKeys();
 
   /** One backup's stream. Guarded by itself. */
   private static final class Stream {
@@ -137,6 +139,9 @@ final class Replicator implements Closeable {
    * now, and what was waiting to be sent to it fails (it was to a backup that is DOWN).
    */
   private void restartStreamsToDown(Ring ring) {
+    if (ring.state(membership.self()) != Ring.State.UP) {
+      refusedKeys.clear(); // it catches up from the primaries before it serves again
+    }
     List<Stream> down = new ArrayList<>();
     synchronized (this) {
       streams.forEach((m, s) -> {
@@ -578,6 +583,7 @@ final class Replicator implements Closeable {
         incoming.put(rep.source(), in);
       }
       if (rep.firstSeq() != in.expected) {
+        refused(rep);
         return CompletableFuture.failedFuture(new TyrException(ErrorCode.BAD_REQUEST,
             "replication from " + rep.source() + " resumes at " + rep.firstSeq()
                 + ", expected " + in.expected));
@@ -585,7 +591,15 @@ final class Replicator implements Closeable {
       for (TxRequest tx : rep.txs()) {
         in.expected++;
         if (!tx.ops().isEmpty()) {
-          applied.add(engine.commit(tx));
+          List<String> keys = keysOf(tx);
+          long[] stamps = keys.stream().mapToLong(refusedKeys::stamp).toArray();
+          applied.add(engine.commit(tx).whenComplete((x, e) -> {
+            if (e == null) {
+              for (int i = 0; i < keys.size(); i++) {
+                refusedKeys.applied(keys.get(i), stamps[i]);
+              }
+            }
+          }));
         }
       }
     }
@@ -611,6 +625,26 @@ final class Replicator implements Closeable {
       }
       return new CommitResult(0, new long[0]);
     });
+  }
+
+  /** As backup: {@code rep} is refused here, its writes applied on its primary only. */
+  void refused(Request.Replicate rep) {
+    refusedKeys.refused(rep.txs());
+  }
+
+  /**
+   * As backup: why a plain read of {@code key} (bytes, stat or local grant) is not served
+   * here, or null: a write of it that its primary applied was refused here and nothing
+   * has replaced it since, so this copy may be older than what readers saw from the
+   * primary (unless this node is the key's primary now: then its copy is the key's).
+   */
+  TyrException staleHere(String key) {
+    if (!refusedKeys.lacks(key) || membership.ring().primary(key).equals(membership.self())) {
+      return null;
+    }
+    return new TyrException(ErrorCode.UNAVAILABLE, "node " + membership.self() + " refused "
+        + "a write of '" + key + "' that its primary applied, and has not had it since: "
+        + "read it from another replica");
   }
 
   private static Throwable unwrap(Throwable e) {

@@ -140,6 +140,45 @@ class TyrBackupAheadTest {
   }
 
   /**
+   * Until the primary's repair reaches it, the backup that refused v1 holds v0, which a
+   * plain read served by any replica could return after another read saw v1 on the
+   * primary: the read goes back in time. The backup serves no plain read of a key whose
+   * write it refused until a later write of it is applied there (the repair). Failed
+   * before (the backup answered v0); passes whether the repair came first (v1) or not (a
+   * refusal that sends the reader to another replica).
+   */
+  @Test
+  void aBackupThatRefusedAWriteDoesNotServeTheOlderValueToPlainReads() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2);
+        TyrClusterBlobStore store = c.store("b", "op-timeout", "5s")) {
+      String key = "b/key";
+      assertThat(commitWhileTheBackupIsAhead(c, store, key)).isNotNull();
+      Member backup = c.ring.owners(key).get(1);
+      try (io.blobfs.tyr.client.TyrClient raw = new io.blobfs.tyr.client.TyrClient(
+          io.blobfs.tyr.client.ClientConfig.of(backup.host(), backup.port()))) {
+        raw.routeUnder(() -> c.server(backup).membership().ring().epoch());
+        String served;
+        try {
+          io.blobfs.tyr.api.ReadResult r =
+              io.blobfs.tyr.client.TyrClient.await(raw.read(key, 0, 64));
+          served = StandardCharsets.UTF_8.decode(r.data()).toString();
+        } catch (io.blobfs.tyr.api.TyrException e) {
+          assertThat(e.code()).isEqualTo(io.blobfs.tyr.api.ErrorCode.UNAVAILABLE);
+          assertThat(e).hasMessageContaining("read it from another replica");
+          served = null;
+        }
+        assertThat(served).as("what the backup served").isNotEqualTo("v0");
+      }
+      // Through the cluster store, reads go to a replica that serves them: v1 every time.
+      for (int i = 0; i < 20; i++) {
+        ByteBuffer dst = ByteBuffer.allocate(64);
+        int n = store.read(key, 0, dst).get();
+        assertThat(new String(dst.array(), 0, n, StandardCharsets.UTF_8)).isEqualTo("v1");
+      }
+    }
+  }
+
+  /**
    * The other order (a ring change that reached the primary first, its backup a ring
    * behind): the primary applies an overwrite, the backup refuses it for its epoch, and the
    * primary answers that a backup did not confirm. No newer ring will come to fail over
