@@ -77,8 +77,9 @@ class TyrClusterHistoryIT {
       + "and refused by the other, so after failover one key has it and the other not; (2) "
       + "stale plain reads remain possible in three windows: a backup that a write its "
       + "primary applied never reached, until the primary's repair; a node frozen while UP, "
-      + "on its old ring until it loads the ring file; a put made again on a new primary after its first "
-      + "attempt was applied and seen; see blobfs-tyr/README.md, the history section and "
+      + "on its old ring until it loads the ring file; a put made again on a new primary "
+      + "after its first attempt was applied and seen; see blobfs-tyr/README.md, the "
+      + "history section and "
       + "'Not built yet in the cluster'";
 
   @TempDir
