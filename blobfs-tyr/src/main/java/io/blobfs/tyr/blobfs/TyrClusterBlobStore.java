@@ -259,16 +259,16 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
       try {
         return now.on(node(owner).store());
       } catch (IOException e) {
+        if (TyrException.heldByPrepared(e) && System.nanoTime() - start < HELD_WAIT_NANOS) {
+          pauseMillis(heldPauseMillis(held++));
+          attempt--;
+          continue;
+        }
         if (now != call && e instanceof io.blobfs.store.TransactionConflictException) {
           throw new StoreUnavailableException("Týr cluster " + name + ": '" + key
               + "' was applied on its primary " + owner + " and not confirmed by a backup, "
               + "and it changed since: the outcome is unknown (the primary repairs its "
               + "backups of what it applied): " + e.getMessage(), e);
-        }
-        if (TyrException.heldByPrepared(e) && System.nanoTime() - start < HELD_WAIT_NANOS) {
-          pauseMillis(heldPauseMillis(held++));
-          attempt--;
-          continue;
         }
         WrongEpochException w = wrongEpoch(e);
         if (w == null) {
