@@ -50,34 +50,43 @@ public class TyrException extends IOException {
   public static final String NOT_CONNECTED = "(nothing was sent)";
 
   /**
-   * Whether {@code e}, or one of its causes, failed before any byte of the call left this
-   * client (the connection or its handshake failed): nothing was done, so the call may be
-   * made elsewhere whatever it was.
-   */
-  /**
    * What a primary says of a write it applied but a backup did not confirm (the backup a
-   * ring behind, or refusing): the primary is reachable, and the outcome is unknown.
+   * ring behind, or refusing): the primary is reachable, and the outcome is unknown. For
+   * people: the type, {@link BackupUnconfirmedException}, is what clients test.
    */
   public static final String BACKUP_UNCONFIRMED = "a backup did not confirm it";
 
   /**
-   * Whether a primary answered {@link #BACKUP_UNCONFIRMED}: an idempotent call may be made
-   * again on the same primary (a backup behind loads the ring within about a second).
+   * Whether a primary answered that a backup did not confirm a write it applied (a
+   * {@link BackupUnconfirmedException} among the causes): the version it applied is
+   * {@link #unconfirmedVersion}.
    */
   public static boolean backupUnconfirmed(Throwable e) {
-    for (Throwable c = e; c != null; c = c.getCause()) {
-      if (c instanceof TyrException t && t.code == ErrorCode.UNAVAILABLE
-          && t.getMessage() != null && t.getMessage().contains(BACKUP_UNCONFIRMED)) {
-        return true;
-      }
-    }
-    return false;
+    return unconfirmedVersion(e) > 0;
   }
 
+  /** The primary's version of an unconfirmed write among {@code e}'s causes, else 0. */
+  public static long unconfirmedVersion(Throwable e) {
+    for (Throwable c = e; c != null; c = c.getCause()) {
+      if (c instanceof BackupUnconfirmedException b) {
+        return b.appliedVersion();
+      }
+    }
+    return 0;
+  }
+
+  /**
+   * Whether {@code e}, or one of its causes, failed before any byte of the call left this
+   * client (a {@link NotSentException}): nothing was done, so the call may be made
+   * elsewhere whatever it was. Not if a primary answered first (a backup it could not
+   * reach is its link, not ours).
+   */
   public static boolean neverSent(Throwable e) {
     for (Throwable c = e; c != null; c = c.getCause()) {
-      if (c instanceof TyrException t && t.code == ErrorCode.UNAVAILABLE
-          && t.getMessage() != null && t.getMessage().contains(NOT_CONNECTED)) {
+      if (c instanceof BackupUnconfirmedException) {
+        return false;
+      }
+      if (c instanceof NotSentException) {
         return true;
       }
     }

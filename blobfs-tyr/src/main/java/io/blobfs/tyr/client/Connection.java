@@ -125,6 +125,9 @@ final class Connection extends ChannelInboundHandlerAdapter {
       }
       call.future().completeExceptionally(e.code() == ErrorCode.CAS_FAILED
           ? new CasFailedException(e.message(), e.detail())
+          : e.code() == ErrorCode.UNAVAILABLE && e.detail() > 0
+              ? new io.blobfs.tyr.api.BackupUnconfirmedException("Týr server "
+                  + config.address() + ": " + e.message(), e.detail(), null)
           : ring != null ? new io.blobfs.tyr.ring.WrongEpochException("Týr server "
               + config.address() + ": " + e.message(), ring)
           : new TyrException(e.code(), "Týr server " + config.address() + ": "

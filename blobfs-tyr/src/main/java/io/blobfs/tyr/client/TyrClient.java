@@ -412,7 +412,7 @@ public final class TyrClient implements Closeable {
         .connect(Transport.address(config.host(), config.port()));
     cf.addListener(f -> {
       if (!f.isSuccess()) {
-        conn.ready.completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
+        conn.ready.completeExceptionally(new io.blobfs.tyr.api.NotSentException(
             "cannot connect to Týr server " + config.address() + " "
                 + TyrException.NOT_CONNECTED + ": " + f.cause(),
             f.cause()));
@@ -420,9 +420,9 @@ public final class TyrClient implements Closeable {
     });
     // The handshake is bounded too: a server that accepts but never answers is lost.
     group.schedule(() -> {
-      if (conn.ready.completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
+      if (conn.ready.completeExceptionally(new io.blobfs.tyr.api.NotSentException(
           "Týr server " + config.address() + " did not complete the handshake within "
-              + timeoutMs + " ms " + TyrException.NOT_CONNECTED))) {
+              + timeoutMs + " ms " + TyrException.NOT_CONNECTED, null))) {
         conn.close();
         cf.channel().close();
       }

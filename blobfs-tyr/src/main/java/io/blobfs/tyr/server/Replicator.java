@@ -69,6 +69,10 @@ final class Replicator implements Closeable {
   private final Map<Member, Stream> streams = new HashMap<>();
   /** As backup: what each primary has sent, by its id. Guarded by {@code this}. */
   private final Map<String, Incoming> incoming = new HashMap<>();
+  /** As primary: keys applied here that a backup did not confirm, repaired meanwhile. */
+  private final OwedKeys owedKeys = new OwedKeys(this::repair);
+  /** As backup: keys of writes refused here, not served to plain reads meanwhile. */
+  private final RefusedKeys refusedKeys = new RefusedKeys();
 
   /** One backup's stream. Guarded by itself. */
   private static final class Stream {
@@ -136,6 +140,9 @@ final class Replicator implements Closeable {
    * now, and what was waiting to be sent to it fails (it was to a backup that is DOWN).
    */
   private void restartStreamsToDown(Ring ring) {
+    if (ring.state(membership.self()) != Ring.State.UP) {
+      refusedKeys.clear(); // it catches up from the primaries before it serves again
+    }
     List<Stream> down = new ArrayList<>();
     synchronized (this) {
       streams.forEach((m, s) -> {
@@ -227,12 +234,24 @@ final class Replicator implements Closeable {
         }
       }
     }
+    List<Member> backups = new ArrayList<>(perBackup.keySet()); // in the order of reserved
     return committed.handle((result, err) -> {
       List<CompletableFuture<Void>> confirmed = new ArrayList<>();
-      for (Reserved r : reserved) {
+      for (int i = 0; i < reserved.size(); i++) {
+        Reserved r = reserved.get(i);
         TxRequest physical = err == null ? physical(tx, result, r.ops())
             : new TxRequest(List.of(), List.of());
-        confirmed.add(offer(r, physical));
+        CompletableFuture<Void> c = offer(r, physical);
+        if (err == null) {
+          Member b = backups.get(i);
+          // Applied here and not confirmed there: the backup owes this write (OwedKeys).
+          c.whenComplete((x, failed) -> {
+            if (failed != null) {
+              owedKeys.owe(b, keysOf(physical));
+            }
+          });
+        }
+        confirmed.add(c);
       }
       if (err != null) {
         return CompletableFuture.<CommitResult>failedFuture(unwrap(err));
@@ -240,7 +259,7 @@ final class Replicator implements Closeable {
       return CompletableFuture.allOf(confirmed.toArray(new CompletableFuture<?>[0]))
           .handle((x, failed) -> {
             if (failed != null) {
-              throw new CompletionException(backupFailed(unwrap(failed)));
+              throw new CompletionException(backupFailed(unwrap(failed), result.version()));
             }
             return result;
           });
@@ -465,16 +484,67 @@ final class Replicator implements Closeable {
    * the backup's own {@code WRONG_EPOCH} (a client takes that for a refusal made before
    * anything was done, and made a transaction again, whose check then failed on this
    * very write: a conflict reported for an applied transaction, {@code TyrBackupAheadTest}),
-   * nor a message that still says {@link TyrException#NOT_CONNECTED} (this node's link to
-   * the backup failed, not the client's: the client would make the call again elsewhere).
+   * nor a {@link io.blobfs.tyr.api.NotSentException} (this node's link to the backup
+   * failed, not the client's: the client would make the call again elsewhere). Typed, with
+   * the version applied here, which a client's conditional second attempt checks.
    * A client that needs the backup's newer ring finds it by asking the members.
    */
-  private static TyrException backupFailed(Throwable e) {
+  private static TyrException backupFailed(Throwable e, long appliedVersion) {
     String why = String.valueOf(e.getMessage()).replace(TyrException.NOT_CONNECTED,
         "(nothing was sent to the backup)");
-    return new TyrException(ErrorCode.UNAVAILABLE, "the write was applied on the primary "
-        + "but " + TyrException.BACKUP_UNCONFIRMED + ", so it is not acknowledged (retry it): "
-        + why, e);
+    return new io.blobfs.tyr.api.BackupUnconfirmedException("the write was applied on the "
+        + "primary but " + TyrException.BACKUP_UNCONFIRMED + " (version " + appliedVersion
+        + " here), so it is not acknowledged (this node repairs the backup): " + why,
+        appliedVersion, e);
+  }
+
+  private static List<String> keysOf(TxRequest tx) {
+    List<String> keys = new ArrayList<>();
+    tx.ops().forEach(op -> keys.add(op.key()));
+    return keys;
+  }
+
+  /**
+   * Makes {@code key}'s current state here a write again, on the replicated path, so that
+   * {@code backup} (and any other backup of the key) gets it after every earlier write of
+   * the key: a put of its bytes, or a delete if it is absent, under a check of the version
+   * read, so that a write landing in between fails it (and the next pass reads again).
+   * True once confirmed, or if the key needs it no more: this node is not its UP primary
+   * (the new primary's copy rules, and this node catches up if it serves again), or
+   * {@code backup} is not among its backups (it catches up from the primary before it
+   * serves). Costs one version of the key on this node.
+   */
+  private CompletableFuture<Boolean> repair(Member backup, String key) {
+    Ring ring = membership.ring();
+    if (ring.state(membership.self()) != Ring.State.UP
+        || !ring.primary(key).equals(membership.self())
+        || !ring.backups(key).contains(backup)) {
+      return CompletableFuture.completedFuture(true);
+    }
+    TxRequest tx;
+    try {
+      io.blobfs.tyr.api.BlobStat stat = engine.stat(key);
+      if (!stat.exists()) {
+        tx = new TxRequest(List.of(new io.blobfs.tyr.api.ReadCheck(key, 0)),
+            List.of(new TxOp.Delete(key, false)));
+      } else {
+        byte[] bytes = new byte[Math.toIntExact(stat.size())];
+        io.blobfs.tyr.api.BlobStat read = engine.read(key, 0, ByteBuffer.wrap(bytes));
+        if (read.version() != stat.version()) {
+          return CompletableFuture.completedFuture(false); // written meanwhile: next pass
+        }
+        tx = new TxRequest(List.of(new io.blobfs.tyr.api.ReadCheck(key, read.version())),
+            List.of(new TxOp.Put(key, ByteBuffer.wrap(bytes), false)));
+      }
+    } catch (java.io.IOException | RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return commit(tx).thenApply(r -> true);
+  }
+
+  /** The keys owed to {@code backup}: written here, not yet confirmed there (tests). */
+  List<String> owedTo(Member backup) {
+    return owedKeys.owedTo(backup);
   }
 
   private Stream stream(Member backup) {
@@ -537,6 +607,7 @@ final class Replicator implements Closeable {
         incoming.put(rep.source(), in);
       }
       if (rep.firstSeq() != in.expected) {
+        refused(rep);
         return CompletableFuture.failedFuture(new TyrException(ErrorCode.BAD_REQUEST,
             "replication from " + rep.source() + " resumes at " + rep.firstSeq()
                 + ", expected " + in.expected));
@@ -544,7 +615,15 @@ final class Replicator implements Closeable {
       for (TxRequest tx : rep.txs()) {
         in.expected++;
         if (!tx.ops().isEmpty()) {
-          applied.add(engine.commit(tx));
+          List<String> keys = keysOf(tx);
+          long[] stamps = keys.stream().mapToLong(refusedKeys::stamp).toArray();
+          applied.add(engine.commit(tx).whenComplete((x, e) -> {
+            if (e == null) {
+              for (int i = 0; i < keys.size(); i++) {
+                refusedKeys.applied(keys.get(i), stamps[i]);
+              }
+            }
+          }));
         }
       }
     }
@@ -572,6 +651,26 @@ final class Replicator implements Closeable {
     });
   }
 
+  /** As backup: {@code rep} is refused here, its writes applied on its primary only. */
+  void refused(Request.Replicate rep) {
+    refusedKeys.refused(rep.txs());
+  }
+
+  /**
+   * As backup: why a plain read of {@code key} (bytes, stat or local grant) is not served
+   * here, or null: a write of it that its primary applied was refused here and nothing
+   * has replaced it since, so this copy may be older than what readers saw from the
+   * primary (unless this node is the key's primary now: then its copy is the key's).
+   */
+  TyrException staleHere(String key) {
+    if (!refusedKeys.lacks(key) || membership.ring().primary(key).equals(membership.self())) {
+      return null;
+    }
+    return new TyrException(ErrorCode.UNAVAILABLE, "node " + membership.self() + " refused "
+        + "a write of '" + key + "' that its primary applied, and has not had it since: "
+        + "read it from another replica");
+  }
+
   private static Throwable unwrap(Throwable e) {
     while (e instanceof CompletionException && e.getCause() != null) {
       e = e.getCause();
@@ -581,6 +680,7 @@ final class Replicator implements Closeable {
 
   @Override
   public void close() {
+    owedKeys.close();
     List<Stream> open;
     synchronized (this) {
       open = new ArrayList<>(streams.values());

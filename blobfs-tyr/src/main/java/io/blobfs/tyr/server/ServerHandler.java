@@ -331,6 +331,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     if (e instanceof CasFailedException cas) {
       return error(ErrorCode.CAS_FAILED, cas.getMessage(), cas.actual(), ctx, id);
     }
+    if (e instanceof io.blobfs.tyr.api.BackupUnconfirmedException b) {
+      // Typed by its detail: the version applied on this primary (Connection reads it).
+      return error(ErrorCode.UNAVAILABLE, b.getMessage(), b.appliedVersion(), ctx, id);
+    }
     if (e instanceof TyrException t) {
       return error(t.code(), t.getMessage(), 0, ctx, id);
     }

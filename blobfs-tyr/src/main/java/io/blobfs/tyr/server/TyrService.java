@@ -71,7 +71,12 @@ final class TyrService {
         // a recovering peer's barrier waits for a batch let in under an older ring.
         io.blobfs.tyr.ring.Ring admitted = membership.admit();
         try {
-          membership.check(rep);
+          try {
+            membership.check(rep);
+          } catch (io.blobfs.tyr.ring.WrongEpochException refused) {
+            replicator.refused(rep); // applied on its primary: this copy lags behind it
+            throw refused;
+          }
           return replicator.apply(rep).whenComplete((x, e) -> membership.release(admitted));
         } catch (Exception | Error e) {
           membership.release(admitted);
@@ -80,6 +85,11 @@ final class TyrService {
       }
       if (membership != null) {
         membership.check(request); // refused unless under our epoch and for our keys
+        String read = plainReadKey(request);
+        TyrException stale = read == null ? null : replicator.staleHere(read);
+        if (stale != null) {
+          throw stale;
+        }
       } else if (request instanceof Request.Routed || request instanceof Request.Replicate) {
         throw new TyrException(ErrorCode.BAD_REQUEST, "this Týr node is not in a cluster");
       }
@@ -165,5 +175,18 @@ final class TyrService {
       }
       throw e;
     }
+  }
+
+  /** The key a plain read (bytes, stat, local grant) names, routed or not; else null. */
+  private static String plainReadKey(Request request) {
+    Request inner = request instanceof Request.Routed r ? r.inner() : request;
+    if (inner instanceof Request.Read rd) {
+      return rd.key();
+    } else if (inner instanceof Request.Stat st) {
+      return st.key();
+    } else if (inner instanceof Request.Grant g) {
+      return g.key();
+    }
+    return null;
   }
 }
