@@ -92,7 +92,9 @@ def scan():
         elif "org.apache.hadoop.fs.TestDFSIO" in args:
             op = next((a for a in args if a in ("-write", "-read", "-clean")), "?")
             fs = next((a.split("=", 1)[1] for a in args if a.startswith("-Dfs.defaultFS=")), "?")
-            job = (pid, f"{fs} {op}")
+            # Variants of one file system (e.g. a write buffer size) are told apart by it.
+            buf = next((a.split("=", 1)[1] for a in args if ".write.buffer.size=" in a), None)
+            job = (pid, f"{fs}{' buffer=' + buf if buf else ''} {op}")
     return daemons, job
 
 
