@@ -4,6 +4,7 @@
 #   scripts/bench-dfsio.sh [--rounds N] [--files N] [--size S] [--buffer B] [--cold]
 #                          [--targets hdfs,tyr-server,tyr-embedded,rados,file] [--name REPORT]
 # (more targets, not in the default list: tyr-server-tcp, the server with local reads off;
+# tyr-server-8m, the server written with 8 MiB writes, the Týr default before session 8;
 # tyr-server-nosync, a server whose log is not synced, as HDFS does not sync its blocks)
 # Defaults: 3 rounds of 4 files x 256MB (S as TestDFSIO takes it: 256MB, 1GB), warm reads.
 # --cold drops the page cache between each write and its read (root only; it empties the
@@ -15,6 +16,16 @@ cd "$(dirname "$0")/.."
 # Built in the reactor and run from target/ (never installed into the shared ~/.m2).
 # BLOBFS_DFSIO_JVM_OPTS: extra options of every job's JVM (e.g. a JFR recording per job:
 # -XX:StartFlightRecording=filename=/tmp/%t-%o-%r.jfr,settings=profile).
+# Ceph is started only when a RADOS target runs (it is in the default list): a run of the
+# other targets leaves the OSD's 6 GiB cache out of a machine it shares.
+targets=hdfs,tyr-server,tyr-embedded,rados,file
+prev=
+for a in "$@"; do
+  [ "$prev" = --targets ] && targets=$a
+  prev=$a
+done
+BLOBFS_BENCH_CEPH=0
+[[ ",$targets," == *,rados,* ]] && BLOBFS_BENCH_CEPH=1
 source scripts/ceph/bench-env.sh
 started_hdfs=
 scripts/hdfs/hdfs.sh status >/dev/null 2>&1 || started_hdfs=1

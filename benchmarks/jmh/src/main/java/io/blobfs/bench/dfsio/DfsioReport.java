@@ -78,6 +78,7 @@ public final class DfsioReport {
     // Synced every 100 ms, like the embedded node's default: HDFS does not sync a block
     // before acknowledging it either.
     try (TyrServerProcess tyr = wanted.contains("tyr-server") || wanted.contains("tyr-server-tcp")
+        || wanted.contains("tyr-server-8m")
         ? new TyrServerProcess(tyrData, "--sync", "interval", "--threads", "4").start() : null;
         // Like for like with HDFS, whose DataNode never syncs a block it writes (unless the
         // client calls hsync): a second server whose log is synced only when a segment
@@ -132,6 +133,17 @@ public final class DfsioReport {
         return new Target(name, "blob:// on a Týr server process, log not synced (as HDFS)",
             o, List.of());
       }
+      case "tyr-server-8m": {
+        // The Týr store's write buffer before session 8 (the built-in 8 MiB), side by side
+        // with tyr-server's 1 MiB default on the same server process.
+        List<String> o = new ArrayList<>(blob);
+        o.add("-Dfs.blob.store.tyrsrv.type=tyr");
+        o.add("-Dfs.blob.store.tyrsrv.address=" + tyr.address());
+        o.add("-Dfs.blob.store.tyrsrv.write.buffer.size=8m");
+        o.addAll(fsOptions("blob://tyrsrv"));
+        return new Target(name, "blob:// on a Týr server process, 8 MiB writes (before)", o,
+            List.of());
+      }
       case "tyr-server":
       case "tyr-server-tcp": {
         // The job runs on the server's host: by default it reads the server's files itself
@@ -166,7 +178,8 @@ public final class DfsioReport {
             List.of());
       default:
         throw new IllegalArgumentException("unknown target " + name
-            + " (hdfs, tyr-server, tyr-server-nosync, tyr-server-tcp, tyr-embedded, rados, file)");
+            + " (hdfs, tyr-server, tyr-server-8m, tyr-server-nosync, tyr-server-tcp, tyr-embedded,"
+            + " rados, file)");
     }
   }
 
