@@ -526,7 +526,19 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
       n.put(key, content, mode);
       return null;
     }, applied -> n -> {
-      n.putIfVersion(key, content, applied);
+      try {
+        n.putIfVersion(key, content.duplicate(), applied);
+      } catch (io.blobfs.store.TransactionConflictException moved) {
+        // The primary's own repair of its backups (OwedKeys) rewrites what it applied, so
+        // the key moving on may still hold our bytes: then have them confirmed at the
+        // version they are at now (acknowledged only once every replica has them). Other
+        // bytes are another writer's, and the outcome stays unknown.
+        VersionedBytes now = n.readWithVersion(key, content.remaining() + 1);
+        if (!ByteBuffer.wrap(now.bytes()).equals(content.duplicate())) {
+          throw moved;
+        }
+        n.putIfVersion(key, content.duplicate(), now.version());
+      }
       return null;
     });
   }

@@ -229,6 +229,55 @@ class TyrBackupAheadTest {
   }
 
   /**
+   * As the test above, but the backup loads the ring only after the primary's repair of
+   * its backups (OwedKeys, about a second after the refusal) has rewritten the key: the
+   * client's next conditional attempt then finds the key moved on, by the repair of its
+   * own bytes, not by another writer. Failed before with an indeterminate
+   * {@code StoreUnavailableException} ("it changed since: the outcome is unknown"; seen in
+   * {@code TyrClusterFailoverIT}); now the client finds its own bytes there and has them
+   * confirmed at the version they are at.
+   */
+  @Test
+  void anOverwriteWhoseKeyTheRepairMovedOnIsConfirmedAndSucceeds() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2);
+        TyrClusterBlobStore store = c.store("b", "op-timeout", "10s")) {
+      String key = "b/repaired";
+      store.put(key, utf8("v0"), PutMode.OVERWRITE);
+      Member primary = c.ring.primary(key);
+      Member backup = c.ring.owners(key).get(1);
+      Member third = c.members.stream().filter(m -> !m.equals(primary) && !m.equals(backup))
+          .findFirst().orElseThrow();
+      Ring next = c.ring.withState(third, Ring.State.DOWN, 2); // the key's roles unchanged
+      c.server(primary).membership().install(next);
+      c.server(third).membership().install(next);
+      AtomicReference<Throwable> watcher = new AtomicReference<>();
+      Thread backupLoads = new Thread(() -> {
+        try {
+          long end = System.nanoTime() + Duration.ofMinutes(1).toNanos();
+          while (!"v1".equals(onNode(c, primary, key))) {
+            if (System.nanoTime() > end) {
+              throw new IllegalStateException("v1 never reached the primary " + primary);
+            }
+            Thread.sleep(1);
+          }
+          // past the repair's first pass (a second after the refusal) and the client's
+          // attempts made meanwhile
+          Thread.sleep(2500);
+          c.server(backup).membership().install(next);
+        } catch (IOException | RuntimeException | InterruptedException e) {
+          watcher.set(e);
+        }
+      });
+      backupLoads.start();
+      store.put(key, utf8("v1"), PutMode.OVERWRITE);
+      backupLoads.join(Duration.ofMinutes(2).toMillis());
+      assertThat(watcher.get()).isNull();
+      assertThat(onNode(c, primary, key)).isEqualTo("v1");
+      assertThat(onNode(c, backup, key)).as("the backup's own copy").isEqualTo("v1");
+    }
+  }
+
+  /**
    * The stale register read of {@code TyrClusterHistoryIT} (OPEN_BUGS (3), seed
    * 40404071680335): a put applied on its primary and not confirmed by a backup a ring
    * behind is read from the primary, then another writer's put is acknowledged over it,
