@@ -4,6 +4,9 @@
 # disk, side by side, interleaved, in one run.
 #   scripts/bench-hpc.sh [--rounds 3] [--seq-size 512m] [--rand-size 64m]
 #       [--shared-size 128m] [--backends tyr,rados,cephfs,local] [--name fuse-hpc]
+#       [--workloads seq,rand,shared,mpi]
+# --workloads runs only those (each write then its read; the report marks the others
+# "not measured"), e.g. --workloads seq,shared for the read targets.
 # Workloads (fio, psync, 1 job unless said): sequential 1 MiB write then read, random
 # 8 KiB write then read, 4 jobs on one shared file (each its own --shared-size range,
 # 1 MiB blocks) writing then reading; then the MPI-IO program with 4 ranks (N-to-1 and
@@ -19,6 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=3 seq=512m rand=64m shared=128m backends=tyr,rados,cephfs,local name=fuse-hpc
+workloads=seq,rand,shared,mpi
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds=$2; shift 2 ;;
@@ -27,6 +31,7 @@ while [ $# -gt 0 ]; do
     --shared-size) shared=$2; shift 2 ;;
     --backends) backends=$2; shift 2 ;;
     --name) name=$2; shift 2 ;;
+    --workloads) workloads=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -114,17 +119,21 @@ fio_mbps() {
   python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print("%.1f" % (j[sys.argv[2]]["bw_bytes"]/1e6))' "$out" "$k"
 }
 
+wanted() { [[ ,$workloads, == *,$1,* ]]; }
+
 raw=benchmarks/target/$name.tsv
 mkdir -p benchmarks/target
 {
   echo "# load-before	$(cat /proc/loadavg)"
-  echo "# sizes	seq=$seq rand=$rand shared=4x$shared rounds=$rounds"
+  echo "# sizes	seq=$seq rand=$rand shared=4x$shared rounds=$rounds workloads=$workloads"
 } >"$raw"
 record() { echo "$1	$2	$3	$4" >>"$raw"; log "round $1 $2 $3 $4 MB/s"; }
 
 mpi_src=blobfs-fuse/src/test/mpi/mpiio.c
 mpi_bin=""
-if [ -f "$mpi_src" ] && command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
+if ! wanted mpi; then
+  echo "# mpi-not-run	not asked for (--workloads $workloads)" >>"$raw"
+elif [ -f "$mpi_src" ] && command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
   mpi_bin=$work/mpiio
   mpicc -O2 -o "$mpi_bin" "$mpi_src"
   # Open MPI refuses root without this flag; MPICH has no such flag
@@ -141,14 +150,20 @@ mpi_mib=$(( $(numfmt --from=iec "${shared^^}") >> 20 ))
 for ((r = 1; r <= rounds; r++)); do
   for b in "${list[@]}"; do
     d=${dir[$b]}
-    record "$r" "$b" seq-write "$(fio_mbps "$d" seq write 1M "$seq")"
-    record "$r" "$b" seq-read "$(fio_mbps "$d" seq read 1M "$seq")"
-    record "$r" "$b" rand-write "$(fio_mbps "$d" rand randwrite 8k "$rand")"
-    record "$r" "$b" rand-read "$(fio_mbps "$d" rand randread 8k "$rand")"
-    record "$r" "$b" shared-write "$(fio_mbps "$d" shared write 1M "$shared" --numjobs=4 --offset_increment="$shared")"
-    record "$r" "$b" shared-read "$(fio_mbps "$d" shared read 1M "$shared" --numjobs=4 --offset_increment="$shared")"
+    if wanted seq; then
+      record "$r" "$b" seq-write "$(fio_mbps "$d" seq write 1M "$seq")"
+      record "$r" "$b" seq-read "$(fio_mbps "$d" seq read 1M "$seq")"
+    fi
+    if wanted rand; then
+      record "$r" "$b" rand-write "$(fio_mbps "$d" rand randwrite 8k "$rand")"
+      record "$r" "$b" rand-read "$(fio_mbps "$d" rand randread 8k "$rand")"
+    fi
+    if wanted shared; then
+      record "$r" "$b" shared-write "$(fio_mbps "$d" shared write 1M "$shared" --numjobs=4 --offset_increment="$shared")"
+      record "$r" "$b" shared-read "$(fio_mbps "$d" shared read 1M "$shared" --numjobs=4 --offset_increment="$shared")"
+    fi
     rm -f "$d/seq" "$d/rand" "$d/shared"
-    if [ -n "$mpi_bin" ]; then
+    if [ -n "$mpi_bin" ] && wanted mpi; then
       for mode in n1 nn; do
         mkdir -p "$d/mpi-$mode"
         drop_caches

@@ -10,6 +10,7 @@
 #   scripts/ceph/cluster.sh env    [--layout ...] [--auth ...]
 #   scripts/ceph/cluster.sh purge  [--layout ...] [--auth ...]
 #   scripts/ceph/cluster.sh osd-stop|osd-start --id N [--layout ...] [--auth ...]
+#   scripts/ceph/cluster.sh wait   [--layout ...] [--auth ...]
 #   eval "$(scripts/ceph/cluster.sh start --layout single --auth cephx)"
 #
 # Defaults: --layout single --auth cephx.
@@ -46,6 +47,9 @@
 #   by BLOBFS_CEPH_PROBE_TIMEOUT.
 # stop: stops the daemons (OSDs, then mgr, then mon; a stopped daemon is SIGCONTed
 #   first); purge: stop + delete the dir.
+# wait: waits (bounded, as start) until the running cluster is usable again, as start
+#   judges it (every OSD active, every PG active+clean), without starting anything: for
+#   fault tests after an OSD was frozen or marked down.
 # status: `ceph -s`, exit 1 when not running or failing the I/O probe.
 # BLOBFS_CEPH_OSD_ARGS: extra options for the OSDs this run starts (e.g.
 #   "--osd_memory_target=6442450944"); they win over ceph.conf. Running OSDs keep theirs.
@@ -681,6 +685,11 @@ case "$CMD" in
     # Restarts whatever daemon is down (here: the stopped OSD) and waits until usable.
     with_lock do_start >/dev/null
     log "osd.${OSD_ID:-?} running again"
+    ;;
+  wait)
+    [ -f "$DIR/.created" ] || die "no cluster in $DIR"
+    wait_ready $(( $(date +%s) + START_TIMEOUT ))
+    log "usable"
     ;;
   purge)
     with_lock do_stop

@@ -200,24 +200,34 @@ public final class BlobFuseFs implements LowLevelFs {
   }
 
   /**
-   * Applies a truncate or new time to the node's staged file, if it has one; under the
-   * map's monitor, so that a last release, which leaves the map only with nothing left to
-   * publish, cannot miss the change.
+   * Applies a truncate or new time to the node's staged file, if it has one. The file is
+   * pinned under the map's monitor (counted as a handle, so no last release takes it out
+   * of the map) and changed outside it: a truncate waits for the file's publication under
+   * way, and only this file's calls should wait for that, not every open and release of
+   * the mount. A last release meanwhile leaves the file to this call, which then
+   * publishes it as that release would have ({@link #unpin}), so the change is never
+   * missed.
    */
-  private boolean changeStaged(long node, SetAttr change) throws IOException {
+  private boolean changeStaged(long node, SetAttr change) throws IOException, FuseException {
+    StagedFile s;
     synchronized (staged) {
-      StagedFile s = staged.get(node);
+      s = staged.get(node);
       if (s == null) {
         return false;
       }
+      s.handles++;
+    }
+    try {
       if (change.size() >= 0) {
         s.truncate(change.size());
       }
       if (change.mtimeMillis() >= 0) {
         s.setMtime(change.mtimeMillis());
       }
-      return true;
+    } finally {
+      unpin(node(node), s);
     }
+    return true;
   }
 
   @Override
@@ -418,8 +428,10 @@ public final class BlobFuseFs implements LowLevelFs {
     boolean append = (flags & FuseSession.O_APPEND) != 0;
     try {
       FileReader reader = null;
+      StagedFile s;
+      boolean truncateStaged = false;
       synchronized (staged) {
-        StagedFile s = staged.get(node);
+        s = staged.get(node);
         if (s == null && !writable) {
           reader = ns.open(n.path); // a fresh record read: close-to-open
         } else if (s == null) {
@@ -431,10 +443,18 @@ public final class BlobFuseFs implements LowLevelFs {
               : StagedFile.copyOf(settings.stagingDir(), ns.open(info))).uploadEarly(ns, uploads, settings.earlyUploadChunk());
           staged.put(node, s);
         } else if (trunc) {
-          s.truncate(0);
+          truncateStaged = true; // below, outside the map's monitor: see changeStaged
         }
         if (s != null) {
-          s.handles++;
+          s.handles++; // this open's handle, which also keeps s in the map meanwhile
+        }
+      }
+      if (truncateStaged) {
+        try {
+          s.truncate(0);
+        } catch (IOException | RuntimeException e) {
+          unpin(n, s); // no handle was made: give its count back
+          throw e;
         }
       }
       Opened o = handle(new Handle(n, reader == null ? null : new PublishedReader(reader),
@@ -564,22 +584,35 @@ public final class BlobFuseFs implements LowLevelFs {
     StagedFile s;
     synchronized (staged) {
       s = staged.get(h.node().id);
-      // a handle counts on the staged file when it was opened on it (it has no reader)
-      if (s == null || h.reader() != null || --s.handles > 0) {
+    }
+    // a handle counts on the staged file when it was opened on it (it has no reader); the
+    // count keeps that file in the map, so s is the one it was counted on
+    if (s != null && h.reader() == null) {
+      unpin(h.node(), s);
+    }
+  }
+
+  /**
+   * Gives back one count (a handle, or a setattr's pin) on {@code s}, the staged file of
+   * {@code node}; the last one publishes it and takes it out of the map.
+   */
+  private void unpin(Node node, StagedFile s) throws FuseException {
+    synchronized (staged) {
+      if (--s.handles > 0) {
         return;
       }
     }
     // Published while still in the map, so that a rename or unlink of the name, which
     // publishes what is staged under it first, never misses it; an open racing in
     // meanwhile keeps the staged file alive. A setattr (utimensat after close, as rsync
-    // and tar do) may change it after this publication: then it is published again, and
-    // it leaves the map only clean, under the monitor setattr changes it under.
+    // and tar do) pins it while it changes it: then the setattr's unpin publishes it
+    // again, and it leaves the map only clean.
     while (true) {
       try {
-        publish(h.node(), s);
+        publish(node, s);
       } catch (FuseException e) {
         synchronized (staged) {
-          if (s.handles == 0 && staged.remove(h.node().id, s)) {
+          if (s.handles == 0 && staged.remove(node.id, s)) {
             s.discard();
           }
         }
@@ -589,8 +622,8 @@ public final class BlobFuseFs implements LowLevelFs {
         if (s.handles > 0) {
           return; // reopened meanwhile: the new handles own it
         }
-        if (!s.dirty() || h.node().unlinked) {
-          staged.remove(h.node().id, s);
+        if (!s.dirty() || node.unlinked) {
+          staged.remove(node.id, s);
           s.discard();
           return;
         }

@@ -24,6 +24,12 @@ final class PublishedReader {
   static final int CHUNK = 1 << 20;
   /** Bytes asked ahead at most, per handle. */
   static final long WINDOW = 16L << 20;
+  /**
+   * Chunks kept below the latest read: the kernel's concurrent requests of one
+   * sequential reader reach the threads in any order, and a chunk dropped because a
+   * later request came first would cost a store call of its own.
+   */
+  static final long BEHIND = 4L << 20;
 
   private final FileReader reader;
   /** Created at the second of two reads in a row; null before. */
@@ -49,7 +55,7 @@ final class PublishedReader {
           && offset < ahead.requestedEnd();
       if (continues || held) {
         if (ahead == null) {
-          ahead = new ReadAhead(reader, CHUNK, WINDOW);
+          ahead = new ReadAhead(reader, CHUNK, WINDOW + BEHIND, BEHIND);
         }
         while (dst.hasRemaining()) {
           if (ahead.read(offset + dst.position() - start, dst) < 0) {

@@ -313,6 +313,59 @@ class EarlyUploadTest {
   }
 
   /**
+   * A truncate of a file whose publication is under way waits for that publication (it
+   * never shrinks the file under an upload reading it), but only that file's calls wait:
+   * before, it waited holding the mount's map of open files, so an open of any other
+   * file stalled until the upload ended.
+   */
+  @Test
+  void aTruncateWaitingForItsFilesUploadStallsNoOtherFile() throws Exception {
+    Opened[] other = new Opened[1];
+    Entry o = create("other", other);
+    fs.write(o.node(), other[0].fh(), 0, ByteBuffer.wrap(data, 0, 100));
+    fs.release(o.node(), other[0].fh());
+    Opened[] h = new Opened[1];
+    Entry e = create("uploading", h);
+    fs.write(e.node(), h[0].fh(), 0, ByteBuffer.wrap(data, 0, 2 * MIB));
+    FaultInjectingBlobStore.Fault held = faults.on(FaultInjectingBlobStore.Op.PUT,
+        FaultInjectingBlobStore.Op.COMMIT).keys("n/uploading").pause();
+    CompletableFuture<Void> fsync = CompletableFuture.runAsync(() -> {
+      try {
+        fs.fsync(e.node(), h[0].fh(), false);
+      } catch (FuseException ex) {
+        throw new IllegalStateException(ex);
+      }
+    });
+    held.awaitReached();
+    Thread truncate = new Thread(() -> {
+      try {
+        fs.setattr(e.node(), new SetAttr(h[0].fh(), MIB, -1, false));
+      } catch (FuseException ex) {
+        throw new IllegalStateException(ex);
+      }
+    });
+    truncate.start();
+    awaitUntil(() -> truncate.getState() == Thread.State.WAITING); // parked on the upload
+    assertEquals(Thread.State.WAITING, truncate.getState());
+    assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
+      Opened r = fs.open(o.node(), 0 /* O_RDONLY */);
+      ByteBuffer got = ByteBuffer.allocate(100);
+      fs.read(o.node(), r.fh(), 0, got);
+      assertArrayEquals(Arrays.copyOf(data, 100), got.array());
+      fs.release(o.node(), r.fh());
+    });
+    // before, the open waited for the held commit (let go only by the fault's time limit)
+    assertTrue(truncate.isAlive(), "the open of another file waited for this upload");
+    held.release();
+    fsync.get();
+    truncate.join(60_000);
+    assertTrue(!truncate.isAlive());
+    fs.flush(e.node(), h[0].fh());
+    assertArrayEquals(Arrays.copyOf(data, MIB), published("/uploading"));
+    fs.release(e.node(), h[0].fh());
+  }
+
+  /**
    * An fsync while another descriptor appends faster than the store takes the bytes: the
    * background upload stops at the version's end, and the fsync sends only the rest of
    * it. Before, the task kept claiming the appended bytes for as long as they came (the

@@ -54,6 +54,16 @@ final class MountedStore implements AutoCloseable {
    */
   static MountedStore mount(Backend backend, Path tmp, Map<String, String> extra)
       throws IOException {
+    return mount(backend, tmp, extra, backend == Backend.RADOS ? ceph() : Map.of());
+  }
+
+  /**
+   * As {@link #mount(Backend, Path, Map)}, a RADOS store on the cluster whose
+   * {@code cluster.sh start} exports are {@code cephEnv} (a cluster of the test's own,
+   * {@link PrivateCephCluster}) instead of the run's shared one.
+   */
+  static MountedStore mount(Backend backend, Path tmp, Map<String, String> extra,
+      Map<String, String> cephEnv) throws IOException {
     String name = backend.name().toLowerCase() + "-" + System.nanoTime();
     String p = "fs.blob.store." + name + ".";
     Map<String, String> conf = new HashMap<>();
@@ -72,7 +82,7 @@ final class MountedStore implements AutoCloseable {
       }
       case RADOS -> {
         conf.put(p + "type", "rados");
-        conf.putAll(radosOptions(p, ceph(), "fuse-" + System.nanoTime()));
+        conf.putAll(radosOptions(p, cephEnv, "fuse-" + System.nanoTime()));
       }
     }
     conf.put(p + "stripe.size", "1m"); // small stripes: the tests' files span many
@@ -92,6 +102,14 @@ final class MountedStore implements AutoCloseable {
 
   Path mnt() {
     return mnt;
+  }
+
+  /** The Týr server process that serves this mount's store, for a test that stops it. */
+  long serverPid() {
+    if (server == null) {
+      throw new IllegalStateException(name + " has no Týr server process of its own");
+    }
+    return server.pid();
   }
 
   /**
@@ -145,22 +163,35 @@ final class MountedStore implements AutoCloseable {
   /** The native single-OSD cephx cluster of this run, started once (cluster.sh start). */
   static synchronized Map<String, String> ceph() throws IOException {
     if (cephEnv == null) {
-      String out = run(10, "bash", "-c", "bash '" + repoRoot().resolve("scripts/ceph/ensure-ceph.sh")
-          + "' >&2 && bash '" + repoRoot().resolve("scripts/ceph/cluster.sh") + "' start");
-      Map<String, String> vars = new HashMap<>();
-      for (String line : out.split("\n")) {
-        String l = line.trim();
-        if (l.startsWith("export ") && l.indexOf('=') > 7) {
-          String v = l.substring(l.indexOf('=') + 1);
-          vars.put(l.substring(7, l.indexOf('=')), v.replaceAll("^'|'$", ""));
-        }
-      }
-      if (!vars.containsKey("CEPH_CONF")) {
-        throw new IOException("cluster.sh start printed no CEPH_CONF:\n" + out);
-      }
-      cephEnv = vars;
+      cephEnv = clusterSh(Map.of(), "start");
     }
     return cephEnv;
+  }
+
+  /**
+   * Runs {@code scripts/ceph/cluster.sh CMD} (after ensure-ceph.sh for start) with
+   * {@code env} added to this JVM's environment (a cluster of its own:
+   * BLOBFS_CEPH_ROOT, BLOBFS_CEPH_PORT_BASE); returns the shell exports it printed.
+   */
+  static Map<String, String> clusterSh(Map<String, String> env, String cmd)
+      throws IOException {
+    String script = "bash '" + repoRoot().resolve("scripts/ceph/cluster.sh") + "' " + cmd;
+    if (cmd.equals("start")) {
+      script = "bash '" + repoRoot().resolve("scripts/ceph/ensure-ceph.sh") + "' >&2 && " + script;
+    }
+    String out = run(10, env, "bash", "-c", script);
+    Map<String, String> vars = new HashMap<>();
+    for (String line : out.split("\n")) {
+      String l = line.trim();
+      if (l.startsWith("export ") && l.indexOf('=') > 7) {
+        String v = l.substring(l.indexOf('=') + 1);
+        vars.put(l.substring(7, l.indexOf('=')), v.replaceAll("^'|'$", ""));
+      }
+    }
+    if (cmd.equals("start") && !vars.containsKey("CEPH_CONF")) {
+      throw new IOException("cluster.sh start printed no CEPH_CONF:\n" + out);
+    }
+    return vars;
   }
 
   /** A RADOS store on {@code pool} (default the cluster's) as client.blobfs-all. */
@@ -177,7 +208,11 @@ final class MountedStore implements AutoCloseable {
 
   /** Runs a ceph admin command on the cluster; returns its output. */
   static String cephAdmin(String... args) throws IOException {
-    Map<String, String> env = ceph();
+    return cephAdmin(ceph(), args);
+  }
+
+  /** Runs a ceph admin command on the cluster whose cluster.sh exports are {@code env}. */
+  static String cephAdmin(Map<String, String> env, String... args) throws IOException {
     List<String> cmd = new ArrayList<>(List.of("ceph", "--conf", env.get("CEPH_CONF"),
         "--keyring", env.get("CEPH_KEYRING")));
     cmd.addAll(List.of(args));
@@ -185,10 +220,17 @@ final class MountedStore implements AutoCloseable {
   }
 
   private static String run(int minutes, String... cmd) throws IOException {
+    return run(minutes, Map.of(), cmd);
+  }
+
+  private static String run(int minutes, Map<String, String> env, String... cmd)
+      throws IOException {
     File log = File.createTempFile("fuse-ceph", ".log");
     try {
-      Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT)
-          .redirectOutput(log).start();
+      ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT)
+          .redirectOutput(log);
+      pb.environment().putAll(env);
+      Process p = pb.start();
       if (!p.waitFor(minutes, TimeUnit.MINUTES)) {
         p.destroyForcibly();
         throw new IOException(String.join(" ", cmd) + ": over " + minutes + " min");

@@ -85,6 +85,25 @@ class PublishedReaderTest {
     r.close();
   }
 
+  /**
+   * The kernel sends a sequential reader's requests (its read-ahead, async_read) to the
+   * mount's threads at once, which take them in any order: a request just below one
+   * already served must find its chunk still held, not cost a store call of its own.
+   */
+  @Test
+  void sequentialRequestsServedOutOfOrderCostNoExtraStoreReads() throws Exception {
+    PublishedReader r = open();
+    storeReads.set(0);
+    long[] offsets = {0, MIB, 3L * MIB, 2L * MIB, 5L * MIB, 4L * MIB, 6L * MIB};
+    for (long off : offsets) {
+      assertArrayEquals(expected(off, MIB), read(r, off, MIB), "at " + off);
+    }
+    // the first request alone (not yet known to be sequential), then the six 1 MiB
+    // chunks of the read-ahead from 1 MiB on, each fetched once
+    assertEquals(7, storeReads.get(), "store reads");
+    r.close();
+  }
+
   @Test
   void randomReadsFetchNothingAhead() throws Exception {
     PublishedReader r = open();

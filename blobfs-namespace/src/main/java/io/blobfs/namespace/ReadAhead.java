@@ -40,6 +40,7 @@ public final class ReadAhead {
   private final boolean lend;
   private final int chunkSize;
   private final long maxBytes;
+  private final long keepBehind;
   private final ArrayDeque<Chunk> chunks = new ArrayDeque<>();
   /** Buffers of consumed chunks, reused: direct buffers are costly to allocate. */
   private final ArrayDeque<ByteBuffer> free = new ArrayDeque<>();
@@ -47,14 +48,26 @@ public final class ReadAhead {
   private long requested;
 
   public ReadAhead(FileReader reader, int chunkSize, long maxBytes) {
-    if (chunkSize <= 0 || maxBytes < chunkSize) {
+    this(reader, chunkSize, maxBytes, 0);
+  }
+
+  /**
+   * As {@link #ReadAhead(FileReader, int, long)}, keeping chunks up to {@code keepBehind}
+   * bytes below the position of the latest read (counted in {@code maxBytes}), for a
+   * reader whose sequential reads may arrive slightly out of order (a FUSE mount's
+   * threads serving the kernel's concurrent read-ahead requests): a read just below one
+   * already served finds its chunk still held instead of costing a store call.
+   */
+  public ReadAhead(FileReader reader, int chunkSize, long maxBytes, long keepBehind) {
+    if (chunkSize <= 0 || maxBytes < chunkSize + keepBehind || keepBehind < 0) {
       throw new IllegalArgumentException("read-ahead of " + maxBytes
-          + " bytes cannot hold one chunk of " + chunkSize);
+          + " bytes cannot hold one chunk of " + chunkSize + " and " + keepBehind + " behind");
     }
     this.reader = reader;
     this.lend = reader.lends();
     this.chunkSize = chunkSize;
     this.maxBytes = maxBytes;
+    this.keepBehind = keepBehind;
   }
 
   /**
@@ -106,7 +119,8 @@ public final class ReadAhead {
     if (pos >= reader.length()) {
       return null;
     }
-    while (!chunks.isEmpty() && chunks.peek().start() + chunks.peek().length() <= pos) {
+    while (!chunks.isEmpty()
+        && chunks.peek().start() + chunks.peek().length() + keepBehind <= pos) {
       Chunk done = chunks.poll();
       if (done.bytes().isDone() && !done.bytes().isCompletedExceptionally()) {
         done.bytes().join().release();
@@ -114,12 +128,17 @@ public final class ReadAhead {
         discard(done);
       }
     }
-    if (chunks.isEmpty() || chunks.peek().start() > pos) {
+    if (chunks.isEmpty() || chunks.peek().start() > pos || pos >= next) {
       clear();
       next = pos;
     }
     topUp();
-    return chunks.peek();
+    for (Chunk c : chunks) { // chunks are contiguous from the first: pos is in one
+      if (pos < c.start() + c.length()) {
+        return c;
+      }
+    }
+    throw new IllegalStateException("no chunk holds " + pos); // topUp asks for pos first
   }
 
   private void topUp() {
