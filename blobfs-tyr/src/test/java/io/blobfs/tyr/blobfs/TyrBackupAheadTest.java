@@ -50,6 +50,34 @@ class TyrBackupAheadTest {
   }
 
   /**
+   * Starts a thread that installs {@code next} on {@code target} once {@code key} holds
+   * "v1" on {@code primary} and {@code afterMillis} more have passed, as a node loads a new
+   * ring within its second. It polls every millisecond (a spin would starve the servers on
+   * a loaded machine) and gives up after a minute rather than outlive the cluster; what it
+   * failed with goes to {@code failure}.
+   */
+  private static Thread installOnceV1IsOn(LocalTyrCluster c, Member primary, String key,
+      Member target, Ring next, long afterMillis, AtomicReference<Throwable> failure) {
+    Thread t = new Thread(() -> {
+      try {
+        long end = System.nanoTime() + Duration.ofMinutes(1).toNanos();
+        while (!"v1".equals(onNode(c, primary, key))) {
+          if (System.nanoTime() > end) {
+            throw new IllegalStateException("v1 never reached the primary " + primary);
+          }
+          Thread.sleep(1);
+        }
+        Thread.sleep(afterMillis);
+        c.server(target).membership().install(next);
+      } catch (IOException | RuntimeException | InterruptedException e) {
+        failure.set(e);
+      }
+    });
+    t.start();
+    return t;
+  }
+
+  /**
    * Commits v1 over v0 on {@code key} while a ring change (the key's roles unchanged) has
    * reached its backup and not yet its primary, which loads it once v1 is applied there.
    * Returns the commit's error, null if it succeeded.
@@ -68,21 +96,7 @@ class TyrBackupAheadTest {
     // every millisecond (a spin would starve the servers on a loaded machine) and gives
     // up after a minute rather than outlive the cluster.
     AtomicReference<Throwable> watcher = new AtomicReference<>();
-    Thread primaryLoads = new Thread(() -> {
-      try {
-        long end = System.nanoTime() + Duration.ofMinutes(1).toNanos();
-        while (!"v1".equals(onNode(c, primary, key))) {
-          if (System.nanoTime() > end) {
-            throw new IllegalStateException("v1 never reached the primary " + primary);
-          }
-          Thread.sleep(1);
-        }
-        c.server(primary).membership().install(next);
-      } catch (IOException | RuntimeException | InterruptedException e) {
-        watcher.set(e);
-      }
-    });
-    primaryLoads.start();
+    Thread primaryLoads = installOnceV1IsOn(c, primary, key, primary, next, 0, watcher);
     VersionedBytes v = store.readWithVersion(key, 64);
     IOException failed = null;
     try {
@@ -204,22 +218,7 @@ class TyrBackupAheadTest {
       // The backup loads the ring once the primary has applied v1 (its refusal is then
       // certain to have happened), as it would within its second.
       AtomicReference<Throwable> watcher = new AtomicReference<>();
-      Thread backupLoads = new Thread(() -> {
-        try {
-          long end = System.nanoTime() + Duration.ofMinutes(1).toNanos();
-          while (!"v1".equals(onNode(c, primary, key))) {
-            if (System.nanoTime() > end) {
-              throw new IllegalStateException("v1 never reached the primary " + primary);
-            }
-            Thread.sleep(1);
-          }
-          Thread.sleep(200);
-          c.server(backup).membership().install(next);
-        } catch (IOException | RuntimeException | InterruptedException e) {
-          watcher.set(e);
-        }
-      });
-      backupLoads.start();
+      Thread backupLoads = installOnceV1IsOn(c, primary, key, backup, next, 200, watcher);
       store.put(key, utf8("v1"), PutMode.OVERWRITE);
       backupLoads.join(Duration.ofMinutes(2).toMillis());
       assertThat(watcher.get()).isNull();
@@ -251,24 +250,8 @@ class TyrBackupAheadTest {
       c.server(primary).membership().install(next);
       c.server(third).membership().install(next);
       AtomicReference<Throwable> watcher = new AtomicReference<>();
-      Thread backupLoads = new Thread(() -> {
-        try {
-          long end = System.nanoTime() + Duration.ofMinutes(1).toNanos();
-          while (!"v1".equals(onNode(c, primary, key))) {
-            if (System.nanoTime() > end) {
-              throw new IllegalStateException("v1 never reached the primary " + primary);
-            }
-            Thread.sleep(1);
-          }
-          // past the repair's first pass (a second after the refusal) and the client's
-          // attempts made meanwhile
-          Thread.sleep(2500);
-          c.server(backup).membership().install(next);
-        } catch (IOException | RuntimeException | InterruptedException e) {
-          watcher.set(e);
-        }
-      });
-      backupLoads.start();
+      // past the repair's first pass (a second after the refusal) and the client's attempts
+      Thread backupLoads = installOnceV1IsOn(c, primary, key, backup, next, 2500, watcher);
       store.put(key, utf8("v1"), PutMode.OVERWRITE);
       backupLoads.join(Duration.ofMinutes(2).toMillis());
       assertThat(watcher.get()).isNull();
