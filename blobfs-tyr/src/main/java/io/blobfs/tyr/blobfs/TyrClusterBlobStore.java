@@ -533,7 +533,12 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         // the key moving on may still hold our bytes: then have them confirmed at the
         // version they are at now (acknowledged only once every replica has them). Other
         // bytes are another writer's, and the outcome stays unknown.
-        VersionedBytes now = n.readWithVersion(key, content.remaining() + 1);
+        VersionedBytes now;
+        try {
+          now = n.readWithVersion(key, content.remaining() + 1);
+        } catch (io.blobfs.store.BlobNotFoundException deleted) {
+          throw moved; // deleted since by another writer: unknown, never "not found"
+        }
         if (!ByteBuffer.wrap(now.bytes()).equals(content.duplicate())) {
           throw moved;
         }

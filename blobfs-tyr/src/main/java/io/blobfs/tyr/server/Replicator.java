@@ -60,6 +60,13 @@ import java.util.concurrent.CompletionException;
 final class Replicator implements Closeable {
   private static final SecureRandom RANDOM = new SecureRandom();
   private static final Duration TIMEOUT = Duration.ofSeconds(30);
+  /** Runs the completions of replication batches, off every stream's lock (see sendNext). */
+  private static final java.util.concurrent.Executor COMPLETIONS =
+      java.util.concurrent.Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "tyr-replication-completions");
+        t.setDaemon(true);
+        return t;
+      });
 
   private final Membership membership;
   private final TyrEngine engine;
@@ -433,7 +440,11 @@ final class Replicator implements Closeable {
     long incarnation = s.incarnation;
     Request.Replicate rep = new Request.Replicate(epoch, membership.self().id(), incarnation,
         first, txs, prepares);
-    s.client.replicate(rep).whenComplete((ok, failed) -> {
+    // Always on another thread: replicate() can fail at once (a closed client, a frame
+    // too large), and its callback would then run here, under the stream's lock, and
+    // complete commits whose callbacks take the membership's lock, which an install holds
+    // while it takes this one (a deadlock that stops every admission on the node).
+    s.client.replicate(rep).whenCompleteAsync((ok, failed) -> {
       for (CompletableFuture<Void> c : confirms) {
         if (failed == null) {
           c.complete(null);
@@ -461,7 +472,7 @@ final class Replicator implements Closeable {
         it.confirmed().completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
             "the replication stream broke before this write was sent"));
       }
-    });
+    }, COMPLETIONS);
   }
 
   /** About what a transaction takes in a frame: its data, keys and each op's fields. */
@@ -527,6 +538,12 @@ final class Replicator implements Closeable {
       if (!stat.exists()) {
         tx = new TxRequest(List.of(new io.blobfs.tyr.api.ReadCheck(key, 0)),
             List.of(new TxOp.Delete(key, false)));
+      } else if (stat.size() > maxFrameBytes - (1 << 20)) {
+        // A put of it could not travel in one frame: sent, it would fail the stream and
+        // every write queued on it, each pass. It stays owed (a stat a pass), and the
+        // backup keeps refusing plain reads of it until the key is written whole again
+        // or the backup catches up (README, replication limits).
+        return CompletableFuture.completedFuture(false);
       } else {
         byte[] bytes = new byte[Math.toIntExact(stat.size())];
         io.blobfs.tyr.api.BlobStat read = engine.read(key, 0, ByteBuffer.wrap(bytes));
