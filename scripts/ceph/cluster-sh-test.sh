@@ -3,8 +3,10 @@
 # 0600 even under a permissive umask, a cluster root that another user could
 # control (group/world-writable, or owned by someone else) is refused before anything
 # is written into it, and a running cluster whose OSD was frozen (SIGSTOP, then
-# SIGCONT or not) fails `status` and is replaced by `start` with one that serves I/O. Uses its own root under a fresh temporary directory and port
-# base 16300, so it never meets the shared clusters; stops and deletes what it made.
+# SIGCONT or not) fails `status` and is replaced by `start` with one that serves I/O,
+# and a cluster made for another port base is made anew on this one. Uses its own root
+# under a fresh temporary directory and port bases 16300 and 16305, so it never meets
+# the shared clusters; stops and deletes what it made.
 #
 # Usage: scripts/ceph/cluster-sh-test.sh   (exit 0 when every check passes)
 # Environment: BLOBFS_CEPH_TEST_PORT_BASE (16300).
@@ -134,5 +136,33 @@ if BLOBFS_CEPH_ROOT=$WORK/root timeout 300 bash "$HERE/cluster.sh" status >/dev/
 else
   fail "status exits non-zero on the replaced cluster"
 fi
+
+# Another port base on the same root (another checkout's, or an older cluster.sh's
+# default): the monmap keeps the address the cluster was made with, so a restart on its
+# data never reaches quorum. status must say so, and start must make a cluster that
+# serves I/O on the new address.
+other=$((BLOBFS_CEPH_PORT_BASE + 5))
+rc=0
+out=$(BLOBFS_CEPH_ROOT=$WORK/root BLOBFS_CEPH_PORT_BASE=$other timeout 120 bash "$HERE/cluster.sh" status 2>&1 >/dev/null) || rc=$?
+if [ "$rc" -eq 1 ] && grep -q "made for monitor 127.0.0.1:$BLOBFS_CEPH_PORT_BASE" <<<"$out"; then
+  pass "status with another port base exits 1: $(grep "made for" <<<"$out")"
+else
+  fail "status with another port base exited $rc: $out"
+fi
+rc=0
+out=$(BLOBFS_CEPH_ROOT=$WORK/root BLOBFS_CEPH_PORT_BASE=$other BLOBFS_CEPH_BLOCK_SIZE=2G timeout 900 \
+  bash "$HERE/cluster.sh" start 2>"$WORK/start.err") || rc=$?
+echo "$out" >"$ENV_FILE"
+mon=$(sed -n "s/^export BLOBFS_CEPH_MON='\(.*\)'$/\1/p" "$ENV_FILE")
+if [ "$rc" -ne 0 ]; then
+  fail "start with another port base exited $rc: $(tail -20 "$WORK/start.err")"
+elif [ "$mon" != "127.0.0.1:$other" ]; then
+  fail "start with port base $other exported monitor '$mon'"
+elif ! serves_io; then
+  fail "start with another port base: no write+read+delete at $mon: $(cat "$WORK/start.err")"
+else
+  pass "start with another port base made a cluster serving I/O at $mon ($(grep "made for" "$WORK/start.err" | head -1))"
+fi
+export BLOBFS_CEPH_PORT_BASE=$other
 
 exit "$FAILED"

@@ -35,7 +35,9 @@
 #   (client.blobfs-all), BLOBFS_CEPH_POOL, BLOBFS_CEPH_OTHER_POOL, BLOBFS_CEPH_MON,
 #   BLOBFS_CEPH_DIR, BLOBFS_CEPH_AUTH, BLOBFS_CEPH_LAYOUT. Progress goes to stderr.
 # start: no-op when running and serving I/O (the I/O probe below); restarts dead
-#   daemons on existing data; otherwise creates the cluster. A cluster whose daemons all
+#   daemons on existing data; otherwise creates the cluster. A cluster made for another
+#   monitor address (another port base; or made by a cluster.sh that did not record it)
+#   is stopped and created anew: its monmap keeps the address it was made with. A cluster whose daemons all
 #   run but that fails the probe (e.g. an OSD that was SIGSTOPped, and SIGCONTed or not,
 #   stays up in the osdmap while no op completes) is stopped and restarted on its data,
 #   and created anew if that does not serve I/O either; stderr says so. Waits (bounded)
@@ -548,7 +550,22 @@ create_cluster() {
     cm auth get-or-create client.blobfs-all mon 'allow r' \
       osd "allow rwx pool=$POOL, allow rwx pool=$OTHER_POOL" -o "$ALL_KEYRING"
   fi
-  touch "$DIR/.created"
+  # the monitor address is in the monmap for good: start compares it (made_for)
+  echo "$MON_ADDR" >"$DIR/.created"
+}
+
+# The monitor address a cluster directory was made for: its monmap keeps it, whatever
+# ceph.conf says later. Empty when made before cluster.sh recorded it.
+made_for() { cat "$DIR/.created" 2>/dev/null || true; }
+
+# Fails, saying why, when the cluster in $DIR was made for another monitor address than
+# this run's port base gives (another checkout, or an older cluster.sh, made it).
+same_address() {
+  local made
+  made=$(made_for)
+  [ "$made" = "$MON_ADDR" ] && return 0
+  echo "made for monitor ${made:-at an unrecorded address}, while this run's port base gives $MON_ADDR"
+  return 1
 }
 
 do_start() {
@@ -565,6 +582,14 @@ do_start() {
   # clusters made before keyrings were created under umask 077
   [ -d "$DIR" ] && find "$DIR" -name '*keyring*' -type f -perm /077 -exec chmod go= {} +
   local reason restarted=""
+  # Restarting such a cluster on its data cannot work (the monitor binds the address in
+  # its monmap, clients dial the one in ceph.conf) and reusing it would hand out the
+  # wrong address: it is a test cluster, so it is made anew.
+  if [ -f "$DIR/.created" ] && ! reason=$(same_address); then
+    log "$reason: stopping it and creating a new cluster"
+    do_stop
+    rm -f "$DIR/.created"
+  fi
   if [ -f "$DIR/.created" ] && all_running && cq health >/dev/null; then
     reason=$(io_reason) || reason="the I/O probe failed"
     if [ -z "$reason" ]; then
@@ -699,6 +724,7 @@ case "$CMD" in
     ;;
   status)
     if ! [ -f "$DIR/.created" ]; then log "no cluster in $DIR"; exit 1; fi
+    if ! reason=$(same_address); then log "$reason"; exit 1; fi
     if ! all_running; then
       for d in $(daemons); do
         if pid=$(daemon_pid "$d"); then log "$d running (pid $pid)"; else log "$d NOT running"; fi
@@ -713,6 +739,7 @@ case "$CMD" in
     ;;
   env)
     [ -f "$DIR/.created" ] || die "no cluster in $DIR (run: $0 start --layout $LAYOUT --auth $AUTH)"
+    reason=$(same_address) || die "$reason (run: $0 start --layout $LAYOUT --auth $AUTH)"
     env_text
     ;;
   *) usage ;;

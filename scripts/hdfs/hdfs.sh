@@ -16,7 +16,8 @@
 #   bound to loopback too but unused: secondary NameNode, HTTPS). The default stays below
 #   Linux's ephemeral range (32768-60999), where an outgoing connection can take a port
 #   before a daemon binds it, as scripts/ceph/cluster.sh's does.
-# start: no-op when both daemons run and answer; restarts a dead daemon on its data;
+# start: no-op when both daemons run and answer; restarts a dead daemon on its data, and
+#   both on its data when started for another port base;
 #   formats the NameNode on first use. Waits (bounded, BLOBFS_HDFS_START_TIMEOUT s,
 #   default 120) until the NameNode is out of safe mode and the DataNode registered with
 #   space to write; on failure prints the logs' tails and stops both daemons.
@@ -208,6 +209,13 @@ case "$CMD" in
       exit 0
     fi
     command -v python3 >/dev/null || die "python3 is needed to poll the NameNode"
+    # Daemons of this directory started for another port base (another checkout's
+    # default) answer where this run does not poll, and would hold the data dirs: restart
+    # them on this run's ports (the data carries no ports).
+    if [ -f "$CONF/core-site.xml" ] && ! grep -qF "<value>hdfs://127.0.0.1:$NN_PORT</value>" "$CONF/core-site.xml"; then
+      log "started for $(grep -o 'hdfs://[0-9.:]*' "$CONF/core-site.xml" | head -1), this run's port base gives hdfs://127.0.0.1:$NN_PORT: restarting"
+      stop_all
+    fi
     classpath
     write_conf
     if [ ! -d "$ROOT/name/current" ]; then

@@ -25,6 +25,12 @@ public final class CephTestCluster {
       String otherPool, String monHost, String dir, boolean cephx) {}
 
   private static final Map<String, Env> STARTED = new HashMap<>();
+  /**
+   * Why a cluster did not start in this JVM: every later test class asking for it fails at
+   * once with the same cause, instead of each waiting out cluster.sh's start timeout again
+   * (eleven classes once spent 43 min of a CI run that way).
+   */
+  private static final Map<String, IOException> FAILED = new HashMap<>();
 
   private CephTestCluster() {}
 
@@ -36,11 +42,20 @@ public final class CephTestCluster {
   public static synchronized Env start(String layout, String auth) throws IOException {
     String id = layout + "-" + auth;
     Env env = STARTED.get(id);
+    IOException failed = FAILED.get(id);
+    if (failed != null) {
+      throw new IOException("Ceph cluster " + id + " failed to start earlier in this JVM", failed);
+    }
     if (env == null) {
       Map<String, String> vars = DockerCeph.startOrFallBack(layout, auth);
       if (vars == null) {
         ensureCephInstallable();
-        vars = run("start", "--layout", layout, "--auth", auth);
+        try {
+          vars = run("start", "--layout", layout, "--auth", auth);
+        } catch (IOException e) {
+          FAILED.put(id, e);
+          throw e;
+        }
         System.out.printf("[blobfs-ceph] native cluster %s (scripts/ceph/cluster.sh), monitor %s%n",
             id, vars.get("BLOBFS_CEPH_MON"));
       }

@@ -33,6 +33,7 @@ import org.junit.jupiter.api.Timeout;
 class HdfsScriptIT {
   private static final Path SCRIPT = Path.of("../../scripts/hdfs/hdfs.sh").toAbsolutePath();
   private static final String PORT_BASE = "16520";
+  private static final String OTHER_PORT_BASE = "16530";
   private static Path root;
   private static Map<String, String> env;
 
@@ -80,13 +81,29 @@ class HdfsScriptIT {
     }
     // A second start finds both daemons running and changes nothing.
     assertTrue(run("start").contains("HDFS_URI"));
+    // Another port base on the same directory (another checkout's default): the daemons
+    // come back on the new ports with the same data.
+    Map<String, String> moved = exports(run("start", OTHER_PORT_BASE));
+    assertEquals("hdfs://127.0.0.1:" + OTHER_PORT_BASE, moved.get("HDFS_URI"));
+    try (FileSystem fs = FileSystem.newInstance(URI.create(moved.get("HDFS_URI")), conf)) {
+      byte[] back = new byte[data.length];
+      try (FSDataInputStream in = fs.open(new org.apache.hadoop.fs.Path("/it/data.bin"))) {
+        in.readFully(0, back);
+      }
+      assertArrayEquals(data, back);
+    }
   }
 
   private static String run(String command) throws IOException, InterruptedException {
+    return run(command, PORT_BASE);
+  }
+
+  private static String run(String command, String portBase)
+      throws IOException, InterruptedException {
     ProcessBuilder pb = new ProcessBuilder(List.of(SCRIPT.toString(), command))
         .redirectError(ProcessBuilder.Redirect.INHERIT);
     pb.environment().put("BLOBFS_HDFS_ROOT", root.toString());
-    pb.environment().put("BLOBFS_HDFS_PORT_BASE", PORT_BASE);
+    pb.environment().put("BLOBFS_HDFS_PORT_BASE", portBase);
     pb.environment().put("BLOBFS_HDFS_START_TIMEOUT", "120");
     // Output to a file, not a pipe: reading a pipe to its end would wait for the script
     // however long it takes, and the wait below would bound nothing.
