@@ -385,6 +385,8 @@ public final class DfsioReport {
         .title("TestDFSIO " + files + " x " + size + ", " + (cold ? "cold" : "warm")
             + " reads: total MB / job time, median of " + rounds + " rounds")
         .xAxisTitle("target").yAxisTitle("MB/s").build();
+    // six or more targets' names overlap when set level
+    chart.getStyler().setXAxisLabelRotation(20);
     chart.addSeries("write", cats,
         targets.stream().map(t -> median(of(runs, t.name(), r -> r.write().wall()))).toList());
     chart.addSeries("read", cats,
