@@ -81,6 +81,7 @@ public final class BlobFuseFs implements LowLevelFs {
     t.setDaemon(true);
     return t;
   });
+  private final WriteStats writeStats = new WriteStats();
   /** What an implicit directory, which has no time of its own, shows: the mount's start. */
   private final long mountedAt = System.currentTimeMillis();
 
@@ -440,7 +441,7 @@ public final class BlobFuseFs implements LowLevelFs {
             throw new FuseException(Errno.EISDIR, n.path.toString());
           }
           s = (trunc ? StagedFile.empty(settings.stagingDir())
-              : StagedFile.copyOf(settings.stagingDir(), ns.open(info))).uploadEarly(ns, uploads, settings.earlyUploadChunk());
+              : StagedFile.copyOf(settings.stagingDir(), ns.open(info))).uploadEarly(ns, uploads, settings.earlyUploadChunk(), writeStats);
           staged.put(node, s);
         } else if (trunc) {
           truncateStaged = true; // below, outside the map's monitor: see changeStaged
@@ -489,7 +490,7 @@ public final class BlobFuseFs implements LowLevelFs {
     StagedFile s;
     try {
       s = StagedFile.empty(settings.stagingDir())
-          .uploadEarly(ns, uploads, settings.earlyUploadChunk());
+          .uploadEarly(ns, uploads, settings.earlyUploadChunk(), writeStats);
       try {
         FileWriter w = ns.create(path, !excl);
         w.setModificationTime(s.mtime());
@@ -714,6 +715,15 @@ public final class BlobFuseFs implements LowLevelFs {
       }
     }
     return dirty;
+  }
+
+  /** The publications' bytes and times so far ({@link WriteStats}), for the unmount's log. */
+  public String writeSummary() {
+    return writeStats.summary();
+  }
+
+  WriteStats writeStats() {
+    return writeStats;
   }
 
   // ---------------------------------------------------------------- helpers

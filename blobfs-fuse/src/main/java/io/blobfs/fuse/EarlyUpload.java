@@ -63,9 +63,15 @@ final class EarlyUpload {
    */
   private Object queued;
 
+  private WriteStats stats = new WriteStats();
+
   EarlyUpload(FileChannel channel, long present) {
     this.channel = channel;
     this.prefix = present;
+  }
+
+  synchronized void stats(WriteStats s) {
+    stats = s;
   }
 
   synchronized void chunk(long bytes) {
@@ -201,6 +207,7 @@ final class EarlyUpload {
         w.transferFrom(channel, from, to - from);
         synchronized (this) {
           uploaded = to;
+          stats.early(to - from);
         }
       }
     } catch (IOException | RuntimeException e) {

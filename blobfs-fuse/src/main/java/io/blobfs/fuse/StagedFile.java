@@ -74,6 +74,7 @@ final class StagedFile {
   /** Where early uploads run; null: none (every publication uploads the whole file). */
   private volatile BlobNamespace uploadNs;
   private volatile Executor uploadExecutor;
+  private volatile WriteStats stats = new WriteStats();
 
   private StagedFile(Path local, long length, long mtime) throws IOException {
     this.local = local;
@@ -85,7 +86,9 @@ final class StagedFile {
   }
 
   /** Lets writes start uploading the next version in the background ({@link EarlyUpload}). */
-  StagedFile uploadEarly(BlobNamespace ns, Executor executor, long chunk) {
+  StagedFile uploadEarly(BlobNamespace ns, Executor executor, long chunk, WriteStats stats) {
+    this.stats = stats;
+    early.stats(stats);
     if (chunk > 0) {
       early.chunk(chunk);
       this.uploadNs = ns;
@@ -308,8 +311,11 @@ final class StagedFile {
       if (published >= Math.min(needed, carried)) {
         return; // nothing new, or what the caller needs went up with the last version
       }
+      long started = System.nanoTime();
       long[] uploaded = {0};
       FileWriter w = early.finish(path, len, uploaded);
+      long waited = System.nanoTime() - started;
+      boolean whole = w == null;
       if (w == null) {
         write(ns.create(path, true), 0, len);
       } else {
@@ -324,6 +330,7 @@ final class StagedFile {
             throw first;
           }
           try {
+            whole = true;
             write(ns.create(path, true), 0, len);
           } catch (IOException | RuntimeException again) {
             again.addSuppressed(first);
@@ -332,6 +339,8 @@ final class StagedFile {
         }
       }
       published = carried;
+      stats.published(whole ? 0 : uploaded[0], whole ? len : len - uploaded[0], whole, waited,
+          System.nanoTime() - started);
     } finally {
       publishing.unlock();
     }

@@ -535,7 +535,7 @@ class EarlyUploadTest {
   void aCloseDoesNotWaitForAnUploadStillQueuedBehindOtherFiles() throws Exception {
     // the upload pool is busy with other files: this file's task sits in the queue
     List<Runnable> queue = new CopyOnWriteArrayList<>();
-    StagedFile s = StagedFile.empty(staging).uploadEarly(ns, queue::add, MIB);
+    StagedFile s = StagedFile.empty(staging).uploadEarly(ns, queue::add, MIB, new WriteStats());
     FsPath path = FsPath.parse("/queued");
     s.write(0, ByteBuffer.wrap(data, 0, 4 * MIB), false, path);
     assertEquals(1, queue.size(), "a background upload was queued");
