@@ -549,10 +549,11 @@ public final class BlobFuseFs implements LowLevelFs {
       throw new FuseException(Errno.EBADF, "not open for writing");
     }
     try {
-      int n = s.write(offset, src, h.append(), h.node().path);
-      // at least this write's count (a racing writer's may be later: a close then
-      // publishes a little more than it must, never less)
-      h.written().accumulateAndGet(s.changes(), Math::max);
+      int n = src.remaining();
+      // this write's own count, not the file's latest: a racing writer's later write that
+      // a publication did not carry must not make this descriptor's close publish again
+      long count = s.write(offset, src, h.append(), h.node().path);
+      h.written().accumulateAndGet(count, Math::max);
       return n;
     } catch (IOException e) {
       // the staging directory's disk is full: the only ENOSPC a write can meet here
