@@ -68,6 +68,8 @@ public final class BlobFuseFs implements LowLevelFs {
   private final InodeTable inodes = new InodeTable();
   /** Node id to its staged file while any handle of this mount has it open. */
   private final Map<Long, StagedFile> staged = new HashMap<>();
+  /** Staged files taken out of {@link #staged} so far (guarded by it): see open. */
+  private long stagedRemovals;
   private final Map<Long, Handle> handles = new ConcurrentHashMap<>();
   private final AtomicLong nextHandle = new AtomicLong(1);
   /** Renames and unlinks exclusive, publications shared: see {@link #publish(Node, StagedFile)}. */
@@ -431,23 +433,47 @@ public final class BlobFuseFs implements LowLevelFs {
       FileReader reader = null;
       StagedFile s;
       boolean truncateStaged = false;
-      synchronized (staged) {
-        s = staged.get(node);
-        if (s == null && !writable) {
-          reader = ns.open(n.path); // a fresh record read: close-to-open
-        } else if (s == null) {
-          FileInfo info = ns.getFileInfo(n.path);
-          if (info.isDirectory()) {
-            throw new FuseException(Errno.EISDIR, n.path.toString());
+      // The store calls (the record, and without O_TRUNC a copy of the whole file) run
+      // outside the map's monitor, which every read, write and release of the mount takes:
+      // an open for writing of a large file used to stall every file of the mount for as
+      // long as its copy took. The copy is put in the map only if no staged copy of the
+      // file appeared meanwhile (then that one is used) and none left the map (its
+      // publication may postdate the record copied: copied again).
+      while (true) {
+        long removals;
+        synchronized (staged) {
+          s = staged.get(node);
+          if (s != null) {
+            truncateStaged = trunc; // below, outside the map's monitor: see changeStaged
+            s.handles++; // this open's handle, which also keeps s in the map meanwhile
+            break;
           }
-          s = (trunc ? StagedFile.empty(settings.stagingDir())
-              : StagedFile.copyOf(settings.stagingDir(), ns.open(info))).uploadEarly(ns, uploads, settings.earlyUploadChunk(), writeStats);
-          staged.put(node, s);
-        } else if (trunc) {
-          truncateStaged = true; // below, outside the map's monitor: see changeStaged
+          removals = stagedRemovals;
+        }
+        if (!writable) {
+          // a fresh record read: close-to-open; a copy staged meanwhile is what the reads
+          // of this handle find first (see read)
+          reader = ns.open(n.path);
+          break;
+        }
+        StagedFile fresh = stage(n, trunc);
+        synchronized (staged) {
+          s = staged.get(node);
+          if (s != null) {
+            truncateStaged = trunc;
+            s.handles++;
+          } else if (removals == stagedRemovals) {
+            s = fresh;
+            staged.put(node, s);
+            s.handles++;
+            fresh = null;
+          }
+        }
+        if (fresh != null) {
+          fresh.discard();
         }
         if (s != null) {
-          s.handles++; // this open's handle, which also keeps s in the map meanwhile
+          break;
         }
       }
       if (truncateStaged) {
@@ -464,6 +490,17 @@ public final class BlobFuseFs implements LowLevelFs {
     } catch (IOException | RuntimeException e) {
       throw errno(n.path, e);
     }
+  }
+
+  /** A staged copy of the file {@code n} names, empty with {@code trunc}. */
+  private StagedFile stage(Node n, boolean trunc) throws IOException, FuseException {
+    FileInfo info = ns.getFileInfo(n.path);
+    if (info.isDirectory()) {
+      throw new FuseException(Errno.EISDIR, n.path.toString());
+    }
+    return (trunc ? StagedFile.empty(settings.stagingDir())
+        : StagedFile.copyOf(settings.stagingDir(), ns.open(info)))
+        .uploadEarly(ns, uploads, settings.earlyUploadChunk(), writeStats);
   }
 
   /**
@@ -615,6 +652,7 @@ public final class BlobFuseFs implements LowLevelFs {
       } catch (FuseException e) {
         synchronized (staged) {
           if (s.handles == 0 && staged.remove(node.id, s)) {
+            stagedRemovals++;
             s.discard();
           }
         }
@@ -625,7 +663,9 @@ public final class BlobFuseFs implements LowLevelFs {
           return; // reopened meanwhile: the new handles own it
         }
         if (!s.dirty() || node.unlinked) {
-          staged.remove(node.id, s);
+          if (staged.remove(node.id, s)) {
+            stagedRemovals++;
+          }
           s.discard();
           return;
         }

@@ -704,6 +704,50 @@ class EarlyUploadTest {
     }
   }
 
+  /**
+   * An open for writing of a published file copies it into the staging directory; the
+   * copy runs outside the mount's map of open files, so other files' writes, reads and
+   * opens go on meanwhile. Before, every one of them waited for the copy (here, for the
+   * held store read, until the fault's own 30 s limit failed the open).
+   */
+  @Test
+  void anOpenCopyingALargeFileStallsNoOtherFile() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry big = create("big", h);
+    writeAll(big, h[0]);
+    fs.release(big.node(), h[0].fh()); // published, no longer staged
+    Opened[] o = new Opened[1];
+    Entry other = create("other", o);
+    FaultInjectingBlobStore.Fault held = faults.on(FaultInjectingBlobStore.Op.READ)
+        .keys("d/.*").pause();
+    CompletableFuture<Opened> opening = CompletableFuture.supplyAsync(() -> {
+      try {
+        return fs.open(big.node(), RW);
+      } catch (FuseException ex) {
+        throw new IllegalStateException(ex);
+      }
+    });
+    held.awaitReached(); // the copy is under way
+    assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
+      fs.write(other.node(), o[0].fh(), 0, ByteBuffer.wrap(data, 0, 100));
+      ByteBuffer got = ByteBuffer.allocate(100);
+      fs.read(other.node(), o[0].fh(), 0, got);
+      assertArrayEquals(Arrays.copyOf(data, 100), got.array());
+      Opened r = fs.open(other.node(), 0 /* O_RDONLY */);
+      fs.release(other.node(), r.fh());
+    });
+    assertTrue(!opening.isDone(), "the other file's calls waited for the copy");
+    held.release();
+    Opened w = opening.get();
+    ByteBuffer got = ByteBuffer.allocate(MIB);
+    fs.read(big.node(), w.fh(), 5L * MIB, got);
+    assertArrayEquals(Arrays.copyOfRange(data, 5 * MIB, 6 * MIB), got.array());
+    fs.release(big.node(), w.fh());
+    fs.release(other.node(), o[0].fh());
+    assertArrayEquals(data, published("/big"));
+    assertArrayEquals(Arrays.copyOf(data, 100), published("/other"));
+  }
+
   /** {@code store}, refusing data writes while {@link #full} is set. */
   private BlobStore fullable(BlobStore store) {
     InvocationHandler h = (proxy, m, args) -> {
