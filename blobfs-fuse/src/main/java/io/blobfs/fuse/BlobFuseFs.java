@@ -68,6 +68,8 @@ public final class BlobFuseFs implements LowLevelFs {
   private final InodeTable inodes = new InodeTable();
   /** Node id to its staged file while any handle of this mount has it open. */
   private final Map<Long, StagedFile> staged = new HashMap<>();
+  /** Staged files taken out of {@link #staged} so far (guarded by it): see open. */
+  private long stagedRemovals;
   private final Map<Long, Handle> handles = new ConcurrentHashMap<>();
   private final AtomicLong nextHandle = new AtomicLong(1);
   /** Renames and unlinks exclusive, publications shared: see {@link #publish(Node, StagedFile)}. */
@@ -81,6 +83,7 @@ public final class BlobFuseFs implements LowLevelFs {
     t.setDaemon(true);
     return t;
   });
+  private final WriteStats writeStats = new WriteStats();
   /** What an implicit directory, which has no time of its own, shows: the mount's start. */
   private final long mountedAt = System.currentTimeMillis();
 
@@ -430,23 +433,47 @@ public final class BlobFuseFs implements LowLevelFs {
       FileReader reader = null;
       StagedFile s;
       boolean truncateStaged = false;
-      synchronized (staged) {
-        s = staged.get(node);
-        if (s == null && !writable) {
-          reader = ns.open(n.path); // a fresh record read: close-to-open
-        } else if (s == null) {
-          FileInfo info = ns.getFileInfo(n.path);
-          if (info.isDirectory()) {
-            throw new FuseException(Errno.EISDIR, n.path.toString());
+      // The store calls (the record, and without O_TRUNC a copy of the whole file) run
+      // outside the map's monitor, which every read, write and release of the mount takes:
+      // an open for writing of a large file used to stall every file of the mount for as
+      // long as its copy took. The copy is put in the map only if no staged copy of the
+      // file appeared meanwhile (then that one is used) and none left the map (its
+      // publication may postdate the record copied: copied again).
+      while (true) {
+        long removals;
+        synchronized (staged) {
+          s = staged.get(node);
+          if (s != null) {
+            truncateStaged = trunc; // below, outside the map's monitor: see changeStaged
+            s.handles++; // this open's handle, which also keeps s in the map meanwhile
+            break;
           }
-          s = (trunc ? StagedFile.empty(settings.stagingDir())
-              : StagedFile.copyOf(settings.stagingDir(), ns.open(info))).uploadEarly(ns, uploads, settings.earlyUploadChunk());
-          staged.put(node, s);
-        } else if (trunc) {
-          truncateStaged = true; // below, outside the map's monitor: see changeStaged
+          removals = stagedRemovals;
+        }
+        if (!writable) {
+          // a fresh record read: close-to-open; a copy staged meanwhile is what the reads
+          // of this handle find first (see read)
+          reader = ns.open(n.path);
+          break;
+        }
+        StagedFile fresh = stage(n, trunc);
+        synchronized (staged) {
+          s = staged.get(node);
+          if (s != null) {
+            truncateStaged = trunc;
+            s.handles++;
+          } else if (removals == stagedRemovals) {
+            s = fresh;
+            staged.put(node, s);
+            s.handles++;
+            fresh = null;
+          }
+        }
+        if (fresh != null) {
+          fresh.discard();
         }
         if (s != null) {
-          s.handles++; // this open's handle, which also keeps s in the map meanwhile
+          break;
         }
       }
       if (truncateStaged) {
@@ -463,6 +490,17 @@ public final class BlobFuseFs implements LowLevelFs {
     } catch (IOException | RuntimeException e) {
       throw errno(n.path, e);
     }
+  }
+
+  /** A staged copy of the file {@code n} names, empty with {@code trunc}. */
+  private StagedFile stage(Node n, boolean trunc) throws IOException, FuseException {
+    FileInfo info = ns.getFileInfo(n.path);
+    if (info.isDirectory()) {
+      throw new FuseException(Errno.EISDIR, n.path.toString());
+    }
+    return (trunc ? StagedFile.empty(settings.stagingDir())
+        : StagedFile.copyOf(settings.stagingDir(), ns.open(info)))
+        .uploadEarly(ns, uploads, settings.earlyUploadChunk(), writeStats);
   }
 
   /**
@@ -489,7 +527,7 @@ public final class BlobFuseFs implements LowLevelFs {
     StagedFile s;
     try {
       s = StagedFile.empty(settings.stagingDir())
-          .uploadEarly(ns, uploads, settings.earlyUploadChunk());
+          .uploadEarly(ns, uploads, settings.earlyUploadChunk(), writeStats);
       try {
         FileWriter w = ns.create(path, !excl);
         w.setModificationTime(s.mtime());
@@ -548,10 +586,11 @@ public final class BlobFuseFs implements LowLevelFs {
       throw new FuseException(Errno.EBADF, "not open for writing");
     }
     try {
-      int n = s.write(offset, src, h.append(), h.node().path);
-      // at least this write's count (a racing writer's may be later: a close then
-      // publishes a little more than it must, never less)
-      h.written().accumulateAndGet(s.changes(), Math::max);
+      int n = src.remaining();
+      // this write's own count, not the file's latest: a racing writer's later write that
+      // a publication did not carry must not make this descriptor's close publish again
+      long count = s.write(offset, src, h.append(), h.node().path);
+      h.written().accumulateAndGet(count, Math::max);
       return n;
     } catch (IOException e) {
       // the staging directory's disk is full: the only ENOSPC a write can meet here
@@ -613,6 +652,7 @@ public final class BlobFuseFs implements LowLevelFs {
       } catch (FuseException e) {
         synchronized (staged) {
           if (s.handles == 0 && staged.remove(node.id, s)) {
+            stagedRemovals++;
             s.discard();
           }
         }
@@ -623,7 +663,9 @@ public final class BlobFuseFs implements LowLevelFs {
           return; // reopened meanwhile: the new handles own it
         }
         if (!s.dirty() || node.unlinked) {
-          staged.remove(node.id, s);
+          if (staged.remove(node.id, s)) {
+            stagedRemovals++;
+          }
           s.discard();
           return;
         }
@@ -714,6 +756,15 @@ public final class BlobFuseFs implements LowLevelFs {
       }
     }
     return dirty;
+  }
+
+  /** The publications' bytes and times so far ({@link WriteStats}), for the unmount's log. */
+  public String writeSummary() {
+    return writeStats.summary();
+  }
+
+  WriteStats writeStats() {
+    return writeStats;
   }
 
   // ---------------------------------------------------------------- helpers
