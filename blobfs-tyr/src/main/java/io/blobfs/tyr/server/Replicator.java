@@ -632,7 +632,8 @@ final class Replicator implements Closeable {
       for (TxRequest tx : rep.txs()) {
         in.expected++;
         if (!tx.ops().isEmpty()) {
-          List<String> keys = keysOf(tx);
+          // Only a write that replaces a key whole lifts its fence (RefusedKeys).
+          List<String> keys = new ArrayList<>(RefusedKeys.replacedWhole(tx));
           long[] stamps = keys.stream().mapToLong(refusedKeys::stamp).toArray();
           applied.add(engine.commit(tx).whenComplete((x, e) -> {
             if (e == null) {
