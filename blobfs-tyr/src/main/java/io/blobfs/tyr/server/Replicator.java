@@ -525,7 +525,7 @@ final class Replicator implements Closeable {
    * {@code backup} is not among its backups (it catches up from the primary before it
    * serves). Costs one version of the key on this node.
    */
-  private CompletableFuture<Boolean> repair(Member backup, String key) {
+  CompletableFuture<Boolean> repair(Member backup, String key) {
     Ring ring = membership.ring();
     if (ring.state(membership.self()) != Ring.State.UP
         || !ring.primary(key).equals(membership.self())
