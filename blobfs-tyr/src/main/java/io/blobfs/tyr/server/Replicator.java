@@ -523,9 +523,11 @@ final class Replicator implements Closeable {
    * True once confirmed, or if the key needs it no more: this node is not its UP primary
    * (the new primary's copy rules, and this node catches up if it serves again), or
    * {@code backup} is not among its backups (it catches up from the primary before it
-   * serves). Costs one version of the key on this node.
+   * serves). Costs one version of the key on this node. The blob's bytes are read only if
+   * {@code hold} lets it hold them (OwedKeys bounds what its repairs hold): false if not.
    */
-  CompletableFuture<Boolean> repair(Member backup, String key) {
+  CompletableFuture<Boolean> repair(Member backup, String key,
+      java.util.function.LongPredicate hold) {
     Ring ring = membership.ring();
     if (ring.state(membership.self()) != Ring.State.UP
         || !ring.primary(key).equals(membership.self())
@@ -544,6 +546,8 @@ final class Replicator implements Closeable {
         // backup keeps refusing plain reads of it until the key is written whole again
         // or the backup catches up (README, replication limits).
         return CompletableFuture.completedFuture(false);
+      } else if (!hold.test(stat.size())) {
+        return CompletableFuture.completedFuture(false); // other repairs hold enough now
       } else {
         byte[] bytes = new byte[Math.toIntExact(stat.size())];
         io.blobfs.tyr.api.BlobStat read = engine.read(key, 0, ByteBuffer.wrap(bytes));
@@ -557,6 +561,11 @@ final class Replicator implements Closeable {
       return CompletableFuture.failedFuture(e);
     }
     return commit(tx).thenApply(r -> true);
+  }
+
+  /** {@link #repair(Member, String, java.util.function.LongPredicate)}, unbounded (tests). */
+  CompletableFuture<Boolean> repair(Member backup, String key) {
+    return repair(backup, key, bytes -> true);
   }
 
   /** The keys owed to {@code backup}: written here, not yet confirmed there (tests). */
