@@ -424,9 +424,13 @@ final class Replicator implements Closeable {
     List<TxRequest> txs = new ArrayList<>();
     Map<Integer, Request.Prepare> prepares = new HashMap<>();
     List<CompletableFuture<Void>> confirms = new ArrayList<>();
+    // Within a frame too (a node's max-frame may be set under BATCH_BYTES): a batch over
+    // it fails at once, with every write in it. One commit alone fits, as it fit the
+    // client's frame; 1 MiB is left for the batch's headers and keys.
+    long limit = Math.min(BATCH_BYTES, maxFrameBytes - (1L << 20));
     long bytes = 0;
     for (Item it = s.ready.get(s.sendFrom); it != null && txs.size() < BATCH_COMMITS
-        && it.epoch() == epoch && (txs.isEmpty() || bytes + dataBytes(it.tx()) <= BATCH_BYTES);
+        && it.epoch() == epoch && (txs.isEmpty() || bytes + itemBytes(it) <= limit);
         it = s.ready.get(s.sendFrom)) {
       s.ready.remove(s.sendFrom++);
       if (it.prepare() != null) {
@@ -434,7 +438,7 @@ final class Replicator implements Closeable {
       }
       txs.add(it.tx());
       confirms.add(it.confirmed());
-      bytes += dataBytes(it.tx());
+      bytes += itemBytes(it);
     }
     s.sending = true;
     long incarnation = s.incarnation;
@@ -473,6 +477,11 @@ final class Replicator implements Closeable {
             "the replication stream broke before this write was sent"));
       }
     }, COMPLETIONS);
+  }
+
+  /** About what an item takes in a frame: its writes and its prepared share, if any. */
+  private static long itemBytes(Item it) {
+    return dataBytes(it.tx()) + (it.prepare() == null ? 0 : dataBytes(it.prepare().tx()));
   }
 
   /** About what a transaction takes in a frame: its data, keys and each op's fields. */

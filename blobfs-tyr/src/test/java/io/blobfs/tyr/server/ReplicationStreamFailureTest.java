@@ -145,6 +145,35 @@ class ReplicationStreamFailureTest {
     }
   }
 
+  /**
+   * Two commits of 1.5 MiB each, ready on the stream together, under a 2 MiB frame: each
+   * fits a frame, the two do not. Failed before (batched up to 32 MiB whatever the frame:
+   * the batch of both failed at once, "over the 2097152-byte frame limit", and so did both
+   * writes, unacknowledged); now each goes in a batch of its own and both are confirmed.
+   */
+  @Test
+  void commitsThatEachFitAFrameAreNotBatchedPastIt() throws Exception {
+    Member p = member();
+    Member b = member();
+    Ring ring = new Ring(1, List.of(p, b), 16, 2);
+    String k1 = keyOwnedBy(ring, 0, p, b);
+    String k2 = keyOwnedBy(ring, 1, p, b);
+    try (TyrServer np = start(p, ring, "p"); TyrServer nb = start(b, ring, "b")) {
+      Replicator r = np.replicator();
+      int bytes = 6 << 18; // 1.5 MiB
+      CompletableFuture<CommitResult> local1 = new CompletableFuture<>();
+      CompletableFuture<CommitResult> local2 = new CompletableFuture<>();
+      CompletableFuture<CommitResult> first = r.commit(put(k1, bytes), tx -> local1);
+      CompletableFuture<CommitResult> second = r.commit(put(k2, bytes), tx -> local2);
+      local2.complete(new CommitResult(2, new long[1])); // waits on the stream for 1
+      local1.complete(new CommitResult(1, new long[1])); // sends what is ready
+      first.get(1, TimeUnit.MINUTES);
+      second.get(1, TimeUnit.MINUTES);
+      assertThat(nb.engine().stat(k1).size()).isEqualTo(bytes);
+      assertThat(nb.engine().stat(k2).size()).isEqualTo(bytes);
+    }
+  }
+
   /** Whether {@code t} waits for a monitor that {@code owner} holds. */
   private static boolean blockedOnLockOf(Thread t, Thread owner) {
     ThreadInfo info = ManagementFactory.getThreadMXBean().getThreadInfo(t.getId());
