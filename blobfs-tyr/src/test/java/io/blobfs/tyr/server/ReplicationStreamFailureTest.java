@@ -44,7 +44,8 @@ class ReplicationStreamFailureTest {
    * its admission), which an install holds while it takes the stream locks (it restarts
    * the stream of a backup marked DOWN). Here commit 2 waits on the stream with its
    * completion chain in place, the install holds the membership's lock, and then commit
-   * 1's local apply ends: it sends the batch [1, 2], over the frame. Failed before (a
+   * 1's local apply ends: its batch, over the frame, fails at once, and commit 2 with it
+   * (the broken stream fails what it has not sent). Failed before (a
    * deadlock: the sending thread blocked on the membership's lock under the stream's, the
    * install on the stream's lock, and every later admission on the node behind them).
    */
