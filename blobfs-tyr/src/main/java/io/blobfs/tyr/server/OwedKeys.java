@@ -88,7 +88,9 @@ final class OwedKeys implements AutoCloseable {
   private long held;
   /** When the timer is set to pump next; Long.MAX_VALUE if not set. */
   private long armedAtMs = Long.MAX_VALUE;
-  private long lastSummaryMs = Long.MIN_VALUE;
+  /** When the last summary of the keys still owed was logged; 0 and false: never. */
+  private long lastSummaryMs;
+  private boolean summarized;
   private boolean closed;
 
   OwedKeys(Repair repair) {
@@ -116,8 +118,10 @@ final class OwedKeys implements AutoCloseable {
     final class ExecutorTimer implements Timer, AutoCloseable {
       @Override
       public void after(long delayMs, Runnable task) {
-        if (!pool.isShutdown()) {
+        try {
           pool.schedule(task, delayMs, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException closed) {
+          // closed meanwhile: nothing is repaired any more
         }
       }
 
@@ -247,7 +251,8 @@ final class OwedKeys implements AutoCloseable {
       o.delayMs = FIRST_DELAY_MS; // owed again by a later failure: that one needs its repair
     } else {
       o.delayMs = Math.min(MAX_DELAY_MS, o.delayMs * 2);
-      if (now - lastSummaryMs >= MAX_DELAY_MS) {
+      if (!summarized || now - lastSummaryMs >= MAX_DELAY_MS) {
+        summarized = true;
         lastSummaryMs = now;
         LOG.info("keys still owed to backups ({} repairs running): {}", running,
             owedCounts());
