@@ -5,7 +5,9 @@
 #                          [--targets hdfs,tyr-server,tyr-embedded,rados,file] [--name REPORT]
 # (more targets, not in the default list: tyr-server-tcp, the server with local reads off;
 # tyr-server-8m, the server written with 8 MiB writes, the Týr default before session 8;
-# tyr-server-nosync, a server whose log is not synced, as HDFS does not sync its blocks)
+# tyr-server-nosync, a server whose log is not synced, as HDFS does not sync its blocks;
+# tyr-server-base, a server of another build: BLOBFS_DFSIO_BASE_JAR names its blobfs-tyr
+# jar, e.g. one built from main, for a before/after of a server change in one run)
 # Defaults: 3 rounds of 4 files x 256MB (S as TestDFSIO takes it: 256MB, 1GB), warm reads.
 # --cold drops the page cache between each write and its read (root only; it empties the
 # cache of everything else on the machine too). Starts (or reuses) the project's

@@ -85,10 +85,20 @@ public final class DfsioReport {
         // fills. Not a default of Týr's: its default loses at most 100 ms on a crash.
         TyrServerProcess unsynced = wanted.contains("tyr-server-nosync")
             ? new TyrServerProcess(work.resolve("tyr-server-nosync"), "--sync", "none",
-                "--threads", "4").start() : null) {
+                "--threads", "4").start() : null;
+        // Another build's server (BLOBFS_DFSIO_BASE_JAR, a blobfs-tyr jar) beside this
+        // one's, same settings as tyr-server's: a before/after of a server change in one run.
+        TyrServerProcess base = wanted.contains("tyr-server-base") ? new TyrServerProcess(
+            Files.createDirectories(work.resolve("tyr-server-base")), "--sync", "interval",
+            "--threads", "4").classpathFirst(Path.of(ClusterEnv.required(
+                "BLOBFS_DFSIO_BASE_JAR"))).start() : null) {
       List<Target> targets = new ArrayList<>();
       for (String name : wanted) {
-        targets.add(target(name, work, name.equals("tyr-server-nosync") ? unsynced : tyr));
+        targets.add(target(name, work, switch (name) {
+          case "tyr-server-nosync" -> unsynced;
+          case "tyr-server-base" -> base;
+          default -> tyr;
+        }));
       }
       List<Run> runs = new ArrayList<>();
       for (int round = 0; round < rounds; round++) {
@@ -132,6 +142,14 @@ public final class DfsioReport {
         o.addAll(fsOptions("blob://tyrnosync"));
         return new Target(name, "blob:// on a Týr server process, log not synced (as HDFS)",
             o, List.of());
+      }
+      case "tyr-server-base": {
+        List<String> o = new ArrayList<>(blob);
+        o.add("-Dfs.blob.store.tyrbase.type=tyr");
+        o.add("-Dfs.blob.store.tyrbase.address=" + tyr.address());
+        o.addAll(fsOptions("blob://tyrbase"));
+        return new Target(name, "blob:// on a Týr server process of the build before "
+            + "(BLOBFS_DFSIO_BASE_JAR), local reads", o, List.of());
       }
       case "tyr-server-8m": {
         // The Týr store's write buffer before session 8 (the built-in 8 MiB), side by side
@@ -178,7 +196,8 @@ public final class DfsioReport {
             List.of());
       default:
         throw new IllegalArgumentException("unknown target " + name
-            + " (hdfs, tyr-server, tyr-server-8m, tyr-server-nosync, tyr-server-tcp, tyr-embedded,"
+            + " (hdfs, tyr-server, tyr-server-base, tyr-server-8m, tyr-server-nosync, tyr-server-tcp,"
+            + " tyr-embedded,"
             + " rados, file)");
     }
   }
