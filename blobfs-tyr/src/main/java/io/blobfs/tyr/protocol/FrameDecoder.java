@@ -42,8 +42,11 @@ public final class FrameDecoder extends ByteToMessageDecoder {
   private volatile boolean trusted;
   private io.netty.buffer.CompositeByteBuf partial;
   private int wanted;
-  /** Whether the channel reads large frames' bytes straight into {@link #whole}. */
-  private boolean readsInPlace;
+  /**
+   * Where the buffers of frames read in place come from; null unless the channel reads
+   * large frames' bytes straight into {@link #whole}.
+   */
+  private FrameBuffers frameBuffers;
   /** The frame being read in place; its writer index is where the next byte goes. */
   private ByteBuf whole;
   /** What {@link #readTarget} last handed out: bytes arriving in it are in place already. */
@@ -87,13 +90,13 @@ public final class FrameDecoder extends ByteToMessageDecoder {
    * Makes {@code channel} read the rest of each large frame straight into the frame's own
    * buffer: its reads ask this decoder where to go before taking a buffer of their own.
    * Only for a decoder that sees the socket's bytes as they are (no TLS in front of it),
-   * and before the channel's first read.
+   * and before the channel's first read. The frames' buffers come from {@code buffers}.
    */
-  public void readInPlace(Channel channel) {
+  public void readInPlace(Channel channel, FrameBuffers buffers) {
     ChannelConfig config = channel.config();
     config.setRecvByteBufAllocator(
         new InPlaceReads(config.getRecvByteBufAllocator(), this::readTarget));
-    readsInPlace = true;
+    frameBuffers = buffers;
   }
 
   /**
@@ -137,8 +140,8 @@ public final class FrameDecoder extends ByteToMessageDecoder {
           continue;
         }
         wanted = length;
-        if (readsInPlace) {
-          whole = ctx.alloc().directBuffer(length, length);
+        if (frameBuffers != null) {
+          whole = frameBuffers.take(ctx.alloc(), length);
         } else {
           partial = ctx.alloc().compositeBuffer(Integer.MAX_VALUE);
         }

@@ -1,6 +1,7 @@
 package io.blobfs.tyr.server;
 
 import io.blobfs.tyr.engine.TyrEngine;
+import io.blobfs.tyr.protocol.FrameBuffers;
 import io.blobfs.tyr.protocol.FrameDecoder;
 import io.blobfs.tyr.protocol.FrameEncoder;
 import io.blobfs.tyr.protocol.Tls;
@@ -77,6 +78,9 @@ public final class TyrServer implements Closeable {
     TyrService service = new TyrService(engine, config.maxFrameBytes() - 64, membership,
         replicator, transactions);
     memory = new RequestMemory(config.maxRequestMemory());
+    // Frames read in place keep their buffers for later frames: an eighth of the request
+    // memory budget (64 MiB by default, one stream's window of 1 MiB writes) at most.
+    FrameBuffers frameBuffers = new FrameBuffers(config.maxRequestMemory() / 8);
     Authenticator auth = new Authenticator(config.secret());
     SslContext tls;
     try {
@@ -102,7 +106,7 @@ public final class TyrServer implements Closeable {
               } else if (!config.inJvm()) {
                 // The socket's bytes are the frames' own: a large frame is read straight
                 // into its buffer (under TLS they are records to decrypt first).
-                decoder.readInPlace(ch);
+                decoder.readInPlace(ch, frameBuffers);
               }
               ch.pipeline().addLast(
                   // Observing output: a slow reader making progress is not idle.
