@@ -78,17 +78,23 @@ public final class DfsioReport {
     // Synced every 100 ms, like the embedded node's default: HDFS does not sync a block
     // before acknowledging it either.
     try (TyrServerProcess tyr = wanted.contains("tyr-server") || wanted.contains("tyr-server-tcp")
-        || wanted.contains("tyr-server-8m") || wanted.contains("tyr-server" + BASELINE)
+        || wanted.contains("tyr-server-8m")
         ? new TyrServerProcess(tyrData, "--sync", "interval", "--threads", "4").start() : null;
         // Like for like with HDFS, whose DataNode never syncs a block it writes (unless the
         // client calls hsync): a second server whose log is synced only when a segment
         // fills. Not a default of Týr's: its default loses at most 100 ms on a crash.
         TyrServerProcess unsynced = wanted.stream().anyMatch(w -> w.startsWith("tyr-server-nosync"))
             ? new TyrServerProcess(work.resolve("tyr-server-nosync"), "--sync", "none",
-                "--threads", "4").start() : null) {
+                "--threads", "4").start() : null;
+        // The baseline build's own server for tyr-server-baseline, same settings as
+        // tyr-server's: client and server of the commit a change starts from.
+        TyrServerProcess base = wanted.contains("tyr-server" + BASELINE) ? new TyrServerProcess(
+            Files.createDirectories(work.resolve("tyr-server" + BASELINE)), "--sync", "interval",
+            "--threads", "4").classpathFirst(ClusterEnv.required(BASELINE_CP)).start() : null) {
       List<Target> targets = new ArrayList<>();
       for (String name : wanted) {
-        targets.add(target(name, work, name.startsWith("tyr-server-nosync") ? unsynced : tyr));
+        targets.add(target(name, work, name.equals("tyr-server" + BASELINE) ? base
+            : name.startsWith("tyr-server-nosync") ? unsynced : tyr));
       }
       List<Run> runs = new ArrayList<>();
       for (int round = 0; round < rounds; round++) {
@@ -118,8 +124,9 @@ public final class DfsioReport {
   /**
    * {@code BLOBFS_DFSIO_BASELINE_CP}: the jars of another build of BlobFS (the commit a
    * change starts from), colon-separated. A target named {@code X-baseline} is target X
-   * with those jars first on its job's classpath, so a change and what it changes are
-   * measured side by side, interleaved, in one run.
+   * with those jars first on its job's classpath (and tyr-server-baseline on a server of
+   * its own run from them too), so a change and what it changes are measured side by
+   * side, interleaved, in one run.
    */
   static final String BASELINE_CP = "BLOBFS_DFSIO_BASELINE_CP";
   private static final String BASELINE = "-baseline";
