@@ -25,24 +25,46 @@ import java.util.concurrent.atomic.AtomicLong;
  * At most {@code keepBytes} are kept, across all connections; a buffer released beyond
  * that is freed. Buffers are taken on event loops and released on any thread (a worker,
  * once the log has the bytes).
+ *
+ * <p>A buffer is taken when a frame's header arrives, before its bytes: a peer that
+ * announces large frames and sends nothing would otherwise make the server hold them
+ * whole (a review found 13 such connections exhaust 1 GiB of direct memory). So at most
+ * {@code takenBytes} are out at once, across all connections; past that, {@link #take}
+ * answers null and the decoder gathers the frame as it arrives, as it does over TLS.
  */
 public final class FrameBuffers {
   private static final int ROUND = 64 << 10;
 
   private final long keepBytes;
+  private final long maxTakenBytes;
   private final ConcurrentHashMap<Integer, Queue<ByteBuffer>> kept = new ConcurrentHashMap<>();
   private final AtomicLong keptBytes = new AtomicLong();
+  private final AtomicLong takenBytes = new AtomicLong();
 
-  public FrameBuffers(long keepBytes) {
+  public FrameBuffers(long keepBytes, long maxTakenBytes) {
     this.keepBytes = keepBytes;
+    this.maxTakenBytes = maxTakenBytes;
   }
 
-  /** A direct buffer of capacity {@code size}, empty; kept here again once released. */
+  /**
+   * A direct buffer of capacity {@code size}, empty, kept here again once released; or
+   * null when the buffers out would then pass their bound (or the platform has no Unsafe,
+   * whose addresses the buffer needs): the caller gathers the frame instead.
+   */
   ByteBuf take(ByteBufAllocator alloc, int size) {
     if (!PlatformDependent.hasUnsafe()) {
-      return alloc.directBuffer(size, size); // the buffer below needs Unsafe's addresses
+      return null;
+    }
+    if (takenBytes.addAndGet(size) > maxTakenBytes) {
+      takenBytes.addAndGet(-size);
+      return null;
     }
     return new Kept(alloc, size);
+  }
+
+  /** Bytes of buffers taken and not yet released. */
+  long takenBytes() {
+    return takenBytes.get();
   }
 
   /** Bytes kept for later frames now. */
@@ -79,8 +101,12 @@ public final class FrameBuffers {
    * constructor, after javac has set the enclosing instance).
    */
   private final class Kept extends UnpooledUnsafeDirectByteBuf {
+    // Set after the super constructor has allocated; read only when the buffer is freed.
+    private final int taken;
+
     Kept(ByteBufAllocator alloc, int size) {
       super(alloc, size, size);
+      this.taken = size;
     }
 
     @Override
@@ -90,6 +116,7 @@ public final class FrameBuffers {
 
     @Override
     protected void freeDirect(ByteBuffer buffer) {
+      takenBytes.addAndGet(-taken);
       if (!keep(buffer)) {
         super.freeDirect(buffer);
       }

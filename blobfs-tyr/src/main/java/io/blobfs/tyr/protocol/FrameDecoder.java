@@ -36,6 +36,8 @@ import java.util.List;
 public final class FrameDecoder extends ByteToMessageDecoder {
   /** Frame limit before a server has authenticated its peer: a HELLO is tiny. */
   public static final int UNAUTHENTICATED_MAX_FRAME = 64 << 10;
+  /** The least of a frame still to come for it to be read in place. */
+  static final int IN_PLACE_MIN_BYTES = 256 << 10;
 
   private final int maxFrameBytes;
   private final boolean inPlace;
@@ -140,9 +142,11 @@ public final class FrameDecoder extends ByteToMessageDecoder {
           continue;
         }
         wanted = length;
-        if (frameBuffers != null) {
-          whole = frameBuffers.take(ctx.alloc(), length);
-        } else {
+        // Small frames gain nothing from a read of their own (and Netty's read-size guess
+        // shrinks on such exact fills); anonymous peers' frames are all small.
+        whole = frameBuffers != null && length - in.readableBytes() >= IN_PLACE_MIN_BYTES
+            ? frameBuffers.take(ctx.alloc(), length) : null;
+        if (whole == null) {
           partial = ctx.alloc().compositeBuffer(Integer.MAX_VALUE);
         }
       }

@@ -13,7 +13,7 @@ class FrameBuffersTest {
 
   @Test
   void aReleasedBufferServesTheNextFrameOfAboutItsSize() throws Exception {
-    FrameBuffers buffers = new FrameBuffers(64 * MIB);
+    FrameBuffers buffers = new FrameBuffers(64 * MIB, 64 * MIB);
     ByteBuf first = buffers.take(ALLOC, MIB + 100);
     assertThat(first.capacity()).isEqualTo(MIB + 100);
     assertThat(first.maxCapacity()).isEqualTo(MIB + 100);
@@ -41,7 +41,7 @@ class FrameBuffersTest {
 
   @Test
   void atMostTheBoundIsKeptAndTheRestFreed() {
-    FrameBuffers buffers = new FrameBuffers(2 * MIB);
+    FrameBuffers buffers = new FrameBuffers(2 * MIB, 64 * MIB);
     ByteBuf a = buffers.take(ALLOC, MIB);
     ByteBuf b = buffers.take(ALLOC, MIB);
     ByteBuf c = buffers.take(ALLOC, MIB);
@@ -49,9 +49,26 @@ class FrameBuffersTest {
     b.release();
     c.release();
     assertThat(buffers.keptBytes()).isEqualTo(2 * MIB);
-    assertThat(c.refCnt()).isZero();
-    FrameBuffers none = new FrameBuffers(0);
+    FrameBuffers none = new FrameBuffers(0, 64 * MIB);
     none.take(ALLOC, MIB).release();
     assertThat(none.keptBytes()).isZero();
+  }
+
+  @Test
+  void atMostTheBoundIsOutAtOnceAndAReleaseMakesRoom() {
+    FrameBuffers buffers = new FrameBuffers(0, 2 * MIB);
+    ByteBuf a = buffers.take(ALLOC, MIB);
+    ByteBuf b = buffers.take(ALLOC, MIB);
+    assertThat(a).isNotNull();
+    assertThat(b).isNotNull();
+    assertThat(buffers.takenBytes()).isEqualTo(2 * MIB);
+    assertThat(buffers.take(ALLOC, 1)).isNull(); // the caller gathers this frame instead
+    a.release();
+    assertThat(buffers.takenBytes()).isEqualTo(MIB);
+    ByteBuf c = buffers.take(ALLOC, MIB);
+    assertThat(c).isNotNull();
+    b.release();
+    c.release();
+    assertThat(buffers.takenBytes()).isZero();
   }
 }

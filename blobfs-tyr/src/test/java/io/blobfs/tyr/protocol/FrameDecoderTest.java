@@ -121,7 +121,7 @@ public class FrameDecoderTest {
   }
 
   /** Data bytes of the large frame of {@link #threeFrames}. */
-  private static final int BIG = 200_000;
+  private static final int BIG = 400_000; // above IN_PLACE_MIN_BYTES: read in place
 
   /** Three frames back to back: a small one, one of {@code BIG} data bytes, a small one. */
   private static byte[] threeFrames() {
@@ -192,7 +192,7 @@ public class FrameDecoderTest {
     for (int[] arrivals : cuts) {
       FrameDecoder decoder = new FrameDecoder(DATA * 2, true, false);
       EmbeddedChannel ch = new EmbeddedChannel(decoder);
-      decoder.readInPlace(ch, new FrameBuffers(0));
+      decoder.readInPlace(ch, new FrameBuffers(0, 64 << 20));
       List<long[]> reads = readLoop(ch, bytes, arrivals);
       assertThat(decoder.midFrame()).isFalse();
       Frame small = ch.readInbound();
@@ -248,7 +248,7 @@ public class FrameDecoderTest {
     byte[] bytes = threeFrames();
     FrameDecoder decoder = new FrameDecoder(DATA * 2, true, false);
     EmbeddedChannel ch = new EmbeddedChannel(decoder);
-    decoder.readInPlace(ch, new FrameBuffers(0));
+    decoder.readInPlace(ch, new FrameBuffers(0, 64 << 20));
     readLoop(ch, bytes, new int[] {BIG_START + 100, BIG_START + 90_000});
     assertThat(decoder.midFrame()).isTrue();
     Frame small = ch.readInbound();
@@ -266,7 +266,7 @@ public class FrameDecoderTest {
 
   @Test
   void aFrameReadIntoAKeptBufferHasOnlyItsOwnBytes() {
-    FrameBuffers buffers = new FrameBuffers(64 << 20);
+    FrameBuffers buffers = new FrameBuffers(64 << 20, 64 << 20);
     FrameDecoder decoder = new FrameDecoder(DATA * 2, true, false);
     EmbeddedChannel ch = new EmbeddedChannel(decoder);
     decoder.readInPlace(ch, buffers);
@@ -297,5 +297,56 @@ public class FrameDecoderTest {
     }
     assertThat(buffers.keptBytes()).isGreaterThan(0);
     assertThat(ch.finish()).isFalse();
+  }
+
+  /**
+   * A review found a peer announcing large frames and sending nothing made the server hold
+   * each frame whole (13 connections took 1 GiB of direct memory): past the bound on
+   * buffers out, a frame is gathered as it arrives, and a header alone costs little.
+   */
+  @Test
+  void aHeaderAloneTakesNoFrameBufferPastTheBound() {
+    FrameBuffers buffers = new FrameBuffers(0, 1 << 20);
+    FrameDecoder decoder = new FrameDecoder(64 << 20, true, false);
+    EmbeddedChannel ch = new EmbeddedChannel(decoder);
+    decoder.readInPlace(ch, buffers);
+    long before = jdkDirect();
+    RecvByteBufAllocator.Handle reads = ch.config().getRecvByteBufAllocator().newHandle();
+    reads.reset(ch.config());
+    ByteBuf first = reads.allocate(ch.alloc());
+    first.writeInt(64 << 20).writeByte(Frame.PROTOCOL_VERSION).writeByte(Opcode.COMMIT)
+        .writeShort(0).writeLong(1);
+    ch.writeInbound(first);
+    assertThat(decoder.midFrame()).isTrue();
+    assertThat(buffers.takenBytes()).isZero();
+    assertThat(jdkDirect() - before).isLessThan(1 << 20);
+    ByteBuf next = reads.allocate(ch.alloc()); // Netty's own read buffer, not the frame's
+    assertThat(next.capacity()).isLessThan(1 << 20);
+    next.release();
+    ch.finishAndReleaseAll();
+  }
+
+  @Test
+  void aFrameWhoseRestIsSmallIsGatheredNotReadInPlace() {
+    FrameBuffers buffers = new FrameBuffers(0, 64 << 20);
+    FrameDecoder decoder = new FrameDecoder(64 << 20, true, false);
+    EmbeddedChannel ch = new EmbeddedChannel(decoder);
+    decoder.readInPlace(ch, buffers);
+    ch.writeInbound(Unpooled.buffer().writeInt(Frame.HEADER_BYTES + 100_000)
+        .writeByte(Frame.PROTOCOL_VERSION).writeByte(Opcode.COMMIT).writeShort(0).writeLong(1));
+    assertThat(decoder.midFrame()).isTrue();
+    assertThat(buffers.takenBytes()).isZero();
+    ch.writeInbound(Unpooled.wrappedBuffer(new byte[100_000]));
+    Frame f = ch.readInbound();
+    assertThat(f.payload().readableBytes()).isEqualTo(100_000);
+    f.release();
+    assertThat(ch.finish()).isFalse();
+  }
+
+  private static long jdkDirect() {
+    return java.lang.management.ManagementFactory
+        .getPlatformMXBeans(java.lang.management.BufferPoolMXBean.class).stream()
+        .filter(b -> b.getName().equals("direct")).mapToLong(
+            java.lang.management.BufferPoolMXBean::getMemoryUsed).sum();
   }
 }
