@@ -150,7 +150,18 @@ final class OwedKeys implements AutoCloseable {
         o.stamp = ++stamps;
       }
     }
-    pump();
+    pumpLater();
+  }
+
+  /**
+   * Pumps on the timer's thread, never on the caller's: a caller may hold a replication
+   * stream's lock (an install failing a stream's queue), and a repair takes the
+   * Replicator's lock before a stream's, so starting one here could deadlock; and a repair
+   * that ends at once would otherwise pump again within itself, a stack frame per owed key
+   * (a review overflowed the stack with 1,000 keys and left the running count leaked).
+   */
+  private void pumpLater() {
+    timer.after(0, this::pump);
   }
 
   /** The keys owed to {@code backup} now (for tests and logs). */
@@ -229,7 +240,7 @@ final class OwedKeys implements AutoCloseable {
             e != null ? e.toString() : "refused");
       }
       ended(backup, key, stamp, repaired, mine);
-      pump();
+      pumpLater();
     });
   }
 

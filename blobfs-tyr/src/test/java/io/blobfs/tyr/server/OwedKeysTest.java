@@ -93,7 +93,8 @@ class OwedKeysTest {
       while (!running().isEmpty()) {
         assertThat(running()).hasSizeLessThanOrEqualTo(4);
         assertThat(o.running()).isEqualTo(running().size());
-        running().get(0).done().complete(true); // ends one: the next due one starts
+        running().get(0).done().complete(true); // ends one: the next due one starts,
+        clock.advanceTo(clock.nowMs); // on the timer's thread
         repaired++;
       }
       assertThat(repaired).isEqualTo(100);
@@ -174,6 +175,32 @@ class OwedKeysTest {
       assertThat(running()).extracting(Call::key).containsExactly("a");
       running().get(0).done().complete(true);
       assertThat(o.owedTo(B)).isEmpty();
+    }
+  }
+
+  /**
+   * Repairs that end at once (the backup is no longer one, a blob too large) pumped again
+   * within themselves before: a stack frame per owed key, until the stack overflowed and
+   * the running count leaked, which stopped every repair for good (a review's finding).
+   */
+  @Test
+  void manyRepairsThatEndAtOnceAreAllEndedWithoutNesting() {
+    List<Integer> depths = new ArrayList<>();
+    try (OwedKeys o = new OwedKeys((backup, key, hold) -> {
+      depths.add(Thread.currentThread().getStackTrace().length);
+      return CompletableFuture.completedFuture(true);
+    }, clock, () -> clock.nowMs, 16, 64L << 20)) {
+      List<String> keys = new ArrayList<>();
+      for (int i = 0; i < 20_000; i++) {
+        keys.add("k/" + i);
+      }
+      o.owe(B, keys);
+      clock.advanceTo(OwedKeys.FIRST_DELAY_MS);
+      assertThat(o.running()).isZero();
+      assertThat(o.owedTo(B)).isEmpty();
+      assertThat(depths).hasSize(20_000);
+      assertThat(depths.stream().mapToInt(Integer::intValue).max().getAsInt())
+          .isLessThan(depths.get(0) + 50); // no deeper for the 20,000th than the first
     }
   }
 }
