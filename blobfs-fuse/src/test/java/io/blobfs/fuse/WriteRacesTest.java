@@ -2,7 +2,13 @@ package io.blobfs.fuse;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.blobfs.fuse.kernel.Entry;
+import io.blobfs.fuse.kernel.FuseException;
+import io.blobfs.fuse.kernel.FuseSession;
+import io.blobfs.fuse.kernel.LowLevelFs;
+import io.blobfs.fuse.kernel.Opened;
 import io.blobfs.namespace.BlobNamespace;
 import io.blobfs.namespace.FileReader;
 import io.blobfs.namespace.FsPath;
@@ -15,6 +21,7 @@ import java.lang.reflect.Field;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
@@ -135,5 +142,50 @@ class WriteRacesTest {
         "write " + count + " acknowledged and closed, dirty=" + s.dirty());
     s.discard();
     pool.shutdown();
+  }
+
+  /**
+   * An open for writing copies the file outside the map and starts
+   * the copy again whenever any staged file of the mount, of any other file, left the map
+   * meanwhile (stagedRemovals is mount-wide): every release of an unrelated file during
+   * the copy costs a whole copy more, and a mount where files close more often than a copy
+   * takes never completes the open.
+   */
+  @Test
+  void anOpenForWritingIsNotCopiedAgainBecauseAnotherFileClosed() throws Exception {
+    FaultInjectingBlobStore faults = store();
+    BlobNamespace ns = ns(faults);
+    BlobFuseFs fs = new BlobFuseFs(ns, new BlobFuseFs.Settings(false, 0755, 4096, staging));
+    byte[] data = filled(8 * MIB, 7);
+    Opened[] h = new Opened[1];
+    Entry big = fs.create(LowLevelFs.ROOT, "big", FuseSession.O_RDWR, h);
+    for (int off = 0; off < data.length; off += MIB) {
+      fs.write(big.node(), h[0].fh(), off, ByteBuffer.wrap(data, off, MIB));
+    }
+    fs.release(big.node(), h[0].fh());
+    Opened[] o = new Opened[1];
+    Entry other = fs.create(LowLevelFs.ROOT, "other", FuseSession.O_RDWR, o);
+    fs.release(other.node(), o[0].fh());
+
+    FaultInjectingBlobStore.Fault held =
+        faults.on(FaultInjectingBlobStore.Op.READ).keys("d/.*").pause();
+    bytesRead.set(0);
+    CompletableFuture<Opened> opening = CompletableFuture.supplyAsync(() -> {
+      try {
+        return fs.open(big.node(), FuseSession.O_RDWR);
+      } catch (FuseException ex) {
+        throw new IllegalStateException(ex);
+      }
+    });
+    held.awaitReached(); // the copy of /big is under way
+    // an unrelated file is opened for writing, written and closed meanwhile
+    Opened w = fs.open(other.node(), FuseSession.O_RDWR);
+    fs.write(other.node(), w.fh(), 0, ByteBuffer.wrap(data, 0, 100));
+    fs.release(other.node(), w.fh());
+    held.release();
+    Opened b = opening.get();
+    fs.release(big.node(), b.fh());
+    assertTrue(bytesRead.get() < 2L * data.length,
+        "bytes read to open /big once: " + bytesRead.get() + " (file " + data.length + ")");
   }
 }
