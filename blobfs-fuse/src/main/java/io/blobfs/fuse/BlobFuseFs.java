@@ -32,6 +32,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
@@ -449,6 +450,8 @@ public final class BlobFuseFs implements LowLevelFs {
       while (true) {
         Copying copy = null;
         long removals = 0;
+        CompletableFuture<Void> mine = null;
+        CompletableFuture<Void> another = null;
         synchronized (staged) {
           s = staged.get(node);
           if (s != null) {
@@ -458,9 +461,24 @@ public final class BlobFuseFs implements LowLevelFs {
           }
           if (writable) {
             copy = copying.computeIfAbsent(node, id -> new Copying());
-            copy.openers++;
-            removals = copy.removals;
+            if (!trunc && copy.copied != null) {
+              another = copy.copied;
+            } else {
+              copy.openers++;
+              removals = copy.removals;
+              if (!trunc) { // an O_TRUNC open copies nothing: it never makes others wait
+                mine = copy.copied = new CompletableFuture<>();
+              }
+            }
           }
+        }
+        if (another != null) {
+          // Another open copies this file now: wait for it, outside the map's monitor, and
+          // look again (its copy is then in the map; if it failed or was discarded, this
+          // open copies in turn). Before, N processes opening one large file each copied
+          // it whole at once, N times the reads and the staging space.
+          another.handle((ok, failed) -> null).join();
+          continue;
         }
         if (!writable) {
           // a fresh record read: close-to-open; a copy staged meanwhile is what the reads
@@ -473,6 +491,10 @@ public final class BlobFuseFs implements LowLevelFs {
           fresh = stage(n, trunc);
         } finally {
           synchronized (staged) {
+            if (mine != null) {
+              copy.copied = null;
+              mine.complete(null); // its waiters look again once this monitor is free
+            }
             if (--copy.openers == 0) {
               copying.remove(node);
             }
@@ -712,6 +734,8 @@ public final class BlobFuseFs implements LowLevelFs {
     int openers;
     /** Staged files of the file that left the map since the first of them began. */
     long removals;
+    /** Completed when the copy under way (not an O_TRUNC open's) ends; null: none. */
+    CompletableFuture<Void> copied;
   }
 
   // ---------------------------------------------------------------- directories

@@ -188,4 +188,56 @@ class WriteRacesTest {
     assertTrue(bytesRead.get() < 2L * data.length,
         "bytes read to open /big once: " + bytesRead.get() + " (file " + data.length + ")");
   }
+
+  /**
+   * Two processes opening one large file for writing at once: the second waits for the
+   * first's copy and shares it, rather than copying the whole file a second time.
+   */
+  @Test
+  void concurrentOpensOfOneFileCopyItOnce() throws Exception {
+    FaultInjectingBlobStore faults = store();
+    BlobNamespace ns = ns(faults);
+    BlobFuseFs fs = new BlobFuseFs(ns, new BlobFuseFs.Settings(false, 0755, 4096, staging));
+    byte[] data = filled(8 * MIB, 7);
+    Opened[] h = new Opened[1];
+    Entry big = fs.create(LowLevelFs.ROOT, "big", FuseSession.O_RDWR, h);
+    fs.write(big.node(), h[0].fh(), 0, ByteBuffer.wrap(data));
+    fs.release(big.node(), h[0].fh());
+
+    FaultInjectingBlobStore.Fault held =
+        faults.on(FaultInjectingBlobStore.Op.READ).keys("d/.*").pause();
+    bytesRead.set(0);
+    CompletableFuture<Opened> first = CompletableFuture.supplyAsync(() -> open(fs, big));
+    held.awaitReached(); // the first open's copy is under way
+    AtomicReference<Opened> second = new AtomicReference<>();
+    Thread opener = new Thread(() -> second.set(open(fs, big)));
+    opener.start();
+    // the second open either waits for the first's copy or (before the fix) made its own
+    long deadline = System.nanoTime() + 60_000_000_000L;
+    while (opener.isAlive() && !(opener.getState() == Thread.State.WAITING
+        && Arrays.stream(opener.getStackTrace())
+            .anyMatch(e -> e.getClassName().endsWith("CompletableFuture")))) {
+      assertTrue(System.nanoTime() < deadline, "the second open never waited nor finished");
+      Thread.sleep(5);
+    }
+    held.release();
+    Opened a = first.get();
+    opener.join(60_000);
+    Opened b = second.get();
+    ByteBuffer got = ByteBuffer.allocate(data.length);
+    fs.read(big.node(), b.fh(), 0, got);
+    fs.release(big.node(), a.fh());
+    fs.release(big.node(), b.fh());
+    assertArrayEquals(data, Arrays.copyOf(got.array(), got.position()));
+    assertTrue(bytesRead.get() < 2L * data.length,
+        "bytes read for two opens of /big: " + bytesRead.get() + " (file " + data.length + ")");
+  }
+
+  private static Opened open(BlobFuseFs fs, Entry e) {
+    try {
+      return fs.open(e.node(), FuseSession.O_RDWR);
+    } catch (FuseException ex) {
+      throw new IllegalStateException(ex);
+    }
+  }
 }
