@@ -32,6 +32,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
@@ -68,8 +69,15 @@ public final class BlobFuseFs implements LowLevelFs {
   private final InodeTable inodes = new InodeTable();
   /** Node id to its staged file while any handle of this mount has it open. */
   private final Map<Long, StagedFile> staged = new HashMap<>();
-  /** Staged files taken out of {@link #staged} so far (guarded by it): see open. */
-  private long stagedRemovals;
+  /**
+   * Node id to how many of its staged files left {@link #staged} while an open copied the
+   * file outside it (guarded by {@link #staged}; an entry lives while such opens run, so
+   * the map stays as small as the opens under way): see open. Per node: with one count
+   * for the whole mount, every release of any other file during a copy made the open copy
+   * the whole file again, and a mount whose files close more often than a copy takes never
+   * completed the open.
+   */
+  private final Map<Long, Copying> copying = new HashMap<>();
   private final Map<Long, Handle> handles = new ConcurrentHashMap<>();
   private final AtomicLong nextHandle = new AtomicLong(1);
   /** Renames and unlinks exclusive, publications shared: see {@link #publish(Node, StagedFile)}. */
@@ -440,7 +448,10 @@ public final class BlobFuseFs implements LowLevelFs {
       // file appeared meanwhile (then that one is used) and none left the map (its
       // publication may postdate the record copied: copied again).
       while (true) {
-        long removals;
+        Copying copy = null;
+        long removals = 0;
+        CompletableFuture<Void> mine = null;
+        CompletableFuture<Void> another = null;
         synchronized (staged) {
           s = staged.get(node);
           if (s != null) {
@@ -448,7 +459,26 @@ public final class BlobFuseFs implements LowLevelFs {
             s.handles++; // this open's handle, which also keeps s in the map meanwhile
             break;
           }
-          removals = stagedRemovals;
+          if (writable) {
+            copy = copying.computeIfAbsent(node, id -> new Copying());
+            if (!trunc && copy.copied != null) {
+              another = copy.copied;
+            } else {
+              copy.openers++;
+              removals = copy.removals;
+              if (!trunc) { // an O_TRUNC open copies nothing: it never makes others wait
+                mine = copy.copied = new CompletableFuture<>();
+              }
+            }
+          }
+        }
+        if (another != null) {
+          // Another open copies this file now: wait for it, outside the map's monitor, and
+          // look again (its copy is then in the map; if it failed or was discarded, this
+          // open copies in turn). Before, N processes opening one large file each copied
+          // it whole at once, N times the reads and the staging space.
+          another.handle((ok, failed) -> null).join();
+          continue;
         }
         if (!writable) {
           // a fresh record read: close-to-open; a copy staged meanwhile is what the reads
@@ -456,17 +486,30 @@ public final class BlobFuseFs implements LowLevelFs {
           reader = ns.open(n.path);
           break;
         }
-        StagedFile fresh = stage(n, trunc);
-        synchronized (staged) {
-          s = staged.get(node);
-          if (s != null) {
-            truncateStaged = trunc;
-            s.handles++;
-          } else if (removals == stagedRemovals) {
-            s = fresh;
-            staged.put(node, s);
-            s.handles++;
-            fresh = null;
+        StagedFile fresh = null;
+        try {
+          fresh = stage(n, trunc);
+        } finally {
+          synchronized (staged) {
+            if (mine != null) {
+              copy.copied = null;
+              mine.complete(null); // its waiters look again once this monitor is free
+            }
+            if (--copy.openers == 0) {
+              copying.remove(node);
+            }
+            if (fresh != null) {
+              s = staged.get(node);
+              if (s != null) {
+                truncateStaged = trunc;
+                s.handles++;
+              } else if (removals == copy.removals) {
+                s = fresh;
+                staged.put(node, s);
+                s.handles++;
+                fresh = null;
+              }
+            }
           }
         }
         if (fresh != null) {
@@ -651,8 +694,7 @@ public final class BlobFuseFs implements LowLevelFs {
         publish(node, s);
       } catch (FuseException e) {
         synchronized (staged) {
-          if (s.handles == 0 && staged.remove(node.id, s)) {
-            stagedRemovals++;
+          if (s.handles == 0 && removeStaged(node.id, s)) {
             s.discard();
           }
         }
@@ -663,14 +705,37 @@ public final class BlobFuseFs implements LowLevelFs {
           return; // reopened meanwhile: the new handles own it
         }
         if (!s.dirty() || node.unlinked) {
-          if (staged.remove(node.id, s)) {
-            stagedRemovals++;
-          }
+          removeStaged(node.id, s);
           s.discard();
           return;
         }
       }
     }
+  }
+
+  /**
+   * Under {@link #staged}: takes {@code s} out of the map if it is {@code id}'s staged
+   * file there, and tells the opens copying that file (their copy may predate what s
+   * published: they copy again).
+   */
+  private boolean removeStaged(long id, StagedFile s) {
+    if (!staged.remove(id, s)) {
+      return false;
+    }
+    Copying c = copying.get(id);
+    if (c != null) {
+      c.removals++;
+    }
+    return true;
+  }
+
+  /** Opens copying one file outside {@link #staged}; guarded by it. */
+  private static final class Copying {
+    int openers;
+    /** Staged files of the file that left the map since the first of them began. */
+    long removals;
+    /** Completed when the copy under way (not an O_TRUNC open's) ends; null: none. */
+    CompletableFuture<Void> copied;
   }
 
   // ---------------------------------------------------------------- directories

@@ -30,7 +30,7 @@ import java.util.concurrent.Executor;
  * a claimed chunk never changes under the upload.
  *
  * <p>Thread-safety: the bookkeeping is under this object's monitor; the writer is used by
- * one background task at a time, then, after {@link #finish} has waited for it, by the
+ * one background task at a time, then, after {@link #awaitIdle} has waited for it, by the
  * publishing thread.
  */
 final class EarlyUpload {
@@ -64,15 +64,18 @@ final class EarlyUpload {
   private FileWriter writer;
   private CompletableFuture<Void> task = CompletableFuture.completedFuture(null);
   /**
-   * The token of a task handed to the executor that has not started yet: {@link #finish}
+   * The token of a task handed to the executor that has not started yet: {@link #awaitIdle}
    * and {@link #abandon} withdraw it instead of waiting behind other files' uploads in
    * the pool; the task, when it comes up, finds its token gone and does nothing.
    */
   private Object queued;
   private WriteStats stats = new WriteStats();
 
-  /** What a publication takes over: the writer and the chunks it holds. */
-  record Taken(FileWriter writer, BitSet chunks, long chunk) {
+  /**
+   * What a publication takes over: the writer and the chunks it holds; not {@code usable}:
+   * to be aborted, its chunks are no version's.
+   */
+  record Taken(FileWriter writer, BitSet chunks, long chunk, boolean usable) {
     /** The bytes of the chunks, all below the version's length. */
     long bytes() {
       return chunks.cardinality() * chunk;
@@ -266,7 +269,7 @@ final class EarlyUpload {
         if (w == null) { // created outside the monitor: a store call
           FileWriter created = ns.create(path, true);
           synchronized (this) {
-            writer = created; // only this task creates it; finish() waits for the task
+            writer = created; // only this task creates it; awaitIdle() waits for the task
           }
           w = created;
         }
@@ -317,48 +320,51 @@ final class EarlyUpload {
   }
 
   /**
-   * Called by a publication (one at a time; writes may go on meanwhile): waits for the
-   * background task, then returns the writer with the chunks it holds for the publication
-   * to complete, or null (nothing usable: broken, made for another name, or past {@code
-   * length}), giving up what was uploaded. Either way this upload is over; once the
-   * publication calls {@link #resume}, the next writes start another, with a writer of its
-   * own.
+   * Called by a publication (one at a time; writes may go on meanwhile), outside any lock:
+   * stops the upload at {@code length} and waits until no background task runs. None
+   * starts again before {@link #resume}: written() starts none while the limit is set, and
+   * a queued one is withdrawn here.
    */
-  Taken finish(FsPath path, long length) {
-    FileWriter w;
-    BitSet chunks;
-    long size;
-    boolean usable;
+  void awaitIdle(long length) {
     stopAt(length); // if the caller did not at its snapshot
     while (true) {
       CompletableFuture<Void> running;
       synchronized (this) {
         running = withdrawOrRunning();
         if (running.isDone()) {
-          // taken and reset in the monitor that saw no task running: no task starts again
-          // before resume(), and the next one makes a writer of its own
-          w = writer;
-          chunks = (BitSet) uploaded.clone();
-          size = chunk;
-          usable = w != null && !broken && w.path().equals(path)
-              && chunks.length() * chunk <= length;
-          writer = null;
-          broken = false;
-          claimed.clear();
-          uploaded.clear();
-          // the written ranges stay: the next version's upload claims again every chunk
-          // written (holes another writer has yet to fill are not)
-          break;
+          return;
         }
       }
       running.join(); // never fails: run() catches what it throws; it ends at its round
                       // under way, and no write starts another while the limit is set
     }
-    if (!usable && w != null) {
-      w.abort();
-      w = null;
+  }
+
+  /**
+   * After {@link #awaitIdle}: takes the writer with the chunks it holds for the publication
+   * to complete, and resets this upload ({@code claimed} cleared: from here on a write into
+   * a sent chunk no longer breaks anything, so the caller must already be tracking such
+   * writes, see StagedFile's Reading). Returns null if there is no writer. The writer is
+   * {@link Taken#usable} unless broken, made for another name, or past {@code length}; an
+   * unusable one is the caller's to abort, outside its locks (a store call). Either way
+   * this upload is over; once the publication calls {@link #resume}, the next writes start
+   * another, with a writer of its own.
+   */
+  synchronized Taken take(FsPath path, long length) {
+    if (!withdrawOrRunning().isDone()) {
+      throw new IllegalStateException("take() before awaitIdle(): a task still runs");
     }
-    return w == null ? null : new Taken(w, chunks, size);
+    FileWriter w = writer;
+    BitSet chunks = (BitSet) uploaded.clone();
+    boolean usable = w != null && !broken && w.path().equals(path)
+        && chunks.length() * chunk <= length;
+    writer = null;
+    broken = false;
+    claimed.clear();
+    uploaded.clear();
+    // the written ranges stay: the next version's upload claims again every chunk written
+    // (holes another writer has yet to fill are not)
+    return w == null ? null : new Taken(w, chunks, chunk, usable);
   }
 
   /** The staged file is gone: the upload is dropped, its data removed. */

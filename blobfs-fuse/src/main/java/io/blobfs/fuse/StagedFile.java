@@ -342,7 +342,27 @@ final class StagedFile {
   private long upload(BlobNamespace ns, FsPath path, long len, long carried)
       throws IOException {
     long started = System.nanoTime();
-    EarlyUpload.Taken taken = early.finish(path, len);
+    early.awaitIdle(len); // the background round under way: outside every lock
+    EarlyUpload.Taken taken;
+    synchronized (lengthLock) {
+      // The take (which clears the claimed chunks) and the reading's restart (which makes
+      // a write into a sent chunk count as missed) are one step under lengthLock, under
+      // which every write is counted. A write is then either counted before it: if it
+      // touched a chunk claimed then, its early.writing() broke the upload (a chunk is
+      // claimed only with no write in flight into it, so a write cannot start before the
+      // claim and finish into the sent bytes), and the taken writer is not used; else the
+      // chunk is still to be read, whole, by this publication. Or it is counted after it,
+      // where Reading.written sees the sent chunks. Before, the take ran in EarlyUpload's
+      // monitor alone: a write in between, into a sent chunk, broke nothing and was
+      // counted as carried, its bytes skipped: acknowledged, closed and never published.
+      // Lock order lengthLock -> EarlyUpload's monitor, as stopAt in publish.
+      taken = early.take(path, len);
+      reading.restart(taken != null && taken.usable() ? taken : null, len);
+    }
+    if (taken != null && !taken.usable()) {
+      taken.writer().abort();
+      taken = null;
+    }
     long waited = System.nanoTime() - started;
     Version v;
     boolean whole = taken == null;
@@ -361,6 +381,9 @@ final class StagedFile {
         }
         try {
           whole = true;
+          synchronized (lengthLock) {
+            reading.restart(null, len); // a second pass reads the sent chunks too
+          }
           v = write(ns.create(path, true), null, len);
         } catch (IOException | RuntimeException again) {
           again.addSuppressed(first);
@@ -400,10 +423,7 @@ final class StagedFile {
   private Version write(FileWriter w, EarlyUpload.Taken sent, long len) throws IOException {
     Version v;
     try {
-      synchronized (lengthLock) {
-        reading.restart(sent, len);
-      }
-      long end = len;
+      long end = len; // the caller restarted the reading for this pass
       long pos = 0;
       for (int grown = 0; ; grown++) {
         pos = read(w, sent, pos, end);
