@@ -18,11 +18,14 @@ import java.util.List;
  * one buffer, copying what it holds at each step (some 40 MiB copied for a 16 MiB
  * frame). Here a large frame is gathered in one of three ways:
  * <ul>
- *   <li>read in place (a server over plain TCP, {@link #readInPlace}): once a frame's
- *       length is known, the socket reads the rest of it straight into one direct buffer
- *       of its exact size, so a write's data reaches the log in one piece and is copied by
- *       no one on the way (the kernel's copy out of the socket is the only one);
- *   <li>contiguous (a server under TLS, whose socket bytes are not the frame's): the
+ *   <li>read in place (a server over plain TCP, {@link #readInPlace}, for a frame with at
+ *       least {@link #IN_PLACE_MIN_BYTES} still to come while {@link FrameBuffers} has
+ *       room): once a frame's length is known, the socket reads the rest of it straight
+ *       into one direct buffer of its exact size, so a write's data reaches the log in one
+ *       piece and is copied by no one on the way (the kernel's copy out of the socket is
+ *       the only one);
+ *   <li>contiguous (a server under TLS, whose socket bytes are not the frame's, or any
+ *       other frame a server does not read in place): the
  *       buffers the bytes arrived in are kept as a composite, so memory grows only with
  *       the bytes that actually arrived, and copied once into one direct buffer when the
  *       frame is whole;

@@ -78,10 +78,9 @@ public final class TyrServer implements Closeable {
     TyrService service = new TyrService(engine, config.maxFrameBytes() - 64, membership,
         replicator, transactions);
     memory = new RequestMemory(config.maxRequestMemory());
-    // Frames read in place keep their buffers for later frames: an eighth of the request
-    // memory budget (64 MiB by default, one stream's window of 1 MiB writes) at most.
-    // Kept and out at once: an eighth of the request budget each, so frames read in place
-    // add at most a quarter to what the budget bounds.
+    // Buffers of frames read in place: an eighth of the request budget (64 MiB by default,
+    // one stream's window of 1 MiB writes) kept for later frames, and an eighth out at
+    // once, so frames read in place add at most a quarter to what the budget bounds.
     FrameBuffers frameBuffers = new FrameBuffers(config.maxRequestMemory() / 8,
         config.maxRequestMemory() / 8);
     Authenticator auth = new Authenticator(config.secret());
