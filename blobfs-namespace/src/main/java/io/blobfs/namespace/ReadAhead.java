@@ -8,7 +8,10 @@ import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Sequential read-ahead over a {@link FileReader}: the chunks that follow the reader's
@@ -21,6 +24,12 @@ import java.util.concurrent.CompletionException;
  * place) or, where the store lends the buffers its reads arrive in ({@link
  * FileReader#lends}, Týr over TCP), kept in those: each byte is then copied once, into
  * the caller's array, instead of into our buffer first.
+ *
+ * <p>Memory per stream: our direct buffers are chunk-sized and recycled, those of chunks
+ * dropped by a seek too, once the store has finished filling them; until then their bytes
+ * count against {@code maxBytes}, so a stream holds at most {@code maxBytes} plus one
+ * chunk per seek whose dropped reads are still in flight (in practice {@code maxBytes}
+ * plus one chunk: the read after a seek waits for its own chunk, asked after them).
  */
 public final class ReadAhead {
   /** A chunk's bytes, whichever way they were fetched. */
@@ -34,7 +43,9 @@ public final class ReadAhead {
     void release();
   }
 
-  private record Chunk(long start, int length, CompletableFuture<Bytes> bytes) {}
+  /** {@code buffer}: the direct buffer of ours the store reads into; null for a loan. */
+  private record Chunk(long start, int length, ByteBuffer buffer,
+      CompletableFuture<Bytes> bytes) {}
 
   private final FileReader reader;
   private final boolean lend;
@@ -42,8 +53,15 @@ public final class ReadAhead {
   private final long maxBytes;
   private final long keepBehind;
   private final ArrayDeque<Chunk> chunks = new ArrayDeque<>();
-  /** Buffers of consumed chunks, reused: direct buffers are costly to allocate. */
-  private final ArrayDeque<ByteBuffer> free = new ArrayDeque<>();
+  /**
+   * Buffers of consumed or dropped chunks, reused: direct buffers are costly to allocate,
+   * and one left to the garbage collector stays outside any bound until a GC. Thread-safe:
+   * a dropped chunk's buffer comes back on the store's thread when its read completes.
+   */
+  private final BlockingQueue<ByteBuffer> free;
+  /** Bytes of dropped chunks whose reads still fill our buffers: counted in maxBytes. */
+  private final AtomicLong droppedInFlight = new AtomicLong();
+  private int buffersAllocated;
   private long next;
   private long requested;
 
@@ -68,6 +86,8 @@ public final class ReadAhead {
     this.chunkSize = chunkSize;
     this.maxBytes = maxBytes;
     this.keepBehind = keepBehind;
+    this.free = new LinkedBlockingQueue<>((int) Math.min(Integer.MAX_VALUE - 1,
+        maxBytes / chunkSize) + 1);
   }
 
   /**
@@ -125,7 +145,7 @@ public final class ReadAhead {
       if (done.bytes().isDone() && !done.bytes().isCompletedExceptionally()) {
         done.bytes().join().release();
       } else {
-        discard(done);
+        drop(done);
       }
     }
     if (chunks.isEmpty() || chunks.peek().start() > pos || pos >= next) {
@@ -142,7 +162,7 @@ public final class ReadAhead {
   }
 
   private void topUp() {
-    long inFlight = 0;
+    long inFlight = droppedInFlight.get();
     for (Chunk c : chunks) {
       inFlight += c.length();
     }
@@ -151,7 +171,7 @@ public final class ReadAhead {
       // chunks end on multiples of the chunk size, so that a read-ahead started mid-chunk
       // (a reader that seeked) still asks for whole stripes, never two halves of two
       int n = (int) Math.min(chunkSize - next % chunkSize, length - next);
-      chunks.add(new Chunk(next, n, lend ? lent(next, n) : buffered(next, n)));
+      chunks.add(lend ? new Chunk(next, n, null, lent(next, n)) : buffered(next, n));
       next += n;
       inFlight += n;
       requested += n;
@@ -162,10 +182,18 @@ public final class ReadAhead {
     return reader.lend(start, n).thenApply(Lent::new);
   }
 
-  private CompletableFuture<Bytes> buffered(long start, int n) {
-    // Direct: a store in native code (librados) reads into it without a copy of its own.
-    ByteBuffer buf = free.isEmpty() ? ByteBuffer.allocateDirect(chunkSize) : free.poll();
+  private Chunk buffered(long start, int n) {
+    ByteBuffer buf = free.poll();
+    if (buf == null) {
+      // Direct: a store in native code (librados) reads into it without a copy of its own.
+      buf = ByteBuffer.allocateDirect(chunkSize);
+      buffersAllocated++;
+    }
     buf.clear().limit(n);
+    return new Chunk(start, n, buf, read(start, n, buf));
+  }
+
+  private CompletableFuture<Bytes> read(long start, int n, ByteBuffer buf) {
     return reader.read(start, buf).thenApply(got -> {
       if (got < n) {
         throw new CompletionException(new EOFException(reader.info().path() + " ended at "
@@ -176,23 +204,33 @@ public final class ReadAhead {
     });
   }
 
-  /** Forgets every chunk; loans still in flight are released when they arrive. */
+  /**
+   * Forgets every chunk; loans still in flight are released when they arrive, and buffers
+   * of ours still being filled come back to the pool when the store is done with them.
+   */
   public void clear() {
     while (!chunks.isEmpty()) {
-      discard(chunks.poll());
+      drop(chunks.poll());
     }
   }
 
-  /**
-   * A chunk nobody will read: its loans go back whenever they arrive; a buffer of ours
-   * still being filled is left to the garbage collector, since the store writes into it.
-   */
-  private static void discard(Chunk c) {
-    c.bytes().thenAccept(bytes -> {
-      if (bytes instanceof Lent) {
-        bytes.release();
-      }
+  /** A chunk nobody will read: its loans or buffer go back once its read has completed. */
+  private void drop(Chunk c) {
+    if (c.buffer() == null) {
+      c.bytes().thenAccept(Bytes::release);
+      return;
+    }
+    // Never back in the pool before the read completes: the store may still write into it.
+    droppedInFlight.addAndGet(c.length());
+    c.bytes().whenComplete((bytes, error) -> {
+      droppedInFlight.addAndGet(-c.length());
+      free.offer(c.buffer());
     });
+  }
+
+  /** Direct buffers this read-ahead has allocated (the rest were reused). */
+  public int buffersAllocated() {
+    return buffersAllocated;
   }
 
   /** Bytes asked of the store so far. */
@@ -218,12 +256,9 @@ public final class ReadAhead {
       dst.position(dst.position() + len);
     }
 
-    /** On the reader's thread only (the free list is not shared). */
     @Override
     public void release() {
-      if (buffer.capacity() == chunkSize) {
-        free.add(buffer);
-      }
+      free.offer(buffer); // dropped if the pool is full: it holds a bound's worth
     }
   }
 

@@ -55,6 +55,46 @@ class ReadAheadTest {
   }
 
   @Test
+  void seeksReuseTheBuffersOfDroppedChunksInsteadOfAllocatingNewOnes() throws IOException {
+    byte[] data = file(300_000);
+    ReadAhead ra = new ReadAhead(ns.open(FsPath.parse("/f")), 10_000, 30_000);
+    Random random = new Random(7);
+    for (int i = 0; i < 200; i++) { // each jump drops the chunks read ahead of the last
+      long pos = random.nextInt(data.length);
+      byte[] one = new byte[1];
+      assertEquals(1, ra.read(pos, one, 0, 1));
+      assertEquals(data[(int) pos], one[0], "byte at " + pos);
+    }
+    // 30,000 bytes ahead in 10,000-byte chunks: three buffers in flight plus the one read
+    assertTrue(ra.buffersAllocated() <= 4, ra.buffersAllocated() + " buffers allocated");
+  }
+
+  @Test
+  void readsOfAnyLengthAcrossChunksAndJumpsSeeTheFileBytes() throws IOException {
+    byte[] data = file(123_457); // the last chunk is partial
+    ReadAhead ra = new ReadAhead(ns.open(FsPath.parse("/f")), 10_000, 30_000);
+    Random random = new Random(11);
+    long pos = 0;
+    for (int i = 0; i < 500; i++) {
+      if (random.nextInt(5) == 0) {
+        pos = random.nextInt(data.length); // backwards or forwards, inside or past read-ahead
+      }
+      if (pos >= data.length) {
+        assertEquals(-1, ra.read(pos, new byte[1], 0, 1));
+        pos = 0;
+        continue;
+      }
+      byte[] got = new byte[1 + random.nextInt(25_000)]; // straddles chunks
+      int n = ra.read(pos, got, 0, got.length);
+      assertTrue(n > 0 && n <= got.length && pos + n <= data.length, n + " at " + pos);
+      assertArrayEquals(java.util.Arrays.copyOfRange(data, (int) pos, (int) pos + n),
+          java.util.Arrays.copyOf(got, n), "bytes at " + pos);
+      pos += n;
+    }
+    assertTrue(ra.buffersAllocated() <= 4, ra.buffersAllocated() + " buffers allocated");
+  }
+
+  @Test
   void rejectsABoundSmallerThanAChunk() throws IOException {
     file(10);
     assertThrows(IllegalArgumentException.class,

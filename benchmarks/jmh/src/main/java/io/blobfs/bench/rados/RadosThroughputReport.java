@@ -88,13 +88,20 @@ public final class RadosThroughputReport {
     // The first run pays for JIT compilation and for bluestore growing its sparse block
     // file into fresh space: run one, unmeasured, so that no stripe size pays for it.
     boolean warmUp = true;
-    for (String stripe : List.of("16m", "4m", "16m", "64m")) {
+    // -Dbench.stripes=16m,16m: other stripe sizes (the first one is the warm-up);
+    // -Dbench.write.buffer=BYTES: the write buffer (capped at the stripe), 8m by default.
+    List<String> stripes = List.of(System.getProperty("bench.stripes", "16m,4m,16m,64m")
+        .split(","));
+    long writeBuffer = StoreOptions.parseBytes("bench.write.buffer",
+        System.getProperty("bench.write.buffer", "8m"));
+    for (String stripe : stripes) {
       long s = StoreOptions.parseBytes("stripe", stripe);
       int chunk = (int) Math.min(8L << 20, s);
+      int writeChunk = (int) Math.min(writeBuffer, s);
       Configuration c = ClusterEnv.hadoopConf("bench", "bench-" + ProcessHandle.current().pid());
       String p = "fs.blob.store.bench.";
       c.set(p + "stripe.size", stripe);
-      c.set(p + "write.buffer.size", Integer.toString(chunk));
+      c.set(p + "write.buffer.size", Integer.toString(writeChunk));
       c.set(p + "write.max-inflight", Long.toString(IN_FLIGHT));
       c.set(p + "read.buffer.size", Integer.toString(chunk));
       c.set(p + "read.ahead", Long.toString(IN_FLIGHT));
