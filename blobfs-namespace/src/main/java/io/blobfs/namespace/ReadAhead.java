@@ -221,10 +221,15 @@ public final class ReadAhead {
       return;
     }
     // Never back in the pool before the read completes: the store may still write into it.
+    // A read that failed may have failed by a timeout of ours while the store still holds
+    // the buffer (RADOS's backstop, a Týr local read), so only a read that succeeded gives
+    // its buffer back; a failed one's is left to the garbage collector.
     droppedInFlight.addAndGet(c.length());
     c.bytes().whenComplete((bytes, error) -> {
       droppedInFlight.addAndGet(-c.length());
-      free.offer(c.buffer());
+      if (error == null) {
+        free.offer(c.buffer());
+      }
     });
   }
 

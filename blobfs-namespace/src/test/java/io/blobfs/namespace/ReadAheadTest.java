@@ -2,6 +2,7 @@ package io.blobfs.namespace;
 
 import static org.junit.jupiter.api.Assertions.*;
 
+import io.blobfs.store.FaultInjectingBlobStore;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.memory.InMemoryBlobStore;
 import java.io.IOException;
@@ -92,6 +93,30 @@ class ReadAheadTest {
       pos += n;
     }
     assertTrue(ra.buffersAllocated() <= 4, ra.buffersAllocated() + " buffers allocated");
+  }
+
+  @Test
+  void aBufferWhoseReadFailedIsNeverReused() throws IOException {
+    // A failed read may be our own timeout while the store still writes into the buffer:
+    // reusing it could put those late bytes into another chunk.
+    FaultInjectingBlobStore faults = FaultInjectingBlobStore.over(store);
+    BlobNamespace faulty = new BlobNamespace(faults.store(),
+        new NamespaceOptions(64 << 10, 16 << 10, 64 << 10, 1024, false, 100),
+        StoreCallCounters.NONE);
+    byte[] data = file(300_000);
+    ReadAhead ra = new ReadAhead(faulty.open(FsPath.parse("/f")), 10_000, 30_000);
+    byte[] one = new byte[1];
+    assertEquals(1, ra.read(0, one, 0, 1));
+    int before = ra.buffersAllocated();
+    faults.on(FaultInjectingBlobStore.Op.READ).always().failBefore();
+    assertThrows(IOException.class, () -> ra.read(200_000, one, 0, 1));
+    faults.clear();
+    byte[] got = new byte[5_000];
+    assertEquals(5_000, ra.read(100_000, got, 0, got.length));
+    assertArrayEquals(java.util.Arrays.copyOfRange(data, 100_000, 105_000), got);
+    // the chunks read ahead of position 0 came back; those whose reads failed did not
+    assertTrue(ra.buffersAllocated() > before, ra.buffersAllocated() + " allocated, "
+        + before + " before the failures: a failed read's buffer was reused");
   }
 
   @Test
