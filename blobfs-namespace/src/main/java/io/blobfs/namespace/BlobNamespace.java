@@ -583,10 +583,38 @@ public final class BlobNamespace {
   }
 
   /**
-   * Reads a name's record, or only its header, with the version it was read at. Empty if
-   * no blob is there.
+   * Reads a name's record, or only its header, with the version it was read at, as readers
+   * see it: empty if no blob is there, or if the record is a file rename's source whose
+   * destination holds the file already (the rename's commit point, {@link Renamer}); a
+   * source not yet moved reads without its mark. Only a marked record costs a second read.
+   * A moved source is removed on the way (conditionally; the rename would remove it next,
+   * or, cut off, the next taker of its file's lock), so that a name can be made there again.
    */
   Optional<VersionedRecord> readRecord(String key, boolean withInline) throws IOException {
+    Optional<VersionedRecord> stored = readStored(key, withInline);
+    if (stored.isEmpty() || stored.get().record().movingTo() == null) {
+      return stored;
+    }
+    FileRecord marked = stored.get().record();
+    if (!movedTo(marked)) {
+      return Optional.of(new VersionedRecord(marked.unmarked(), stored.get().version()));
+    }
+    try {
+      calls.deleteIfVersion(key, stored.get().version());
+    } catch (IOException e) {
+      // changed meanwhile, or not now (a full store): hidden all the same
+    }
+    return Optional.empty();
+  }
+
+  /** Whether the destination a marked record points to holds its file: it moved. */
+  boolean movedTo(FileRecord marked) throws IOException {
+    Optional<VersionedRecord> dst = readStored(marked.movingTo(), false);
+    return dst.isPresent() && dst.get().record().fileId().equals(marked.fileId());
+  }
+
+  /** A name's record as stored, a rename's mark included ({@link #readRecord}). */
+  Optional<VersionedRecord> readStored(String key, boolean withInline) throws IOException {
     int first = FileRecord.MAX_HEADER + (withInline ? options.inlineThreshold() : 0);
     while (true) {
       VersionedBytes head;
@@ -599,6 +627,12 @@ public final class BlobNamespace {
       int n = bytes.length;
       if (n == 0) {
         throw new CorruptRecordException(key, "empty record");
+      }
+      int marked = FileRecord.markedHeaderSize(bytes, n);
+      if (marked > 0 && n >= first && n < marked + (withInline ? options.inlineThreshold() : 0)) {
+        // A rename's mark made the header longer than the first read: read enough of it.
+        first = marked + (withInline ? options.inlineThreshold() : 0);
+        continue;
       }
       FileRecord header = FileRecord.decode(key, bytes, n, false);
       if (!withInline || !header.isInline()) {
@@ -647,6 +681,11 @@ public final class BlobNamespace {
       }
       if (n < 0) {
         throw new CorruptRecordException(keys.get(i), "empty record");
+      }
+      if (FileRecord.markedHeaderSize(bufs.get(i).array(), n) > 0) {
+        // A file rename's source: listed only while its move has not committed.
+        out.add(readRecord(keys.get(i), false).map(VersionedRecord::record));
+        continue;
       }
       out.add(Optional.of(FileRecord.decode(keys.get(i), bufs.get(i).array(), n, false)));
     }

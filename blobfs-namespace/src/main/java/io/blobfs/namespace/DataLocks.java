@@ -310,8 +310,13 @@ final class DataLocks {
    */
   Held takeForReplace(String key, VersionedRecord read, FsPath path) throws IOException {
     String id = read.record().fileId();
-    if (read.record().stripeCount() == 0) {
-      Optional<Lock> lock = read(id);
+    Optional<Lock> seen = read.record().stripeCount() == 0 ? read(id) : Optional.empty();
+    // A live rename of it is waited for, under the lock: acting on the name meanwhile
+    // could remove a source about to commit its move, so the file would have no name.
+    boolean moving = seen.isPresent() && seen.get().owner() == Owner.RENAMER
+        && seen.get().move() != null && !seen.get().expired(System.currentTimeMillis());
+    if (read.record().stripeCount() == 0 && !moving) {
+      Optional<Lock> lock = seen;
       boolean settled = lock.isPresent()
           && lock.get().interruptedMove(System.currentTimeMillis())
           && MoveSettler.settle(ns, lock.get());

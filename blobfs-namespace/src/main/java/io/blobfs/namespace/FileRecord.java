@@ -18,13 +18,20 @@ import java.nio.charset.StandardCharsets;
  * (-1 if none), inline bytes. The header is at most {@link #MAX_HEADER} bytes, so a stat
  * reads a fixed prefix and never the inline data; a record decoded from its header alone
  * has {@code inline == null} even when {@link #isInline()}.
+ *
+ * <p>A source record that a file rename without transactions is moving carries the
+ * record key it moves to ({@code movingTo}; magic "BFS2", the key's length and UTF-8 after
+ * the inline length): the rename's commit point is the creation of that destination, and
+ * from then on readers take the source for gone ({@link BlobNamespace#readRecord}). Its
+ * header may exceed {@link #MAX_HEADER}: {@link #markedHeaderSize} says how much to read.
  */
 public record FileRecord(Kind kind, long length, long modificationTime, long stripeSize,
-    String fileId, boolean isInline, byte[] inline) {
+    String fileId, boolean isInline, byte[] inline, String movingTo) {
 
   public enum Kind { FILE, DIRECTORY }
 
   static final int MAGIC = 0x42465331; // "BFS1"
+  static final int MARKED_MAGIC = 0x42465332; // "BFS2"
   /** Header bytes after the file id. */
   static final int FIXED_HEADER = 4 + 1 + 8 + 8 + 8 + 2 + 4;
   /** Enough for every header field; the file id is at most 64 ASCII chars. */
@@ -33,17 +40,17 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
   public static final int MAX_INLINE = 16 << 20;
 
   public static FileRecord directory(long mtime) {
-    return new FileRecord(Kind.DIRECTORY, 0, mtime, 0, "", false, null);
+    return new FileRecord(Kind.DIRECTORY, 0, mtime, 0, "", false, null, null);
   }
 
   public static FileRecord inline(String fileId, byte[] bytes, long mtime, long stripeSize) {
     checkId(fileId);
-    return new FileRecord(Kind.FILE, bytes.length, mtime, stripeSize, fileId, true, bytes);
+    return new FileRecord(Kind.FILE, bytes.length, mtime, stripeSize, fileId, true, bytes, null);
   }
 
   public static FileRecord striped(String fileId, long length, long mtime, long stripeSize) {
     checkId(fileId);
-    return new FileRecord(Kind.FILE, length, mtime, stripeSize, fileId, false, null);
+    return new FileRecord(Kind.FILE, length, mtime, stripeSize, fileId, false, null, null);
   }
 
   private static void checkId(String fileId) {
@@ -52,9 +59,36 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
     }
   }
 
+  /** The same file, marked as being moved to {@code toKey}. */
+  FileRecord markedMovingTo(String toKey) {
+    return new FileRecord(kind, length, modificationTime, stripeSize, fileId, isInline, inline,
+        toKey);
+  }
+
+  /** The same file without a move mark. */
+  FileRecord unmarked() {
+    return movingTo == null ? this : new FileRecord(kind, length, modificationTime, stripeSize,
+        fileId, isInline, inline, null);
+  }
+
   /** Bytes of the encoded header: where inline data starts. */
   int headerSize() {
-    return FIXED_HEADER + fileId.length();
+    return FIXED_HEADER + fileId.length()
+        + (movingTo == null ? 0 : 2 + movingTo.getBytes(StandardCharsets.UTF_8).length);
+  }
+
+  /**
+   * The header size of a marked record from its first {@code n} bytes (at least
+   * {@link #MAX_HEADER} or the whole record), or -1 if the record is not marked.
+   */
+  static int markedHeaderSize(byte[] data, int n) {
+    ByteBuffer b = ByteBuffer.wrap(data, 0, n);
+    if (n < FIXED_HEADER || b.getInt(0) != MARKED_MAGIC) {
+      return -1;
+    }
+    int idLen = b.getShort(4 + 1 + 8 + 8 + 8) & 0xffff;
+    int markAt = FIXED_HEADER + idLen;
+    return n < markAt + 2 ? -1 : markAt + 2 + (b.getShort(markAt) & 0xffff);
   }
 
   /** The inline bytes were decoded (not just the header). */
@@ -75,7 +109,7 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
       ByteArrayOutputStream bytes =
           new ByteArrayOutputStream(MAX_HEADER + (inline == null ? 0 : inline.length));
       DataOutputStream out = new DataOutputStream(bytes);
-      out.writeInt(MAGIC);
+      out.writeInt(movingTo == null ? MAGIC : MARKED_MAGIC);
       out.writeByte(kind.ordinal());
       out.writeLong(length);
       out.writeLong(modificationTime);
@@ -85,6 +119,11 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
         throw new IllegalStateException("inline record without its bytes");
       }
       out.writeInt(isInline() ? inline.length : -1);
+      if (movingTo != null) {
+        byte[] to = movingTo.getBytes(StandardCharsets.UTF_8);
+        out.writeShort(to.length);
+        out.write(to);
+      }
       if (isInline()) {
         out.write(inline);
       }
@@ -103,7 +142,8 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
       throws CorruptRecordException {
     try {
       DataInputStream in = new DataInputStream(new java.io.ByteArrayInputStream(data, 0, length));
-      if (in.readInt() != MAGIC) {
+      int magic = in.readInt();
+      if (magic != MAGIC && magic != MARKED_MAGIC) {
         throw new CorruptRecordException(key, "bad magic");
       }
       int kindOrdinal = in.readByte();
@@ -116,6 +156,12 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
       long stripe = in.readLong();
       String id = in.readUTF();
       int inlineLen = in.readInt();
+      String movingTo = null;
+      if (magic == MARKED_MAGIC) {
+        byte[] to = new byte[in.readUnsignedShort()];
+        in.readFully(to);
+        movingTo = new String(to, StandardCharsets.UTF_8);
+      }
       boolean inlined = inlineLen >= 0;
       if (len < 0 || stripe <= 0 && kind == Kind.FILE
           || kind == Kind.FILE && id.isEmpty()
@@ -136,7 +182,7 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
         inl = new byte[inlineLen];
         in.readFully(inl);
       }
-      return new FileRecord(kind, len, mtime, stripe, id, inlined, inl);
+      return new FileRecord(kind, len, mtime, stripe, id, inlined, inl, movingTo);
     } catch (EOFException e) {
       throw new CorruptRecordException(key, "truncated");
     } catch (CorruptRecordException e) {

@@ -25,6 +25,15 @@ import java.util.Optional;
  *       its lock; the destination keeps it.
  * </ul>
  *
+ * A file rename (not a directory's moves) first marks its source as moving to the
+ * destination ({@link Renamer}); the destination's creation is its commit point. A marked
+ * source whose destination holds the file is removed as above (rolled forward, without a
+ * tombstone: such a rename that only stalled finds out under the lock, see
+ * {@link Renamer#afterLostLock}); otherwise the move never committed and the mark is taken
+ * off (rolled back). A rename that stalled past its lease between its mark and its commit
+ * may still create the destination after that: both names show until it finds its lock
+ * taken, right after, and takes its copy back.
+ *
  * The settler first takes the lock over (same move, fresh lease), then acts. Having
  * rolled a move forward it leaves the lock behind as a tombstone (same move, already
  * expired) instead of removing it: a rename that only stalled past its lease then learns
@@ -51,15 +60,20 @@ final class MoveSettler {
     try {
       DataLocks.Move move = expired.move();
       String id = expired.fileId();
-      Optional<VersionedRecord> src = ns.readRecord(move.fromKey(), false);
-      Optional<VersionedRecord> dst = ns.readRecord(move.toKey(), false);
-      boolean srcHolds = src.isPresent() && src.get().version() == move.version()
+      Optional<VersionedRecord> src = ns.readStored(move.fromKey(), true);
+      Optional<VersionedRecord> dst = ns.readStored(move.toKey(), false);
+      boolean marked = src.isPresent() && move.toKey().equals(src.get().record().movingTo())
+          && src.get().record().fileId().equals(id);
+      boolean srcHolds = marked || src.isPresent() && src.get().version() == move.version()
           && src.get().record().fileId().equals(id);
       boolean dstHolds = dst.isPresent() && dst.get().record().fileId().equals(id);
+      if (marked && !dstHolds) {
+        ns.renamer().unmark(move.fromKey(), src.get());
+      }
       if (srcHolds && dstHolds) {
         try {
-          ns.calls().deleteIfVersion(move.fromKey(), move.version());
-          adopted = true;
+          ns.calls().deleteIfVersion(move.fromKey(), src.get().version());
+          adopted = !marked;
         } catch (TransactionConflictException changed) {
           // changed by a client that ignores the lock (an older version): leave it be
         }
