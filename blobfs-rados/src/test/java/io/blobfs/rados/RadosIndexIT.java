@@ -412,6 +412,34 @@ class RadosIndexIT {
   }
 
   @Test
+  void aBuildCommitsOnlyTheNamesWhoseObjectsItFinds() throws Exception {
+    store.put("n/b/1", utf8("1"), PutMode.CREATE);
+    store.put("n/b/2", utf8("2"), PutMode.CREATE);
+    RadosIndex index = store.index();
+    int shard = index.shardOf("n/b/1");
+    String m1 = RadosIndex.marker('A');
+    String ghost = RadosIndex.marker('A');
+    index.set("n/b/1", m1);
+    index.set("n/b/ghost", ghost);
+    // Found, and as marked: committed in one op.
+    assertEquals(1, index.commitAll(shard, List.of("n/b/1"), List.of(m1)));
+    // A mark changed since (a delete's, say): that one stays, the others are committed.
+    String m2 = RadosIndex.marker('A');
+    index.set("n/b/2", m2);
+    String delete = index.beforeDelete("n/b/2");
+    assertEquals(0, index.commitAll(index.shardOf("n/b/2"), List.of("n/b/2"), List.of(m2)));
+    assertEquals(delete, entry("n/b/2").value());
+    assertTrue(entry("n/b/1").committed());
+    assertEquals(ghost, entry("n/b/ghost").value());
+  }
+
+  private RadosIndex.Entry entry(String key) throws IOException {
+    List<RadosIndex.Entry> e = store.index().read(key, null, 1).entries();
+    assertEquals(key, e.get(0).key());
+    return e.get(0);
+  }
+
+  @Test
   void aPoolWrittenInScanModeIsBuiltAndScanModeIsThenRefused() throws Exception {
     store.close();
     namespace = "index-scan-" + System.nanoTime();
@@ -436,8 +464,13 @@ class RadosIndexIT {
         System.err), out.toString());
 
     store = open(Map.of());
+    // Committed by the build: the first scan checks no object.
+    assertTrue(store.index().read("", null, 10).entries().stream()
+        .allMatch(RadosIndex.Entry::committed), store.index().read("", null, 10).toString());
+    long checks = store.index().objectChecks();
     assertEquals(List.of("n/a/1", "n/a/2"), scanAll(store, "n/a/", 10));
     assertEquals(List.of("r/a"), scanAll(store, "r/", 10));
+    assertEquals(checks, store.index().objectChecks());
     IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
         () -> open(Map.of("index", "scan")));
     assertTrue(refused.getMessage().contains("name index"), refused.getMessage());
