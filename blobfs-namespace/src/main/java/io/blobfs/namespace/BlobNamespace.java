@@ -584,33 +584,51 @@ public final class BlobNamespace {
 
   /**
    * Reads a name's record, or only its header, with the version it was read at, as readers
-   * see it: empty if no blob is there, or if the record is a file rename's source whose
-   * destination holds the file already (the rename's commit point, {@link Renamer}); a
-   * source not yet moved reads without its mark. Only a marked record costs a second read.
-   * A moved source is removed on the way (conditionally; the rename would remove it next,
-   * or, cut off, the next taker of its file's lock), so that a name can be made there again.
+   * see it: empty if no blob is there. A file rename's records ({@link Renamer}) read as
+   * the source's mark says, the mark taken off: a source {@code MOVING} is there, one
+   * {@code MOVED} is gone; a destination {@code INCOMING} is there only once its source is
+   * {@code MOVED} to it (a second read, paid only while a rename is under way or was cut
+   * off). A moved source is rolled forward on the way ({@link #removeMovedSource}), so
+   * that a name can be made there again; nothing else is: an incoming record or a moving
+   * source is the rename's, or its settler's, to undo.
    */
   Optional<VersionedRecord> readRecord(String key, boolean withInline) throws IOException {
     Optional<VersionedRecord> stored = readStored(key, withInline);
-    if (stored.isEmpty() || stored.get().record().movingTo() == null) {
+    if (stored.isEmpty()) {
       return stored;
     }
-    FileRecord marked = stored.get().record();
-    if (!movedTo(marked)) {
-      return Optional.of(new VersionedRecord(marked.unmarked(), stored.get().version()));
-    }
+    FileRecord r = stored.get().record();
+    boolean seen = switch (r.mark()) {
+      case NONE, MOVING -> true;
+      case MOVED -> {
+        removeMovedSource(key, stored.get());
+        yield false;
+      }
+      case INCOMING -> readStored(r.moveKey(), false)
+          .filter(src -> src.record().is(FileRecord.Mark.MOVED, key, r.fileId())).isPresent();
+    };
+    return seen ? Optional.of(new VersionedRecord(r.unmarked(), stored.get().version()))
+        : Optional.empty();
+  }
+
+  /**
+   * Rolls a committed move forward, as a reader meets its source: the commit is final, so
+   * anyone may finish it (conditionally, name by name): the destination, if still this
+   * move's incoming record, is made plain, then the source removed. So a rename cut off
+   * after its commit does not leave its source's name taken until a settler comes.
+   */
+  private void removeMovedSource(String key, VersionedRecord moved) {
+    FileRecord src = moved.record();
     try {
-      calls.deleteIfVersion(key, stored.get().version());
+      Optional<VersionedRecord> dst = readStored(src.moveKey(), true);
+      if (dst.isPresent() && dst.get().record().is(FileRecord.Mark.INCOMING, key, src.fileId())) {
+        calls.putIfVersion(src.moveKey(), dst.get().record().unmarked().encode(),
+            dst.get().version());
+      }
+      calls.deleteIfVersion(key, moved.version());
     } catch (IOException e) {
       // changed meanwhile, or not now (a full store): hidden all the same
     }
-    return Optional.empty();
-  }
-
-  /** Whether the destination a marked record points to holds its file: it moved. */
-  boolean movedTo(FileRecord marked) throws IOException {
-    Optional<VersionedRecord> dst = readStored(marked.movingTo(), false);
-    return dst.isPresent() && dst.get().record().fileId().equals(marked.fileId());
   }
 
   /** A name's record as stored, a rename's mark included ({@link #readRecord}). */

@@ -19,16 +19,30 @@ import java.nio.charset.StandardCharsets;
  * reads a fixed prefix and never the inline data; a record decoded from its header alone
  * has {@code inline == null} even when {@link #isInline()}.
  *
- * <p>A source record that a file rename without transactions is moving carries the
- * record key it moves to ({@code movingTo}; magic "BFS2", the key's length and UTF-8 after
- * the inline length): the rename's commit point is the creation of that destination, and
- * from then on readers take the source for gone ({@link BlobNamespace#readRecord}). Its
- * header may exceed {@link #MAX_HEADER}: {@link #markedHeaderSize} says how much to read.
+ * <p>The records of a file rename without transactions carry its {@link Mark} and the
+ * other name's record key ({@code moveKey}; magic "BFS2", then after the inline length the
+ * key's length and UTF-8 and the mark's byte): the source is marked {@link Mark#MOVING},
+ * the destination created {@link Mark#INCOMING}, and the commit point is the conditional
+ * rewrite of the source as {@link Mark#MOVED} ({@link Renamer}). Readers see the one name
+ * that the source's mark says ({@link BlobNamespace#readRecord}). Such a header may
+ * exceed {@link #MAX_HEADER}: {@link #markedHeaderSize} says how much to read.
  */
 public record FileRecord(Kind kind, long length, long modificationTime, long stripeSize,
-    String fileId, boolean isInline, byte[] inline, String movingTo) {
+    String fileId, boolean isInline, byte[] inline, Mark mark, String moveKey) {
 
   public enum Kind { FILE, DIRECTORY }
+
+  /** A file rename's mark on a record; {@code moveKey} is the other name's record key. */
+  public enum Mark {
+    /** Not part of a rename. */
+    NONE,
+    /** A source being moved to {@code moveKey}, not committed: readers see it. */
+    MOVING,
+    /** A source whose move to {@code moveKey} committed: readers take it for gone. */
+    MOVED,
+    /** A destination made by a move from {@code moveKey}: seen only once that source is MOVED. */
+    INCOMING
+  }
 
   static final int MAGIC = 0x42465331; // "BFS1"
   static final int MARKED_MAGIC = 0x42465332; // "BFS2"
@@ -40,17 +54,17 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
   public static final int MAX_INLINE = 16 << 20;
 
   public static FileRecord directory(long mtime) {
-    return new FileRecord(Kind.DIRECTORY, 0, mtime, 0, "", false, null, null);
+    return new FileRecord(Kind.DIRECTORY, 0, mtime, 0, "", false, null, Mark.NONE, null);
   }
 
   public static FileRecord inline(String fileId, byte[] bytes, long mtime, long stripeSize) {
     checkId(fileId);
-    return new FileRecord(Kind.FILE, bytes.length, mtime, stripeSize, fileId, true, bytes, null);
+    return new FileRecord(Kind.FILE, bytes.length, mtime, stripeSize, fileId, true, bytes, Mark.NONE, null);
   }
 
   public static FileRecord striped(String fileId, long length, long mtime, long stripeSize) {
     checkId(fileId);
-    return new FileRecord(Kind.FILE, length, mtime, stripeSize, fileId, false, null, null);
+    return new FileRecord(Kind.FILE, length, mtime, stripeSize, fileId, false, null, Mark.NONE, null);
   }
 
   private static void checkId(String fileId) {
@@ -59,22 +73,33 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
     }
   }
 
-  /** The same file, marked as being moved to {@code toKey}. */
-  FileRecord markedMovingTo(String toKey) {
+  public FileRecord {
+    if ((mark == Mark.NONE) != (moveKey == null)) {
+      throw new IllegalArgumentException("a move's mark goes with the other name's key");
+    }
+  }
+
+  /** The same file with {@code m} for a move whose other name's record is {@code otherKey}. */
+  FileRecord marked(Mark m, String otherKey) {
     return new FileRecord(kind, length, modificationTime, stripeSize, fileId, isInline, inline,
-        toKey);
+        m, otherKey);
   }
 
   /** The same file without a move mark. */
   FileRecord unmarked() {
-    return movingTo == null ? this : new FileRecord(kind, length, modificationTime, stripeSize,
-        fileId, isInline, inline, null);
+    return mark == Mark.NONE ? this : new FileRecord(kind, length, modificationTime,
+        stripeSize, fileId, isInline, inline, Mark.NONE, null);
+  }
+
+  /** Whether this is {@code file} (the same id) carrying mark {@code m} for {@code otherKey}. */
+  boolean is(Mark m, String otherKey, String file) {
+    return mark == m && otherKey.equals(moveKey) && fileId.equals(file);
   }
 
   /** Bytes of the encoded header: where inline data starts. */
   int headerSize() {
     return FIXED_HEADER + fileId.length()
-        + (movingTo == null ? 0 : 2 + movingTo.getBytes(StandardCharsets.UTF_8).length);
+        + (mark == Mark.NONE ? 0 : 2 + moveKey.getBytes(StandardCharsets.UTF_8).length + 1);
   }
 
   /**
@@ -88,7 +113,7 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
     }
     int idLen = b.getShort(4 + 1 + 8 + 8 + 8) & 0xffff;
     int markAt = FIXED_HEADER + idLen;
-    return n < markAt + 2 ? -1 : markAt + 2 + (b.getShort(markAt) & 0xffff);
+    return n < markAt + 2 ? -1 : markAt + 2 + (b.getShort(markAt) & 0xffff) + 1;
   }
 
   /** The inline bytes were decoded (not just the header). */
@@ -109,7 +134,7 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
       ByteArrayOutputStream bytes =
           new ByteArrayOutputStream(MAX_HEADER + (inline == null ? 0 : inline.length));
       DataOutputStream out = new DataOutputStream(bytes);
-      out.writeInt(movingTo == null ? MAGIC : MARKED_MAGIC);
+      out.writeInt(mark == Mark.NONE ? MAGIC : MARKED_MAGIC);
       out.writeByte(kind.ordinal());
       out.writeLong(length);
       out.writeLong(modificationTime);
@@ -119,10 +144,11 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
         throw new IllegalStateException("inline record without its bytes");
       }
       out.writeInt(isInline() ? inline.length : -1);
-      if (movingTo != null) {
-        byte[] to = movingTo.getBytes(StandardCharsets.UTF_8);
-        out.writeShort(to.length);
-        out.write(to);
+      if (mark != Mark.NONE) {
+        byte[] other = moveKey.getBytes(StandardCharsets.UTF_8);
+        out.writeShort(other.length);
+        out.write(other);
+        out.writeByte(mark.ordinal());
       }
       if (isInline()) {
         out.write(inline);
@@ -156,11 +182,17 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
       long stripe = in.readLong();
       String id = in.readUTF();
       int inlineLen = in.readInt();
-      String movingTo = null;
+      String moveKey = null;
+      Mark mark = Mark.NONE;
       if (magic == MARKED_MAGIC) {
-        byte[] to = new byte[in.readUnsignedShort()];
-        in.readFully(to);
-        movingTo = new String(to, StandardCharsets.UTF_8);
+        byte[] other = new byte[in.readUnsignedShort()];
+        in.readFully(other);
+        moveKey = new String(other, StandardCharsets.UTF_8);
+        int m = in.readByte();
+        if (m <= 0 || m >= Mark.values().length) {
+          throw new CorruptRecordException(key, "unknown move mark " + m);
+        }
+        mark = Mark.values()[m];
       }
       boolean inlined = inlineLen >= 0;
       if (len < 0 || stripe <= 0 && kind == Kind.FILE
@@ -182,7 +214,7 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
         inl = new byte[inlineLen];
         in.readFully(inl);
       }
-      return new FileRecord(kind, len, mtime, stripe, id, inlined, inl, movingTo);
+      return new FileRecord(kind, len, mtime, stripe, id, inlined, inl, mark, moveKey);
     } catch (EOFException e) {
       throw new CorruptRecordException(key, "truncated");
     } catch (CorruptRecordException e) {

@@ -1,5 +1,6 @@
 package io.blobfs.namespace;
 
+import io.blobfs.namespace.FileRecord.Mark;
 import io.blobfs.store.TransactionConflictException;
 import java.io.IOException;
 import java.util.Optional;
@@ -25,17 +26,17 @@ import java.util.Optional;
  *       its lock; the destination keeps it.
  * </ul>
  *
- * A file rename (not a directory's moves) first marks its source as moving to the
- * destination ({@link Renamer}); the destination's creation is its commit point. A marked
- * source whose destination holds the file is removed as above (rolled forward, without a
- * tombstone: such a rename that only stalled finds out under the lock, see
- * {@link Renamer#afterLostLock}); otherwise the move never committed and the mark is taken
- * off (rolled back). A rename that stalled past its lease between its mark and its commit
- * may still create the destination after that: both names show until it finds its lock
- * taken, right after, and takes its copy back.
+ * A file rename (not a directory's moves) is a {@link MarkedMove}: its records carry marks,
+ * and its commit point is the conditional rewrite of the source as moved. A source marked
+ * moved means it committed: the destination is made plain and the source removed (rolled
+ * forward). Otherwise it did not commit, and the mark is taken off the source before the
+ * destination's incoming record is removed (rolled back): the mark's removal changes the
+ * source's version, so a mover slower than its lease fails at its commit and can never
+ * make that destination the file's name afterwards. Either way its mover, if it only
+ * stalled, learns the outcome from its own conditional commit: no tombstone is needed.
  *
  * The settler first takes the lock over (same move, fresh lease), then acts. Having
- * rolled a move forward it leaves the lock behind as a tombstone (same move, already
+ * rolled a directory's two-step move forward it leaves the lock behind as a tombstone (same move, already
  * expired) instead of removing it: a rename that only stalled past its lease then learns
  * from it that its copy was adopted and its move completed, rather than taking the copy
  * back ({@link Renamer}); the next client or sweep that meets the tombstone settles it
@@ -60,29 +61,108 @@ final class MoveSettler {
     try {
       DataLocks.Move move = expired.move();
       String id = expired.fileId();
-      Optional<VersionedRecord> src = ns.readStored(move.fromKey(), true);
-      Optional<VersionedRecord> dst = ns.readStored(move.toKey(), false);
-      boolean marked = src.isPresent() && move.toKey().equals(src.get().record().movingTo())
-          && src.get().record().fileId().equals(id);
-      boolean srcHolds = marked || src.isPresent() && src.get().version() == move.version()
-          && src.get().record().fileId().equals(id);
-      boolean dstHolds = dst.isPresent() && dst.get().record().fileId().equals(id);
-      if (marked && !dstHolds) {
-        ns.renamer().unmark(move.fromKey(), src.get());
+      Optional<Boolean> marked = settleMarked(ns, move, id);
+      if (marked.isPresent() && !marked.get() && stillMarked(ns, move, id)) {
+        // a stalled mover's commit landed between the read and the mark's removal, which
+        // then conflicted: settled as committed
+        settleMarked(ns, move, id);
       }
-      if (srcHolds && dstHolds) {
-        try {
-          ns.calls().deleteIfVersion(move.fromKey(), src.get().version());
-          adopted = !marked;
-        } catch (TransactionConflictException changed) {
-          // changed by a client that ignores the lock (an older version): leave it be
-        }
-      }
+      // A marked move needs no tombstone: its mover learns the outcome from its own
+      // conditional commit, which either applied or conflicts.
+      adopted = marked.isEmpty() && settleTwoStep(ns, move, id);
       return true;
     } finally {
       if (!adopted || !ns.locks().markSettled(mine.get())) {
         ns.locks().release(mine.get());
       }
+    }
+  }
+
+  /**
+   * Settles a file rename's marked move ({@link MarkedMove}). Empty if the names carry no
+   * mark of it; else true if it was rolled forward (committed: the destination is made
+   * plain, the source removed) or back (not committed: the mark is taken off the source
+   * first, fencing a stalled commit, then the incoming record removed); false if the
+   * source's mark changed before it could be taken off.
+   */
+  private static Optional<Boolean> settleMarked(BlobNamespace ns, DataLocks.Move move,
+      String id) throws IOException {
+    Optional<VersionedRecord> src = ns.readStored(move.fromKey(), true);
+    Optional<VersionedRecord> dst = ns.readStored(move.toKey(), true);
+    boolean moving = src.isPresent() && src.get().record().is(Mark.MOVING, move.toKey(), id);
+    boolean moved = src.isPresent() && src.get().record().is(Mark.MOVED, move.toKey(), id);
+    boolean incoming = dst.isPresent()
+        && dst.get().record().is(Mark.INCOMING, move.fromKey(), id);
+    if (!moving && !moved && !incoming) {
+      return Optional.empty();
+    }
+    if (moved) {
+      if (incoming) {
+        ignoringConflict(() -> ns.calls().putIfVersion(move.toKey(),
+            dst.get().record().unmarked().encode(), dst.get().version()));
+      }
+      ignoringConflict(() -> ns.calls().deleteIfVersion(move.fromKey(), src.get().version()));
+      return Optional.of(true);
+    }
+    if (moving) {
+      boolean[] off = {false};
+      ignoringConflict(() -> {
+        ns.calls().putIfVersion(move.fromKey(), src.get().record().unmarked().encode(),
+            src.get().version());
+        off[0] = true;
+      });
+      if (!off[0]) {
+        return Optional.of(false); // changed meanwhile: looked at again by the caller
+      }
+    }
+    // Not committed, and now never will be: the incoming record names nothing.
+    if (incoming) {
+      ignoringConflict(() -> ns.calls().deleteIfVersion(move.toKey(), dst.get().version()));
+    }
+    return Optional.of(true);
+  }
+
+  /** Whether the source is still, or again, marked by this move (a late commit landed). */
+  private static boolean stillMarked(BlobNamespace ns, DataLocks.Move move, String id)
+      throws IOException {
+    Optional<VersionedRecord> src = ns.readStored(move.fromKey(), false);
+    return src.isPresent() && (src.get().record().is(Mark.MOVED, move.toKey(), id)
+        || src.get().record().is(Mark.MOVING, move.toKey(), id));
+  }
+
+  /**
+   * Settles a directory's two-step move of one file ({@link Renamer#moveLocked}): both
+   * names holding the file means the copy was made and the removal not, so the source is
+   * removed. Returns whether it was (rolled forward).
+   */
+  private static boolean settleTwoStep(BlobNamespace ns, DataLocks.Move move, String id)
+      throws IOException {
+    Optional<VersionedRecord> src = ns.readStored(move.fromKey(), false);
+    Optional<VersionedRecord> dst = ns.readStored(move.toKey(), false);
+    boolean srcHolds = src.isPresent() && src.get().version() == move.version()
+        && src.get().record().fileId().equals(id);
+    boolean dstHolds = dst.isPresent() && dst.get().record().fileId().equals(id);
+    if (!srcHolds || !dstHolds) {
+      return false;
+    }
+    try {
+      ns.calls().deleteIfVersion(move.fromKey(), move.version());
+      return true;
+    } catch (TransactionConflictException changed) {
+      return false; // changed by a client that ignores the lock (an older version)
+    }
+  }
+
+  private interface StoreStep {
+    void run() throws IOException;
+  }
+
+  /** Runs a conditional step; a conflict means someone else changed the name first. */
+  private static void ignoringConflict(StoreStep step) throws IOException {
+    try {
+      step.run();
+    } catch (TransactionConflictException changed) {
+      // not this move's any more
     }
   }
 

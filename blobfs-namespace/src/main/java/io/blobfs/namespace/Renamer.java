@@ -229,11 +229,13 @@ final class Renamer {
           if (followChanges) {
             moveRecord(from, to, read, src, dst, lock);
           } else {
+            MarkedMove move = new MarkedMove(ns, from, to, now.get(), src, dst);
             try {
-              keep = !moveMarked(from, to, now.get(), src, dst, lock);
-            } catch (UndecidedMove e) {
-              keep = true;
-              throw e;
+              move.run();
+            } finally {
+              // A mark this move may have left is settled by the lock's next taker, once
+              // the lease runs out; released now, nobody would know of it.
+              keep = !move.settled();
             }
           }
           return true;
@@ -313,118 +315,6 @@ final class Renamer {
             unknown);
       }
       throw bothNamed(src, dst, unknown); // changed by someone else: cannot tell whose
-    }
-  }
-
-  /**
-   * A file rename that readers see happen at one instant (a directory's moves use
-   * {@link #moveRecord}). Under the file's lock: the source is marked as moving to the
-   * destination, conditionally on the version read; the destination's creation is the
-   * commit point, from which on readers take the marked source for gone
-   * ({@link BlobNamespace#readRecord}); then the source is removed. Before the commit they
-   * see the source alone, after it the destination alone. A crash after the mark leaves
-   * the move in the lock: whoever takes it next ({@link MoveSettler}) completes the move
-   * if the destination is free or holds the file, else takes the mark back.
-   *
-   * <p>Returns false when the lock must be kept, not released: the move committed (or may
-   * have) but its source could not be settled, so it is left to the lock's next taker once
-   * the lease runs out. Readers see one name meanwhile.
-   */
-  private boolean moveMarked(String from, String to, VersionedRecord read, FsPath src,
-      FsPath dst, DataLocks.Lock lock) throws IOException {
-    FileRecord file = read.record();
-    try {
-      ns.calls().putIfVersion(from, file.markedMovingTo(to).encode(), read.version());
-    } catch (TransactionConflictException lost) {
-      throw BlobNamespace.lostRace("rename " + src + " to " + dst, lost);
-    } catch (IOException unknown) {
-      if (!markedFor(from, to, file)) { // a mark that did not apply changed nothing
-        throw new IOException("rename " + src + " to " + dst + " failed and changed nothing",
-            unknown);
-      }
-    }
-    Optional<VersionedRecord> marked = ns.readStored(from, false);
-    if (marked.isEmpty() || !to.equals(marked.get().record().movingTo())
-        || !file.fileId().equals(marked.get().record().fileId())) {
-      throw BlobNamespace.lostRace("rename " + src + " to " + dst,
-          new TransactionConflictException(src + " changed right after it was marked"));
-    }
-    VersionedRecord markedRead = marked.get();
-    try {
-      ns.calls().put(to, file.unmarked().encode(), PutMode.CREATE);
-    } catch (BlobAlreadyExistsException e) {
-      if (!holds(to, file)) { // another file took the destination: the move is undone
-        unmark(from, markedRead);
-        throw new FileAlreadyExistsException(dst.toString(), null, "created meanwhile");
-      }
-      // a settler completed this rename, which stalled past its lease
-    } catch (IOException unknown) {
-      boolean committed;
-      try {
-        committed = holds(to, file);
-      } catch (IOException e) {
-        unknown.addSuppressed(e);
-        throw new UndecidedMove("rename " + src + " to " + dst + " failed at its commit and"
-            + " its outcome could not be read back: readers see one of the two names; the"
-            + " next operation on the file (after its lock's lease) completes the rename or"
-            + " takes it back", unknown);
-      }
-      if (!committed) {
-        unmark(from, markedRead);
-        throw new IOException("rename " + src + " to " + dst + " failed and changed nothing",
-            unknown);
-      }
-    }
-    // Committed: readers see the destination only. What follows is cleanup.
-    if (!ns.locks().stillHeld(lock)) {
-      afterLostLock(from, to, markedRead, src, dst, lock);
-      return true;
-    }
-    try {
-      ns.calls().deleteIfVersion(from, markedRead.version());
-    } catch (TransactionConflictException changed) {
-      if (!ns.locks().stillHeld(lock)) {
-        afterLostLock(from, to, markedRead, src, dst, lock);
-      }
-      // else a file kept in its record, overwritten at the source after the commit (its
-      // overwrite takes no lock): a new file, which stays
-    } catch (IOException unknown) {
-      return false; // the source is hidden; the lock's next taker removes it
-    }
-    return true;
-  }
-
-  /** A marked move whose commit may or may not have applied: its lock is kept for a settler. */
-  static final class UndecidedMove extends IOException {
-    UndecidedMove(String message, IOException cause) {
-      super(message, cause);
-    }
-  }
-
-  /** Whether {@code from} holds {@code file} marked as moving to {@code to}. */
-  private boolean markedFor(String from, String to, FileRecord file) throws IOException {
-    Optional<VersionedRecord> now = ns.readStored(from, false);
-    return now.isPresent() && to.equals(now.get().record().movingTo())
-        && file.fileId().equals(now.get().record().fileId());
-  }
-
-  /** Whether the record at {@code key} names {@code file}. */
-  private boolean holds(String key, FileRecord file) throws IOException {
-    Optional<VersionedRecord> now = ns.readStored(key, false);
-    return now.isPresent() && file.fileId().equals(now.get().record().fileId());
-  }
-
-  /** Takes a move's mark back from its source, if it is still as marked. */
-  void unmark(String from, VersionedRecord marked) throws IOException {
-    Optional<VersionedRecord> whole = ns.readStored(from, true);
-    if (whole.isEmpty() || whole.get().version() != marked.version()) {
-      return; // changed since: not this move's any more
-    }
-    try {
-      ns.calls().putIfVersion(from, whole.get().record().unmarked().encode(),
-          marked.version());
-    } catch (TransactionConflictException e) {
-      // changed meanwhile: not this move's any more
     }
   }
 

@@ -1,0 +1,228 @@
+package io.blobfs.namespace;
+
+import io.blobfs.namespace.FileRecord.Mark;
+import io.blobfs.store.BlobAlreadyExistsException;
+import io.blobfs.store.PutMode;
+import io.blobfs.store.TransactionConflictException;
+import java.io.IOException;
+import java.nio.file.FileAlreadyExistsException;
+import java.util.Optional;
+
+/**
+ * A file rename without transactions that readers see happen at one instant (a directory's
+ * moves use {@link Renamer#moveLocked} with its two-step move). It runs under the file's
+ * lock, which records the move ({@link DataLocks.Move}):
+ *
+ * <ol>
+ *   <li>the source is marked {@link Mark#MOVING} to the destination, conditionally on the
+ *       version read: readers still see the source;
+ *   <li>the destination is created {@link Mark#INCOMING} from the source: readers ignore
+ *       it, as if absent, while the source is not {@link Mark#MOVED} to it;
+ *   <li>the commit point: the source is rewritten {@link Mark#MOVED}, conditionally on the
+ *       marked version. From then on readers see the destination, not the source;
+ *   <li>the destination is rewritten plain, and the source deleted.
+ * </ol>
+ *
+ * The commit is a conditional write that a settler can fence: a settler of a move that
+ * has not committed ({@link MoveSettler}) takes the source's mark off first, which changes
+ * its version, so a mover slower than its lease fails at its commit whatever it did
+ * before; its late incoming record stays invisible, and it removes it, or the next settler
+ * does. Before, the commit was the unconditional creation of the destination, which a
+ * settler could not stop: a mover that created it after a settler had taken the mark back
+ * left two names on one file, and deleting either destroyed the other's data.
+ *
+ * <p>Once the mark may be on the source, the lock is released only when the move is known
+ * to be complete or undone ({@link #settled}): any failure in between leaves the lock, so
+ * that the next taker of it settles the move before it acts on either name. Before, a
+ * failure to read a mark back released the lock with the mark still on.
+ */
+final class MarkedMove {
+  private static final System.Logger LOG = System.getLogger(MarkedMove.class.getName());
+  private final BlobNamespace ns;
+  private final String from;
+  private final String to;
+  /** The file as read under the lock, unmarked, with its inline bytes. */
+  private final FileRecord file;
+  private final long readVersion;
+  private final FsPath src;
+  private final FsPath dst;
+  /** False while the source may carry a mark of this move that nobody will settle. */
+  private boolean settled = true;
+
+  MarkedMove(BlobNamespace ns, String from, String to, VersionedRecord read, FsPath src,
+      FsPath dst) {
+    this.ns = ns;
+    this.from = from;
+    this.to = to;
+    this.file = read.record().unmarked();
+    this.readVersion = read.version();
+    this.src = src;
+    this.dst = dst;
+  }
+
+  /** Whether the lock can be released: no mark of this move is left unsettled. */
+  boolean settled() {
+    return settled;
+  }
+
+  /**
+   * Runs the move. Returns once it has committed (its cleanup may be left to the lock's
+   * next taker: {@link #settled}); throws if it did not commit, having undone what it could.
+   */
+  void run() throws IOException {
+    settled = false;
+    long marked = mark();
+    long incoming = createIncoming(marked);
+    commit(marked, incoming);
+    // Committed: readers see the destination only. What follows is cleanup, which a
+    // reader of either name or the lock's next taker finishes if it fails here.
+    try {
+      finish(incoming);
+    } catch (IOException e) {
+      LOG.log(System.Logger.Level.DEBUG, what() + " committed; its cleanup is left", e);
+    }
+  }
+
+  private long mark() throws IOException {
+    try {
+      ns.calls().putIfVersion(from, file.marked(Mark.MOVING, to).encode(), readVersion);
+    } catch (TransactionConflictException lost) {
+      settled = true;
+      throw BlobNamespace.lostRace(what(), lost);
+    } catch (IOException unknown) {
+      if (!readBack(from, unknown).filter(r -> r.record().is(Mark.MOVING, to, file.fileId()))
+          .isPresent()) {
+        settled = true; // a mark that did not apply changed nothing
+        throw changedNothing(unknown);
+      }
+    }
+    Optional<VersionedRecord> now = stored(from);
+    if (now.isEmpty() || !now.get().record().is(Mark.MOVING, to, file.fileId())) {
+      settled = true; // changed right after, by a client that takes no lock: not ours
+      throw BlobNamespace.lostRace(what(),
+          new TransactionConflictException(src + " changed right after it was marked"));
+    }
+    return now.get().version();
+  }
+
+  private long createIncoming(long marked) throws IOException {
+    try {
+      ns.calls().put(to, file.marked(Mark.INCOMING, from).encode(), PutMode.CREATE);
+    } catch (BlobAlreadyExistsException e) {
+      if (incomingVersion().isEmpty()) { // another file took the destination
+        rollBack(marked, Optional.empty());
+        throw new FileAlreadyExistsException(dst.toString(), null, "created meanwhile");
+      } // else this very create, applied and then reported lost
+    } catch (IOException unknown) {
+      readBack(to, unknown);
+      if (incomingVersion().isEmpty()) {
+        rollBack(marked, Optional.empty());
+        throw changedNothing(unknown);
+      }
+    }
+    Optional<Long> incoming = incomingVersion();
+    if (incoming.isEmpty()) { // removed by a settler: this move outlived its lease
+      rollBack(marked, Optional.empty());
+      throw BlobNamespace.lostRace(what(), new TransactionConflictException(
+          dst + " was settled while this rename stalled"));
+    }
+    return incoming.get();
+  }
+
+  private void commit(long marked, long incoming) throws IOException {
+    try {
+      ns.calls().putIfVersion(from, file.marked(Mark.MOVED, to).encode(), marked);
+    } catch (TransactionConflictException lost) {
+      // A settler took the mark back (this rename outlived its lease), or a client that
+      // takes no lock changed the source: the move did not commit, and cannot any more.
+      rollBack(marked, Optional.of(incoming));
+      throw BlobNamespace.lostRace(what(), lost);
+    } catch (IOException unknown) {
+      Optional<VersionedRecord> now = readBack(from, unknown);
+      if (now.isEmpty() || !now.get().record().is(Mark.MOVED, to, file.fileId())) {
+        rollBack(marked, Optional.of(incoming));
+        throw changedNothing(unknown);
+      }
+    }
+  }
+
+  private void finish(long incoming) throws IOException {
+    Optional<Long> moved = stored(from)
+        .filter(r -> r.record().is(Mark.MOVED, to, file.fileId()))
+        .map(VersionedRecord::version);
+    try {
+      ns.calls().putIfVersion(to, file.encode(), incoming);
+    } catch (TransactionConflictException e) {
+      // a settler finished it (this rename outlived its lease), or a client that takes no
+      // lock replaced the destination since the commit: not ours to unmark either way
+    }
+    if (moved.isPresent()) {
+      try {
+        ns.calls().deleteIfVersion(from, moved.get());
+      } catch (TransactionConflictException e) {
+        // removed by a reader (the destination is plain now) or a settler
+      }
+    }
+    settled = true;
+  }
+
+  /**
+   * Undoes a move that did not commit: the mark is taken off the source if it is still
+   * this move's, then the destination's incoming record, if any, removed. In that order: a
+   * stalled commit of this move fails once the mark is off, so the incoming record can
+   * never become the file's name after it is removed.
+   */
+  private void rollBack(long marked, Optional<Long> incoming) throws IOException {
+    Optional<VersionedRecord> whole = ns.readStored(from, true);
+    if (whole.isPresent() && whole.get().version() == marked) {
+      try {
+        ns.calls().putIfVersion(from, whole.get().record().unmarked().encode(), marked);
+      } catch (TransactionConflictException e) {
+        // changed meanwhile (a settler took the mark back): not this move's any more
+      }
+    }
+    if (incoming.isPresent()) {
+      try {
+        ns.calls().deleteIfVersion(to, incoming.get());
+      } catch (TransactionConflictException e) {
+        // removed by a settler, or a new file there since: not ours
+      }
+    }
+    settled = true;
+  }
+
+  /** The version of this move's incoming record at the destination, if it is there. */
+  private Optional<Long> incomingVersion() throws IOException {
+    return stored(to).filter(r -> r.record().is(Mark.INCOMING, from, file.fileId()))
+        .map(VersionedRecord::version);
+  }
+
+  /**
+   * Reads {@code key} back after a step whose outcome is unknown. If that fails too, the
+   * move is undecided: the lock is kept, and its next taker settles the move once the
+   * lease runs out; readers see one of the two names meanwhile.
+   */
+  private Optional<VersionedRecord> readBack(String key, IOException unknown)
+      throws IOException {
+    try {
+      return stored(key);
+    } catch (IOException e) {
+      unknown.addSuppressed(e);
+      throw new IOException(what() + " failed part-way and its outcome could not be read"
+          + " back: readers see one of the two names; the next operation on the file (after"
+          + " its lock's lease) completes the rename or takes it back", unknown);
+    }
+  }
+
+  private Optional<VersionedRecord> stored(String key) throws IOException {
+    return ns.readStored(key, false);
+  }
+
+  private String what() {
+    return "rename " + src + " to " + dst;
+  }
+
+  private IOException changedNothing(IOException cause) {
+    return new IOException(what() + " failed and changed nothing", cause);
+  }
+}
