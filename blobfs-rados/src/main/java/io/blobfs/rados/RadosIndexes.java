@@ -227,6 +227,17 @@ final class RadosIndexes {
    */
   private static void flushAdding(RadosIndex index, int shard, List<String> batch)
       throws IOException {
+    flushAdding(index, shard, batch, () -> { });
+  }
+
+  /** Something run between a batch's stats and its commit: a delete racing the build. */
+  interface BeforeCommit {
+    void run() throws IOException;
+  }
+
+  /** {@link #flushAdding(RadosIndex, int, List)}, running {@code beforeCommit} (tests). */
+  static void flushAdding(RadosIndex index, int shard, List<String> batch,
+      BeforeCommit beforeCommit) throws IOException {
     if (batch.isEmpty()) {
       return;
     }
@@ -244,6 +255,7 @@ final class RadosIndexes {
         marks.add(values.get(i));
       }
     }
+    beforeCommit.run();
     index.commitAll(shard, found, marks);
     batch.clear();
   }

@@ -413,24 +413,32 @@ class RadosIndexIT {
 
   @Test
   void aBuildCommitsOnlyTheNamesWhoseObjectsItFinds() throws Exception {
-    store.put("n/b/1", utf8("1"), PutMode.CREATE);
-    store.put("n/b/2", utf8("2"), PutMode.CREATE);
+    // One batch of one shard, as the build makes it: a name whose object is there, a name
+    // listed whose object is gone (a ghost), and one whose delete starts after the stat.
     RadosIndex index = store.index();
-    int shard = index.shardOf("n/b/1");
-    String m1 = RadosIndex.marker('A');
-    String ghost = RadosIndex.marker('A');
-    index.set("n/b/1", m1);
-    index.set("n/b/ghost", ghost);
-    // Found, and as marked: committed in one op.
-    assertEquals(1, index.commitAll(shard, List.of("n/b/1"), List.of(m1)));
-    // A mark changed since (a delete's, say): that one stays, the others are committed.
-    String m2 = RadosIndex.marker('A');
-    index.set("n/b/2", m2);
-    String delete = index.beforeDelete("n/b/2");
-    assertEquals(0, index.commitAll(index.shardOf("n/b/2"), List.of("n/b/2"), List.of(m2)));
-    assertEquals(delete, entry("n/b/2").value());
-    assertTrue(entry("n/b/1").committed());
-    assertEquals(ghost, entry("n/b/ghost").value());
+    String found = "n/b/found";
+    int shard = index.shardOf(found);
+    String ghost = inShard(index, shard, "n/b/ghost");
+    String deleted = inShard(index, shard, "n/b/deleted");
+    store.put(found, utf8("1"), PutMode.CREATE);
+    store.put(deleted, utf8("2"), PutMode.CREATE);
+    String[] deleting = new String[1];
+    RadosIndexes.flushAdding(index, shard, new ArrayList<>(List.of(found, ghost, deleted)),
+        () -> deleting[0] = index.beforeDelete(deleted));
+    // The delete's mark made the batch's one write op fail; name by name, the found one is
+    // committed, the ghost is left adding (not stat'ed as there), the deleted one deleting.
+    assertTrue(entry(found).committed(), "found: " + entry(found).value());
+    assertTrue(entry(ghost).adding(), "ghost: " + entry(ghost).value());
+    assertEquals(deleting[0], entry(deleted).value());
+  }
+
+  /** {@code base} with a suffix that puts it in {@code shard}. */
+  private static String inShard(RadosIndex index, int shard, String base) {
+    for (int i = 0; ; i++) {
+      if (index.shardOf(base + i) == shard) {
+        return base + i;
+      }
+    }
   }
 
   private RadosIndex.Entry entry(String key) throws IOException {
