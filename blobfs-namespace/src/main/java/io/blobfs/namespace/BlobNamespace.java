@@ -593,22 +593,48 @@ public final class BlobNamespace {
    * source is the rename's, or its settler's, to undo.
    */
   Optional<VersionedRecord> readRecord(String key, boolean withInline) throws IOException {
-    Optional<VersionedRecord> stored = readStored(key, withInline);
-    if (stored.isEmpty()) {
-      return stored;
-    }
-    FileRecord r = stored.get().record();
-    boolean seen = switch (r.mark()) {
-      case NONE, MOVING -> true;
-      case MOVED -> {
-        removeMovedSource(key, stored.get());
-        yield false;
+    for (int attempt = 1; ; attempt++) {
+      Optional<VersionedRecord> stored = readStored(key, withInline);
+      if (stored.isEmpty()) {
+        return stored;
       }
-      case INCOMING -> readStored(r.moveKey(), false)
-          .filter(src -> src.record().is(FileRecord.Mark.MOVED, key, r.fileId())).isPresent();
-    };
-    return seen ? Optional.of(new VersionedRecord(r.unmarked(), stored.get().version()))
-        : Optional.empty();
+      FileRecord r = stored.get().record();
+      boolean seen = switch (r.mark()) {
+        case NONE, MOVING -> true;
+        case MOVED -> {
+          removeMovedSource(key, stored.get());
+          yield false;
+        }
+        case INCOMING -> readStored(r.moveKey(), false).filter(src -> src.record()
+            .is(FileRecord.Mark.MOVED, key, r.fileId(), r.moveToken())).isPresent();
+      };
+      if (!seen && r.mark() == FileRecord.Mark.INCOMING
+          && !incomingUnchanged(key, stored.get().version())) {
+        // The move may have committed and been finished (the destination made plain, the
+        // source removed) between the two reads: the source's state says nothing then.
+        if (attempt < RACE_ATTEMPTS) {
+          continue;
+        }
+        throw lostRace("read " + key, new TransactionConflictException(
+            key + " kept changing while a rename to it was read"));
+      }
+      return seen ? Optional.of(new VersionedRecord(r.unmarked(), stored.get().version()))
+          : Optional.empty();
+    }
+  }
+
+  /**
+   * Whether a destination read incoming at {@code version} still is, after its source was
+   * read not moved to it. Every roll-forward makes the destination plain before it removes
+   * the source, so an incoming record unchanged on both sides of the source's read means
+   * that the move had not committed when the source was read: the name is not there yet.
+   */
+  private boolean incomingUnchanged(String key, long version) throws IOException {
+    try {
+      return calls.readWithVersion(key, 1).version() == version;
+    } catch (FileNotFoundException e) {
+      return false;
+    }
   }
 
   /**
@@ -621,7 +647,8 @@ public final class BlobNamespace {
     FileRecord src = moved.record();
     try {
       Optional<VersionedRecord> dst = readStored(src.moveKey(), true);
-      if (dst.isPresent() && dst.get().record().is(FileRecord.Mark.INCOMING, key, src.fileId())) {
+      if (dst.isPresent() && dst.get().record()
+          .is(FileRecord.Mark.INCOMING, key, src.fileId(), src.moveToken())) {
         calls.putIfVersion(src.moveKey(), dst.get().record().unmarked().encode(),
             dst.get().version());
       }

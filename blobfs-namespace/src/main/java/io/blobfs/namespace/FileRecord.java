@@ -21,14 +21,18 @@ import java.nio.charset.StandardCharsets;
  *
  * <p>The records of a file rename without transactions carry its {@link Mark} and the
  * other name's record key ({@code moveKey}; magic "BFS2", then after the inline length the
- * key's length and UTF-8 and the mark's byte): the source is marked {@link Mark#MOVING},
+ * key's length and UTF-8, the mark's byte and the move's token): the source is marked {@link Mark#MOVING},
  * the destination created {@link Mark#INCOMING}, and the commit point is the conditional
  * rewrite of the source as {@link Mark#MOVED} ({@link Renamer}). Readers see the one name
- * that the source's mark says ({@link BlobNamespace#readRecord}). Such a header may
+ * that the source's mark says ({@link BlobNamespace#readRecord}). The token (64 random
+ * bits per move) tells which move a mark belongs to: two renames of one file to the same
+ * name (one of them fenced, slower than its lease) write records that differ only by it,
+ * and each must act only on its own. Such a header may
  * exceed {@link #MAX_HEADER}: {@link #markedHeaderSize} says how much to read.
  */
 public record FileRecord(Kind kind, long length, long modificationTime, long stripeSize,
-    String fileId, boolean isInline, byte[] inline, Mark mark, String moveKey) {
+    String fileId, boolean isInline, byte[] inline, Mark mark, String moveKey,
+    long moveToken) {
 
   public enum Kind { FILE, DIRECTORY }
 
@@ -54,17 +58,17 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
   public static final int MAX_INLINE = 16 << 20;
 
   public static FileRecord directory(long mtime) {
-    return new FileRecord(Kind.DIRECTORY, 0, mtime, 0, "", false, null, Mark.NONE, null);
+    return new FileRecord(Kind.DIRECTORY, 0, mtime, 0, "", false, null, Mark.NONE, null, 0);
   }
 
   public static FileRecord inline(String fileId, byte[] bytes, long mtime, long stripeSize) {
     checkId(fileId);
-    return new FileRecord(Kind.FILE, bytes.length, mtime, stripeSize, fileId, true, bytes, Mark.NONE, null);
+    return new FileRecord(Kind.FILE, bytes.length, mtime, stripeSize, fileId, true, bytes, Mark.NONE, null, 0);
   }
 
   public static FileRecord striped(String fileId, long length, long mtime, long stripeSize) {
     checkId(fileId);
-    return new FileRecord(Kind.FILE, length, mtime, stripeSize, fileId, false, null, Mark.NONE, null);
+    return new FileRecord(Kind.FILE, length, mtime, stripeSize, fileId, false, null, Mark.NONE, null, 0);
   }
 
   private static void checkId(String fileId) {
@@ -79,27 +83,41 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
     }
   }
 
-  /** The same file with {@code m} for a move whose other name's record is {@code otherKey}. */
-  FileRecord marked(Mark m, String otherKey) {
+  /**
+   * The same file with {@code m} for the move {@code token} whose other name's record is
+   * {@code otherKey}.
+   */
+  FileRecord marked(Mark m, String otherKey, long token) {
     return new FileRecord(kind, length, modificationTime, stripeSize, fileId, isInline, inline,
-        m, otherKey);
+        m, otherKey, token);
   }
 
   /** The same file without a move mark. */
   FileRecord unmarked() {
     return mark == Mark.NONE ? this : new FileRecord(kind, length, modificationTime,
-        stripeSize, fileId, isInline, inline, Mark.NONE, null);
+        stripeSize, fileId, isInline, inline, Mark.NONE, null, 0);
   }
 
-  /** Whether this is {@code file} (the same id) carrying mark {@code m} for {@code otherKey}. */
-  boolean is(Mark m, String otherKey, String file) {
+  /**
+   * Whether this is {@code file} (the same id) carrying mark {@code m} of the move
+   * {@code token} for {@code otherKey}.
+   */
+  boolean is(Mark m, String otherKey, String file, long token) {
+    return isAnyMove(m, otherKey, file) && moveToken == token;
+  }
+
+  /**
+   * Whether this is {@code file} carrying mark {@code m} for {@code otherKey}, whichever
+   * move made it: for a settler, which knows the names and the file but not the token.
+   */
+  boolean isAnyMove(Mark m, String otherKey, String file) {
     return mark == m && otherKey.equals(moveKey) && fileId.equals(file);
   }
 
   /** Bytes of the encoded header: where inline data starts. */
   int headerSize() {
     return FIXED_HEADER + fileId.length()
-        + (mark == Mark.NONE ? 0 : 2 + moveKey.getBytes(StandardCharsets.UTF_8).length + 1);
+        + (mark == Mark.NONE ? 0 : 2 + moveKey.getBytes(StandardCharsets.UTF_8).length + 1 + 8);
   }
 
   /**
@@ -113,7 +131,7 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
     }
     int idLen = b.getShort(4 + 1 + 8 + 8 + 8) & 0xffff;
     int markAt = FIXED_HEADER + idLen;
-    return n < markAt + 2 ? -1 : markAt + 2 + (b.getShort(markAt) & 0xffff) + 1;
+    return n < markAt + 2 ? -1 : markAt + 2 + (b.getShort(markAt) & 0xffff) + 1 + 8;
   }
 
   /** The inline bytes were decoded (not just the header). */
@@ -149,6 +167,7 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
         out.writeShort(other.length);
         out.write(other);
         out.writeByte(mark.ordinal());
+        out.writeLong(moveToken);
       }
       if (isInline()) {
         out.write(inline);
@@ -184,6 +203,7 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
       int inlineLen = in.readInt();
       String moveKey = null;
       Mark mark = Mark.NONE;
+      long token = 0;
       if (magic == MARKED_MAGIC) {
         byte[] other = new byte[in.readUnsignedShort()];
         in.readFully(other);
@@ -193,6 +213,7 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
           throw new CorruptRecordException(key, "unknown move mark " + m);
         }
         mark = Mark.values()[m];
+        token = in.readLong();
       }
       boolean inlined = inlineLen >= 0;
       if (len < 0 || stripe <= 0 && kind == Kind.FILE
@@ -214,7 +235,7 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
         inl = new byte[inlineLen];
         in.readFully(inl);
       }
-      return new FileRecord(kind, len, mtime, stripe, id, inlined, inl, mark, moveKey);
+      return new FileRecord(kind, len, mtime, stripe, id, inlined, inl, mark, moveKey, token);
     } catch (EOFException e) {
       throw new CorruptRecordException(key, "truncated");
     } catch (CorruptRecordException e) {

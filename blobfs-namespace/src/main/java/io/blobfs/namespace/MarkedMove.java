@@ -6,6 +6,7 @@ import io.blobfs.store.PutMode;
 import io.blobfs.store.TransactionConflictException;
 import java.io.IOException;
 import java.nio.file.FileAlreadyExistsException;
+import java.security.SecureRandom;
 import java.util.Optional;
 
 /**
@@ -35,9 +36,16 @@ import java.util.Optional;
  * to be complete or undone ({@link #settled}): any failure in between leaves the lock, so
  * that the next taker of it settles the move before it acts on either name. Before, a
  * failure to read a mark back released the lock with the mark still on.
+ *
+ * <p>Every record this move writes carries its token (64 random bits), and it acts only on
+ * records with that token: a fenced mover and the rename that settled it and ran again
+ * write records that differ in nothing else. Before, a fenced mover took the second
+ * rename's incoming record for its own and deleted it in its rollback, leaving the file
+ * with no name.
  */
 final class MarkedMove {
   private static final System.Logger LOG = System.getLogger(MarkedMove.class.getName());
+  private static final SecureRandom TOKENS = new SecureRandom();
   private final BlobNamespace ns;
   private final String from;
   private final String to;
@@ -46,6 +54,8 @@ final class MarkedMove {
   private final long readVersion;
   private final FsPath src;
   private final FsPath dst;
+  /** This move's token, in each record it writes (never 0). */
+  private final long token;
   /** False while the source may carry a mark of this move that nobody will settle. */
   private boolean settled = true;
 
@@ -58,6 +68,11 @@ final class MarkedMove {
     this.readVersion = read.version();
     this.src = src;
     this.dst = dst;
+    long t;
+    do {
+      t = TOKENS.nextLong();
+    } while (t == 0);
+    this.token = t;
   }
 
   /** Whether the lock can be released: no mark of this move is left unsettled. */
@@ -85,19 +100,20 @@ final class MarkedMove {
 
   private long mark() throws IOException {
     try {
-      ns.calls().putIfVersion(from, file.marked(Mark.MOVING, to).encode(), readVersion);
+      ns.calls().putIfVersion(from, file.marked(Mark.MOVING, to, token).encode(), readVersion);
     } catch (TransactionConflictException lost) {
       settled = true;
       throw BlobNamespace.lostRace(what(), lost);
     } catch (IOException unknown) {
-      if (!readBack(from, unknown).filter(r -> r.record().is(Mark.MOVING, to, file.fileId()))
-          .isPresent()) {
+      // only this move's mark: another mover's (this one fenced meanwhile) is not ours
+      if (!readBack(from, unknown)
+          .filter(r -> r.record().is(Mark.MOVING, to, file.fileId(), token)).isPresent()) {
         settled = true; // a mark that did not apply changed nothing
         throw changedNothing(unknown);
       }
     }
     Optional<VersionedRecord> now = stored(from);
-    if (now.isEmpty() || !now.get().record().is(Mark.MOVING, to, file.fileId())) {
+    if (now.isEmpty() || !now.get().record().is(Mark.MOVING, to, file.fileId(), token)) {
       settled = true; // changed right after, by a client that takes no lock: not ours
       throw BlobNamespace.lostRace(what(),
           new TransactionConflictException(src + " changed right after it was marked"));
@@ -106,41 +122,75 @@ final class MarkedMove {
   }
 
   private long createIncoming(long marked) throws IOException {
-    try {
-      ns.calls().put(to, file.marked(Mark.INCOMING, from).encode(), PutMode.CREATE);
-    } catch (BlobAlreadyExistsException e) {
-      if (incomingVersion().isEmpty()) { // another file took the destination
-        rollBack(marked, Optional.empty());
+    for (int attempt = 1; ; attempt++) {
+      try {
+        ns.calls().put(to, file.marked(Mark.INCOMING, from, token).encode(), PutMode.CREATE);
+        break;
+      } catch (BlobAlreadyExistsException e) {
+        if (incomingVersion().isPresent()) {
+          break; // this very create, applied and then reported lost
+        }
+        if (attempt < BlobNamespace.RACE_ATTEMPTS && removedStaleIncoming(marked)) {
+          continue;
+        }
+        rollBack(marked);
         throw new FileAlreadyExistsException(dst.toString(), null, "created meanwhile");
-      } // else this very create, applied and then reported lost
-    } catch (IOException unknown) {
-      readBack(to, unknown);
-      if (incomingVersion().isEmpty()) {
-        rollBack(marked, Optional.empty());
-        throw changedNothing(unknown);
+      } catch (IOException unknown) {
+        readBack(to, unknown);
+        if (incomingVersion().isEmpty()) {
+          rollBack(marked);
+          throw changedNothing(unknown);
+        }
+        break;
       }
     }
     Optional<Long> incoming = incomingVersion();
     if (incoming.isEmpty()) { // removed by a settler: this move outlived its lease
-      rollBack(marked, Optional.empty());
+      rollBack(marked);
       throw BlobNamespace.lostRace(what(), new TransactionConflictException(
           dst + " was settled while this rename stalled"));
     }
     return incoming.get();
   }
 
+  /**
+   * Removes an incoming record of this file from the source that another move left at the
+   * destination (a fenced mover's late create, or one left by a mover that died), if this
+   * move's mark is still on the source: that other move's commit, conditional on its own
+   * mark's version, can then never apply, so its record names nothing. The destination is
+   * read before the source, and removed only at the version read. Returns whether it was
+   * removed (then the create is tried again).
+   */
+  private boolean removedStaleIncoming(long marked) throws IOException {
+    Optional<VersionedRecord> other = stored(to)
+        .filter(r -> r.record().isAnyMove(Mark.INCOMING, from, file.fileId()));
+    if (other.isEmpty()) {
+      return false; // another file: the destination is taken
+    }
+    Optional<VersionedRecord> source = stored(from);
+    if (source.isEmpty() || source.get().version() != marked) {
+      return false; // fenced: this move's mark is gone, and that record may be live
+    }
+    try {
+      ns.calls().deleteIfVersion(to, other.get().version());
+    } catch (TransactionConflictException e) {
+      // changed meanwhile: looked at again by the next create
+    }
+    return true;
+  }
+
   private void commit(long marked, long incoming) throws IOException {
     try {
-      ns.calls().putIfVersion(from, file.marked(Mark.MOVED, to).encode(), marked);
+      ns.calls().putIfVersion(from, file.marked(Mark.MOVED, to, token).encode(), marked);
     } catch (TransactionConflictException lost) {
       // A settler took the mark back (this rename outlived its lease), or a client that
       // takes no lock changed the source: the move did not commit, and cannot any more.
-      rollBack(marked, Optional.of(incoming));
+      rollBack(marked);
       throw BlobNamespace.lostRace(what(), lost);
     } catch (IOException unknown) {
       Optional<VersionedRecord> now = readBack(from, unknown);
-      if (now.isEmpty() || !now.get().record().is(Mark.MOVED, to, file.fileId())) {
-        rollBack(marked, Optional.of(incoming));
+      if (now.isEmpty() || !now.get().record().is(Mark.MOVED, to, file.fileId(), token)) {
+        rollBack(marked);
         throw changedNothing(unknown);
       }
     }
@@ -148,7 +198,7 @@ final class MarkedMove {
 
   private void finish(long incoming) throws IOException {
     Optional<Long> moved = stored(from)
-        .filter(r -> r.record().is(Mark.MOVED, to, file.fileId()))
+        .filter(r -> r.record().is(Mark.MOVED, to, file.fileId(), token))
         .map(VersionedRecord::version);
     try {
       ns.calls().putIfVersion(to, file.encode(), incoming);
@@ -168,11 +218,12 @@ final class MarkedMove {
 
   /**
    * Undoes a move that did not commit: the mark is taken off the source if it is still
-   * this move's, then the destination's incoming record, if any, removed. In that order: a
-   * stalled commit of this move fails once the mark is off, so the incoming record can
-   * never become the file's name after it is removed.
+   * this move's, then the destination's incoming record removed if it is this move's (by
+   * its token: another move's record is not ours to judge). In that order: a stalled
+   * commit of this move fails once the mark is off, so the incoming record can never
+   * become the file's name after it is removed.
    */
-  private void rollBack(long marked, Optional<Long> incoming) throws IOException {
+  private void rollBack(long marked) throws IOException {
     Optional<VersionedRecord> whole = ns.readStored(from, true);
     if (whole.isPresent() && whole.get().version() == marked) {
       try {
@@ -181,11 +232,12 @@ final class MarkedMove {
         // changed meanwhile (a settler took the mark back): not this move's any more
       }
     }
+    Optional<Long> incoming = incomingVersion();
     if (incoming.isPresent()) {
       try {
         ns.calls().deleteIfVersion(to, incoming.get());
       } catch (TransactionConflictException e) {
-        // removed by a settler, or a new file there since: not ours
+        // removed by a settler meanwhile: not ours
       }
     }
     settled = true;
@@ -193,7 +245,7 @@ final class MarkedMove {
 
   /** The version of this move's incoming record at the destination, if it is there. */
   private Optional<Long> incomingVersion() throws IOException {
-    return stored(to).filter(r -> r.record().is(Mark.INCOMING, from, file.fileId()))
+    return stored(to).filter(r -> r.record().is(Mark.INCOMING, from, file.fileId(), token))
         .map(VersionedRecord::version);
   }
 

@@ -89,15 +89,20 @@ final class MoveSettler {
       String id) throws IOException {
     Optional<VersionedRecord> src = ns.readStored(move.fromKey(), true);
     Optional<VersionedRecord> dst = ns.readStored(move.toKey(), true);
-    boolean moving = src.isPresent() && src.get().record().is(Mark.MOVING, move.toKey(), id);
-    boolean moved = src.isPresent() && src.get().record().is(Mark.MOVED, move.toKey(), id);
+    // Any move's marks of this file between these names: the lock's holder is the only
+    // mover that can still commit, and the settler holds it now.
+    boolean moving = src.isPresent()
+        && src.get().record().isAnyMove(Mark.MOVING, move.toKey(), id);
+    boolean moved = src.isPresent()
+        && src.get().record().isAnyMove(Mark.MOVED, move.toKey(), id);
     boolean incoming = dst.isPresent()
-        && dst.get().record().is(Mark.INCOMING, move.fromKey(), id);
+        && dst.get().record().isAnyMove(Mark.INCOMING, move.fromKey(), id);
     if (!moving && !moved && !incoming) {
       return Optional.empty();
     }
     if (moved) {
-      if (incoming) {
+      // only the committed move's own record becomes the name (its token)
+      if (incoming && dst.get().record().moveToken() == src.get().record().moveToken()) {
         ignoringConflict(() -> ns.calls().putIfVersion(move.toKey(),
             dst.get().record().unmarked().encode(), dst.get().version()));
       }
@@ -126,8 +131,8 @@ final class MoveSettler {
   private static boolean stillMarked(BlobNamespace ns, DataLocks.Move move, String id)
       throws IOException {
     Optional<VersionedRecord> src = ns.readStored(move.fromKey(), false);
-    return src.isPresent() && (src.get().record().is(Mark.MOVED, move.toKey(), id)
-        || src.get().record().is(Mark.MOVING, move.toKey(), id));
+    return src.isPresent() && (src.get().record().isAnyMove(Mark.MOVED, move.toKey(), id)
+        || src.get().record().isAnyMove(Mark.MOVING, move.toKey(), id));
   }
 
   /**
