@@ -49,8 +49,9 @@ final class MoveSettler {
 
   /**
    * Settles {@code expired}, a lock read with {@link DataLocks.Lock#interruptedMove}.
-   * Returns false if the lock changed meanwhile (someone else settled or took it), true if
-   * this call settled it.
+   * Returns false if the lock changed meanwhile (someone else settled or took it) or the
+   * move could not be settled (then this call keeps the lock, with a fresh lease, for the
+   * next taker), true if this call settled it.
    */
   static boolean settle(BlobNamespace ns, DataLocks.Lock expired) throws IOException {
     Optional<DataLocks.Lock> mine = ns.locks().takeOver(expired);
@@ -58,21 +59,34 @@ final class MoveSettler {
       return false;
     }
     boolean adopted = false;
+    // Until the move is known settled, the taken-over lock (same move, fresh lease) is
+    // kept: released with a mark still on, nobody would know of the move any more, and a
+    // later rename could act on names it had left half-changed. Its next taker settles
+    // it again once the lease runs out.
+    boolean keep = true;
     try {
       DataLocks.Move move = expired.move();
       String id = expired.fileId();
       Optional<Boolean> marked = settleMarked(ns, move, id);
-      if (marked.isPresent() && !marked.get() && stillMarked(ns, move, id)) {
+      boolean resolved = marked.isEmpty() || marked.get();
+      if (!resolved) {
         // a stalled mover's commit landed between the read and the mark's removal, which
-        // then conflicted: settled as committed
-        settleMarked(ns, move, id);
+        // then conflicted: settled as committed (or changed by a client that takes no
+        // lock, no longer marked by this move)
+        Optional<Boolean> again = stillMarked(ns, move, id)
+            ? settleMarked(ns, move, id) : Optional.empty();
+        resolved = again.isEmpty() || again.get();
+      }
+      if (!resolved) {
+        return false;
       }
       // A marked move needs no tombstone: its mover learns the outcome from its own
       // conditional commit, which either applied or conflicts.
       adopted = marked.isEmpty() && settleTwoStep(ns, move, id);
+      keep = false;
       return true;
     } finally {
-      if (!adopted || !ns.locks().markSettled(mine.get())) {
+      if (!keep && (!adopted || !ns.locks().markSettled(mine.get()))) {
         ns.locks().release(mine.get());
       }
     }

@@ -450,6 +450,48 @@ class InterruptedMoveTest {
   }
 
   /**
+   * Review of the marked rename, should-fix 3: a settler whose removal of a dead mover's
+   * mark fails keeps the lock it took over (the move in it, a fresh lease), so the next
+   * taker settles the move again. Before, it released the lock with the mark still on the
+   * source, and nothing knew of the move any more.
+   */
+  @Test
+  void aSettlerThatCannotTakeTheMarkOffKeepsTheLock() throws Exception {
+    FsPath f = FsPath.parse("/a/f");
+    FsPath g = FsPath.parse("/a/g");
+    String lock = null;
+    for (int k = 1; lock == null; k++) { // the client dies right after its mark applied
+      assertTrue(k < 20, "no call of the rename left the source marked");
+      freshStore();
+      write(f, 2 * STRIPE + 3, 41);
+      final FsPath from = f;
+      assertTrue(dieAt(k, () -> dyingNamespace().rename(from, g)));
+      if (rawMark("n/a/f") == FileRecord.Mark.MOVING && !memory.stat("n/a/g").exists()) {
+        lock = "d/" + recovery.getFileInfo(f).record().fileId() + "/lock";
+      }
+    }
+    Thread.sleep(LEASE.toMillis() + 5);
+    FaultInjectingBlobStore settling =
+        FaultInjectingBlobStore.over(memory, TransactionalBlobStore.class);
+    Fault unmark = settling.on(Op.PUT).keys("n/a/f").always().failBefore();
+    assertThrows(IOException.class, () ->
+        new BlobNamespace(settling.store(), OPTIONS, StoreCallCounters.NONE).rename(f, g));
+    assertEquals(1, unmark.fired());
+    assertEquals(FileRecord.Mark.MOVING, rawMark("n/a/f"), "the mark is still on");
+    assertTrue(memory.stat(lock).exists(), "the settler released the lock with the mark on");
+    Thread.sleep(LEASE.toMillis() + 5);
+    assertTrue(recovery.rename(f, g)); // the next taker settles the move, then renames
+    given.put(g, given.remove(f));
+    checkEverything("a settler that could not take the mark off, then a rename", false);
+  }
+
+  /** The mark on the record stored at {@code key}, as it is stored. */
+  private FileRecord.Mark rawMark(String key) throws IOException {
+    byte[] raw = memory.readFully(key, 0, (int) memory.stat(key).size());
+    return FileRecord.decode(key, raw, raw.length, true).mark();
+  }
+
+  /**
    * A rename that stalls past its lease before its copy, while another client deletes the
    * source: the copy lands afterwards and would name deleted data; the rename takes it back.
    */

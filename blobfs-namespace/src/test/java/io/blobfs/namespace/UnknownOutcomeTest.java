@@ -26,9 +26,10 @@ import org.junit.jupiter.api.Test;
  * Store calls whose outcome is unknown (a timeout that may have applied) in the middle of a
  * rename without transactions (RADOS' path) and at the end of an overwrite: the answer is
  * read back, so that a failed rename never leaves two names on one file's data, which a
- * later delete of either would destroy. A file rename commits when its destination is
- * created (its source was marked as moving first): a failure after that is the source's
- * cleanup, and the rename has happened.
+ * later delete of either would destroy. A file rename ({@link MarkedMove}) commits when
+ * its source, marked moving, is rewritten as moved: a failure after that is cleanup, and
+ * the rename has happened; a failure before it (the destination's incoming create
+ * included) leaves the source.
  */
 class UnknownOutcomeTest {
   private static final int STRIPE = 64 << 10;
@@ -114,12 +115,12 @@ class UnknownOutcomeTest {
   }
 
   @Test
-  void aCommitWhoseOutcomeCannotBeReadBackIsReportedAndReadersSeeOneName()
+  void anIncomingCreateWhoseOutcomeCannotBeReadBackIsReportedAndReadersSeeOneName()
       throws IOException {
     write(ns, F, DATA);
     faults.on(Op.PUT).keys("n/g").failBefore();
-    // The rename reads n/g once before its commit (its probe); the second read is the
-    // read-back of the failed commit.
+    // The destination's incoming create fails (step 2, before the commit). The rename
+    // reads n/g once before it (its probe); the second read is the create's read-back.
     Fault readBack = faults.on(Op.READ).keys("n/g").nth(2).always().failBefore();
     IOException e = assertThrows(IOException.class, () -> ns.rename(F, G));
     assertEquals(1, readBack.fired());
