@@ -639,20 +639,12 @@ public final class BlobNamespace {
 
   /**
    * Rolls a committed move forward, as a reader meets its source: the commit is final, so
-   * anyone may finish it (conditionally, name by name): the destination, if still this
-   * move's incoming record, is made plain, then the source removed. So a rename cut off
-   * after its commit does not leave its source's name taken until a settler comes.
+   * anyone may finish it ({@link CommittedMove}). So a rename cut off after its commit does
+   * not leave its source's name taken until a settler comes.
    */
   private void removeMovedSource(String key, VersionedRecord moved) {
-    FileRecord src = moved.record();
     try {
-      Optional<VersionedRecord> dst = readStored(src.moveKey(), true);
-      if (dst.isPresent() && dst.get().record()
-          .is(FileRecord.Mark.INCOMING, key, src.fileId(), src.moveToken())) {
-        calls.putIfVersion(src.moveKey(), dst.get().record().unmarked().encode(),
-            dst.get().version());
-      }
-      calls.deleteIfVersion(key, moved.version());
+      CommittedMove.finish(this, key, moved, Optional.empty());
     } catch (IOException e) {
       // changed meanwhile, or not now (a full store): hidden all the same
     }

@@ -197,21 +197,12 @@ final class MarkedMove {
   }
 
   private void finish(long incoming) throws IOException {
-    Optional<Long> moved = stored(from)
-        .filter(r -> r.record().is(Mark.MOVED, to, file.fileId(), token))
-        .map(VersionedRecord::version);
-    try {
-      ns.calls().putIfVersion(to, file.encode(), incoming);
-    } catch (TransactionConflictException e) {
-      // a settler finished it (this rename outlived its lease), or a client that takes no
-      // lock replaced the destination since the commit: not ours to unmark either way
-    }
+    Optional<VersionedRecord> moved = stored(from)
+        .filter(r -> r.record().is(Mark.MOVED, to, file.fileId(), token));
+    // Gone: a reader or a settler finished the move (the destination made plain first).
     if (moved.isPresent()) {
-      try {
-        ns.calls().deleteIfVersion(from, moved.get());
-      } catch (TransactionConflictException e) {
-        // removed by a reader (the destination is plain now) or a settler
-      }
+      CommittedMove.finish(ns, from, moved.get(), Optional.of(
+          new VersionedRecord(file.marked(Mark.INCOMING, from, token), incoming)));
     }
     settled = true;
   }

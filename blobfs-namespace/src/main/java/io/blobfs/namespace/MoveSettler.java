@@ -94,15 +94,25 @@ final class MoveSettler {
 
   /**
    * Settles a file rename's marked move ({@link MarkedMove}). Empty if the names carry no
-   * mark of it; else true if it was rolled forward (committed: the destination is made
-   * plain, the source removed) or back (not committed: the mark is taken off the source
-   * first, fencing a stalled commit, then the incoming record removed); false if the
-   * source's mark changed before it could be taken off.
+   * mark of it; else true if it was rolled forward (committed: {@link CommittedMove}) or
+   * back (not committed: the mark is taken off the source first, fencing a stalled
+   * commit, then the incoming record removed); false if the source's mark changed before
+   * it could be taken off.
+   *
+   * <p>The destination is read before the source. A mover creates its incoming record
+   * only after reading its mark back, so an incoming record read first had its mark
+   * applied before; a source read after it that carries neither that move's mark nor its
+   * commit has left the marked version for good (a store's versions never repeat), and
+   * the commit, conditional on that version, can never apply: the record names nothing
+   * and is removed. Before, the source was read first: a mover that marked it and created
+   * its incoming record between the two reads went unseen, the settler removed the
+   * record as left over, the mover's commit then applied and its rename returned true,
+   * and the file had no name (third review, {@code MarkedMoveRaceTest}).
    */
   private static Optional<Boolean> settleMarked(BlobNamespace ns, DataLocks.Move move,
       String id) throws IOException {
-    Optional<VersionedRecord> src = ns.readStored(move.fromKey(), true);
     Optional<VersionedRecord> dst = ns.readStored(move.toKey(), true);
+    Optional<VersionedRecord> src = ns.readStored(move.fromKey(), true);
     // Any move's marks of this file between these names: the lock's holder is the only
     // mover that can still commit, and the settler holds it now.
     boolean moving = src.isPresent()
@@ -115,12 +125,11 @@ final class MoveSettler {
       return Optional.empty();
     }
     if (moved) {
-      // only the committed move's own record becomes the name (its token)
-      if (incoming && dst.get().record().moveToken() == src.get().record().moveToken()) {
-        ignoringConflict(() -> ns.calls().putIfVersion(move.toKey(),
-            dst.get().record().unmarked().encode(), dst.get().version()));
-      }
-      ignoringConflict(() -> ns.calls().deleteIfVersion(move.fromKey(), src.get().version()));
+      // Only the committed move's own record becomes the name (its token). Read before
+      // the commit, the destination may not show it yet: then it is read again.
+      long token = src.get().record().moveToken();
+      CommittedMove.finish(ns, move.fromKey(), src.get(), dst.filter(d ->
+          d.record().is(Mark.INCOMING, move.fromKey(), id, token)));
       return Optional.of(true);
     }
     if (moving) {
@@ -134,7 +143,8 @@ final class MoveSettler {
         return Optional.of(false); // changed meanwhile: looked at again by the caller
       }
     }
-    // Not committed, and now never will be: the incoming record names nothing.
+    // Not committed, and now never will be (the mark taken off, or gone before the
+    // source was read): the incoming record names nothing.
     if (incoming) {
       ignoringConflict(() -> ns.calls().deleteIfVersion(move.toKey(), dst.get().version()));
     }

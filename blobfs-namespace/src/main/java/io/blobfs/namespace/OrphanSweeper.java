@@ -177,11 +177,19 @@ public final class OrphanSweeper {
     return infos;
   }
 
+  /**
+   * The file ids that a stored record names, a file rename's marked records included,
+   * whatever readers make of their marks: a moved source kept because its destination
+   * lost the file ({@link CommittedMove}) still names the data, and so, until it is
+   * removed, does an incoming record. Read raw, as stored: a scan neither depends on a
+   * rename's progress (before, a reader's re-reads of a changing incoming record could
+   * fail the whole scan) nor writes (a reader rolls a moved source forward).
+   */
   private Set<String> namedFileIds() throws IOException {
     Set<String> ids = new HashSet<>();
     for (String key : ns.scanAll(KeyLayout.NAMES + "/")) {
       if (!KeyLayout.isMarker(key)) {
-        ns.readRecord(key, false).ifPresent(r -> ids.add(r.record().fileId()));
+        ns.readStored(key, false).ifPresent(r -> ids.add(r.record().fileId()));
       }
     }
     return ids;

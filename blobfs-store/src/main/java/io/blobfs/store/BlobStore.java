@@ -55,7 +55,9 @@ public interface BlobStore extends Closeable {
   /**
    * As {@link #put}, but only if the blob is at {@code version}: a read-then-act caller
    * replaces only what it read. Fails with {@link TransactionConflictException}, nothing
-   * applied, if the blob has changed or is gone.
+   * applied, if the blob has changed or is gone. A key never gets back a version it had,
+   * not even once deleted and created anew (the contract tests check it): a version seen
+   * replaced is gone for good, which the file rename without transactions relies on.
    */
   void putIfVersion(String key, ByteBuffer content, long version) throws IOException;
 
