@@ -188,11 +188,13 @@ final class MarkedMove {
       rollBack(marked);
       throw BlobNamespace.lostRace(what(), lost);
     } catch (IOException unknown) {
-      Optional<VersionedRecord> now = readBack(from, unknown);
-      if (now.isEmpty() || !now.get().record().is(Mark.MOVED, to, file.fileId(), token)) {
-        rollBack(marked);
+      if (committed(readBack(from, unknown))) {
+        return;
+      }
+      if (rollBack(marked)) {
         throw changedNothing(unknown);
       }
+      // the commit whose answer was lost applied after its read-back: committed
     }
   }
 
@@ -212,15 +214,26 @@ final class MarkedMove {
    * this move's, then the destination's incoming record removed if it is this move's (by
    * its token: another move's record is not ours to judge). In that order: a stalled
    * commit of this move fails once the mark is off, so the incoming record can never
-   * become the file's name after it is removed.
+   * become the file's name after it is removed. Returns false, undoing nothing, if the
+   * source turns out moved by this very move: a commit whose answer was lost and that
+   * applied after it was read back (a store call that timed out may still apply). Before,
+   * a rollback that found the mark changed removed the incoming record all the same, and
+   * a late commit then left the file with no name.
    */
-  private void rollBack(long marked) throws IOException {
+  private boolean rollBack(long marked) throws IOException {
     Optional<VersionedRecord> whole = ns.readStored(from, true);
+    if (committed(whole)) {
+      return false;
+    }
     if (whole.isPresent() && whole.get().version() == marked) {
       try {
         ns.calls().putIfVersion(from, whole.get().record().unmarked().encode(), marked);
       } catch (TransactionConflictException e) {
-        // changed meanwhile (a settler took the mark back): not this move's any more
+        // changed meanwhile: a settler took the mark back, or this move's late commit
+        // applied; the marked version never comes back, so one more read tells which
+        if (committed(stored(from))) {
+          return false;
+        }
       }
     }
     Optional<Long> incoming = incomingVersion();
@@ -232,6 +245,12 @@ final class MarkedMove {
       }
     }
     settled = true;
+    return true;
+  }
+
+  /** Whether {@code source} is this move's committed source. */
+  private boolean committed(Optional<VersionedRecord> source) {
+    return source.isPresent() && source.get().record().is(Mark.MOVED, to, file.fileId(), token);
   }
 
   /** The version of this move's incoming record at the destination, if it is there. */

@@ -180,6 +180,35 @@ class MarkedMoveRaceTest {
   }
 
   /**
+   * A commit whose answer is lost (a timeout), that the read-back finds not applied, and
+   * that applies after it all the same, while the mover takes its mark back: a store
+   * call that timed out may still be applied by the server later. The mover's removal of
+   * its mark then conflicts. Before, its rollback removed the incoming record all the
+   * same and threw "changed nothing": the source read moved, the destination was gone,
+   * and the file had no name. Now the rollback finds the source moved by its own commit
+   * and the rename finishes.
+   */
+  @Test
+  void aCommitThatAppliesAfterItsReadBackIsFinished() throws Exception {
+    FaultInjectingBlobStore m = faults();
+    // Armed first: the failing commit below would hide that call from it otherwise.
+    Fault unmark = m.on(Op.PUT).keys("n/a/f").nth(3).pause();
+    Fault commit = m.on(Op.PUT).keys("n/a/f").nth(2).failBefore();
+    Future<Object> mv = renameInThread(m, F, G);
+    unmark.awaitReached(); // the rollback read its mark, about to take it off
+    assertEquals(1, commit.fired());
+    // The late commit, as the server would apply it: the mover's own record, moved.
+    VersionedBytes raw = memory.readWithVersion("n/a/f", 1 << 16);
+    FileRecord marked = FileRecord.decode("n/a/f", raw.bytes(), raw.bytes().length, true);
+    assertEquals(Mark.MOVING, marked.mark());
+    memory.putIfVersion("n/a/f",
+        marked.marked(Mark.MOVED, marked.moveKey(), marked.moveToken()).encode(), raw.version());
+    unmark.release();
+    assertEquals(Boolean.TRUE, mv.get(30, TimeUnit.SECONDS), "the rename committed");
+    assertOnlyAt(G);
+  }
+
+  /**
    * A committed move's source whose destination no longer holds the file (a defect, or a
    * client that ignores the lock, removed it): a reader meeting the moved source must not
    * delete the file's last record, and the sweeper must not take its data. Before, the
