@@ -68,17 +68,16 @@ final class MoveSettler {
       DataLocks.Move move = expired.move();
       String id = expired.fileId();
       Optional<Boolean> marked = settleMarked(ns, move, id);
-      boolean resolved = marked.isEmpty() || marked.get();
-      if (!resolved) {
-        // a stalled mover's commit landed between the read and the mark's removal, which
-        // then conflicted: settled as committed (or changed by a client that takes no
-        // lock, no longer marked by this move)
-        Optional<Boolean> again = stillMarked(ns, move, id)
-            ? settleMarked(ns, move, id) : Optional.empty();
-        resolved = again.isEmpty() || again.get();
-      }
-      if (!resolved) {
-        return false;
+      Optional<Boolean> now = marked;
+      for (int attempt = 2; now.isPresent() && !now.get(); attempt++) {
+        if (attempt > BlobNamespace.RACE_ATTEMPTS) {
+          return false; // the source keeps changing: the lock stays for the next taker
+        }
+        // The source changed between its read and the mark's removal: a stalled mover's
+        // commit landed, or another client took the mark off. Settled again from what is
+        // there now: an incoming record left by a move no longer marked names nothing.
+        // Before, a source found unmarked ended it there, the incoming record left behind.
+        now = settleMarked(ns, move, id);
       }
       // A marked move needs no tombstone: its mover learns the outcome from its own
       // conditional commit, which either applied or conflicts.
@@ -149,14 +148,6 @@ final class MoveSettler {
       ignoringConflict(() -> ns.calls().deleteIfVersion(move.toKey(), dst.get().version()));
     }
     return Optional.of(true);
-  }
-
-  /** Whether the source is still, or again, marked by this move (a late commit landed). */
-  private static boolean stillMarked(BlobNamespace ns, DataLocks.Move move, String id)
-      throws IOException {
-    Optional<VersionedRecord> src = ns.readStored(move.fromKey(), false);
-    return src.isPresent() && (src.get().record().isAnyMove(Mark.MOVED, move.toKey(), id)
-        || src.get().record().isAnyMove(Mark.MOVING, move.toKey(), id));
   }
 
   /**

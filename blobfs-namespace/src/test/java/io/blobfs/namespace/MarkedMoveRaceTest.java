@@ -9,6 +9,7 @@ import io.blobfs.namespace.FileRecord.Mark;
 import io.blobfs.store.FaultInjectingBlobStore;
 import io.blobfs.store.FaultInjectingBlobStore.Fault;
 import io.blobfs.store.FaultInjectingBlobStore.Op;
+import io.blobfs.store.PutMode;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.TransactionalBlobStore;
 import io.blobfs.store.VersionedBytes;
@@ -180,6 +181,41 @@ class MarkedMoveRaceTest {
   }
 
   /**
+   * A settler whose removal of a dead mover's mark conflicts because another client took
+   * the mark off first (a second settler, which then died before removing the incoming
+   * record): it settles again from what is there now, and removes the incoming record,
+   * which names nothing. Before, finding no mark any more, it released the lock with the
+   * record left: invisible, but blocking the name for every other file.
+   */
+  @Test
+  void aSettlerWhoseMarkRemovalConflictsStillRemovesTheIncomingRecord() throws Exception {
+    String id = reader.probe(F).get().record().fileId();
+    // A mover that died right before its commit: its lock (with the move), f marked
+    // moving, g incoming.
+    VersionedBytes plain = memory.readWithVersion("n/a/f", 1 << 16);
+    FileRecord file = FileRecord.decode("n/a/f", plain.bytes(), plain.bytes().length, true);
+    reader.locks().takeForRename(id, F, new DataLocks.Move("n/a/f", "n/a/g", plain.version()));
+    memory.putIfVersion("n/a/f", file.marked(Mark.MOVING, "n/a/g", 7).encode(),
+        plain.version());
+    memory.put("n/a/g", file.marked(Mark.INCOMING, "n/a/f", 7).encode(), PutMode.CREATE);
+    Thread.sleep(LEASE.toMillis() + 20); // past the dead mover's lease
+    FaultInjectingBlobStore settling = faults();
+    Fault unmark = settling.on(Op.PUT).keys("n/a/f").pause();
+    BlobNamespace settlerNs = namespace(settling);
+    Optional<DataLocks.Lock> lock = settlerNs.locks().read(id);
+    assertTrue(lock.isPresent() && lock.get().interruptedMove(System.currentTimeMillis()));
+    Future<Boolean> s = threads.submit(() -> MoveSettler.settle(settlerNs, lock.get()));
+    unmark.awaitReached(); // S read g incoming and f marked: about to take the mark off
+    VersionedBytes raw = memory.readWithVersion("n/a/f", 1 << 16);
+    FileRecord marked = FileRecord.decode("n/a/f", raw.bytes(), raw.bytes().length, true);
+    memory.putIfVersion("n/a/f", marked.unmarked().encode(), raw.version()); // the other one
+    unmark.release();
+    assertEquals(Boolean.TRUE, s.get(30, TimeUnit.SECONDS), "the settler settled");
+    assertFalse(memory.stat("n/a/g").exists(), "the dead move's incoming record is left");
+    assertOnlyAt(F);
+  }
+
+  /**
    * A commit whose answer is lost (a timeout), that the read-back finds not applied, and
    * that applies after it all the same, while the mover takes its mark back: a store
    * call that timed out may still be applied by the server later. The mover's removal of
@@ -232,6 +268,15 @@ class MarkedMoveRaceTest {
     }
   }
 
+  private byte[] readAll(FsPath path) throws Exception {
+    FileReader in = reader.open(path);
+    ByteBuffer got = ByteBuffer.allocate((int) in.length());
+    while (got.hasRemaining() && in.read(got.position(), got).get() > 0) {
+      // reads until full
+    }
+    return got.array();
+  }
+
   private FaultInjectingBlobStore faults() {
     return FaultInjectingBlobStore.over(memory, TransactionalBlobStore.class);
   }
@@ -257,12 +302,7 @@ class MarkedMoveRaceTest {
     FsPath other = at.equals(F) ? G : F;
     assertFalse(reader.probe(other).isPresent(), other + " is still a name");
     assertTrue(reader.probe(at).isPresent(), "the file has no name");
-    FileReader in = reader.open(at);
-    ByteBuffer got = ByteBuffer.allocate((int) in.length());
-    while (got.hasRemaining() && in.read(got.position(), got).get() > 0) {
-      // reads until full
-    }
-    assertArrayEquals(bytes, got.array(), "the file's bytes at " + at);
+    assertArrayEquals(bytes, readAll(at), "the file's bytes at " + at);
     assertFalse(memory.stat(reader.layout().recordKey(other)).exists(),
         "a record is left at " + other);
   }
