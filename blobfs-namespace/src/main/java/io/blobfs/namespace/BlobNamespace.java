@@ -457,6 +457,10 @@ public final class BlobNamespace {
             locks.release(nameLock);
             nameLock = null;
           }
+          if (e instanceof BlobAlreadyExistsException && attempt < RACE_ATTEMPTS
+              && removedDeadIncomingQuietly(key, e)) {
+            continue; // a dead rename's invisible record held the name
+          }
           if (overwrite && attempt < RACE_ATTEMPTS) {
             continue; // the name changed after it was read: replace what is there now
           }
@@ -503,6 +507,16 @@ public final class BlobNamespace {
       if (nameLock != null) {
         locks.release(nameLock);
       }
+    }
+  }
+
+  /** {@link #removedDeadIncoming}, a failure of it added to {@code cause}: false then. */
+  private boolean removedDeadIncomingQuietly(String key, IOException cause) {
+    try {
+      return removedDeadIncoming(key);
+    } catch (IOException | RuntimeException e) {
+      cause.addSuppressed(e);
+      return false;
     }
   }
 
@@ -621,6 +635,37 @@ public final class BlobNamespace {
       return seen ? Optional.of(new VersionedRecord(r.unmarked(), stored.get().version()))
           : Optional.empty();
     }
+  }
+
+  /**
+   * Removes the record at {@code key} if it is the incoming record of a file rename that
+   * can never commit, so that a create or a rename to that name can go on. Readers take
+   * such a record for absent, but its object takes the name: left by a mover that was
+   * fenced and died before its own rollback, it blocked the name for good (third review,
+   * should-fix 2). The record is read before its source: its move's mark applied before
+   * the record was created, so a source read after it that carries neither that mark nor
+   * the commit has left the marked version for good (versions never repeat), and the
+   * move is dead. Removed conditionally on the version read. Returns whether it was (then
+   * the caller tries its create again); false while the move may still commit.
+   */
+  boolean removedDeadIncoming(String key) throws IOException {
+    Optional<VersionedRecord> there = readStored(key, false);
+    if (there.isEmpty() || there.get().record().mark() != FileRecord.Mark.INCOMING) {
+      return false;
+    }
+    FileRecord r = there.get().record();
+    Optional<VersionedRecord> source = readStored(r.moveKey(), false);
+    if (source.isPresent()
+        && (source.get().record().is(FileRecord.Mark.MOVING, key, r.fileId(), r.moveToken())
+        || source.get().record().is(FileRecord.Mark.MOVED, key, r.fileId(), r.moveToken()))) {
+      return false; // under way, or committed: the record is, or is about to be, the name
+    }
+    try {
+      calls.deleteIfVersion(key, there.get().version());
+    } catch (TransactionConflictException changed) {
+      // changed meanwhile: the caller's create meets what is there now
+    }
+    return true;
   }
 
   /**

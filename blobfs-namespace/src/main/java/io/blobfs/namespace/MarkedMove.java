@@ -130,8 +130,8 @@ final class MarkedMove {
         if (incomingVersion().isPresent()) {
           break; // this very create, applied and then reported lost
         }
-        if (attempt < BlobNamespace.RACE_ATTEMPTS && removedStaleIncoming(marked)) {
-          continue;
+        if (attempt < BlobNamespace.RACE_ATTEMPTS && ns.removedDeadIncoming(to)) {
+          continue; // another move's record that can never commit (its own may, so not it)
         }
         rollBack(marked);
         throw new FileAlreadyExistsException(dst.toString(), null, "created meanwhile");
@@ -151,32 +151,6 @@ final class MarkedMove {
           dst + " was settled while this rename stalled"));
     }
     return incoming.get();
-  }
-
-  /**
-   * Removes an incoming record of this file from the source that another move left at the
-   * destination (a fenced mover's late create, or one left by a mover that died), if this
-   * move's mark is still on the source: that other move's commit, conditional on its own
-   * mark's version, can then never apply, so its record names nothing. The destination is
-   * read before the source, and removed only at the version read. Returns whether it was
-   * removed (then the create is tried again).
-   */
-  private boolean removedStaleIncoming(long marked) throws IOException {
-    Optional<VersionedRecord> other = stored(to)
-        .filter(r -> r.record().isAnyMove(Mark.INCOMING, from, file.fileId()));
-    if (other.isEmpty()) {
-      return false; // another file: the destination is taken
-    }
-    Optional<VersionedRecord> source = stored(from);
-    if (source.isEmpty() || source.get().version() != marked) {
-      return false; // fenced: this move's mark is gone, and that record may be live
-    }
-    try {
-      ns.calls().deleteIfVersion(to, other.get().version());
-    } catch (TransactionConflictException e) {
-      // changed meanwhile: looked at again by the next create
-    }
-    return true;
   }
 
   private void commit(long marked, long incoming) throws IOException {

@@ -3,6 +3,7 @@ package io.blobfs.namespace;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.blobfs.namespace.FileRecord.Mark;
@@ -16,6 +17,7 @@ import io.blobfs.store.VersionedBytes;
 import io.blobfs.store.memory.InMemoryBlobStore;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.file.FileAlreadyExistsException;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.Random;
@@ -266,6 +268,54 @@ class MarkedMoveRaceTest {
     for (long s = 0; s < plain.stripeCount(); s++) {
       assertTrue(memory.stat(reader.layout().dataKey(id, s)).exists(), "stripe " + s + " swept");
     }
+  }
+
+  /**
+   * Third review, should-fix 2: an incoming record whose move can never commit (its mover
+   * was fenced and died before its own rollback) no longer takes its name from other
+   * files: a create there and a rename of another file there remove it and go on. Before,
+   * both failed for good (the name existed for the store, not for readers).
+   */
+  @Test
+  void aDeadMovesIncomingRecordNoLongerBlocksItsName() throws Exception {
+    leaveIncomingAtG(false);
+    byte[] other = new byte[100];
+    new Random(2).nextBytes(other);
+    try (FileWriter w = reader.create(G, false)) {
+      w.write(other, 0, other.length);
+    }
+    assertArrayEquals(other, readAll(G), "a create where a dead move's record was");
+    FsPath h = FsPath.parse("/a/h");
+    reader.rename(G, h);
+    leaveIncomingAtG(false);
+    assertTrue(reader.rename(h, G), "a rename where a dead move's record was");
+    assertArrayEquals(other, readAll(G));
+    assertArrayEquals(bytes, readAll(F), "the file the dead move was renaming");
+  }
+
+  /** An incoming record whose move is still marked on its source keeps its name. */
+  @Test
+  void aLiveMovesIncomingRecordKeepsItsName() throws Exception {
+    leaveIncomingAtG(true);
+    assertThrows(FileAlreadyExistsException.class, () -> reader.create(G, false).close());
+    assertEquals(Mark.INCOMING, rawMark("n/a/g"), "a live move's record was removed");
+    assertEquals(Mark.MOVING, rawMark("n/a/f"));
+  }
+
+  /**
+   * The records a mover of f to g (token 7) leaves once its incoming record is created:
+   * with {@code marked}, f still marked moving (the move may commit); without, f plain
+   * (the mark taken back by a settler: the move is dead).
+   */
+  private void leaveIncomingAtG(boolean marked) throws IOException {
+    VersionedBytes raw = memory.readWithVersion("n/a/f", 1 << 16);
+    FileRecord file = FileRecord.decode("n/a/f", raw.bytes(), raw.bytes().length, true);
+    if (marked) {
+      memory.putIfVersion("n/a/f", file.marked(Mark.MOVING, "n/a/g", 7).encode(),
+          raw.version());
+    }
+    memory.put("n/a/g", file.marked(Mark.INCOMING, "n/a/f", 7).encode(), PutMode.CREATE);
+    assertFalse(reader.probe(G).isPresent(), "an incoming record is seen");
   }
 
   private byte[] readAll(FsPath path) throws Exception {
