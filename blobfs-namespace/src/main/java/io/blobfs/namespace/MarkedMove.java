@@ -159,6 +159,10 @@ final class MarkedMove {
     } catch (TransactionConflictException lost) {
       // A settler took the mark back (this rename outlived its lease), or a client that
       // takes no lock changed the source: the move did not commit, and cannot any more.
+      // rollBack's answer is not needed: it is false only when the source is moved by this
+      // very move, and a commit answered with a conflict did not apply and never will (no
+      // layer under the namespace sends a conditional put again once it was answered; one
+      // that did could apply this commit late, and this answer would then be wrong).
       rollBack(marked);
       throw BlobNamespace.lostRace(what(), lost);
     } catch (IOException unknown) {

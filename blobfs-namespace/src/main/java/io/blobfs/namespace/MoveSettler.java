@@ -67,21 +67,29 @@ final class MoveSettler {
     try {
       DataLocks.Move move = expired.move();
       String id = expired.fileId();
-      Optional<Boolean> marked = settleMarked(ns, move, id);
-      Optional<Boolean> now = marked;
-      for (int attempt = 2; now.isPresent() && !now.get(); attempt++) {
+      for (int attempt = 1; ; attempt++) {
         if (attempt > BlobNamespace.RACE_ATTEMPTS) {
           return false; // the source keeps changing: the lock stays for the next taker
         }
-        // The source changed between its read and the mark's removal: a stalled mover's
-        // commit landed, or another client took the mark off. Settled again from what is
-        // there now: an incoming record left by a move no longer marked names nothing.
-        // Before, a source found unmarked ended it there, the incoming record left behind.
-        now = settleMarked(ns, move, id);
+        // The source changed between its read and the mark's removal (or the fence): a
+        // stalled mover's mark or commit landed, or another client took the mark off.
+        // Settled again from what is there now: an incoming record left by a move no
+        // longer marked is removed. Before, a source found unmarked ended it there, the
+        // incoming record left behind.
+        Optional<Boolean> marked = settleMarked(ns, move, id);
+        if (marked.isPresent()) {
+          if (!marked.get()) {
+            continue;
+          }
+          // A marked move needs no tombstone: its mover learns the outcome from its own
+          // conditional commit, which either applied or conflicts.
+          break;
+        }
+        adopted = settleTwoStep(ns, move, id);
+        if (adopted || fenced(ns, move, id)) {
+          break;
+        }
       }
-      // A marked move needs no tombstone: its mover learns the outcome from its own
-      // conditional commit, which either applied or conflicts.
-      adopted = marked.isEmpty() && settleTwoStep(ns, move, id);
       keep = false;
       return true;
     } finally {
@@ -170,6 +178,40 @@ final class MoveSettler {
       return true;
     } catch (TransactionConflictException changed) {
       return false; // changed by a client that ignores the lock (an older version)
+    }
+  }
+
+  /**
+   * Fences a mover that took its lock and read the source but has not marked it yet (no
+   * mark of the move is anywhere): the source is rewritten unchanged, conditionally on the
+   * version read, so that the mover's mark, conditional on the version it read, can never
+   * apply. Returns false if the source changed between its read and the rewrite (a late
+   * mark may have landed: the caller settles again), true if it was fenced or holds
+   * another file, or nothing (then no mark conditional on a version of it can apply).
+   *
+   * <p>Before, a settler that found no mark released the lock and left the mover free:
+   * once it resumed it marked, committed and finished without a valid lock, while the
+   * orphan sweeper, which had taken the free lock, scanned for names (fourth review: the
+   * sweeper deleted the data of the file the new name held), or a delete of the new name
+   * took the lock between the commit and the mover's finish (the old name then blocked).
+   * A directory's two-step move that stalled before its copy is fenced too: its delete
+   * of the source conflicts and it takes its copy back ({@link Renamer#afterLostLock}).
+   */
+  private static boolean fenced(BlobNamespace ns, DataLocks.Move move, String id)
+      throws IOException {
+    Optional<VersionedRecord> src = ns.readStored(move.fromKey(), true);
+    if (src.isEmpty() || !src.get().record().fileId().equals(id)) {
+      return true;
+    }
+    if (src.get().record().mark() != Mark.NONE) {
+      return false; // marked after settleMarked read it: settled again
+    }
+    try {
+      ns.calls().putIfVersion(move.fromKey(), src.get().record().encode(),
+          src.get().version());
+      return true;
+    } catch (TransactionConflictException changed) {
+      return false;
     }
   }
 

@@ -9,13 +9,13 @@ import io.blobfs.store.FaultInjectingBlobStore;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.TransactionalBlobStore;
 import io.blobfs.store.memory.InMemoryBlobStore;
-import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Random;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -55,9 +55,10 @@ class MarkedMoveStressTest {
     try (FileWriter w = plain.create(F, true)) {
       w.write(bytes, 0, bytes.length);
     }
-    ExecutorService threads = Executors.newFixedThreadPool(4);
+    ExecutorService threads = Executors.newFixedThreadPool(5);
     AtomicInteger renamed = new AtomicInteger();
     AtomicInteger opened = new AtomicInteger();
+    AtomicInteger swept = new AtomicInteger();
     List<Future<?>> work = new ArrayList<>();
     try {
       for (int c = 0; c < 3; c++) {
@@ -80,19 +81,39 @@ class MarkedMoveStressTest {
       work.add(threads.submit(() -> {
         for (int i = 0; i < 300; i++) {
           for (FsPath p : new FsPath[] {F, G}) {
+            Optional<FileInfo> info;
             try {
-              var info = readerNs.probe(p);
-              if (info.isPresent()) {
-                assertArrayEquals(bytes, NamespaceSoak.readWhole(readerNs, info.get()),
-                    "an open of " + p);
-                opened.incrementAndGet();
-              }
-            } catch (FileNotFoundException renamedAway) {
-              // its name moved between the probe and the read
+              info = readerNs.probe(p);
             } catch (IOException lostRace) {
               // "conflicted ... retry" from a reader that kept meeting a changing record
+              continue;
+            }
+            if (info.isPresent()) {
+              // Opened by its record, the file's data is read whatever its name does now:
+              // the file is never deleted, so any failure here (a data blob missing) fails
+              // the test.
+              assertArrayEquals(bytes, NamespaceSoak.readWhole(readerNs, info.get()),
+                  "an open of " + p);
+              opened.incrementAndGet();
             }
           }
+        }
+        return null;
+      }));
+      // A sweeper alongside: it must never take the data of the file being renamed (fourth
+      // review: it took a stalled mover's lock over, and its second scan missed both names).
+      BlobNamespace sweeperNs = slowClient(memory, new Random(11));
+      work.add(threads.submit(() -> {
+        for (int i = 0; i < 40; i++) {
+          OrphanSweeper.Report r;
+          try {
+            r = new OrphanSweeper(sweeperNs).sweep(Duration.ZERO, false);
+          } catch (IOException lockTakenMeanwhile) {
+            // a lock it took changed right after (a 3 ms lease): this sweep gives up
+            continue;
+          }
+          assertEquals(0, r.deletedBlobs(), "a sweep during the renames: " + r);
+          swept.incrementAndGet();
         }
         return null;
       }));
@@ -102,6 +123,9 @@ class MarkedMoveStressTest {
     } finally {
       threads.shutdownNow();
     }
+    // Not vacuous: renames happened, and opens read the file while they did.
+    assertTrue(renamed.get() > 0 && opened.get() > 0 && swept.get() > 0,
+        "renames " + renamed + ", opens " + opened + ", sweeps " + swept);
     Thread.sleep(LEASE.toMillis() + 5); // past every lease: what is left is settled
     plain.finishInterruptedRenames();
     boolean atF = plain.probe(F).isPresent();
