@@ -34,6 +34,10 @@ import java.util.Optional;
  * source's version, so a mover slower than its lease fails at its commit and can never
  * make that destination the file's name afterwards. Either way its mover, if it only
  * stalled, learns the outcome from its own conditional commit: no tombstone is needed.
+ * Nothing marked and nothing to roll forward means the mover stalled before its mark: the
+ * source is rewritten unchanged, conditionally on the version read, so that its mark
+ * conflicts whenever it arrives ({@link #fenced}): no mover whose lock was taken can mark,
+ * commit or finish afterwards.
  *
  * The settler first takes the lock over (same move, fresh lease), then acts. Having
  * rolled a directory's two-step move forward it leaves the lock behind as a tombstone (same move, already
