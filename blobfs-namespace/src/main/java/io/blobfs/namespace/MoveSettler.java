@@ -207,16 +207,44 @@ final class MoveSettler {
     if (src.isEmpty() || !src.get().record().fileId().equals(id)) {
       return true;
     }
-    if (src.get().record().mark() != Mark.NONE) {
-      return false; // marked after settleMarked read it: settled again
+    FileRecord r = src.get().record();
+    switch (r.mark()) {
+      case MOVED:
+        return true; // reads as gone: no mover read this version as its source
+      case INCOMING:
+        return finishedOrInvisible(ns, move.fromKey(), src.get());
+      case MOVING:
+        if (r.isAnyMove(Mark.MOVING, move.toKey(), id)) {
+          return false; // this move's mark, made after settleMarked read it: settled again
+        }
+        break; // a stray mark of an earlier move that gave up: rewritten as it is
+      default:
+        break;
     }
     try {
-      ns.calls().putIfVersion(move.fromKey(), src.get().record().encode(),
-          src.get().version());
+      ns.calls().putIfVersion(move.fromKey(), r.encode(), src.get().version());
       return true;
     } catch (TransactionConflictException changed) {
       return false;
     }
+  }
+
+  /**
+   * The source is itself another move's incoming record: not rewritten (that move's
+   * finisher makes it plain conditionally on its version). A mover read it as there only
+   * if that move had committed; then it is finished here, which makes it plain, a new
+   * version the stalled mover's mark conflicts with. Uncommitted, it reads as absent: no
+   * mover read this version as its source.
+   */
+  private static boolean finishedOrInvisible(BlobNamespace ns, String key,
+      VersionedRecord incoming) throws IOException {
+    FileRecord r = incoming.record();
+    Optional<VersionedRecord> origin = ns.readStored(r.moveKey(), false);
+    if (origin.isPresent()
+        && origin.get().record().is(Mark.MOVED, key, r.fileId(), r.moveToken())) {
+      CommittedMove.finish(ns, r.moveKey(), origin.get(), Optional.of(incoming));
+    }
+    return true;
   }
 
   private interface StoreStep {

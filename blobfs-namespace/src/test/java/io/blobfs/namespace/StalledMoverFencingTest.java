@@ -11,6 +11,7 @@ import io.blobfs.store.FaultInjectingBlobStore.Fault;
 import io.blobfs.store.FaultInjectingBlobStore.Op;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.TransactionalBlobStore;
+import io.blobfs.store.VersionedBytes;
 import io.blobfs.store.memory.InMemoryBlobStore;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -183,6 +184,36 @@ class StalledMoverFencingTest {
     assertInstanceOf(IOException.class, mover.get(30, TimeUnit.SECONDS), "M was fenced");
     assertTrue(reader.probe(G).isEmpty(), "no name g");
     assertTrue(reader.locks().read(id).isEmpty(), "no lock left");
+    assertArrayEquals(bytes, readAll(F));
+    assertTrue(reader.rename(F, G), "the file can be renamed again");
+    assertArrayEquals(bytes, readAll(G));
+  }
+
+  /**
+   * The fence on a source carrying a stray mark of an earlier move to another name (its
+   * mark applied after its mover gave up: it reads as there): the settler rewrites it as it
+   * is, so the stalled mover's mark still conflicts, and the settling ends (a settler that
+   * kept looking for this move's mark there would keep the lock for ever).
+   */
+  @Test
+  void aSourceWithAStrayMarkOfAnotherMoveIsFencedAsItIs() throws Exception {
+    byte[] bytes = write(F, 3 * 4096 + 5);
+    String id = reader.probe(F).get().record().fileId();
+    VersionedBytes raw = memory.readWithVersion("n/a/f", 1 << 16);
+    FileRecord plain = FileRecord.decode("n/a/f", raw.bytes(), raw.bytes().length, true);
+    memory.putIfVersion("n/a/f", plain.marked(FileRecord.Mark.MOVING, "n/a/h", 42).encode(),
+        raw.version());
+    FaultInjectingBlobStore m = faults();
+    Fault mMark = m.on(Op.PUT).keys("n/a/f").nth(1).pause();
+    Future<Object> mover = renameInThread(m, F, G);
+    mMark.awaitReached();
+    awaitLeaseOver();
+    Optional<DataLocks.Lock> lock = reader.locks().read(id);
+    assertTrue(lock.isPresent() && lock.get().interruptedMove(System.currentTimeMillis()));
+    assertTrue(MoveSettler.settle(reader, lock.get()), "settled");
+    assertTrue(reader.locks().read(id).isEmpty(), "no lock left");
+    mMark.release();
+    assertInstanceOf(IOException.class, mover.get(30, TimeUnit.SECONDS), "M was fenced");
     assertArrayEquals(bytes, readAll(F));
     assertTrue(reader.rename(F, G), "the file can be renamed again");
     assertArrayEquals(bytes, readAll(G));
