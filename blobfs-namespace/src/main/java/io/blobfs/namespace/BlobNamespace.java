@@ -457,6 +457,10 @@ public final class BlobNamespace {
             locks.release(nameLock);
             nameLock = null;
           }
+          if (e instanceof BlobAlreadyExistsException && attempt < RACE_ATTEMPTS
+              && removedDeadIncomingQuietly(key, e)) {
+            continue; // a dead rename's invisible record held the name
+          }
           if (overwrite && attempt < RACE_ATTEMPTS) {
             continue; // the name changed after it was read: replace what is there now
           }
@@ -503,6 +507,16 @@ public final class BlobNamespace {
       if (nameLock != null) {
         locks.release(nameLock);
       }
+    }
+  }
+
+  /** {@link #removedDeadIncoming}, a failure of it added to {@code cause}: false then. */
+  private boolean removedDeadIncomingQuietly(String key, IOException cause) {
+    try {
+      return removedDeadIncoming(key);
+    } catch (IOException | RuntimeException e) {
+      cause.addSuppressed(e);
+      return false;
     }
   }
 
@@ -583,10 +597,106 @@ public final class BlobNamespace {
   }
 
   /**
-   * Reads a name's record, or only its header, with the version it was read at. Empty if
-   * no blob is there.
+   * Reads a name's record, or only its header, with the version it was read at, as readers
+   * see it: empty if no blob is there. A file rename's records ({@link Renamer}) read as
+   * the source's mark says, the mark taken off: a source {@code MOVING} is there, one
+   * {@code MOVED} is gone; a destination {@code INCOMING} is there only once its source is
+   * {@code MOVED} to it (a second read, paid only while a rename is under way or was cut
+   * off). A moved source is rolled forward on the way ({@link #removeMovedSource}), so
+   * that a name can be made there again; nothing else is: an incoming record or a moving
+   * source is the rename's, or its settler's, to undo.
    */
   Optional<VersionedRecord> readRecord(String key, boolean withInline) throws IOException {
+    for (int attempt = 1; ; attempt++) {
+      Optional<VersionedRecord> stored = readStored(key, withInline);
+      if (stored.isEmpty()) {
+        return stored;
+      }
+      FileRecord r = stored.get().record();
+      boolean seen = switch (r.mark()) {
+        case NONE, MOVING -> true;
+        case MOVED -> {
+          removeMovedSource(key, stored.get());
+          yield false;
+        }
+        case INCOMING -> readStored(r.moveKey(), false).filter(src -> src.record()
+            .is(FileRecord.Mark.MOVED, key, r.fileId(), r.moveToken())).isPresent();
+      };
+      if (!seen && r.mark() == FileRecord.Mark.INCOMING
+          && !incomingUnchanged(key, stored.get().version())) {
+        // The move may have committed and been finished (the destination made plain, the
+        // source removed) between the two reads: the source's state says nothing then.
+        if (attempt < RACE_ATTEMPTS) {
+          continue;
+        }
+        throw lostRace("read " + key, new TransactionConflictException(
+            key + " kept changing while a rename to it was read"));
+      }
+      return seen ? Optional.of(new VersionedRecord(r.unmarked(), stored.get().version()))
+          : Optional.empty();
+    }
+  }
+
+  /**
+   * Removes the record at {@code key} if it is the incoming record of a file rename that
+   * can never commit, so that a create or a rename to that name can go on. Readers take
+   * such a record for absent, but its object takes the name: left by a mover that was
+   * fenced and died before its own rollback, it blocked the name for good (third review,
+   * should-fix 2). The record is read before its source: its move's mark applied before
+   * the record was created, so a source read after it that carries neither that mark nor
+   * the commit has left the marked version for good (versions never repeat), and the
+   * move is dead. Removed conditionally on the version read. Returns whether it was (then
+   * the caller tries its create again); false while the move may still commit.
+   */
+  boolean removedDeadIncoming(String key) throws IOException {
+    Optional<VersionedRecord> there = readStored(key, false);
+    if (there.isEmpty() || there.get().record().mark() != FileRecord.Mark.INCOMING) {
+      return false;
+    }
+    FileRecord r = there.get().record();
+    Optional<VersionedRecord> source = readStored(r.moveKey(), false);
+    if (source.isPresent()
+        && (source.get().record().is(FileRecord.Mark.MOVING, key, r.fileId(), r.moveToken())
+        || source.get().record().is(FileRecord.Mark.MOVED, key, r.fileId(), r.moveToken()))) {
+      return false; // under way, or committed: the record is, or is about to be, the name
+    }
+    try {
+      calls.deleteIfVersion(key, there.get().version());
+    } catch (TransactionConflictException changed) {
+      // changed meanwhile: the caller's create meets what is there now
+    }
+    return true;
+  }
+
+  /**
+   * Whether a destination read incoming at {@code version} still is, after its source was
+   * read not moved to it. Every roll-forward makes the destination plain before it removes
+   * the source, so an incoming record unchanged on both sides of the source's read means
+   * that the move had not committed when the source was read: the name is not there yet.
+   */
+  private boolean incomingUnchanged(String key, long version) throws IOException {
+    try {
+      return calls.readWithVersion(key, 1).version() == version;
+    } catch (FileNotFoundException e) {
+      return false;
+    }
+  }
+
+  /**
+   * Rolls a committed move forward, as a reader meets its source: the commit is final, so
+   * anyone may finish it ({@link CommittedMove}). So a rename cut off after its commit does
+   * not leave its source's name taken until a settler comes.
+   */
+  private void removeMovedSource(String key, VersionedRecord moved) {
+    try {
+      CommittedMove.finish(this, key, moved, Optional.empty());
+    } catch (IOException e) {
+      // changed meanwhile, or not now (a full store): hidden all the same
+    }
+  }
+
+  /** A name's record as stored, a rename's mark included ({@link #readRecord}). */
+  Optional<VersionedRecord> readStored(String key, boolean withInline) throws IOException {
     int first = FileRecord.MAX_HEADER + (withInline ? options.inlineThreshold() : 0);
     while (true) {
       VersionedBytes head;
@@ -599,6 +709,12 @@ public final class BlobNamespace {
       int n = bytes.length;
       if (n == 0) {
         throw new CorruptRecordException(key, "empty record");
+      }
+      int marked = FileRecord.markedHeaderSize(bytes, n);
+      if (marked > 0 && n >= first && n < marked + (withInline ? options.inlineThreshold() : 0)) {
+        // A rename's mark made the header longer than the first read: read enough of it.
+        first = marked + (withInline ? options.inlineThreshold() : 0);
+        continue;
       }
       FileRecord header = FileRecord.decode(key, bytes, n, false);
       if (!withInline || !header.isInline()) {
@@ -647,6 +763,11 @@ public final class BlobNamespace {
       }
       if (n < 0) {
         throw new CorruptRecordException(keys.get(i), "empty record");
+      }
+      if (FileRecord.markedHeaderSize(bufs.get(i).array(), n) > 0) {
+        // A file rename's source: listed only while its move has not committed.
+        out.add(readRecord(keys.get(i), false).map(VersionedRecord::record));
+        continue;
       }
       out.add(Optional.of(FileRecord.decode(keys.get(i), bufs.get(i).array(), n, false)));
     }

@@ -306,16 +306,32 @@ final class DataLocks {
    * again under it, so that its data is never deleted while a rename's copy names it too.
    * A file kept in its record has no shared data to lose (two names of it are two
    * copies), so it takes no lock: one read of the lock settles a rename of it that was cut
-   * off, so that the delete or overwrite acts on the names as the rename left them.
+   * off, so that the delete or overwrite acts on the names as the rename left them; if
+   * another client took that lock first, or a rename of it is live, it waits for it under
+   * the lock as a file with data blobs does.
    */
   Held takeForReplace(String key, VersionedRecord read, FsPath path) throws IOException {
     String id = read.record().fileId();
-    if (read.record().stripeCount() == 0) {
-      Optional<Lock> lock = read(id);
-      boolean settled = lock.isPresent()
-          && lock.get().interruptedMove(System.currentTimeMillis())
-          && MoveSettler.settle(ns, lock.get());
-      return new Held(null, settled && !stillAt(key, read));
+    Optional<Lock> seen = read.record().stripeCount() == 0 ? read(id) : Optional.empty();
+    // A live rename of it is waited for, under the lock: acting on the name meanwhile
+    // could remove a source about to commit its move, so the file would have no name.
+    boolean moving = seen.isPresent() && seen.get().owner() == Owner.RENAMER
+        && seen.get().move() != null && !seen.get().expired(System.currentTimeMillis());
+    if (read.record().stripeCount() == 0 && !moving) {
+      boolean interrupted = seen.isPresent()
+          && seen.get().interruptedMove(System.currentTimeMillis());
+      if (!interrupted) {
+        return new Held(null, false);
+      }
+      if (MoveSettler.settle(ns, seen.get())) {
+        return new Held(null, !stillAt(key, read));
+      }
+      // Another client took the lock first (a settler, a rename) or the move could not be
+      // settled: waited for under the lock, as takeForRename does, then the name read
+      // again. Before, the delete went on at once while another settler finished the
+      // move: it removed the destination between that settler's reads and its finish
+      // (fourth review; harmless now that a finisher removes a moved source whatever the
+      // destination became, but the delete acted on names a move was still changing).
     }
     Lock lock = takeForRename(id, path, null);
     boolean same = false;

@@ -1,5 +1,6 @@
 package io.blobfs.namespace;
 
+import io.blobfs.namespace.FileRecord.Mark;
 import io.blobfs.store.TransactionConflictException;
 import java.io.IOException;
 import java.util.Optional;
@@ -25,8 +26,21 @@ import java.util.Optional;
  *       its lock; the destination keeps it.
  * </ul>
  *
+ * A file rename (not a directory's moves) is a {@link MarkedMove}: its records carry marks,
+ * and its commit point is the conditional rewrite of the source as moved. A source marked
+ * moved means it committed: the destination is made plain and the source removed (rolled
+ * forward). Otherwise it did not commit, and the mark is taken off the source before the
+ * destination's incoming record is removed (rolled back): the mark's removal changes the
+ * source's version, so a mover slower than its lease fails at its commit and can never
+ * make that destination the file's name afterwards. Either way its mover, if it only
+ * stalled, learns the outcome from its own conditional commit: no tombstone is needed.
+ * Nothing marked and nothing to roll forward means the mover stalled before its mark: the
+ * source is rewritten unchanged, conditionally on the version read, so that its mark
+ * conflicts whenever it arrives ({@link #fenced}): no mover whose lock was taken can mark,
+ * commit or finish afterwards.
+ *
  * The settler first takes the lock over (same move, fresh lease), then acts. Having
- * rolled a move forward it leaves the lock behind as a tombstone (same move, already
+ * rolled a directory's two-step move forward it leaves the lock behind as a tombstone (same move, already
  * expired) instead of removing it: a rename that only stalled past its lease then learns
  * from it that its copy was adopted and its move completed, rather than taking the copy
  * back ({@link Renamer}); the next client or sweep that meets the tombstone settles it
@@ -39,8 +53,9 @@ final class MoveSettler {
 
   /**
    * Settles {@code expired}, a lock read with {@link DataLocks.Lock#interruptedMove}.
-   * Returns false if the lock changed meanwhile (someone else settled or took it), true if
-   * this call settled it.
+   * Returns false if the lock changed meanwhile (someone else settled or took it) or the
+   * move could not be settled (then this call keeps the lock, with a fresh lease, for the
+   * next taker), true if this call settled it.
    */
   static boolean settle(BlobNamespace ns, DataLocks.Lock expired) throws IOException {
     Optional<DataLocks.Lock> mine = ns.locks().takeOver(expired);
@@ -48,27 +63,200 @@ final class MoveSettler {
       return false;
     }
     boolean adopted = false;
+    // Until the move is known settled, the taken-over lock (same move, fresh lease) is
+    // kept: released with a mark still on, nobody would know of the move any more, and a
+    // later rename could act on names it had left half-changed. Its next taker settles
+    // it again once the lease runs out.
+    boolean keep = true;
     try {
       DataLocks.Move move = expired.move();
       String id = expired.fileId();
-      Optional<VersionedRecord> src = ns.readRecord(move.fromKey(), false);
-      Optional<VersionedRecord> dst = ns.readRecord(move.toKey(), false);
-      boolean srcHolds = src.isPresent() && src.get().version() == move.version()
-          && src.get().record().fileId().equals(id);
-      boolean dstHolds = dst.isPresent() && dst.get().record().fileId().equals(id);
-      if (srcHolds && dstHolds) {
-        try {
-          ns.calls().deleteIfVersion(move.fromKey(), move.version());
-          adopted = true;
-        } catch (TransactionConflictException changed) {
-          // changed by a client that ignores the lock (an older version): leave it be
+      for (int attempt = 1; ; attempt++) {
+        if (attempt > BlobNamespace.RACE_ATTEMPTS) {
+          return false; // the source keeps changing: the lock stays for the next taker
+        }
+        // The source changed between its read and the mark's removal (or the fence): a
+        // stalled mover's mark or commit landed, or another client took the mark off.
+        // Settled again from what is there now: an incoming record left by a move no
+        // longer marked is removed. Before, a source found unmarked ended it there, the
+        // incoming record left behind.
+        Optional<Boolean> marked = settleMarked(ns, move, id);
+        if (marked.isPresent()) {
+          if (!marked.get()) {
+            continue;
+          }
+          // A marked move needs no tombstone: its mover learns the outcome from its own
+          // conditional commit, which either applied or conflicts.
+          break;
+        }
+        adopted = settleTwoStep(ns, move, id);
+        if (adopted || fenced(ns, move, id)) {
+          break;
         }
       }
+      keep = false;
       return true;
     } finally {
-      if (!adopted || !ns.locks().markSettled(mine.get())) {
+      if (!keep && (!adopted || !ns.locks().markSettled(mine.get()))) {
         ns.locks().release(mine.get());
       }
+    }
+  }
+
+  /**
+   * Settles a file rename's marked move ({@link MarkedMove}). Empty if the names carry no
+   * mark of it; else true if it was rolled forward (committed: {@link CommittedMove}) or
+   * back (not committed: the mark is taken off the source first, fencing a stalled
+   * commit, then the incoming record removed); false if the source's mark changed before
+   * it could be taken off.
+   *
+   * <p>The destination is read before the source. A mover creates its incoming record
+   * only after reading its mark back, so an incoming record read first had its mark
+   * applied before; a source read after it that carries neither that move's mark nor its
+   * commit has left the marked version for good (a store's versions never repeat), and
+   * the commit, conditional on that version, can never apply: the record names nothing
+   * and is removed. Before, the source was read first: a mover that marked it and created
+   * its incoming record between the two reads went unseen, the settler removed the
+   * record as left over, the mover's commit then applied and its rename returned true,
+   * and the file had no name (third review, {@code MarkedMoveRaceTest}).
+   */
+  private static Optional<Boolean> settleMarked(BlobNamespace ns, DataLocks.Move move,
+      String id) throws IOException {
+    Optional<VersionedRecord> dst = ns.readStored(move.toKey(), true);
+    Optional<VersionedRecord> src = ns.readStored(move.fromKey(), true);
+    // Any move's marks of this file between these names: the lock's holder is the only
+    // mover that can still commit, and the settler holds it now.
+    boolean moving = src.isPresent()
+        && src.get().record().isAnyMove(Mark.MOVING, move.toKey(), id);
+    boolean moved = src.isPresent()
+        && src.get().record().isAnyMove(Mark.MOVED, move.toKey(), id);
+    boolean incoming = dst.isPresent()
+        && dst.get().record().isAnyMove(Mark.INCOMING, move.fromKey(), id);
+    if (!moving && !moved && !incoming) {
+      return Optional.empty();
+    }
+    if (moved) {
+      // Only the committed move's own record becomes the name (its token). Read before
+      // the commit, the destination may not show it yet: then it is read again.
+      long token = src.get().record().moveToken();
+      CommittedMove.finish(ns, move.fromKey(), src.get(), dst.filter(d ->
+          d.record().is(Mark.INCOMING, move.fromKey(), id, token)));
+      return Optional.of(true);
+    }
+    if (moving) {
+      boolean[] off = {false};
+      ignoringConflict(() -> {
+        ns.calls().putIfVersion(move.fromKey(), src.get().record().unmarked().encode(),
+            src.get().version());
+        off[0] = true;
+      });
+      if (!off[0]) {
+        return Optional.of(false); // changed meanwhile: looked at again by the caller
+      }
+    }
+    // Not committed, and now never will be (the mark taken off, or gone before the
+    // source was read): the incoming record names nothing.
+    if (incoming) {
+      ignoringConflict(() -> ns.calls().deleteIfVersion(move.toKey(), dst.get().version()));
+    }
+    return Optional.of(true);
+  }
+
+  /**
+   * Settles a directory's two-step move of one file ({@link Renamer#moveLocked}): both
+   * names holding the file means the copy was made and the removal not, so the source is
+   * removed. Returns whether it was (rolled forward).
+   */
+  private static boolean settleTwoStep(BlobNamespace ns, DataLocks.Move move, String id)
+      throws IOException {
+    Optional<VersionedRecord> src = ns.readStored(move.fromKey(), false);
+    Optional<VersionedRecord> dst = ns.readStored(move.toKey(), false);
+    boolean srcHolds = src.isPresent() && src.get().version() == move.version()
+        && src.get().record().fileId().equals(id);
+    boolean dstHolds = dst.isPresent() && dst.get().record().fileId().equals(id);
+    if (!srcHolds || !dstHolds) {
+      return false;
+    }
+    try {
+      ns.calls().deleteIfVersion(move.fromKey(), move.version());
+      return true;
+    } catch (TransactionConflictException changed) {
+      return false; // changed by a client that ignores the lock (an older version)
+    }
+  }
+
+  /**
+   * Fences a mover that took its lock and read the source but has not marked it yet (no
+   * mark of the move is anywhere): the source is rewritten unchanged, conditionally on the
+   * version read, so that the mover's mark, conditional on the version it read, can never
+   * apply. Returns false if the source changed between its read and the rewrite (a late
+   * mark may have landed: the caller settles again), true if it was fenced or holds
+   * another file, or nothing (then no mark conditional on a version of it can apply).
+   *
+   * <p>Before, a settler that found no mark released the lock and left the mover free:
+   * once it resumed it marked, committed and finished without a valid lock, while the
+   * orphan sweeper, which had taken the free lock, scanned for names (fourth review: the
+   * sweeper deleted the data of the file the new name held), or a delete of the new name
+   * took the lock between the commit and the mover's finish (the old name then blocked).
+   * A directory's two-step move that stalled before its copy is fenced too: its delete
+   * of the source conflicts and it takes its copy back ({@link Renamer#afterLostLock}).
+   */
+  private static boolean fenced(BlobNamespace ns, DataLocks.Move move, String id)
+      throws IOException {
+    Optional<VersionedRecord> src = ns.readStored(move.fromKey(), true);
+    if (src.isEmpty() || !src.get().record().fileId().equals(id)) {
+      return true;
+    }
+    FileRecord r = src.get().record();
+    switch (r.mark()) {
+      case MOVED:
+        return true; // reads as gone: no mover read this version as its source
+      case INCOMING:
+        return finishedOrInvisible(ns, move.fromKey(), src.get());
+      case MOVING:
+        if (r.isAnyMove(Mark.MOVING, move.toKey(), id)) {
+          return false; // this move's mark, made after settleMarked read it: settled again
+        }
+        break; // a stray mark of an earlier move that gave up: rewritten as it is
+      default:
+        break;
+    }
+    try {
+      ns.calls().putIfVersion(move.fromKey(), r.encode(), src.get().version());
+      return true;
+    } catch (TransactionConflictException changed) {
+      return false;
+    }
+  }
+
+  /**
+   * The source is itself another move's incoming record: not rewritten (that move's
+   * finisher makes it plain conditionally on its version). A mover read it as there only
+   * if that move had committed; then it is finished here, which makes it plain, a new
+   * version the stalled mover's mark conflicts with. Uncommitted, it reads as absent: no
+   * mover read this version as its source.
+   */
+  private static boolean finishedOrInvisible(BlobNamespace ns, String key,
+      VersionedRecord incoming) throws IOException {
+    FileRecord r = incoming.record();
+    Optional<VersionedRecord> origin = ns.readStored(r.moveKey(), false);
+    if (origin.isPresent()
+        && origin.get().record().is(Mark.MOVED, key, r.fileId(), r.moveToken())) {
+      CommittedMove.finish(ns, r.moveKey(), origin.get(), Optional.of(incoming));
+    }
+    return true;
+  }
+
+  private interface StoreStep {
+    void run() throws IOException;
+  }
+
+  /** Runs a conditional step; a conflict means someone else changed the name first. */
+  private static void ignoringConflict(StoreStep step) throws IOException {
+    try {
+      step.run();
+    } catch (TransactionConflictException changed) {
+      // not this move's any more
     }
   }
 

@@ -24,7 +24,9 @@ import java.util.TreeMap;
  * the lock is held, found no record naming it either; and the lock was still this
  * sweeper's after that scan. A record cannot slip past the second scan: renames wait for
  * a live sweeper's lock to go before removing the old name (and remove an expired one,
- * which makes its sweeper stand down), and a writer publishes only after renewing its own
+ * which makes its sweeper stand down), a file rename's lock is never taken over by a
+ * sweeper (an interrupted one is settled, which fences its mover, and the file left to
+ * the next sweep), and a writer publishes only after renewing its own
  * lock conditionally ({@link DataLocks}). So neither a writer at work, however idle within
  * its lease, nor a file renamed during the sweep loses data. Every client and sweeper of
  * a store must run this version: older ones neither take nor honour the locks.
@@ -103,6 +105,20 @@ public final class OrphanSweeper {
         continue; // written to recently
       }
       Optional<DataLocks.Lock> lock = ns.locks().read(id);
+      if (lock.isPresent() && lock.get().owner() == DataLocks.Owner.RENAMER
+          && lock.get().move() != null) {
+        // A rename of it, live or cut off: its file is named, by the source or the
+        // destination, whatever the first scan saw. An interrupted one is settled (which
+        // fences its mover, if it only stalled) and the file left to the next sweep.
+        // Before, the sweeper took such a lock over as it was: the move it recorded was
+        // lost, and a mover past its lease resumed, committed and finished during the
+        // second scan, which then found neither name and deleted the data the new name
+        // held (fourth review).
+        if (lock.get().interruptedMove(clock.millis())) {
+          MoveSettler.settle(ns, lock.get());
+        }
+        continue;
+      }
       // A writer's lock whose lease ran out, or a sweeper's past its hold (it died, or runs
       // alongside: it checks its lock before deleting anything), may be taken over.
       if (lock.isPresent() && !lock.get().expired(now)) {
@@ -177,11 +193,18 @@ public final class OrphanSweeper {
     return infos;
   }
 
+  /**
+   * The file ids that a stored record names, a file rename's marked records included,
+   * whatever readers make of their marks: a moved source not yet removed
+   * ({@link CommittedMove}) and an incoming record still name the data until they go. Read raw, as stored: a scan neither depends on a
+   * rename's progress (before, a reader's re-reads of a changing incoming record could
+   * fail the whole scan) nor writes (a reader rolls a moved source forward).
+   */
   private Set<String> namedFileIds() throws IOException {
     Set<String> ids = new HashSet<>();
     for (String key : ns.scanAll(KeyLayout.NAMES + "/")) {
       if (!KeyLayout.isMarker(key)) {
-        ns.readRecord(key, false).ifPresent(r -> ids.add(r.record().fileId()));
+        ns.readStored(key, false).ifPresent(r -> ids.add(r.record().fileId()));
       }
     }
     return ids;

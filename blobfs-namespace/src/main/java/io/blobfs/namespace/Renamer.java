@@ -212,6 +212,7 @@ final class Renamer {
     for (int attempt = 1; ; attempt++) {
       DataLocks.Lock lock = ns.locks().takeForRename(read.record().fileId(), src,
           new DataLocks.Move(from, to, read.version()));
+      boolean keep = false;
       try {
         if (running != null) {
           running.keepAlive();
@@ -220,8 +221,23 @@ final class Renamer {
         if (now.isEmpty()) {
           return false;
         }
-        if (now.get().version() == read.version()) {
-          moveRecord(from, to, read, src, dst, lock);
+        // Settling a rename of it that was cut off may have taken its mark back: the same
+        // file (a rewrite gets a fresh id), still to be moved.
+        boolean same = now.get().version() == read.version() || !followChanges
+            && now.get().record().fileId().equals(read.record().fileId());
+        if (same) {
+          if (followChanges) {
+            moveRecord(from, to, read, src, dst, lock);
+          } else {
+            MarkedMove move = new MarkedMove(ns, from, to, now.get(), src, dst);
+            try {
+              move.run();
+            } finally {
+              // A mark this move may have left is settled by the lock's next taker, once
+              // the lease runs out; released now, nobody would know of it.
+              keep = !move.settled();
+            }
+          }
           return true;
         }
         if (!followChanges || attempt == BlobNamespace.RACE_ATTEMPTS) {
@@ -230,7 +246,9 @@ final class Renamer {
         }
         read = now.get(); // replaced meanwhile: move the new file, under its own lock
       } finally {
-        ns.locks().release(lock);
+        if (!keep) {
+          ns.locks().release(lock);
+        }
       }
     }
   }
@@ -334,7 +352,7 @@ final class Renamer {
         throw new IOException("rename " + src + " to " + dst + " outlived its lock ("
             + lost.key() + ") and its copy was removed meanwhile: it changed nothing; retry");
       }
-      Optional<VersionedRecord> source = ns.readRecord(from, false);
+      Optional<VersionedRecord> source = ns.readStored(from, false);
       if (source.isPresent() && source.get().version() == read.version()) {
         ns.calls().deleteIfVersion(from, read.version()); // nobody else moved it: finish
         return;

@@ -82,7 +82,15 @@ final class Replacer {
     if (ns.calls().transactional()) {
       commitReplace(from, to, read, old, src, dst);
     } else {
-      targetLock = replaceLocked(from, to, read, old, src, dst);
+      for (int attempt = 1; ; attempt++) {
+        Locked locked = replaceLocked(from, to, read, old, src, dst,
+            attempt < BlobNamespace.RACE_ATTEMPTS);
+        if (locked.rewritten() == null) {
+          targetLock = locked.targetLock();
+          break;
+        }
+        read = locked.rewritten(); // under a lock that records this version, again
+      }
     }
     try {
       ns.deleteDataUnder(old.record(), targetLock);
@@ -141,8 +149,8 @@ final class Replacer {
    * its record, which has no shared data and takes none), for the caller to remove its
    * data under and release.
    */
-  private DataLocks.Lock replaceLocked(String from, String to, VersionedRecord read,
-      VersionedRecord old, FsPath src, FsPath dst) throws IOException {
+  private Locked replaceLocked(String from, String to, VersionedRecord read,
+      VersionedRecord old, FsPath src, FsPath dst, boolean mayRetry) throws IOException {
     String srcId = read.record().fileId();
     DataLocks.Move move = new DataLocks.Move(from, to, read.version());
     DataLocks.Lock srcLock = null;
@@ -166,6 +174,14 @@ final class Replacer {
         throw new FileNotFoundException("renamed away meanwhile: " + src);
       }
       if (source.get().version() != read.version()) {
+        // Settling a rename of it that was cut off may have rewritten it unchanged (a
+        // settler fences a mover that had not marked it, MoveSettler): the same file (a
+        // rewrite gets a fresh id) is tried again under a lock recording its new version,
+        // which a settler of this rename checks before rolling it forward.
+        if (mayRetry && source.get().record().fileId().equals(srcId)
+            && source.get().record().mark() == FileRecord.Mark.NONE) {
+          return new Locked(null, source.get());
+        }
         throw BlobNamespace.lostRace("rename " + src + " over " + dst,
             new TransactionConflictException(src + " changed after it was read"));
       }
@@ -173,7 +189,7 @@ final class Replacer {
       putOver(from, to, read, old, src, dst, srcLock, targetLock);
       DataLocks.Lock done = targetLock;
       targetLock = null; // handed to the caller
-      return done;
+      return new Locked(done, null);
     } finally {
       if (srcLock != null) {
         ns.locks().release(srcLock);
@@ -183,6 +199,9 @@ final class Replacer {
       }
     }
   }
+
+  /** The target's lock, still held; or, nothing held, the source as rewritten since read. */
+  private record Locked(DataLocks.Lock targetLock, VersionedRecord rewritten) {}
 
   /**
    * The two steps, as {@link Renamer}'s move but with the destination's record replaced

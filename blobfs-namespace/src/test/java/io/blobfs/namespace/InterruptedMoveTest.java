@@ -84,6 +84,12 @@ class InterruptedMoveTest {
         break; // the rename needs fewer calls: every point has been cut
       }
       crashes++;
+      // Atomic to readers even cut off: exactly one of the two names, with the bytes.
+      boolean atSource = recovery.probe(f).isPresent();
+      assertTrue(atSource != recovery.probe(g).isPresent(), "rename of " + length
+          + " B cut off at call " + k + ": one name, not " + (atSource ? "both" : "neither"));
+      assertArrayEquals(given.get(f), NamespaceSoak.readWhole(recovery,
+          recovery.getFileInfo(atSource ? f : g)), "cut off at call " + k);
       Thread.sleep(LEASE.toMillis() + 5);
       byte[] old = given.get(f);
       boolean deleted = false;
@@ -323,33 +329,166 @@ class InterruptedMoveTest {
   enum Meanwhile { DELETE_SOURCE, RENAME_SOURCE }
 
   /**
-   * A rename that stalls past its lease right after its copy: the other client's operation
-   * settles the move (both names: rolled forward, the tombstone left), then takes the lock
-   * itself, which removes the tombstone, and finds the source gone. The rename, waking,
-   * must keep its copy, now the file's only name. Before: it took the copy back, and the
-   * file was lost.
+   * A rename that stalls past its lease right after its commit, before it makes the
+   * destination plain: the other client's operation settles the move (committed: rolled
+   * forward) and finds the source gone. The rename, waking, must keep the destination, the
+   * file's only name, and say it renamed.
    */
   @ParameterizedTest
   @EnumSource(Meanwhile.class)
-  void aRenameStalledAfterItsCopyKeepsItOnceItsTombstoneIsGone(Meanwhile what)
-      throws Exception {
+  void aRenameStalledAfterItsCommitKeepsTheDestination(Meanwhile what) throws Exception {
     freshStore();
     FsPath f = FsPath.parse("/a/f");
     FsPath g = FsPath.parse("/a/g");
     write(f, 2 * STRIPE + 3, 13);
-    // The rename reads its lock when taking it, to stamp it, and to check it still holds
-    // it after the copy: the third read.
-    Fault stall = dying.on(Op.READ).keys("d/.*/lock").nth(3).pause();
+    // The second put of the destination: its incoming record made plain, after the commit.
+    Fault stall = dying.on(Op.PUT).keys("n/a/g").nth(2).pause();
     assertEquals(Boolean.TRUE, stalledRename(stall, f, g, () -> {
       if (what == Meanwhile.DELETE_SOURCE) {
-        assertFalse(recovery.delete(f, false), "the source was gone once settled");
+        assertFalse(recovery.delete(f, false), "the source was gone once committed");
       } else {
-        assertThrows(java.io.FileNotFoundException.class,
-            () -> recovery.rename(f, FsPath.parse("/a/h")));
+        assertFalse(recovery.rename(f, FsPath.parse("/a/h")));
       }
     }));
     given.put(g, given.remove(f));
-    checkEverything("a rename stalled after its copy, then " + what, false);
+    checkEverything("a rename stalled after its commit, then " + what, false);
+  }
+
+  /**
+   * Review of the marked rename, must-fix 1: a mover slower than its lease creates the
+   * destination after a settler took the source's mark back. While the mover is held
+   * right after that late create applied, readers must not see the destination, and a
+   * delete of it must not remove the data the source still names. Before, the late create
+   * was the commit itself (unconditional, unfenced): the destination showed, its delete
+   * removed the file's data, and the source was left a name without data.
+   */
+  @Test
+  void aMoverSlowerThanItsLeaseCannotCommitAfterItsMarkWasTakenBack() throws Exception {
+    freshStore();
+    FsPath f = FsPath.parse("/a/f");
+    FsPath g = FsPath.parse("/a/g");
+    write(f, 2 * STRIPE + 3, 31);
+    Fault create = dying.on(Op.PUT).keys("n/a/g").pause();
+    java.util.concurrent.ExecutorService renamer =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    Object outcome;
+    try {
+      java.util.concurrent.Future<Object> rename = renamer.submit(() -> {
+        try {
+          return dyingNamespace().rename(f, g);
+        } catch (IOException e) {
+          return e;
+        }
+      });
+      create.awaitReached();
+      Thread.sleep(LEASE.toMillis() + 5);
+      assertEquals(List.of("settled 1 interrupted file rename(s)"),
+          recovery.finishInterruptedRenames(), "the settler took the mark back");
+      // The mover's next call, whatever it is, after its late create has applied.
+      Fault next = dying.on(EVERY_CALL[0], EVERY_CALL).pause();
+      create.release();
+      next.awaitReached();
+      assertTrue(memory.stat("n/a/g").exists(), "the late create applied");
+      assertFalse(recovery.probe(g).isPresent(), "readers see the late destination");
+      assertFalse(recovery.delete(g, false), "the late destination was deleted");
+      assertArrayEquals(given.get(f), NamespaceSoak.readWhole(recovery,
+          recovery.getFileInfo(f)), "the source lost its data");
+      next.release();
+      outcome = rename.get(30, java.util.concurrent.TimeUnit.SECONDS);
+    } finally {
+      renamer.shutdownNow();
+    }
+    assertTrue(outcome instanceof IOException, "the fenced rename failed: " + outcome);
+    checkEverything("a mover slower than its lease", false);
+  }
+
+  /**
+   * Review of the marked rename, must-fix 2: the mark applies but its answer is lost, and
+   * reading it back fails too. The rename fails, and must keep its lock (with the move in
+   * it) rather than release it with the mark still on: the next taker settles the move
+   * first. Here that is a directory rename of the source's parent, while a reader reads
+   * the source between the directory's copy of it and its removal. Before, the lock was
+   * released; the reader took the marked source for moved (its destination held the file,
+   * by the directory's copy) and deleted it, and the directory's move, its delete
+   * conflicting, took its copy back: the file had no name.
+   */
+  @Test
+  void aMarkWhoseOutcomeIsUnknownKeepsTheLockForTheNextTaker() throws Exception {
+    freshStore();
+    FsPath f = FsPath.parse("/a/f");
+    FsPath bf = FsPath.parse("/b/f");
+    write(f, 2 * STRIPE + 3, 32);
+    String lock = "d/" + recovery.getFileInfo(f).record().fileId() + "/lock";
+    Fault mark = dying.on(Op.PUT).keys("n/a/f").applyThenFail();
+    // The source is read by the rename's probe, its read, and again under the lock: the
+    // fourth read is the mark's read-back.
+    Fault readBack = dying.on(Op.READ).keys("n/a/f").nth(4).always().failBefore();
+    assertThrows(IOException.class, () -> dyingNamespace().rename(f, bf));
+    assertEquals(1, mark.fired());
+    assertEquals(1, readBack.fired());
+    dying.clear();
+    assertTrue(memory.stat(lock).exists(), "the lock was released with the mark on");
+    Thread.sleep(LEASE.toMillis() + 5);
+    FaultInjectingBlobStore mover =
+        FaultInjectingBlobStore.over(memory, TransactionalBlobStore.class);
+    Fault beforeRemoval = mover.on(Op.DELETE).keys("n/a/f").pause();
+    java.util.concurrent.ExecutorService dirMove =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<Boolean> moved = dirMove.submit(() ->
+          new BlobNamespace(mover.store(), OPTIONS, StoreCallCounters.NONE)
+              .rename(FsPath.parse("/a"), FsPath.parse("/b")));
+      beforeRemoval.awaitReached();
+      recovery.probe(f); // a reader of the source meanwhile
+      beforeRemoval.release();
+      assertTrue(moved.get(30, java.util.concurrent.TimeUnit.SECONDS));
+    } finally {
+      dirMove.shutdownNow();
+    }
+    given.put(bf, given.remove(f));
+    checkEverything("a mark whose outcome is unknown, then a directory rename", false);
+  }
+
+  /**
+   * Review of the marked rename, should-fix 3: a settler whose removal of a dead mover's
+   * mark fails keeps the lock it took over (the move in it, a fresh lease), so the next
+   * taker settles the move again. Before, it released the lock with the mark still on the
+   * source, and nothing knew of the move any more.
+   */
+  @Test
+  void aSettlerThatCannotTakeTheMarkOffKeepsTheLock() throws Exception {
+    FsPath f = FsPath.parse("/a/f");
+    FsPath g = FsPath.parse("/a/g");
+    String lock = null;
+    for (int k = 1; lock == null; k++) { // the client dies right after its mark applied
+      assertTrue(k < 20, "no call of the rename left the source marked");
+      freshStore();
+      write(f, 2 * STRIPE + 3, 41);
+      final FsPath from = f;
+      assertTrue(dieAt(k, () -> dyingNamespace().rename(from, g)));
+      if (rawMark("n/a/f") == FileRecord.Mark.MOVING && !memory.stat("n/a/g").exists()) {
+        lock = "d/" + recovery.getFileInfo(f).record().fileId() + "/lock";
+      }
+    }
+    Thread.sleep(LEASE.toMillis() + 5);
+    FaultInjectingBlobStore settling =
+        FaultInjectingBlobStore.over(memory, TransactionalBlobStore.class);
+    Fault unmark = settling.on(Op.PUT).keys("n/a/f").always().failBefore();
+    assertThrows(IOException.class, () ->
+        new BlobNamespace(settling.store(), OPTIONS, StoreCallCounters.NONE).rename(f, g));
+    assertEquals(1, unmark.fired());
+    assertEquals(FileRecord.Mark.MOVING, rawMark("n/a/f"), "the mark is still on");
+    assertTrue(memory.stat(lock).exists(), "the settler released the lock with the mark on");
+    Thread.sleep(LEASE.toMillis() + 5);
+    assertTrue(recovery.rename(f, g)); // the next taker settles the move, then renames
+    given.put(g, given.remove(f));
+    checkEverything("a settler that could not take the mark off, then a rename", false);
+  }
+
+  /** The mark on the record stored at {@code key}, as it is stored. */
+  private FileRecord.Mark rawMark(String key) throws IOException {
+    byte[] raw = memory.readFully(key, 0, (int) memory.stat(key).size());
+    return FileRecord.decode(key, raw, raw.length, true).mark();
   }
 
   /**
@@ -467,12 +606,19 @@ class InterruptedMoveTest {
           new BlobNamespace(crashing.store(), OPTIONS, StoreCallCounters.NONE).rename(f, g));
       death.awaitReached();
       stall.release();
-      assertTrue(replace.get(30, java.util.concurrent.TimeUnit.SECONDS));
-      // The renamer dies where it stands: its paused call and every later one fail.
+      // The rename committed (its copy) while the stalled call waited: a delete then finds
+      // the source gone, an overwrite makes a new file there.
+      assertEquals(how == Replace.OVERWRITE,
+          replace.get(30, java.util.concurrent.TimeUnit.SECONDS));
+      // The renamer dies where it stands: its paused call and every later one fail. Its
+      // answer does not matter (the move had committed): only what it leaves.
       crashing.on(Op.STAT, EVERY_CALL).always().failBefore();
       renamer.shutdownNow();
-      assertThrows(java.util.concurrent.ExecutionException.class,
-          () -> rename.get(30, java.util.concurrent.TimeUnit.SECONDS));
+      try {
+        rename.get(30, java.util.concurrent.TimeUnit.SECONDS);
+      } catch (java.util.concurrent.ExecutionException dead) {
+        // as good as an answer
+      }
     } finally {
       replacer.shutdownNow();
       renamer.shutdownNow();

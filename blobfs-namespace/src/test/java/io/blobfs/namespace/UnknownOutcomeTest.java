@@ -26,7 +26,10 @@ import org.junit.jupiter.api.Test;
  * Store calls whose outcome is unknown (a timeout that may have applied) in the middle of a
  * rename without transactions (RADOS' path) and at the end of an overwrite: the answer is
  * read back, so that a failed rename never leaves two names on one file's data, which a
- * later delete of either would destroy.
+ * later delete of either would destroy. A file rename ({@link MarkedMove}) commits when
+ * its source, marked moving, is rewritten as moved: a failure after that is cleanup, and
+ * the rename has happened; a failure before it (the destination's incoming create
+ * included) leaves the source.
  */
 class UnknownOutcomeTest {
   private static final int STRIPE = 64 << 10;
@@ -76,13 +79,13 @@ class UnknownOutcomeTest {
   }
 
   @Test
-  void aSourceDeleteThatFailsUnappliedLeavesOnlyTheSource() throws IOException {
+  void aSourceDeleteThatFailsUnappliedAfterTheCommitLeavesOnlyTheDestination()
+      throws IOException {
     write(ns, F, DATA);
     Fault f = faults.on(Op.DELETE).keys("n/f").failBefore();
-    IOException e = assertThrows(IOException.class, () -> ns.rename(F, G));
+    assertTrue(ns.rename(F, G)); // committed: the marked source reads as gone
     assertEquals(1, f.fired());
-    assertTrue(e.getMessage().contains("changed nothing"), e.getMessage());
-    assertOnlyAt(F, G);
+    assertOnlyAt(G, F);
   }
 
   @Test
@@ -95,12 +98,12 @@ class UnknownOutcomeTest {
   }
 
   @Test
-  void aDestinationPutAppliedWithItsAnswerLostIsTakenBack() throws IOException {
+  void aDestinationPutAppliedWithItsAnswerLostCommitsTheRename() throws IOException {
     write(ns, F, DATA);
     Fault f = faults.on(Op.PUT).keys("n/g").applyThenFail();
-    assertThrows(IOException.class, () -> ns.rename(F, G));
+    assertTrue(ns.rename(F, G)); // read back: the destination holds the file
     assertEquals(1, f.fired());
-    assertOnlyAt(F, G);
+    assertOnlyAt(G, F);
   }
 
   @Test
@@ -112,19 +115,19 @@ class UnknownOutcomeTest {
   }
 
   @Test
-  void anOutcomeThatCannotBeReadBackIsReportedNamingBothPaths() throws IOException {
+  void anIncomingCreateWhoseOutcomeCannotBeReadBackIsReportedAndReadersSeeOneName()
+      throws IOException {
     write(ns, F, DATA);
-    faults.on(Op.DELETE).keys("n/f").failBefore();
-    // The rename reads n/f three times (probe, the record it moves, again under the file's
-    // lock); the fourth read is the read-back of the failed delete.
-    Fault readBack = faults.on(Op.READ).keys("n/f").nth(4).always().failBefore();
+    faults.on(Op.PUT).keys("n/g").failBefore();
+    // The destination's incoming create fails (step 2, before the commit). The rename
+    // reads n/g once before it (its probe); the second read is the create's read-back.
+    Fault readBack = faults.on(Op.READ).keys("n/g").nth(2).always().failBefore();
     IOException e = assertThrows(IOException.class, () -> ns.rename(F, G));
     assertEquals(1, readBack.fired());
-    assertTrue(e.getMessage().contains("both names may refer to the same file"),
-        e.getMessage());
+    assertTrue(e.getMessage().contains("could not be read back"), e.getMessage());
     faults.clear();
-    assertArrayEquals(DATA, read(ns, F));
-    assertArrayEquals(DATA, read(ns, G));
+    assertArrayEquals(DATA, read(ns, F)); // the mark, uncommitted, reads as the source
+    assertFalse(ns.probe(G).isPresent());
   }
 
   @Test

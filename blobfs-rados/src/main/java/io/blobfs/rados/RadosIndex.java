@@ -268,6 +268,55 @@ final class RadosIndex {
     }
   }
 
+  /**
+   * Commits entries of one shard in one write op that asserts each is still the marker
+   * {@code expected} gives it (the OSD applies all or none); if one changed meanwhile,
+   * each is committed on its own, conditionally. Returns how many were committed.
+   */
+  long commitAll(int shard, List<String> keys, List<String> expected) throws IOException {
+    if (keys.isEmpty()) {
+      return 0;
+    }
+    CStrings k = new CStrings(keys, true);
+    CStrings v = new CStrings(java.util.Collections.nCopies(keys.size(), COMMITTED), false);
+    List<Memory> wants = new ArrayList<>(keys.size());
+    List<IntByReference> results = new ArrayList<>(keys.size());
+    Pointer op = LIB.rados_create_write_op();
+    int rc;
+    try {
+      for (int i = 0; i < keys.size(); i++) {
+        byte[] want = expected.get(i).getBytes(StandardCharsets.UTF_8);
+        Memory buf = new Memory(Math.max(1, want.length));
+        buf.write(0, want, 0, want.length);
+        IntByReference result = new IntByReference();
+        wants.add(buf);
+        results.add(result);
+        LIB.rados_write_op_omap_cmp(op, cString(keys.get(i)), LibRados.LIBRADOS_CMPXATTR_OP_EQ,
+            buf, new NativeLong(want.length), result);
+      }
+      LIB.rados_write_op_omap_set(op, k.pointers, v.pointers, v.lengths,
+          new NativeLong(keys.size()));
+      rc = operate(op, shard);
+    } finally {
+      LIB.rados_release_write_op(op);
+      Reference.reachabilityFence(k);
+      Reference.reachabilityFence(v);
+      Reference.reachabilityFence(wants);
+      Reference.reachabilityFence(results);
+    }
+    if (rc != -RadosErrors.ECANCELED && rc != -RadosErrors.ENOENT) {
+      RadosErrors.check("index commit", keys.get(0), rc);
+      return keys.size();
+    }
+    long committed = 0;
+    for (int i = 0; i < keys.size(); i++) {
+      if (replaceIf(keys.get(i), expected.get(i), COMMITTED)) {
+        committed++;
+      }
+    }
+    return committed;
+  }
+
   /** Replaces an entry only if its value is {@code expected}; false if it was not. */
   boolean replaceIf(String key, String expected, String value) throws IOException {
     return conditional(key, expected, value);

@@ -174,8 +174,10 @@ final class RadosIndexes {
   record Opened(RadosIndex index, boolean ready) {}
 
   /**
-   * Enters every existing name of the indexed segments, as adding entries that readers
-   * check against their objects, then declares the index ready. Safe on a live pool whose
+   * Enters every existing name of the indexed segments, then declares the index ready.
+   * Each batch is entered as adding marks, then the names whose object a stat finds are
+   * committed at once ({@link #flushAdding}), so that the first reader of a name does not
+   * pay that stat; a name deleted since the listing stays adding, which readers check. Safe on a live pool whose
    * clients all run this version: they see the description (building) and keep the index
    * themselves; an entry made here for an object deleted meanwhile is only a pending one.
    * {@code requested} gives the shard count and grace of a new description only: one that
@@ -215,8 +217,27 @@ final class RadosIndexes {
     return n;
   }
 
+  /**
+   * Enters a batch of one shard's names as adding marks, stats their objects (all in
+   * flight at once), and commits those found, in one write op asserting that each mark is
+   * still the one set: a committed entry is trusted without a stat, so it is made only on
+   * a stat's word (the listing may predate a delete), and a delete after the stat marks
+   * its entry first, so the commit then fails and leaves the entries adding. Committing
+   * costs one stat per name here instead of one in the first read of each name.
+   */
   private static void flushAdding(RadosIndex index, int shard, List<String> batch)
       throws IOException {
+    flushAdding(index, shard, batch, () -> { });
+  }
+
+  /** Something run between a batch's stats and its commit: a delete racing the build. */
+  interface BeforeCommit {
+    void run() throws IOException;
+  }
+
+  /** {@link #flushAdding(RadosIndex, int, List)}, running {@code beforeCommit} (tests). */
+  static void flushAdding(RadosIndex index, int shard, List<String> batch,
+      BeforeCommit beforeCommit) throws IOException {
     if (batch.isEmpty()) {
       return;
     }
@@ -225,6 +246,17 @@ final class RadosIndexes {
       values.add(RadosIndex.marker('A'));
     }
     index.setAll(shard, batch, values);
+    boolean[] exists = index.exist(batch);
+    List<String> found = new ArrayList<>(batch.size());
+    List<String> marks = new ArrayList<>(batch.size());
+    for (int i = 0; i < batch.size(); i++) {
+      if (exists[i]) {
+        found.add(batch.get(i));
+        marks.add(values.get(i));
+      }
+    }
+    beforeCommit.run();
+    index.commitAll(shard, found, marks);
     batch.clear();
   }
 

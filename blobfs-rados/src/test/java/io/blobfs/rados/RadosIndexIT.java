@@ -412,6 +412,42 @@ class RadosIndexIT {
   }
 
   @Test
+  void aBuildCommitsOnlyTheNamesWhoseObjectsItFinds() throws Exception {
+    // One batch of one shard, as the build makes it: a name whose object is there, a name
+    // listed whose object is gone (a ghost), and one whose delete starts after the stat.
+    RadosIndex index = store.index();
+    String found = "n/b/found";
+    int shard = index.shardOf(found);
+    String ghost = inShard(index, shard, "n/b/ghost");
+    String deleted = inShard(index, shard, "n/b/deleted");
+    store.put(found, utf8("1"), PutMode.CREATE);
+    store.put(deleted, utf8("2"), PutMode.CREATE);
+    String[] deleting = new String[1];
+    RadosIndexes.flushAdding(index, shard, new ArrayList<>(List.of(found, ghost, deleted)),
+        () -> deleting[0] = index.beforeDelete(deleted));
+    // The delete's mark made the batch's one write op fail; name by name, the found one is
+    // committed, the ghost is left adding (not stat'ed as there), the deleted one deleting.
+    assertTrue(entry(found).committed(), "found: " + entry(found).value());
+    assertTrue(entry(ghost).adding(), "ghost: " + entry(ghost).value());
+    assertEquals(deleting[0], entry(deleted).value());
+  }
+
+  /** {@code base} with a suffix that puts it in {@code shard}. */
+  private static String inShard(RadosIndex index, int shard, String base) {
+    for (int i = 0; ; i++) {
+      if (index.shardOf(base + i) == shard) {
+        return base + i;
+      }
+    }
+  }
+
+  private RadosIndex.Entry entry(String key) throws IOException {
+    List<RadosIndex.Entry> e = store.index().read(key, null, 1).entries();
+    assertEquals(key, e.get(0).key());
+    return e.get(0);
+  }
+
+  @Test
   void aPoolWrittenInScanModeIsBuiltAndScanModeIsThenRefused() throws Exception {
     store.close();
     namespace = "index-scan-" + System.nanoTime();
@@ -436,8 +472,13 @@ class RadosIndexIT {
         System.err), out.toString());
 
     store = open(Map.of());
+    // Committed by the build: the first scan checks no object.
+    assertTrue(store.index().read("", null, 10).entries().stream()
+        .allMatch(RadosIndex.Entry::committed), store.index().read("", null, 10).toString());
+    long checks = store.index().objectChecks();
     assertEquals(List.of("n/a/1", "n/a/2"), scanAll(store, "n/a/", 10));
     assertEquals(List.of("r/a"), scanAll(store, "r/", 10));
+    assertEquals(checks, store.index().objectChecks());
     IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
         () -> open(Map.of("index", "scan")));
     assertTrue(refused.getMessage().contains("name index"), refused.getMessage());

@@ -55,7 +55,13 @@ public interface BlobStore extends Closeable {
   /**
    * As {@link #put}, but only if the blob is at {@code version}: a read-then-act caller
    * replaces only what it read. Fails with {@link TransactionConflictException}, nothing
-   * applied, if the blob has changed or is gone.
+   * applied, if the blob has changed or is gone. On the stores the file rename without
+   * transactions runs on (RADOS and the memory store), a key never gets back a version it
+   * had, not even once deleted and created anew (the contract tests check it): a version
+   * seen replaced is gone for good, which that rename relies on. On RADOS this assumes no
+   * placement-group merge (a lowered {@code pg_num}) hands an object a version counter it
+   * has had before. Týr renumbers versions after a failover, so it does not promise this
+   * (it has transactions: the namespace never runs that rename on it).
    */
   void putIfVersion(String key, ByteBuffer content, long version) throws IOException;
 
