@@ -527,8 +527,16 @@ public final class BlobFuseFs implements LowLevelFs {
           throw e;
         }
       }
+      boolean keep = false;
+      if (replaced) {
+        n.pages.openStaged(); // direct I/O: no pages; counted so that release balances it
+      } else if (reader != null) {
+        keep = n.pages.openPublished(KeptPages.versionOf(reader.info().record()));
+      } else {
+        n.pages.openStaged();
+      }
       Opened o = handle(new Handle(n, reader == null ? null : new PublishedReader(reader),
-          writable, append, null));
+          writable, append, null), keep);
       return replaced ? new Opened(o.fh(), false, true) : o;
     } catch (IOException | RuntimeException e) {
       throw errno(n.path, e);
@@ -593,6 +601,7 @@ public final class BlobFuseFs implements LowLevelFs {
       }
       s.handles++;
     }
+    n.pages.openStaged();
     handle[0] = handle(new Handle(n, null, true, (flags & FuseSession.O_APPEND) != 0, null));
     n.lastAttr = fileAttr(n.id, s.length(), s.mtime());
     return new Entry(n.id, n.lastAttr);
@@ -662,6 +671,9 @@ public final class BlobFuseFs implements LowLevelFs {
     }
     if (h.reader() != null) {
       h.reader().close();
+    }
+    if (h.listing() == null) {
+      h.node().pages.released();
     }
     StagedFile s;
     synchronized (staged) {
@@ -895,9 +907,14 @@ public final class BlobFuseFs implements LowLevelFs {
   }
 
   private Opened handle(Handle h) {
+    return handle(h, false); // page cache dropped at open: close-to-open
+  }
+
+  /** {@code keepCache}: the pages hold the version this open reads (see KeptPages). */
+  private Opened handle(Handle h, boolean keepCache) {
     long fh = nextHandle.getAndIncrement();
     handles.put(fh, h);
-    return new Opened(fh, false); // page cache dropped at open: close-to-open
+    return new Opened(fh, keepCache);
   }
 
   private Handle handleOf(long fh) throws FuseException {

@@ -278,6 +278,49 @@ class BlobFuseFsTest {
   }
 
   /** Writes {@code text} as a closed file {@code name} through the mount. */
+  /**
+   * FOPEN_KEEP_CACHE: a read-only open keeps the kernel's pages only when they can hold
+   * nothing but the version it reads (close-to-open otherwise: the pages are dropped).
+   */
+  @Test
+  void anOpenKeepsThePagesOnlyOfTheVersionItReads() throws Exception {
+    closedFile("k", "one");
+    long node = fs.lookup(LowLevelFs.ROOT, "k").node();
+    Opened first = fs.open(node, 0);
+    assertFalse(first.keepCache(), "first open: the pages are of no known version");
+    fs.release(node, first.fh());
+    Opened again = fs.open(node, 0);
+    assertTrue(again.keepCache(), "unchanged since the last open");
+    assertEquals("one", new String(read(node, again.fh(), 0, 10)));
+
+    // another client publishes while `again` is open: the next open drops the pages, and
+    // so does the one after (`again` may fill pages with "one" meanwhile)
+    try (io.blobfs.namespace.FileWriter w = ns.create(FsPath.parse("/k"), true)) {
+      w.write("two!".getBytes(), 0, 4);
+    }
+    Opened fresh = fs.open(node, 0);
+    assertFalse(fresh.keepCache(), "another client changed the file");
+    assertEquals("two!", new String(read(node, fresh.fh(), 0, 10)));
+    fs.release(node, fresh.fh());
+    Opened whileOld = fs.open(node, 0);
+    assertFalse(whileOld.keepCache(), "a handle of the old version is still open");
+    fs.release(node, whileOld.fh());
+    fs.release(node, again.fh());
+
+    // this mount's own writes: an open on the staged copy, then the new version
+    Opened w = fs.open(node, RW);
+    assertFalse(w.keepCache());
+    fs.write(node, w.fh(), 0, bytes("three"));
+    fs.release(node, w.fh());
+    Opened after = fs.open(node, 0);
+    assertFalse(after.keepCache(), "the pages may hold bytes written before publication");
+    assertEquals("three", new String(read(node, after.fh(), 0, 10)));
+    fs.release(node, after.fh());
+    Opened kept = fs.open(node, 0);
+    assertTrue(kept.keepCache(), "dropped with no other handle open: the version is known");
+    assertEquals("three", new String(read(node, kept.fh(), 0, 10)));
+  }
+
   private void closedFile(String name, String text) throws Exception {
     Opened[] h = new Opened[1];
     Entry e = create(name, RW, h);
