@@ -31,6 +31,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -545,13 +546,35 @@ public final class BlobFuseFs implements LowLevelFs {
 
   /** A staged copy of the file {@code n} names, empty with {@code trunc}. */
   private StagedFile stage(Node n, boolean trunc) throws IOException, FuseException {
-    FileInfo info = ns.getFileInfo(n.path);
-    if (info.isDirectory()) {
-      throw new FuseException(Errno.EISDIR, n.path.toString());
+    for (int attempt = 1; ; attempt++) {
+      FileInfo info = ns.getFileInfo(n.path);
+      if (info.isDirectory()) {
+        throw new FuseException(Errno.EISDIR, n.path.toString());
+      }
+      try {
+        return (trunc ? StagedFile.empty(settings.stagingDir())
+            : StagedFile.copyOf(settings.stagingDir(), ns.open(info)))
+            .uploadEarly(ns, uploads, settings.earlyUploadChunk(), writeStats);
+      } catch (FileNotFoundException e) {
+        // A data blob of the version being copied is gone: another client published a new
+        // version (or deleted the file) meanwhile, which deletes the old one's blobs. The
+        // open copies what the name holds now, as it would had it come a moment later; the
+        // same version still named means data really lost: that fails.
+        if (attempt == COPY_ATTEMPTS || !replacedSince(n.path, info)) {
+          throw e;
+        }
+      }
     }
-    return (trunc ? StagedFile.empty(settings.stagingDir())
-        : StagedFile.copyOf(settings.stagingDir(), ns.open(info)))
-        .uploadEarly(ns, uploads, settings.earlyUploadChunk(), writeStats);
+  }
+
+  /** How often an open for writing copies again when other clients keep publishing. */
+  private static final int COPY_ATTEMPTS = 5;
+
+  /** True if {@code path} names no longer the version {@code copied} (or nothing). */
+  private boolean replacedSince(FsPath path, FileInfo copied) throws IOException {
+    Optional<FileInfo> now = ns.probe(path);
+    return now.isEmpty() || now.get().record() == null
+        || !Objects.equals(now.get().record().fileId(), copied.record().fileId());
   }
 
   /**

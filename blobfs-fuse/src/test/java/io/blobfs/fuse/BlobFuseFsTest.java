@@ -321,6 +321,43 @@ class BlobFuseFsTest {
     assertEquals("three", new String(read(node, kept.fh(), 0, 10)));
   }
 
+  /**
+   * An open for writing copies the published file; a publication by another client during
+   * that copy deletes the data blobs being copied. The open copies the new version instead
+   * of failing.
+   */
+  @Test
+  void anOpenForWritingWhoseCopyMeetsAPublicationCopiesTheNewVersion() throws Exception {
+    closedFile("c", "x".repeat(10000)); // three 4 KiB stripes
+    String fileId = ns.getFileInfo(FsPath.parse("/c")).record().fileId();
+    String stripe1 = new io.blobfs.namespace.KeyLayout(
+        new StoreLimits(200, 1L << 30, Integer.MAX_VALUE)).dataKey(fileId, 1);
+    FaultInjectingBlobStore.Fault held =
+        faults.on(FaultInjectingBlobStore.Op.READ).keys(stripe1).nth(1).pause();
+    long node = fs.lookup(LowLevelFs.ROOT, "c").node();
+    Opened[] opened = new Opened[1];
+    int[] errno = {0};
+    Thread t = new Thread(() -> {
+      try {
+        opened[0] = fs.open(node, RW);
+      } catch (io.blobfs.fuse.kernel.FuseException e) {
+        errno[0] = e.errno();
+      }
+    });
+    t.start();
+    held.awaitReached();
+    try (io.blobfs.namespace.FileWriter w = ns.create(FsPath.parse("/c"), true)) {
+      w.write("y".repeat(10000).getBytes(), 0, 10000);
+    }
+    held.release();
+    t.join(60_000);
+    assertFalse(t.isAlive());
+    assertEquals(0, errno[0], "the open failed");
+    assertEquals("y".repeat(10000), new String(read(node, opened[0].fh(), 0, 20000)));
+    fs.release(node, opened[0].fh());
+    assertEquals("y".repeat(10000), new String(published("/c")));
+  }
+
   private void closedFile(String name, String text) throws Exception {
     Opened[] h = new Opened[1];
     Entry e = create(name, RW, h);
