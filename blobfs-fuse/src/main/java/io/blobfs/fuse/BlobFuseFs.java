@@ -31,6 +31,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -527,8 +528,16 @@ public final class BlobFuseFs implements LowLevelFs {
           throw e;
         }
       }
+      boolean keep = false;
+      if (replaced) {
+        n.pages.openStaged(); // direct I/O: no pages; counted so that release balances it
+      } else if (reader != null) {
+        keep = n.pages.openPublished(KeptPages.versionOf(reader.info().record()));
+      } else {
+        n.pages.openStaged();
+      }
       Opened o = handle(new Handle(n, reader == null ? null : new PublishedReader(reader),
-          writable, append, null));
+          writable, append, null), keep);
       return replaced ? new Opened(o.fh(), false, true) : o;
     } catch (IOException | RuntimeException e) {
       throw errno(n.path, e);
@@ -537,13 +546,35 @@ public final class BlobFuseFs implements LowLevelFs {
 
   /** A staged copy of the file {@code n} names, empty with {@code trunc}. */
   private StagedFile stage(Node n, boolean trunc) throws IOException, FuseException {
-    FileInfo info = ns.getFileInfo(n.path);
-    if (info.isDirectory()) {
-      throw new FuseException(Errno.EISDIR, n.path.toString());
+    for (int attempt = 1; ; attempt++) {
+      FileInfo info = ns.getFileInfo(n.path);
+      if (info.isDirectory()) {
+        throw new FuseException(Errno.EISDIR, n.path.toString());
+      }
+      try {
+        return (trunc ? StagedFile.empty(settings.stagingDir())
+            : StagedFile.copyOf(settings.stagingDir(), ns.open(info)))
+            .uploadEarly(ns, uploads, settings.earlyUploadChunk(), writeStats);
+      } catch (FileNotFoundException e) {
+        // A data blob of the version being copied is gone: another client published a new
+        // version (or deleted the file) meanwhile, which deletes the old one's blobs. The
+        // open copies what the name holds now, as it would had it come a moment later; the
+        // same version still named means data really lost: that fails.
+        if (attempt == COPY_ATTEMPTS || !replacedSince(n.path, info)) {
+          throw e;
+        }
+      }
     }
-    return (trunc ? StagedFile.empty(settings.stagingDir())
-        : StagedFile.copyOf(settings.stagingDir(), ns.open(info)))
-        .uploadEarly(ns, uploads, settings.earlyUploadChunk(), writeStats);
+  }
+
+  /** How often an open for writing copies again when other clients keep publishing. */
+  private static final int COPY_ATTEMPTS = 5;
+
+  /** True if {@code path} names no longer the version {@code copied} (or nothing). */
+  private boolean replacedSince(FsPath path, FileInfo copied) throws IOException {
+    Optional<FileInfo> now = ns.probe(path);
+    return now.isEmpty() || now.get().record() == null
+        || !Objects.equals(now.get().record().fileId(), copied.record().fileId());
   }
 
   /**
@@ -593,6 +624,7 @@ public final class BlobFuseFs implements LowLevelFs {
       }
       s.handles++;
     }
+    n.pages.openStaged();
     handle[0] = handle(new Handle(n, null, true, (flags & FuseSession.O_APPEND) != 0, null));
     n.lastAttr = fileAttr(n.id, s.length(), s.mtime());
     return new Entry(n.id, n.lastAttr);
@@ -662,6 +694,9 @@ public final class BlobFuseFs implements LowLevelFs {
     }
     if (h.reader() != null) {
       h.reader().close();
+    }
+    if (h.listing() == null) {
+      h.node().pages.released();
     }
     StagedFile s;
     synchronized (staged) {
@@ -895,9 +930,14 @@ public final class BlobFuseFs implements LowLevelFs {
   }
 
   private Opened handle(Handle h) {
+    return handle(h, false); // page cache dropped at open: close-to-open
+  }
+
+  /** {@code keepCache}: the pages hold the version this open reads (see KeptPages). */
+  private Opened handle(Handle h, boolean keepCache) {
     long fh = nextHandle.getAndIncrement();
     handles.put(fh, h);
-    return new Opened(fh, false); // page cache dropped at open: close-to-open
+    return new Opened(fh, keepCache);
   }
 
   private Handle handleOf(long fh) throws FuseException {

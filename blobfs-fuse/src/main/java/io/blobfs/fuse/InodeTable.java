@@ -24,6 +24,8 @@ final class InodeTable {
     /** What stat showed last: an unlinked file still open answers fstat with it. */
     volatile io.blobfs.fuse.kernel.Attr lastAttr;
     long lookups;
+    /** Whether an open may keep the kernel's pages of this node. */
+    final KeptPages pages = new KeptPages();
 
     Node(long id, FsPath path) {
       this.id = id;

@@ -278,6 +278,86 @@ class BlobFuseFsTest {
   }
 
   /** Writes {@code text} as a closed file {@code name} through the mount. */
+  /**
+   * FOPEN_KEEP_CACHE: a read-only open keeps the kernel's pages only when they can hold
+   * nothing but the version it reads (close-to-open otherwise: the pages are dropped).
+   */
+  @Test
+  void anOpenKeepsThePagesOnlyOfTheVersionItReads() throws Exception {
+    closedFile("k", "one");
+    long node = fs.lookup(LowLevelFs.ROOT, "k").node();
+    Opened first = fs.open(node, 0);
+    assertFalse(first.keepCache(), "first open: the pages are of no known version");
+    fs.release(node, first.fh());
+    Opened again = fs.open(node, 0);
+    assertTrue(again.keepCache(), "unchanged since the last open");
+    assertEquals("one", new String(read(node, again.fh(), 0, 10)));
+
+    // another client publishes while `again` is open: the next open drops the pages, and
+    // so does the one after (`again` may fill pages with "one" meanwhile)
+    try (io.blobfs.namespace.FileWriter w = ns.create(FsPath.parse("/k"), true)) {
+      w.write("two!".getBytes(), 0, 4);
+    }
+    Opened fresh = fs.open(node, 0);
+    assertFalse(fresh.keepCache(), "another client changed the file");
+    assertEquals("two!", new String(read(node, fresh.fh(), 0, 10)));
+    fs.release(node, fresh.fh());
+    Opened whileOld = fs.open(node, 0);
+    assertFalse(whileOld.keepCache(), "a handle of the old version is still open");
+    fs.release(node, whileOld.fh());
+    fs.release(node, again.fh());
+
+    // this mount's own writes: an open on the staged copy, then the new version
+    Opened w = fs.open(node, RW);
+    assertFalse(w.keepCache());
+    fs.write(node, w.fh(), 0, bytes("three"));
+    fs.release(node, w.fh());
+    Opened after = fs.open(node, 0);
+    assertFalse(after.keepCache(), "the pages may hold bytes written before publication");
+    assertEquals("three", new String(read(node, after.fh(), 0, 10)));
+    fs.release(node, after.fh());
+    Opened kept = fs.open(node, 0);
+    assertTrue(kept.keepCache(), "dropped with no other handle open: the version is known");
+    assertEquals("three", new String(read(node, kept.fh(), 0, 10)));
+  }
+
+  /**
+   * An open for writing copies the published file; a publication by another client during
+   * that copy deletes the data blobs being copied. The open copies the new version instead
+   * of failing.
+   */
+  @Test
+  void anOpenForWritingWhoseCopyMeetsAPublicationCopiesTheNewVersion() throws Exception {
+    closedFile("c", "x".repeat(10000)); // three 4 KiB stripes
+    String fileId = ns.getFileInfo(FsPath.parse("/c")).record().fileId();
+    String stripe1 = new io.blobfs.namespace.KeyLayout(
+        new StoreLimits(200, 1L << 30, Integer.MAX_VALUE)).dataKey(fileId, 1);
+    FaultInjectingBlobStore.Fault held =
+        faults.on(FaultInjectingBlobStore.Op.READ).keys(stripe1).nth(1).pause();
+    long node = fs.lookup(LowLevelFs.ROOT, "c").node();
+    Opened[] opened = new Opened[1];
+    int[] errno = {0};
+    Thread t = new Thread(() -> {
+      try {
+        opened[0] = fs.open(node, RW);
+      } catch (io.blobfs.fuse.kernel.FuseException e) {
+        errno[0] = e.errno();
+      }
+    });
+    t.start();
+    held.awaitReached();
+    try (io.blobfs.namespace.FileWriter w = ns.create(FsPath.parse("/c"), true)) {
+      w.write("y".repeat(10000).getBytes(), 0, 10000);
+    }
+    held.release();
+    t.join(60_000);
+    assertFalse(t.isAlive());
+    assertEquals(0, errno[0], "the open failed");
+    assertEquals("y".repeat(10000), new String(read(node, opened[0].fh(), 0, 20000)));
+    fs.release(node, opened[0].fh());
+    assertEquals("y".repeat(10000), new String(published("/c")));
+  }
+
   private void closedFile(String name, String text) throws Exception {
     Opened[] h = new Opened[1];
     Entry e = create(name, RW, h);
