@@ -132,6 +132,8 @@ final class Transactions implements Closeable {
      * {@code this}.
      */
     Long counted;
+    /** The local apply's result, once applied here (a whole commit answers with it). */
+    final CompletableFuture<CommitResult> result = new CompletableFuture<>();
 
     Part(Request.Prepare request, long since, boolean recovered) {
       this.localId = request.txId();
@@ -155,6 +157,7 @@ final class Transactions implements Closeable {
     recover();
     if (replicator != null) {
       replicator.onPrepared(this::holdReplica);
+      replicator.onSplitOwners(this::commitWhole);
     }
     // Synchronously, under the install: a share is reserved before any commit is admitted
     // under the ring that makes this node its primary (admission takes the same lock).
@@ -272,6 +275,137 @@ final class Transactions implements Closeable {
     }
   }
 
+  // ------------------------------------------------------------------ whole commits
+
+  /** Takes a whole commit's decision off the replication stream's completion thread. */
+  private static final java.util.concurrent.Executor DECISIONS =
+      Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "tyr-whole-commit");
+        t.setDaemon(true);
+        return t;
+      });
+
+  /**
+   * A client's commit on this node whose written keys do not all have the same owners
+   * ({@link Replicator#sameOwners}): made all or nothing across its backups by the
+   * two-phase path of cross-node transactions, with this node the only participant and
+   * the coordinator. Its part is prepared here (validated, keys reserved, recorded) and
+   * replicated to every backup of its keys, each holding its share durably; only if every
+   * backup holds its share is commit decided (recorded) and the part applied, through the
+   * replicator like any write. So:
+   * <ul>
+   *   <li>a backup that refuses its share (a ring it moved to first) or does not answer
+   *       aborts the commit with nothing applied anywhere: abort is recorded, and a share
+   *       another backup holds is dropped when it asks (or, if it took the keys over in a
+   *       failover, when it resolves the part with this node);
+   *   <li>a backup that holds its share and then misses the apply (refused, or this node
+   *       lost) applies it from the share once the decision reaches it: when it takes the
+   *       keys over, or by this node's repair of what it did not confirm;
+   * </ul>
+   * rather than the one batch per backup of {@link Replicator#commit(TxRequest)}, which
+   * one backup may confirm and another refuse, leaving each of the keys' next primaries
+   * with its own side. Costs one more round trip to the backups (the shares), the prepare's
+   * forced log and record, the decision's record, and a share record on each backup; the
+   * keys are reserved from the prepare to the apply (a commit that meets them gets a
+   * retryable conflict, as with a cross-node part).
+   *
+   * <p>Answers with the local apply's result; a refusal with nothing applied as the
+   * refusal ({@code WRONG_EPOCH} with the refusing backup's ring: the client makes the
+   * commit again under it), a conflict if it was aborted before its decision (its prepare
+   * outlasted the timeout, or a ring took its keys); {@code UNAVAILABLE} if it is decided
+   * commit and not confirmed applied everywhere (outcome unknown to the client, as for
+   * any unconfirmed write).
+   */
+  CompletableFuture<CommitResult> commitWhole(TxRequest tx) {
+    String id = java.util.UUID.randomUUID().toString();
+    Request.Prepare part = new Request.Prepare(id, self(), List.of(self()), tx);
+    CompletableFuture<Object> prepared;
+    try {
+      prepared = prepare(part);
+    } catch (IOException | RuntimeException e) {
+      // Refused here before any share was sent (validation, the ring): nothing to undo,
+      // unless a part was left prepared by a failure after its record.
+      boolean left;
+      synchronized (this) {
+        left = parts.containsKey(id);
+      }
+      if (left) {
+        abortWhole(id);
+      }
+      return CompletableFuture.failedFuture(e);
+    }
+    return prepared.handleAsync((x, err) -> {
+      if (err != null) {
+        abortWhole(id); // a backup may hold its share: it learns abort when it asks
+        throw new java.util.concurrent.CompletionException(notApplied(id, err));
+      }
+      CompletableFuture<CommitResult> applied;
+      synchronized (this) {
+        Part own = parts.get(id);
+        applied = own == null ? null : own.result;
+      }
+      CompletableFuture<Integer> outcome;
+      try {
+        outcome = coordinate(id, true, false);
+      } catch (IOException | RuntimeException e) {
+        // Commit not recorded: the part is resolved by its timeout (abort, as nothing
+        // decided commit), but the client cannot know that now.
+        throw new java.util.concurrent.CompletionException(new TyrException(
+            ErrorCode.UNAVAILABLE, "commit " + id + ": its decision could not be recorded, "
+                + "so its outcome is unknown: " + e.getMessage(), e));
+      }
+      return outcome.thenApply(o -> {
+        if (o == TxDecision.COMMITTED && applied != null && applied.isDone()
+            && !applied.isCompletedExceptionally()) {
+          return applied.join();
+        }
+        if (o == TxDecision.ABORTED) {
+          throw new java.util.concurrent.CompletionException(new TyrException(
+              ErrorCode.CONFLICT, "commit " + id + " was aborted before its decision (its "
+                  + "prepare outlasted the transaction timeout, or a new ring gave its keys "
+                  + "to another node); nothing was applied; retry"));
+        }
+        throw new java.util.concurrent.CompletionException(new TyrException(
+            ErrorCode.UNAVAILABLE, "commit " + id + " is decided commit here but not "
+                + "confirmed applied on every replica (this node's log or a backup): it is "
+                + "applied from its recorded part, so it is not acknowledged"));
+      });
+    }, DECISIONS).thenCompose(f -> f);
+  }
+
+  /** Records abort for a whole commit not prepared everywhere, and drops its part here. */
+  private void abortWhole(String id) {
+    try {
+      coordinate(id, false, false);
+    } catch (IOException | RuntimeException e) {
+      // Presumed abort all the same: its part is dropped, and a query finds none here.
+      LOG.warn("node {}: commit {}: abort not recorded: {}", self(), id, e.toString());
+    }
+  }
+
+  /**
+   * What a client hears of a whole commit whose part a backup did not hold: a refusal
+   * with nothing applied. A backup's refusal for its ring goes back as one, with that
+   * ring, so that the client takes it for what it is (not done) and makes the commit
+   * again under a newer ring.
+   */
+  private static Throwable notApplied(String id, Throwable err) {
+    Throwable e = err;
+    while (e instanceof java.util.concurrent.CompletionException && e.getCause() != null) {
+      e = e.getCause();
+    }
+    for (Throwable c = e; c != null; c = c.getCause()) {
+      if (c instanceof io.blobfs.tyr.ring.WrongEpochException w && w.ring() != null) {
+        return new io.blobfs.tyr.ring.WrongEpochException("commit " + id + " aborted with "
+            + "nothing applied, a backup refused it for its ring: " + w.getMessage(),
+            w.ring());
+      }
+    }
+    // Not applied for certain, but a client takes UNAVAILABLE for "unknown": safe.
+    return new TyrException(ErrorCode.UNAVAILABLE, "commit " + id + " aborted with nothing "
+        + "applied: a backup did not hold its share: " + e.getMessage(), e);
+  }
+
   // ------------------------------------------------------------------ decisions
 
   CompletableFuture<Object> decide(Request.Decide d) throws IOException {
@@ -370,6 +504,7 @@ final class Transactions implements Closeable {
     java.util.function.Function<TxRequest, CompletableFuture<CommitResult>> commitHere =
         t -> engine.commitPrepared(id, t).whenComplete((r, e) -> {
           if (e == null) {
+            part.result.complete(r);
             local.complete(r);
           } else {
             local.completeExceptionally(e);
