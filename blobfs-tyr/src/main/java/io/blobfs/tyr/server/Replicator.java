@@ -304,8 +304,8 @@ final class Replicator implements Closeable {
   /**
    * Whether every key {@code tx} writes has the same owners, in the same order, under
    * {@code ring}: then its one batch per backup is all or nothing there (one transaction
-   * of the backup's engine, under one epoch check), and whatever ring comes next, every
-   * key of it has the same primary, which holds all of it or none. Keys with different
+   * of the backup's engine, under one epoch check), and whatever states later rings give
+   * the members, every key of it has the same primary, which holds all of it or none. Keys with different
    * owners take the two-phase path instead: a backup at another ring may refuse its batch
    * while another applies its own, and after a failover each new primary would hold its
    * keys' side only (the history IT's "fourth point").

@@ -848,6 +848,10 @@ final class Transactions implements Closeable {
         // With one replica no other node holds it: it stays for this node's return.
         if (ring.replication() > 1 && p.applying == null
             && !primaryOfAll(ring, p.request.tx())) {
+          Request.Prepare kept = restrict(p.request, k -> primaryHere(ring, k));
+          if (kept != null && narrow(p, kept, ring)) {
+            continue; // the keys it still serves stay here; the others' new primary holds
+          }
           engine.releasePrepared(p.localId);
           parts.remove(p.localId);
           uncount(p); // reentrant: this thread holds the membership's lock
@@ -859,22 +863,35 @@ final class Transactions implements Closeable {
         }
       }
       for (Map.Entry<String, Replica> e : new ArrayList<>(replicas.entrySet())) {
-        Replica r = e.getValue();
-        if (!primaryOfAll(ring, r.request.tx())) {
+        Replica held = e.getValue();
+        // The keys of the share this node is now the UP primary of: all of them when its
+        // primary was lost, some when this node is given back the keys it was the first
+        // owner of (it was RECOVERING) and the share's keys have different owners.
+        Request.Prepare mine = restrict(held.request, k -> primaryHere(ring, k));
+        if (mine == null) {
           continue;
         }
-        String name = e.getKey();
-        replicas.remove(name);
-        if (!r.versions.equals(engine.versionsOf(r.request.tx()))) {
-          deleteQuietly(name, true);
+        String heldName = e.getKey();
+        replicas.remove(heldName);
+        // Its ops were applied here in one batch or not at all: any key tells.
+        if (!held.versions.equals(engine.versionsOf(held.request.tx()))) {
+          deleteQuietly(heldName, true);
           LOG.info("node {}: transaction {}: share {} was applied before the takeover",
-              self(), r.request.txId(), name);
+              self(), held.request.txId(), heldName);
           continue;
+        }
+        Request.Prepare rest = restrict(held.request, k -> !primaryHere(ring, k));
+        Replica r = rest == null ? held : new Replica(mine, versionsOf(held, mine),
+            System.nanoTime());
+        String name = rest == null ? heldName : shareName(mine);
+        if (rest != null) {
+          // The other keys' primary is still the share's: their ops stay a share here.
+          keepShare(rest, versionsOf(held, rest), held.since);
         }
         try {
           engine.reservePrepared(name, r.request.tx());
           records.writePrepared(name, TxRecords.encode(r.request, r.versions));
-          records.deleteReplica(name);
+          records.deleteReplica(heldName);
         } catch (IOException | RuntimeException err) {
           // Kept as a reserved part all the same: its record is the replica's.
           LOG.warn("node {}: share {} taken over, its record not moved: {}", self(), name,
@@ -908,6 +925,85 @@ final class Transactions implements Closeable {
         });
       }
     }
+  }
+
+  /** Whether this node is UP and {@code key}'s primary under {@code ring}. */
+  private boolean primaryHere(io.blobfs.tyr.ring.Ring ring, String key) {
+    return ring.state(membership.self()) == io.blobfs.tyr.ring.Ring.State.UP
+        && ring.primary(key).equals(membership.self());
+  }
+
+  /** {@code p} with only the ops and checks of the keys {@code keep} takes; null if no op. */
+  private static Request.Prepare restrict(Request.Prepare p,
+      java.util.function.Predicate<String> keep) {
+    List<io.blobfs.tyr.api.ReadCheck> reads = new ArrayList<>();
+    p.tx().reads().forEach(c -> {
+      if (keep.test(c.key())) {
+        reads.add(c);
+      }
+    });
+    List<io.blobfs.tyr.api.TxOp> ops = new ArrayList<>();
+    p.tx().ops().forEach(op -> {
+      if (keep.test(op.key())) {
+        ops.add(op);
+      }
+    });
+    return ops.isEmpty() ? null : new Request.Prepare(p.txId(), p.coordinator(),
+        p.participants(), new TxRequest(reads, ops));
+  }
+
+  /** The versions {@code held} recorded for the keys {@code part} names. */
+  private Map<String, Long> versionsOf(Replica held, Request.Prepare part) {
+    Map<String, Long> out = new java.util.LinkedHashMap<>();
+    for (String k : keysOf(part.tx())) {
+      out.put(k, held.versions.get(k));
+    }
+    return out;
+  }
+
+  /** Holds {@code share} here as a backup again, durably if it can (under follow). */
+  private void keepShare(Request.Prepare share, Map<String, Long> versions, long since) {
+    String name = shareName(share);
+    try {
+      records.writeReplica(name, TxRecords.encode(share, versions));
+    } catch (IOException e) {
+      LOG.warn("node {}: transaction {}: share {} kept in memory only: {}", self(),
+          share.txId(), name, e.toString());
+    }
+    replicas.put(name, new Replica(share, versions, since));
+  }
+
+  /**
+   * Keeps of part {@code p} only {@code kept}, the ops (and checks) of the keys this node
+   * is still the UP primary of under {@code ring}: the others' new primary was given them
+   * back (it was RECOVERING, a backup of them) and holds their share, which it takes over
+   * and applies once decided. Dropping the whole part here would leave this node's keys'
+   * ops with no node to apply them (their share is held by a node that is not their
+   * primary). False if it could not be narrowed (then it is dropped as before).
+   */
+  private boolean narrow(Part p, Request.Prepare kept, io.blobfs.tyr.ring.Ring ring) {
+    try {
+      Map<String, Long> versions = engine.versionsOf(kept.tx()); // reserved: unchanged
+      records.writePrepared(p.localId, TxRecords.encode(kept, versions));
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("node {}: transaction {}: part {} could not be narrowed to the keys it "
+          + "still serves: {}", self(), p.request.txId(), p.localId, e.toString());
+      return false;
+    }
+    engine.releasePrepared(p.localId);
+    engine.reservePrepared(p.localId, kept.tx());
+    Part narrowed = new Part(kept, p.since, p.recovered);
+    narrowed.localId = p.localId;
+    narrowed.counted = p.counted;
+    narrowed.retryAt = p.retryAt;
+    narrowed.retrying = p.retrying;
+    narrowed.retryNanos = p.retryNanos;
+    p.counted = null; // counted once, by the part that replaces it
+    parts.put(p.localId, narrowed);
+    LOG.info("node {}: transaction {}: part {} keeps only the keys it still serves under "
+        + "ring epoch {}, {} (the others' new primary holds their share)", self(),
+        p.request.txId(), p.localId, ring.epoch(), keysOf(kept.tx()));
+    return true;
   }
 
   /**

@@ -226,6 +226,52 @@ class PreparedPartFailoverTest {
     }
   }
 
+  /**
+   * The history IT's fourth point in its give-back form (seed 42451187036939, session 9):
+   * b is RECOVERING, so p is the primary of k1 (owners p, b) and of k2 (owners b, p), and b
+   * the backup of both. p prepares a part writing both (a whole commit: their owners
+   * differ), so b holds its share of both; b is marked UP, which gives it k2 back, before
+   * p's apply reaches it: b refuses the apply, which p made for both keys. b must take
+   * over k2's ops from its share and apply them once decided. Before, b took over only a
+   * share whose keys were all its own: k2 stayed without the commit on its primary b, and
+   * k1 had it on p, half-applied for good.
+   */
+  @Test
+  void aShareWhoseKeysAGiveBackSplitsIsTakenOverForTheKeysGivenBack() throws Exception {
+    Member p = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Ring all = new Ring(1, List.of(p, b), 16, 2);
+    String k1 = keyOwnedBy(all, p, b);
+    String k2 = keyOwnedBy(all, b, p);
+    Ring recovering = all.withState(b, Ring.State.RECOVERING, 2);
+    Ring up = recovering.withState(b, Ring.State.UP, 3);
+    // b resolves what it takes over every quarter second; p's own part never times out.
+    try (TyrServer np = start(p, recovering, "p", LONG);
+        TyrServer nb = start(b, recovering, "b", Duration.ofSeconds(1))) {
+      TxRequest both = new TxRequest(List.of(), List.of(
+          new TxOp.Put(k1, ByteBuffer.wrap(new byte[] {1}), false),
+          new TxOp.Put(k2, ByteBuffer.wrap(new byte[] {2}), false)));
+      np.transactions().prepare(new Request.Prepare(ID, p.id(), List.of(p.id()), both)).join();
+      assertThat(nb.transactions().held()).as("b's share of both keys").hasSize(1);
+      nb.membership().install(up); // b gets k2 back first
+      Object answer = np.transactions().decide(new Request.Decide(ID,
+          TxDecision.DECIDE_COMMIT)).thenApply(r -> ((CommitResult) r).version()).join();
+      assertThat(answer).as("b refused the apply for its ring")
+          .isEqualTo((long) TxDecision.COMMITTED_NOT_APPLIED);
+      np.membership().install(up);
+      assertThat(np.engine().stat(k1).exists()).as("k1 on its primary p").isTrue();
+      long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while (!nb.engine().stat(k2).exists() || !nb.transactions().prepared().isEmpty()) {
+        assertThat(System.nanoTime()).as("k2 applied on its primary b, parts "
+            + nb.transactions().prepared()).isLessThan(end);
+        Thread.sleep(20);
+      }
+      ByteBuffer got = ByteBuffer.allocate(1);
+      nb.engine().read(k2, 0, got);
+      assertThat(got.array()).containsExactly(2);
+    }
+  }
+
   private static Request.Prepare prepare(Member coordinator, String key) {
     return new Request.Prepare(ID, coordinator.id(), List.of(coordinator.id()), put(key));
   }
