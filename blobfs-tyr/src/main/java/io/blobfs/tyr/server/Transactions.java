@@ -79,6 +79,8 @@ final class Transactions implements Closeable {
   private final Map<String, Replica> replicas = new HashMap<>();
   /** How many times a share held here was asked about (for tests). Guarded by this. */
   private long replicaAsks;
+  /** Applies of decided parts that failed and wait to be tried again. Guarded by this. */
+  private long retries;
   /**
    * The transactions whose part was dropped here for a ring that gave its keys to another
    * node (the newest few thousand): an APPLY_COMMIT of one is answered UNAVAILABLE (the
@@ -554,7 +556,10 @@ final class Transactions implements Closeable {
   private boolean appliedBeforeTheCrash(Part part, CompletableFuture<CommitResult> local) {
     Throwable cause = local.isDone() ? causeOf(local) : null;
     if (!part.recovered || !(cause instanceof TyrException t)
-        || t.code() == ErrorCode.SERVER_ERROR) {
+        || t.code() == ErrorCode.SERVER_ERROR || TyrException.heldByPrepared(t)) {
+      // Held by another part is no proof of an earlier apply: a backup that took over two
+      // shares of one key (one of them an aborted, not yet resolved transaction's) must
+      // wait for the other's decision, not forget a decided commit (history IT, session 9).
       return false;
     }
     LOG.error("node {}: transaction {} is decided commit, but its part read back at restart "
@@ -572,6 +577,7 @@ final class Transactions implements Closeable {
   private void retryLater(Part part, Throwable cause) {
     long pause;
     synchronized (this) {
+      retries++;
       part.retryNanos = part.retryNanos == 0
           ? Math.max(TimeUnit.MILLISECONDS.toNanos(50), membership.txTimeout().toNanos() / 4)
           : Math.min(MAX_RETRY_NANOS, part.retryNanos * 2);
@@ -1087,6 +1093,11 @@ final class Transactions implements Closeable {
     return peers.computeIfAbsent(m, k -> new TyrClient(peerAccess.client(k)
         .withTimeouts(Duration.ofSeconds(5), Duration.ofSeconds(10))
         .withConnections(1).withMaxFrameBytes(maxFrameBytes)));
+  }
+
+  /** How many applies of decided parts failed here and wait to be tried again (tests). */
+  synchronized long retries() {
+    return retries;
   }
 
   synchronized long replicaAsks() {

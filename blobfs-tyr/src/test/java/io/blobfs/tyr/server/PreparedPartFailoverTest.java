@@ -272,6 +272,58 @@ class PreparedPartFailoverTest {
     }
   }
 
+  /**
+   * A backup holding two shares of one key, one of an aborted transaction not yet resolved
+   * there (its coordinator q unreachable) and one decided commit whose apply it missed, takes
+   * both over when p is lost. The decided one's apply meets the other's hold: it must wait
+   * for that one's decision, not be taken for applied before a crash and forgotten (history
+   * IT, session 9: a cross-node transfer half-applied for good, "its part read back at
+   * restart no longer validates (... is held by a prepared transaction ...)").
+   */
+  @Test
+  void aDecidedShareThatMeetsAnotherSharesHoldWaitsForItInsteadOfBeingForgotten()
+      throws Exception {
+    Member p = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Member q = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(p, b), 16, 2);
+    String key = keyOwnedBy(ring, p, b);
+    String x = "1a1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9";
+    try (TyrServer np = start(p, ring, "p", LONG);
+        TyrServer nb = start(b, ring, "b", Duration.ofSeconds(1))) {
+      // X, coordinated by q (not running): prepared on p, its share held by b; dropped on p.
+      np.transactions().prepare(new Request.Prepare(x, q.id(), List.of(p.id(), q.id()),
+          put(key))).join();
+      np.transactions().decide(new Request.Decide(x, TxDecision.APPLY_ABORT)).join();
+      // Y, coordinated by p, writes 2: its share held by b too.
+      np.transactions().prepare(new Request.Prepare(ID, p.id(), List.of(p.id()),
+          new TxRequest(List.of(), List.of(new TxOp.Put(key, ByteBuffer.wrap(new byte[] {2}),
+              false))))).join();
+      assertThat(nb.transactions().held()).hasSize(2);
+      nb.membership().install(ring.withEpoch(2)); // b refuses p's apply of Y
+      Object answer = np.transactions().decide(new Request.Decide(ID,
+          TxDecision.DECIDE_COMMIT)).thenApply(r -> ((CommitResult) r).version()).join();
+      assertThat(answer).isEqualTo((long) TxDecision.COMMITTED_NOT_APPLIED);
+      nb.membership().install(ring.withState(p, Ring.State.DOWN, 3)); // b takes both over
+      long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while (nb.transactions().retries() == 0) { // Y decided, applied, held by X
+        assertThat(System.nanoTime()).as("Y's apply met X's hold and waits").isLessThan(end);
+        Thread.sleep(20);
+      }
+      // q comes up: it never decided X, so X aborts on b, and Y applies.
+      try (TyrServer nq = start(q, new Ring(1, List.of(q), 16, 1), "q", LONG)) {
+        while (!nb.engine().stat(key).exists() || !nb.transactions().prepared().isEmpty()) {
+          assertThat(System.nanoTime()).as("Y applied on b, parts "
+              + nb.transactions().prepared()).isLessThan(end);
+          Thread.sleep(20);
+        }
+        ByteBuffer got = ByteBuffer.allocate(1);
+        nb.engine().read(key, 0, got);
+        assertThat(got.array()).containsExactly(2);
+      }
+    }
+  }
+
   private static Request.Prepare prepare(Member coordinator, String key) {
     return new Request.Prepare(ID, coordinator.id(), List.of(coordinator.id()), put(key));
   }
