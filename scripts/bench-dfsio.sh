@@ -5,7 +5,10 @@
 #                          [--targets hdfs,tyr-server,tyr-embedded,rados,file] [--name REPORT]
 # (more targets, not in the default list: tyr-server-tcp, the server with local reads off;
 # tyr-server-8m, the server written with 8 MiB writes, the Týr default before session 8;
-# tyr-server-nosync, a server whose log is not synced, as HDFS does not sync its blocks)
+# tyr-server-nosync, a server whose log is not synced, as HDFS does not sync its blocks;
+# X-baseline, target X on another build, named colon-separated by BLOBFS_DFSIO_BASELINE_CP
+# (its jars first on the job's classpath, and on tyr-server-baseline's own server): a
+# change side by side with the commit it starts from)
 # Defaults: 3 rounds of 4 files x 256MB (S as TestDFSIO takes it: 256MB, 1GB), warm reads.
 # --cold drops the page cache between each write and its read (root only; it empties the
 # cache of everything else on the machine too). Starts (or reuses) the project's

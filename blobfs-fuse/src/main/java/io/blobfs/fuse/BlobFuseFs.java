@@ -32,6 +32,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
@@ -68,6 +69,15 @@ public final class BlobFuseFs implements LowLevelFs {
   private final InodeTable inodes = new InodeTable();
   /** Node id to its staged file while any handle of this mount has it open. */
   private final Map<Long, StagedFile> staged = new HashMap<>();
+  /**
+   * Node id to how many of its staged files left {@link #staged} while an open copied the
+   * file outside it (guarded by {@link #staged}; an entry lives while such opens run, so
+   * the map stays as small as the opens under way): see open. Per node: with one count
+   * for the whole mount, every release of any other file during a copy made the open copy
+   * the whole file again, and a mount whose files close more often than a copy takes never
+   * completed the open.
+   */
+  private final Map<Long, Copying> copying = new HashMap<>();
   private final Map<Long, Handle> handles = new ConcurrentHashMap<>();
   private final AtomicLong nextHandle = new AtomicLong(1);
   /** Renames and unlinks exclusive, publications shared: see {@link #publish(Node, StagedFile)}. */
@@ -81,6 +91,7 @@ public final class BlobFuseFs implements LowLevelFs {
     t.setDaemon(true);
     return t;
   });
+  private final WriteStats writeStats = new WriteStats();
   /** What an implicit directory, which has no time of its own, shows: the mount's start. */
   private final long mountedAt = System.currentTimeMillis();
 
@@ -430,23 +441,82 @@ public final class BlobFuseFs implements LowLevelFs {
       FileReader reader = null;
       StagedFile s;
       boolean truncateStaged = false;
-      synchronized (staged) {
-        s = staged.get(node);
-        if (s == null && !writable) {
-          reader = ns.open(n.path); // a fresh record read: close-to-open
-        } else if (s == null) {
-          FileInfo info = ns.getFileInfo(n.path);
-          if (info.isDirectory()) {
-            throw new FuseException(Errno.EISDIR, n.path.toString());
+      // The store calls (the record, and without O_TRUNC a copy of the whole file) run
+      // outside the map's monitor, which every read, write and release of the mount takes:
+      // an open for writing of a large file used to stall every file of the mount for as
+      // long as its copy took. The copy is put in the map only if no staged copy of the
+      // file appeared meanwhile (then that one is used) and none left the map (its
+      // publication may postdate the record copied: copied again).
+      while (true) {
+        Copying copy = null;
+        long removals = 0;
+        CompletableFuture<Void> mine = null;
+        CompletableFuture<Void> another = null;
+        synchronized (staged) {
+          s = staged.get(node);
+          if (s != null) {
+            truncateStaged = trunc; // below, outside the map's monitor: see changeStaged
+            s.handles++; // this open's handle, which also keeps s in the map meanwhile
+            break;
           }
-          s = (trunc ? StagedFile.empty(settings.stagingDir())
-              : StagedFile.copyOf(settings.stagingDir(), ns.open(info))).uploadEarly(ns, uploads, settings.earlyUploadChunk());
-          staged.put(node, s);
-        } else if (trunc) {
-          truncateStaged = true; // below, outside the map's monitor: see changeStaged
+          if (writable) {
+            copy = copying.computeIfAbsent(node, id -> new Copying());
+            if (!trunc && copy.copied != null) {
+              another = copy.copied;
+            } else {
+              copy.openers++;
+              removals = copy.removals;
+              if (!trunc) { // an O_TRUNC open copies nothing: it never makes others wait
+                mine = copy.copied = new CompletableFuture<>();
+              }
+            }
+          }
+        }
+        if (another != null) {
+          // Another open copies this file now: wait for it, outside the map's monitor, and
+          // look again (its copy is then in the map; if it failed or was discarded, this
+          // open copies in turn). Before, N processes opening one large file each copied
+          // it whole at once, N times the reads and the staging space.
+          another.handle((ok, failed) -> null).join();
+          continue;
+        }
+        if (!writable) {
+          // a fresh record read: close-to-open; a copy staged meanwhile is what the reads
+          // of this handle find first (see read)
+          reader = ns.open(n.path);
+          break;
+        }
+        StagedFile fresh = null;
+        try {
+          fresh = stage(n, trunc);
+        } finally {
+          synchronized (staged) {
+            if (mine != null) {
+              copy.copied = null;
+              mine.complete(null); // its waiters look again once this monitor is free
+            }
+            if (--copy.openers == 0) {
+              copying.remove(node);
+            }
+            if (fresh != null) {
+              s = staged.get(node);
+              if (s != null) {
+                truncateStaged = trunc;
+                s.handles++;
+              } else if (removals == copy.removals) {
+                s = fresh;
+                staged.put(node, s);
+                s.handles++;
+                fresh = null;
+              }
+            }
+          }
+        }
+        if (fresh != null) {
+          fresh.discard();
         }
         if (s != null) {
-          s.handles++; // this open's handle, which also keeps s in the map meanwhile
+          break;
         }
       }
       if (truncateStaged) {
@@ -463,6 +533,17 @@ public final class BlobFuseFs implements LowLevelFs {
     } catch (IOException | RuntimeException e) {
       throw errno(n.path, e);
     }
+  }
+
+  /** A staged copy of the file {@code n} names, empty with {@code trunc}. */
+  private StagedFile stage(Node n, boolean trunc) throws IOException, FuseException {
+    FileInfo info = ns.getFileInfo(n.path);
+    if (info.isDirectory()) {
+      throw new FuseException(Errno.EISDIR, n.path.toString());
+    }
+    return (trunc ? StagedFile.empty(settings.stagingDir())
+        : StagedFile.copyOf(settings.stagingDir(), ns.open(info)))
+        .uploadEarly(ns, uploads, settings.earlyUploadChunk(), writeStats);
   }
 
   /**
@@ -489,7 +570,7 @@ public final class BlobFuseFs implements LowLevelFs {
     StagedFile s;
     try {
       s = StagedFile.empty(settings.stagingDir())
-          .uploadEarly(ns, uploads, settings.earlyUploadChunk());
+          .uploadEarly(ns, uploads, settings.earlyUploadChunk(), writeStats);
       try {
         FileWriter w = ns.create(path, !excl);
         w.setModificationTime(s.mtime());
@@ -548,10 +629,11 @@ public final class BlobFuseFs implements LowLevelFs {
       throw new FuseException(Errno.EBADF, "not open for writing");
     }
     try {
-      int n = s.write(offset, src, h.append(), h.node().path);
-      // at least this write's count (a racing writer's may be later: a close then
-      // publishes a little more than it must, never less)
-      h.written().accumulateAndGet(s.changes(), Math::max);
+      int n = src.remaining();
+      // this write's own count, not the file's latest: a racing writer's later write that
+      // a publication did not carry must not make this descriptor's close publish again
+      long count = s.write(offset, src, h.append(), h.node().path);
+      h.written().accumulateAndGet(count, Math::max);
       return n;
     } catch (IOException e) {
       // the staging directory's disk is full: the only ENOSPC a write can meet here
@@ -612,7 +694,7 @@ public final class BlobFuseFs implements LowLevelFs {
         publish(node, s);
       } catch (FuseException e) {
         synchronized (staged) {
-          if (s.handles == 0 && staged.remove(node.id, s)) {
+          if (s.handles == 0 && removeStaged(node.id, s)) {
             s.discard();
           }
         }
@@ -623,12 +705,37 @@ public final class BlobFuseFs implements LowLevelFs {
           return; // reopened meanwhile: the new handles own it
         }
         if (!s.dirty() || node.unlinked) {
-          staged.remove(node.id, s);
+          removeStaged(node.id, s);
           s.discard();
           return;
         }
       }
     }
+  }
+
+  /**
+   * Under {@link #staged}: takes {@code s} out of the map if it is {@code id}'s staged
+   * file there, and tells the opens copying that file (their copy may predate what s
+   * published: they copy again).
+   */
+  private boolean removeStaged(long id, StagedFile s) {
+    if (!staged.remove(id, s)) {
+      return false;
+    }
+    Copying c = copying.get(id);
+    if (c != null) {
+      c.removals++;
+    }
+    return true;
+  }
+
+  /** Opens copying one file outside {@link #staged}; guarded by it. */
+  private static final class Copying {
+    int openers;
+    /** Staged files of the file that left the map since the first of them began. */
+    long removals;
+    /** Completed when the copy under way (not an O_TRUNC open's) ends; null: none. */
+    CompletableFuture<Void> copied;
   }
 
   // ---------------------------------------------------------------- directories
@@ -714,6 +821,15 @@ public final class BlobFuseFs implements LowLevelFs {
       }
     }
     return dirty;
+  }
+
+  /** The publications' bytes and times so far ({@link WriteStats}), for the unmount's log. */
+  public String writeSummary() {
+    return writeStats.summary();
+  }
+
+  WriteStats writeStats() {
+    return writeStats;
   }
 
   // ---------------------------------------------------------------- helpers

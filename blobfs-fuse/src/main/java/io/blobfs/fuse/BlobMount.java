@@ -86,6 +86,7 @@ public final class BlobMount implements AutoCloseable {
       fs.publishAll();
       unmount.run();
       List<FsPath> late = fs.publishAll();
+      LOG.log(System.Logger.Level.INFO, "writes published: " + fs.writeSummary());
       if (!late.isEmpty()) {
         LOG.log(System.Logger.Level.WARNING, "written during the unmount, published after"
             + " it (their descriptors were still open): " + late);

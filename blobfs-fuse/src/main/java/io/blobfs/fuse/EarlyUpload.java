@@ -5,97 +5,158 @@ import io.blobfs.namespace.FileWriter;
 import io.blobfs.namespace.FsPath;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 
 /**
- * The next version of a staged file, uploaded while it is being written: the bytes from
- * the start of the file up to the first byte not yet written go to a {@link FileWriter}
- * in the background, so that a close or fsync uploads only the rest instead of the whole
- * file (an HPC program writing its output front to back, or N processes each filling
- * their part, waits at the end for the last stripes, not for all of them).
+ * The next version of a staged file, uploaded while it is being written: every whole
+ * chunk of the file that has been written goes to a {@link FileWriter} in the background,
+ * wherever it lies, so that a close or fsync uploads only the rest instead of the whole
+ * file: an HPC program writing its output front to back, and N processes each filling
+ * their part of one file (MPI-IO's N-to-1, fio's jobs on a shared file), wait at the end
+ * for the last bytes, not for all of them. (Before, only the file's written prefix went
+ * up early: with 4 writers filling their quarters, three quarters waited for the fsync.)
  *
  * <p>Safety: the writer's bytes become visible only at its close, at the next
  * publication, as a whole new version (close-to-open is unchanged). An uploaded byte must
- * still be the file's byte then: a write below what is claimed for upload, or any
- * truncate, <em>breaks</em> this upload, and the publication writes the file whole as
- * before. A range is claimed only once written and no write into it is in flight, so a
- * claimed range never changes under the upload.
+ * still be the file's byte then: a write into a chunk claimed for upload, or a truncate
+ * that cuts one, <em>breaks</em> this upload, and the publication writes the file whole
+ * as before. A chunk is claimed only once written and with no write in flight into it, so
+ * a claimed chunk never changes under the upload.
  *
  * <p>Thread-safety: the bookkeeping is under this object's monitor; the writer is used by
- * one background task at a time, then, after {@link #finish} has waited for it, by the
+ * one background task at a time, then, after {@link #awaitIdle} has waited for it, by the
  * publishing thread.
  */
 final class EarlyUpload {
   private static final System.Logger LOG = System.getLogger(EarlyUpload.class.getName());
-  /** Bytes gathered before a background upload starts (and between its rounds). */
+  /** Bytes gathered before a background upload starts; chunks are aligned to it. */
   static final long DEFAULT_CHUNK = 8L << 20;
+  /** Chunks one round claims at most: one run of store writes, several in flight. */
+  private static final int RUN = 8;
 
   private final FileChannel channel;
   private long chunk = DEFAULT_CHUNK;
-  /** Written ranges beyond the contiguous start, start to end, merged as they meet. */
+  /** Written ranges, start to end, merged as they meet. */
   private final TreeMap<Long, Long> ranges = new TreeMap<>();
-  /** Start offsets of writes in flight, with their counts. */
-  private final TreeMap<Long, Integer> inFlight = new TreeMap<>();
-  /** Every byte below it has been written (or was there when the file was staged). */
-  private long prefix;
-  private long uploaded;
-  private long claimed;
+  /** Writes in flight, {start, end} each (a few at most: one per FUSE thread). */
+  private final List<long[]> inFlight = new ArrayList<>();
+  /** Chunks (index i: bytes [i * chunk, (i + 1) * chunk)) this version's upload claimed. */
+  private final BitSet claimed = new BitSet();
+  /** Of those, the ones sent. */
+  private final BitSet uploaded = new BitSet();
   private boolean broken;
   /**
-   * While a publication takes this upload ({@link #stopAt} to {@link #finish}): the
-   * version's length, past which nothing is claimed; no task starts and the running one
-   * ends at its next round. Without it, when other descriptors write faster than the
-   * store takes the bytes, the task never ran out of work, the fsync waited for as long
-   * as they wrote, and the task claimed bytes past the version, which threw the early
-   * upload away and sent the whole file again. {@link #NO_LIMIT}: none.
+   * While a publication takes this upload (from {@link #stopAt} to {@link #resume}): the
+   * version's length; no task starts and the running one ends at its next round. Without
+   * it, when other descriptors write faster than the store takes the bytes, the task never
+   * ran out of work and the fsync waited for as long as they wrote; and a task started for
+   * the next version while the publication still reads would send the same bytes a second
+   * time beside it, for a version that may never be needed. {@link #NO_LIMIT}: none.
    */
   private long limit = NO_LIMIT;
   private static final long NO_LIMIT = -1;
   private FileWriter writer;
   private CompletableFuture<Void> task = CompletableFuture.completedFuture(null);
   /**
-   * The token of a task handed to the executor that has not started yet: {@link #finish}
+   * The token of a task handed to the executor that has not started yet: {@link #awaitIdle}
    * and {@link #abandon} withdraw it instead of waiting behind other files' uploads in
    * the pool; the task, when it comes up, finds its token gone and does nothing.
    */
   private Object queued;
+  private WriteStats stats = new WriteStats();
+
+  /**
+   * What a publication takes over: the writer and the chunks it holds; not {@code usable}:
+   * to be aborted, its chunks are no version's.
+   */
+  record Taken(FileWriter writer, BitSet chunks, long chunk, boolean usable) {
+    /** The bytes of the chunks, all below the version's length. */
+    long bytes() {
+      return chunks.cardinality() * chunk;
+    }
+  }
 
   EarlyUpload(FileChannel channel, long present) {
     this.channel = channel;
-    this.prefix = present;
+    if (present > 0) {
+      ranges.put(0L, present);
+    }
+  }
+
+  synchronized void stats(WriteStats s) {
+    stats = s;
   }
 
   synchronized void chunk(long bytes) {
     chunk = bytes;
   }
 
-  /** Before a write of {@code [offset, ...)} touches the file. */
-  synchronized void writing(long offset) {
-    if (offset < claimed) {
+  /** Before a write of {@code [offset, end)} touches the file; returns its token. */
+  synchronized long[] writing(long offset, long end) {
+    if (claims(offset, end)) {
       broken = true;
     }
-    inFlight.merge(offset, 1, Integer::sum);
+    long[] w = {offset, end};
+    inFlight.add(w);
+    return w;
+  }
+
+  /** Whether a claimed chunk holds a byte of {@code [start, end)}. */
+  private boolean claims(long start, long end) {
+    if (end <= start) {
+      return false;
+    }
+    int i = claimed.nextSetBit(index(start));
+    return i >= 0 && i <= index(end - 1);
   }
 
   /**
-   * After that write: the range counts as written; starts a background upload when
-   * enough lies ready ahead of what is uploaded and {@code path} has a file to become.
+   * The chunk holding byte {@code offset}. Chunks past {@link #MAX_CHUNKS} (a sparse file
+   * written terabytes out) are never claimed: they go up with the publication, and the
+   * bitmaps stay small.
    */
-  void written(long offset, long end, BlobNamespace ns, FsPath path, Executor executor) {
+  private int index(long offset) {
+    return (int) Math.min(offset / chunk, MAX_CHUNKS);
+  }
+
+  /** The first chunk starting at or after byte {@code offset}. */
+  private int indexUp(long offset) {
+    return (int) Math.min((offset + chunk - 1) / chunk, MAX_CHUNKS);
+  }
+
+  private static final int MAX_CHUNKS = 1 << 24;
+
+  /**
+   * After that write: its range counts as written; starts a background upload when the
+   * written range it joined holds a whole chunk not yet claimed and {@code path} has a
+   * file to become.
+   */
+  void written(long[] w, BlobNamespace ns, FsPath path, Executor executor) {
     synchronized (this) {
-      inFlight.computeIfPresent(offset, (k, n) -> n == 1 ? null : n - 1);
-      addRange(offset, end);
+      inFlight.remove(w); // by identity: arrays do not override equals
+      long[] merged = addRange(w[0], w[1]);
       if (ns == null || broken || limit != NO_LIMIT || !task.isDone()
-          || ready() - uploaded < chunk) {
+          || firstFree(merged[0], merged[1]) < 0) {
         return;
       }
       Object token = new Object();
       queued = token;
       task = CompletableFuture.runAsync(() -> start(token, ns, path), executor);
     }
+  }
+
+  /** The first whole chunk within {@code [start, end)} not claimed, or -1. */
+  private int firstFree(long start, long end) {
+    int first = indexUp(start);
+    int past = index(end);
+    int i = claimed.nextClearBit(first);
+    return i < past ? i : -1;
   }
 
   private void start(Object token, BlobNamespace ns, FsPath path) {
@@ -121,18 +182,21 @@ final class EarlyUpload {
   }
 
   /** That write failed part way: its range is not written, and no longer in flight. */
-  synchronized void failed(long offset) {
-    inFlight.computeIfPresent(offset, (k, n) -> n == 1 ? null : n - 1);
+  synchronized void failed(long[] w) {
+    inFlight.remove(w);
     broken = true; // bytes of it may have landed anywhere in the range
   }
 
   /**
-   * A truncate to {@code size}: what was uploaded may no longer be the file; bytes past
-   * the size are gone, and an extension is a hole, never counted as written.
+   * A truncate to {@code size}: bytes past it are gone, and an extension is a hole, never
+   * counted as written. Only a claimed chunk that reaches past the size is no longer the
+   * file: then the upload is broken (a truncate before anything was claimed past it, as a
+   * program sizing its file first does, costs nothing).
    */
   synchronized void truncated(long size) {
-    broken = true;
-    prefix = Math.min(prefix, size);
+    if (claimed.nextSetBit(index(size)) >= 0) {
+      broken = true;
+    }
     ranges.tailMap(size, true).clear();
     Map.Entry<Long, Long> last = ranges.lastEntry();
     if (last != null && last.getValue() > size) {
@@ -140,41 +204,61 @@ final class EarlyUpload {
     }
   }
 
-  /** The end of what may be claimed: written, and no write in flight into it. */
-  private long ready() {
-    return inFlight.isEmpty() ? prefix : Math.min(prefix, inFlight.firstKey());
+  /** Adds a written range, merging it with those it meets; returns the merged range. */
+  private long[] addRange(long start, long end) {
+    Map.Entry<Long, Long> before = ranges.floorEntry(start);
+    if (before != null && before.getValue() >= start) {
+      start = before.getKey();
+      end = Math.max(end, before.getValue());
+    }
+    Map.Entry<Long, Long> next;
+    while ((next = ranges.ceilingEntry(start)) != null && next.getKey() <= end) {
+      end = Math.max(end, next.getValue());
+      ranges.remove(next.getKey());
+    }
+    ranges.put(start, end);
+    return new long[] {start, end};
   }
 
-  private void addRange(long start, long end) {
-    if (start <= prefix) {
-      prefix = Math.max(prefix, end);
-    } else {
-      Map.Entry<Long, Long> before = ranges.floorEntry(start);
-      if (before != null && before.getValue() >= start) {
-        start = before.getKey();
-        end = Math.max(end, before.getValue());
-      }
-      ranges.put(start, end);
-      Map.Entry<Long, Long> next;
-      while ((next = ranges.higherEntry(start)) != null && next.getKey() <= end) {
-        end = Math.max(end, next.getValue());
-        ranges.remove(next.getKey());
-        ranges.put(start, end);
+  /**
+   * Under the monitor: the next chunks to claim, {first, past} indexes, up to {@link #RUN}
+   * consecutive ones, whole, written, unclaimed and with no write in flight; null: none.
+   */
+  private int[] nextRun() {
+    for (Map.Entry<Long, Long> r : ranges.entrySet()) {
+      int past = index(r.getValue());
+      int i = indexUp(r.getKey());
+      while ((i = claimed.nextClearBit(i)) < past) {
+        if (busy(i)) {
+          i++;
+          continue;
+        }
+        int k = i + 1;
+        while (k < past && k < i + RUN && !claimed.get(k) && !busy(k)) {
+          k++;
+        }
+        return new int[] {i, k};
       }
     }
-    Map.Entry<Long, Long> first;
-    while ((first = ranges.firstEntry()) != null && first.getKey() <= prefix) {
-      prefix = Math.max(prefix, first.getValue());
-      ranges.remove(first.getKey());
-    }
+    return null;
   }
 
-  /** The background task: uploads ready chunks until less than a chunk waits. */
+  /** Whether a write in flight touches chunk {@code i}. */
+  private boolean busy(int i) {
+    long start = i * chunk;
+    long end = start + chunk;
+    for (long[] w : inFlight) {
+      if (w[0] < end && w[1] > start) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The background task: uploads runs of ready chunks until none is left. */
   private void run(BlobNamespace ns, FsPath path) {
     try {
       while (true) {
-        long from;
-        long to;
         FileWriter w;
         synchronized (this) {
           if (broken) {
@@ -185,22 +269,28 @@ final class EarlyUpload {
         if (w == null) { // created outside the monitor: a store call
           FileWriter created = ns.create(path, true);
           synchronized (this) {
-            writer = created; // only this task creates it; finish() waits for the task
+            writer = created; // only this task creates it; awaitIdle() waits for the task
           }
           w = created;
         }
+        int[] run;
         synchronized (this) {
-          long end = ready();
-          if (broken || limit != NO_LIMIT || end - uploaded < chunk) {
+          if (broken || limit != NO_LIMIT) {
             return; // a publication is taking the upload: it sends the rest itself
           }
-          from = uploaded;
-          to = end - (end - uploaded) % chunk; // whole chunks: fewer, larger rounds
-          claimed = to;
+          run = nextRun();
+          if (run == null) {
+            return;
+          }
+          claimed.set(run[0], run[1]);
         }
-        w.transferFrom(channel, from, to - from);
+        long from = run[0] * chunk;
+        long bytes = (run[1] - run[0]) * chunk;
+        w.seek(from);
+        w.transferFrom(channel, from, bytes);
         synchronized (this) {
-          uploaded = to;
+          uploaded.set(run[0], run[1]);
+          stats.early(bytes);
         }
       }
     } catch (IOException | RuntimeException e) {
@@ -217,54 +307,64 @@ final class EarlyUpload {
 
   /**
    * A publication of the file's first {@code length} bytes begins (called where it takes
-   * its snapshot): from now on nothing past them is claimed, and no round starts.
+   * its snapshot): from now on nothing past them is claimed, and no round starts, until
+   * {@link #resume}.
    */
   synchronized void stopAt(long length) {
     limit = length;
   }
 
+  /** The publication ended: the next writes may start the next version's upload. */
+  synchronized void resume() {
+    limit = NO_LIMIT;
+  }
+
   /**
-   * Called by a publication (one at a time; writes may go on meanwhile): waits for the
-   * background task, then returns the writer with the file's bytes up to {@code
-   * uploadedOut[0]} for the publication to complete, or null (nothing usable: broken,
-   * made for another name, or past {@code length}), giving up what was uploaded. Either
-   * way this upload is over; the next writes start another, with a writer of its own.
+   * Called by a publication (one at a time; writes may go on meanwhile), outside any lock:
+   * stops the upload at {@code length} and waits until no background task runs. None
+   * starts again before {@link #resume}: written() starts none while the limit is set, and
+   * a queued one is withdrawn here.
    */
-  FileWriter finish(FsPath path, long length, long[] uploadedOut) {
-    FileWriter w;
-    long done;
-    boolean usable;
+  void awaitIdle(long length) {
     stopAt(length); // if the caller did not at its snapshot
     while (true) {
       CompletableFuture<Void> running;
       synchronized (this) {
         running = withdrawOrRunning();
         if (running.isDone()) {
-          // taken and reset in the monitor that saw no task running: a write racing this
-          // publication starts its task only after, with a writer of its own, never this one
-          w = writer;
-          done = uploaded;
-          usable = w != null && !broken && w.path().equals(path) && done <= length;
-          writer = null;
-          broken = false;
-          uploaded = 0;
-          claimed = 0;
-          limit = NO_LIMIT;
-          // the written ranges stay: the next version's upload starts again from the
-          // start and claims only bytes written (holes another writer has yet to fill
-          // are not)
-          break;
+          return;
         }
       }
       running.join(); // never fails: run() catches what it throws; it ends at its round
                       // under way, and no write starts another while the limit is set
     }
-    if (!usable && w != null) {
-      w.abort();
-      w = null;
+  }
+
+  /**
+   * After {@link #awaitIdle}: takes the writer with the chunks it holds for the publication
+   * to complete, and resets this upload ({@code claimed} cleared: from here on a write into
+   * a sent chunk no longer breaks anything, so the caller must already be tracking such
+   * writes, see StagedFile's Reading). Returns null if there is no writer. The writer is
+   * {@link Taken#usable} unless broken, made for another name, or past {@code length}; an
+   * unusable one is the caller's to abort, outside its locks (a store call). Either way
+   * this upload is over; once the publication calls {@link #resume}, the next writes start
+   * another, with a writer of its own.
+   */
+  synchronized Taken take(FsPath path, long length) {
+    if (!withdrawOrRunning().isDone()) {
+      throw new IllegalStateException("take() before awaitIdle(): a task still runs");
     }
-    uploadedOut[0] = w == null ? 0 : done;
-    return w;
+    FileWriter w = writer;
+    BitSet chunks = (BitSet) uploaded.clone();
+    boolean usable = w != null && !broken && w.path().equals(path)
+        && chunks.length() * chunk <= length;
+    writer = null;
+    broken = false;
+    claimed.clear();
+    uploaded.clear();
+    // the written ranges stay: the next version's upload claims again every chunk written
+    // (holes another writer has yet to fill are not)
+    return w == null ? null : new Taken(w, chunks, chunk, usable);
   }
 
   /** The staged file is gone: the upload is dropped, its data removed. */

@@ -45,6 +45,7 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * running.
  */
 final class StagedFile {
+  private static final System.Logger LOG = System.getLogger(StagedFile.class.getName());
   private final Path local;
   private final RandomAccessFile raf;
   private final FileChannel channel;
@@ -69,11 +70,14 @@ final class StagedFile {
   private volatile long unowned;
   /** Open handles sharing this file. Guarded by the owner's map. */
   int handles;
+  /** The publication reading the staged file now; null: none. Guarded by {@code lengthLock}. */
+  private Reading reading;
   /** The next version's upload, under way while the file is written. */
   private final EarlyUpload early;
   /** Where early uploads run; null: none (every publication uploads the whole file). */
   private volatile BlobNamespace uploadNs;
   private volatile Executor uploadExecutor;
+  private volatile WriteStats stats = new WriteStats();
 
   private StagedFile(Path local, long length, long mtime) throws IOException {
     this.local = local;
@@ -85,7 +89,9 @@ final class StagedFile {
   }
 
   /** Lets writes start uploading the next version in the background ({@link EarlyUpload}). */
-  StagedFile uploadEarly(BlobNamespace ns, Executor executor, long chunk) {
+  StagedFile uploadEarly(BlobNamespace ns, Executor executor, long chunk, WriteStats stats) {
+    this.stats = stats;
+    early.stats(stats);
     if (chunk > 0) {
       early.chunk(chunk);
       this.uploadNs = ns;
@@ -174,6 +180,9 @@ final class StagedFile {
       synchronized (lengthLock) {
         mtime = millis;
         unowned = ++changes;
+        if (reading != null) {
+          reading.missed(changes); // the version's time is read at its end: never counted
+        }
       }
     } finally {
       lock.readLock().unlock();
@@ -187,9 +196,10 @@ final class StagedFile {
 
   /**
    * Writes {@code src} at {@code offset}, or at the end when {@code append}; {@code path}:
-   * the file's name now, for an early upload (null: none).
+   * the file's name now, for an early upload (null: none). Returns the write's count among
+   * the file's changes ({@link #changes}): the version its descriptor's close needs.
    */
-  int write(long offset, ByteBuffer src, boolean append, FsPath path) throws IOException {
+  long write(long offset, ByteBuffer src, boolean append, FsPath path) throws IOException {
     lock.readLock().lock();
     try {
       int n = src.remaining();
@@ -200,8 +210,9 @@ final class StagedFile {
           length += n; // reserve the range, so racing appends never overlap
         }
       }
-      early.writing(at);
+      long[] token = early.writing(at, at + n);
       long pos = at;
+      long count = -1;
       try {
         while (src.hasRemaining()) {
           pos += channel.write(src, pos);
@@ -213,15 +224,18 @@ final class StagedFile {
           synchronized (lengthLock) {
             length = Math.max(length, at + n);
             mtime = System.currentTimeMillis();
-            changes++;
+            count = ++changes;
+            if (reading != null) {
+              reading.written(at, at + n, count);
+            }
           }
           Executor ex = uploadExecutor;
-          early.written(at, at + n, path == null || ex == null ? null : uploadNs, path, ex);
+          early.written(token, path == null || ex == null ? null : uploadNs, path, ex);
         } else {
-          early.failed(at);
+          early.failed(token);
         }
       }
-      return n;
+      return count;
     } finally {
       lock.readLock().unlock();
     }
@@ -299,50 +313,129 @@ final class StagedFile {
         // every change counted here is complete in the staged file: this version has it
         carried = changes;
         len = length;
-        if (published < Math.min(needed, carried)) {
-          // at the snapshot: a write finishing after it may extend the file, and the early
-          // upload must not claim those bytes (they are past this version)
-          early.stopAt(len);
+        if (published >= Math.min(needed, carried)) {
+          return; // nothing new, or what the caller needs went up with the last version
         }
+        // at the snapshot: a write finishing after it may extend the file, and the early
+        // upload must not claim those bytes (they are past this version)
+        early.stopAt(len);
+        reading = new Reading(len);
       }
-      if (published >= Math.min(needed, carried)) {
-        return; // nothing new, or what the caller needs went up with the last version
-      }
-      long[] uploaded = {0};
-      FileWriter w = early.finish(path, len, uploaded);
-      if (w == null) {
-        write(ns.create(path, true), 0, len);
-      } else {
-        try {
-          write(w, uploaded[0], len); // the rest after what went up in the background
-        } catch (IOException first) {
-          // Only a failure of the early writer's own state (its lease lapsed while the file
-          // sat open, a write it sent failed) is worth the whole file once more. A failed
-          // commit (a lost race, an outcome unknown) or a full store would fail again, or
-          // publish twice, at twice the space and time: thrown as it is.
-          if (w.reachedCommit() || causedBy(first, StoreFullException.class)) {
-            throw first;
-          }
-          try {
-            write(ns.create(path, true), 0, len);
-          } catch (IOException | RuntimeException again) {
-            again.addSuppressed(first);
-            throw again;
-          }
+      try {
+        published = upload(ns, path, len, carried);
+      } finally {
+        synchronized (lengthLock) {
+          reading = null;
         }
+        early.resume();
       }
-      published = carried;
     } finally {
       publishing.unlock();
     }
   }
 
-  /** Completes a version in {@code w} from byte {@code from} and publishes it. */
-  private void write(FileWriter w, long from, long len) throws IOException {
+  /**
+   * Uploads and commits the version of the first {@code len} bytes, from what the
+   * background upload sent and the rest; returns the count of changes it carries (at
+   * least {@code carried}, the count at its snapshot: see {@link Reading}).
+   */
+  private long upload(BlobNamespace ns, FsPath path, long len, long carried)
+      throws IOException {
+    long started = System.nanoTime();
+    early.awaitIdle(len); // the background round under way: outside every lock
+    EarlyUpload.Taken taken;
+    synchronized (lengthLock) {
+      // The take (which clears the claimed chunks) and the reading's restart (which makes
+      // a write into a sent chunk count as missed) are one step under lengthLock, under
+      // which every write is counted. A write is then either counted before it: if it
+      // touched a chunk claimed then, its early.writing() broke the upload (a chunk is
+      // claimed only with no write in flight into it, so a write cannot start before the
+      // claim and finish into the sent bytes), and the taken writer is not used; else the
+      // chunk is still to be read, whole, by this publication. Or it is counted after it,
+      // where Reading.written sees the sent chunks. Before, the take ran in EarlyUpload's
+      // monitor alone: a write in between, into a sent chunk, broke nothing and was
+      // counted as carried, its bytes skipped: acknowledged, closed and never published.
+      // Lock order lengthLock -> EarlyUpload's monitor, as stopAt in publish.
+      taken = early.take(path, len);
+      reading.restart(taken != null && taken.usable() ? taken : null, len);
+    }
+    if (taken != null && !taken.usable()) {
+      taken.writer().abort();
+      taken = null;
+    }
+    long waited = System.nanoTime() - started;
+    Version v;
+    boolean whole = taken == null;
+    if (taken == null) {
+      v = write(ns.create(path, true), null, len);
+    } else {
+      try {
+        v = write(taken.writer(), taken, len); // the rest after what went up in the background
+      } catch (IOException first) {
+        // Only a failure of the early writer's own state (its lease lapsed while the file
+        // sat open, a write it sent failed) is worth the whole file once more. A failed
+        // commit (a lost race, an outcome unknown) or a full store would fail again, or
+        // publish twice, at twice the space and time: thrown as it is.
+        if (taken.writer().reachedCommit() || causedBy(first, StoreFullException.class)) {
+          throw first;
+        }
+        try {
+          whole = true;
+          synchronized (lengthLock) {
+            reading.restart(null, len); // a second pass reads the sent chunks too
+          }
+          v = write(ns.create(path, true), null, len);
+        } catch (IOException | RuntimeException again) {
+          again.addSuppressed(first);
+          throw again;
+        }
+      }
+    }
+    long fromEarly = whole ? 0 : taken.bytes();
+    stats.published(fromEarly, v.length() - fromEarly, whole, waited,
+        System.nanoTime() - started);
+    Version done = v;
+    LOG.log(System.Logger.Level.DEBUG, () -> path + ": published " + done.length() + " bytes ("
+        + fromEarly + " sent before, length " + len + " at the snapshot), changes up to "
+        + done.carried() + " (" + carried + " at the snapshot, " + changes() + " now), waited "
+        + waited / 1_000_000 + " ms, took " + (System.nanoTime() - started) / 1_000_000 + " ms");
+    return Math.max(carried, v.carried());
+  }
+
+  /** Bytes a publication reads from the staged file at a time (see {@link Reading}). */
+  private static final long PIECE = 1 << 20;
+  /**
+   * How many times a version grows over what other descriptors wrote past its length
+   * while it was read: enough for N writers of one file finishing a moment apart (the one
+   * filling the last part extends the file while the first one's fsync reads it), bounded
+   * so that an fsync never chases a writer that appends faster than the store takes it.
+   */
+  private static final int MAX_GROWTH = 16;
+
+  /** A version uploaded: its length and the count of changes it carries. */
+  private record Version(long length, long carried) {}
+
+  /**
+   * Completes a version in {@code w}, which holds {@code sent}'s chunks already (null:
+   * nothing), with the rest of the first {@code len} bytes, and any written past them while
+   * it read ({@link #MAX_GROWTH}), and publishes it.
+   */
+  private Version write(FileWriter w, EarlyUpload.Taken sent, long len) throws IOException {
+    Version v;
     try {
-      // straight from the page cache into the writer's buffers; a hole at the end
-      // (extending truncate) reads as zeros
-      w.transferFrom(channel, from, len - from);
+      long end = len; // the caller restarted the reading for this pass
+      long pos = 0;
+      for (int grown = 0; ; grown++) {
+        pos = read(w, sent, pos, end);
+        synchronized (lengthLock) {
+          if (length <= end || grown == MAX_GROWTH) {
+            v = new Version(end, reading.carriedUpTo(changes)); // all of it has been read
+            break;
+          }
+          end = length;
+          reading.grow(end);
+        }
+      }
       // the time of the last write (or utimensat), not of this close: stat shows one time
       // while the file is open here and after, and tar, rsync and make see a stable mtime
       w.setModificationTime(mtime());
@@ -351,6 +444,115 @@ final class StagedFile {
       throw e;
     }
     w.close();
+    return v;
+  }
+
+  /**
+   * Sends {@code [pos, end)} of the staged file to {@code w}, straight from the page cache
+   * into the writer's buffers, in ascending order, skipping {@code sent}'s chunks; a hole
+   * at the end (extending truncate) reads as zeros. Returns {@code end}.
+   */
+  private long read(FileWriter w, EarlyUpload.Taken sent, long pos, long end)
+      throws IOException {
+    while (pos < end) {
+      long gapEnd = end;
+      if (sent != null && pos / sent.chunk() < sent.chunks().length()) {
+        int i = (int) (pos / sent.chunk());
+        if (sent.chunks().get(i)) {
+          pos = Math.min(end, sent.chunks().nextClearBit(i) * sent.chunk());
+          continue;
+        }
+        int next = sent.chunks().nextSetBit(i);
+        if (next >= 0) {
+          gapEnd = Math.min(end, next * sent.chunk());
+        }
+      }
+      w.seek(pos);
+      while (pos < gapEnd) {
+        long to = Math.min(gapEnd, pos + PIECE);
+        synchronized (lengthLock) {
+          reading.cursor = to; // before reading them: see Reading
+        }
+        w.transferFrom(channel, pos, to - pos);
+        pos = to;
+      }
+    }
+    return pos;
+  }
+
+  /**
+   * What a publication has read of the staged file so far, to tell which writes that finish
+   * while it reads are in its version. Writes go on during a publication; before, a version
+   * carried only the changes finished when it began, so with N processes each fsyncing
+   * its part of one file (fio's jobs, MPI-IO's N-to-1), the writes the others finished a
+   * moment after the first fsync made every later fsync a whole new version, each the
+   * whole file uploaded again. The publication reads the staged file in ascending order,
+   * and {@link #cursor} is set past each piece before that piece is read: a write that
+   * finishes at or past the cursor, within the version's length and outside the chunks the
+   * background upload sent before, lands in bytes still to be read, so the version holds
+   * it whole. Any other write finishing meanwhile may be in it in part and is not counted
+   * ({@link #firstMissed}): the version carries every change up to the first one missed.
+   * Guarded by the staged file's {@code lengthLock}, which counts the changes.
+   */
+  private static final class Reading {
+    /** The version's length so far: it grows over what was written past it meanwhile. */
+    private long length;
+    private EarlyUpload.Taken sent;
+    /** Bytes from here on are still to be read (a write below it may be torn). */
+    long cursor;
+    private long firstMissed = Long.MAX_VALUE;
+    /** The first change still to be read but past {@link #length}: carried if it grows. */
+    private long firstPast = Long.MAX_VALUE;
+
+    Reading(long length) {
+      this.length = length;
+    }
+
+    /**
+     * A pass over the first {@code length} bytes begins, the background upload's chunks
+     * {@code sent} skipped (a second pass, after the early writer failed, reads them too).
+     */
+    void restart(EarlyUpload.Taken sent, long length) {
+      this.sent = sent;
+      this.length = length;
+      cursor = 0;
+    }
+
+    /** A write of {@code [start, end)}, change number {@code count}, has finished. */
+    void written(long start, long end, long count) {
+      if (start < cursor || sentHolds(start, end)) {
+        missed(count);
+      } else if (end > length) {
+        firstPast = Math.min(firstPast, count);
+      }
+    }
+
+    /**
+     * The version grows to {@code newLength}, the file's length now, which holds every
+     * write finished so far: those past the old length, still to be read, are carried.
+     */
+    void grow(long newLength) {
+      length = newLength;
+      firstPast = Long.MAX_VALUE;
+    }
+
+    /** Change {@code count} may not be in this version. */
+    void missed(long count) {
+      firstMissed = Math.min(firstMissed, count);
+    }
+
+    private boolean sentHolds(long start, long end) {
+      if (sent == null || start / sent.chunk() >= sent.chunks().length()) {
+        return false;
+      }
+      int i = sent.chunks().nextSetBit((int) (start / sent.chunk()));
+      return i >= 0 && i <= (end - 1) / sent.chunk();
+    }
+
+    /** Once every byte is read: the changes up to this count are in the version. */
+    long carriedUpTo(long changes) {
+      return Math.min(changes, Math.min(firstMissed, firstPast) - 1);
+    }
   }
 
   private static boolean causedBy(Throwable e, Class<? extends Throwable> type) {

@@ -535,7 +535,7 @@ class EarlyUploadTest {
   void aCloseDoesNotWaitForAnUploadStillQueuedBehindOtherFiles() throws Exception {
     // the upload pool is busy with other files: this file's task sits in the queue
     List<Runnable> queue = new CopyOnWriteArrayList<>();
-    StagedFile s = StagedFile.empty(staging).uploadEarly(ns, queue::add, MIB);
+    StagedFile s = StagedFile.empty(staging).uploadEarly(ns, queue::add, MIB, new WriteStats());
     FsPath path = FsPath.parse("/queued");
     s.write(0, ByteBuffer.wrap(data, 0, 4 * MIB), false, path);
     assertEquals(1, queue.size(), "a background upload was queued");
@@ -576,6 +576,176 @@ class EarlyUploadTest {
     assertTrue(bytesWritten.get() - before >= data.length,
         "uploaded at close: " + (bytesWritten.get() - before));
     fs.release(e.node(), h[0].fh());
+  }
+
+  /**
+   * N processes each filling their part of one file (fio's jobs on a shared file, MPI-IO's
+   * N-to-1): every part goes up in the background while it is written, not only the
+   * file's start. Before, only the written prefix did, so with the first quarter still
+   * unwritten nothing went up and the fsync sent the whole file (this test waited its
+   * minute for 12 MiB that never came).
+   */
+  @Test
+  void partsWrittenAheadOfTheFilesStartGoUpWhileTheyAreWritten() throws Exception {
+    fs = new BlobFuseFs(ns, new BlobFuseFs.Settings(false, 0755, 4096, staging, MIB));
+    Opened[] h = new Opened[1];
+    Entry e = create("quarters", h);
+    Opened[] w = new Opened[4];
+    for (int i = 0; i < 4; i++) {
+      w[i] = fs.open(e.node(), RW);
+    }
+    int quarter = data.length / 4; // not chunk-aligned: the edges go up at the fsync
+    for (int i = 3; i >= 1; i--) {
+      int end = i == 3 ? data.length : (i + 1) * quarter;
+      for (int off = i * quarter; off < end; off += MIB) {
+        fs.write(e.node(), w[i].fh(), off, ByteBuffer.wrap(data, off, Math.min(MIB, end - off)));
+      }
+    }
+    awaitUploaded(12L * MIB); // 14 whole chunks lie in [quarter, end)
+    assertTrue(bytesWritten.get() >= 12L * MIB, "uploaded before the first quarter: "
+        + bytesWritten.get());
+    for (int off = 0; off < quarter; off += MIB) {
+      fs.write(e.node(), w[0].fh(), off, ByteBuffer.wrap(data, off, Math.min(MIB, quarter - off)));
+    }
+    for (Opened o : w) {
+      fs.fsync(e.node(), o.fh(), false);
+    }
+    assertArrayEquals(data, published("/quarters"));
+    assertEquals(1, fs.writeStats().publications(), "one version carried every writer's part");
+    assertTrue(bytesWritten.get() < data.length + MIB, "each byte went up once: "
+        + bytesWritten.get());
+    for (Opened o : w) {
+      fs.release(e.node(), o.fh());
+    }
+    fs.release(e.node(), h[0].fh());
+    assertArrayEquals(data, published("/quarters"));
+  }
+
+  /**
+   * A program that sizes its file first (ftruncate, as fio lays a file out) and then
+   * writes it keeps its background upload: nothing had been claimed past the new size.
+   * Before, any truncate threw the upload away, and the close sent the whole file.
+   */
+  @Test
+  void aTruncateThatSizesTheFileFirstKeepsTheBackgroundUpload() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("sized", h);
+    fs.setattr(e.node(), new SetAttr(h[0].fh(), data.length, -1, false));
+    writeAll(e, h[0]);
+    awaitUploaded(16L * MIB);
+    assertTrue(bytesWritten.get() >= 16L * MIB, "uploaded before close: " + bytesWritten.get());
+    fs.flush(e.node(), h[0].fh());
+    assertArrayEquals(data, published("/sized"));
+    assertTrue(bytesWritten.get() < data.length + MIB, "uploaded in all: " + bytesWritten.get());
+    fs.release(e.node(), h[0].fh());
+  }
+
+  /**
+   * Another descriptor's write that finishes while a publication reads the file, in bytes
+   * the publication has still to read, is in that version whole and counts as published:
+   * its own fsync right after returns without a second version. Before, a version carried
+   * only what had finished when it began, and N processes fsyncing their parts of one file
+   * a moment apart made N versions, each the whole file uploaded again. A write behind
+   * what was read is not carried: the next fsync publishes it.
+   */
+  @Test
+  void aWriteFinishingAheadOfAPublicationsReadingGoesUpWithIt() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("ahead", h);
+    Opened a = fs.open(e.node(), RW);
+    Opened b = fs.open(e.node(), RW);
+    byte[] want = Arrays.copyOf(data, 6 * MIB);
+    fs.write(e.node(), a.fh(), 0, ByteBuffer.wrap(want, 0, 5 * MIB));
+    fs.write(e.node(), b.fh(), 5L * MIB, ByteBuffer.wrap(new byte[MIB])); // sized first
+    // the publication is held sending its third stripe: from 3 MiB on nothing is read yet
+    FaultInjectingBlobStore.Fault held = faults.on(FaultInjectingBlobStore.Op.WRITE)
+        .keys("d/.*/2").pause();
+    CompletableFuture<Void> fsyncA = CompletableFuture.runAsync(() -> {
+      try {
+        fs.fsync(e.node(), a.fh(), false);
+      } catch (FuseException ex) {
+        throw new IllegalStateException(ex);
+      }
+    });
+    held.awaitReached();
+    fs.write(e.node(), b.fh(), 5L * MIB, ByteBuffer.wrap(want, 5 * MIB, MIB)); // ahead
+    held.release();
+    fsyncA.get();
+    assertArrayEquals(want, published("/ahead"), "b's write is in a's version");
+    assertEquals(1, fs.writeStats().publications());
+    fs.fsync(e.node(), b.fh(), false);
+    assertEquals(1, fs.writeStats().publications(), "b's fsync found its write published");
+
+    // behind the reading: not carried
+    FaultInjectingBlobStore.Fault again = faults.on(FaultInjectingBlobStore.Op.WRITE)
+        .keys("d/.*/2").pause();
+    fs.write(e.node(), a.fh(), 0, ByteBuffer.wrap(new byte[10])); // a change to publish
+    CompletableFuture<Void> fsyncA2 = CompletableFuture.runAsync(() -> {
+      try {
+        fs.fsync(e.node(), a.fh(), false);
+      } catch (FuseException ex) {
+        throw new IllegalStateException(ex);
+      }
+    });
+    again.awaitReached();
+    byte[] patch = new byte[100];
+    Arrays.fill(patch, (byte) 9);
+    fs.write(e.node(), b.fh(), 1000, ByteBuffer.wrap(patch));
+    again.release();
+    fsyncA2.get();
+    assertEquals(2, fs.writeStats().publications());
+    fs.fsync(e.node(), b.fh(), false);
+    assertEquals(3, fs.writeStats().publications(), "b's write behind the reading went up next");
+    Arrays.fill(want, 0, 10, (byte) 0);
+    System.arraycopy(patch, 0, want, 1000, patch.length);
+    assertArrayEquals(want, published("/ahead"));
+    for (Opened o : new Opened[] {a, b, h[0]}) {
+      fs.release(e.node(), o.fh());
+    }
+  }
+
+  /**
+   * An open for writing of a published file copies it into the staging directory; the
+   * copy runs outside the mount's map of open files, so other files' writes, reads and
+   * opens go on meanwhile. Before, every one of them waited for the copy (here, for the
+   * held store read, until the fault's own 30 s limit failed the open).
+   */
+  @Test
+  void anOpenCopyingALargeFileStallsNoOtherFile() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry big = create("big", h);
+    writeAll(big, h[0]);
+    fs.release(big.node(), h[0].fh()); // published, no longer staged
+    Opened[] o = new Opened[1];
+    Entry other = create("other", o);
+    FaultInjectingBlobStore.Fault held = faults.on(FaultInjectingBlobStore.Op.READ)
+        .keys("d/.*").pause();
+    CompletableFuture<Opened> opening = CompletableFuture.supplyAsync(() -> {
+      try {
+        return fs.open(big.node(), RW);
+      } catch (FuseException ex) {
+        throw new IllegalStateException(ex);
+      }
+    });
+    held.awaitReached(); // the copy is under way
+    assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
+      fs.write(other.node(), o[0].fh(), 0, ByteBuffer.wrap(data, 0, 100));
+      ByteBuffer got = ByteBuffer.allocate(100);
+      fs.read(other.node(), o[0].fh(), 0, got);
+      assertArrayEquals(Arrays.copyOf(data, 100), got.array());
+      Opened r = fs.open(other.node(), 0 /* O_RDONLY */);
+      fs.release(other.node(), r.fh());
+    });
+    assertTrue(!opening.isDone(), "the other file's calls waited for the copy");
+    held.release();
+    Opened w = opening.get();
+    ByteBuffer got = ByteBuffer.allocate(MIB);
+    fs.read(big.node(), w.fh(), 5L * MIB, got);
+    assertArrayEquals(Arrays.copyOfRange(data, 5 * MIB, 6 * MIB), got.array());
+    fs.release(big.node(), w.fh());
+    fs.release(other.node(), o[0].fh());
+    assertArrayEquals(data, published("/big"));
+    assertArrayEquals(Arrays.copyOf(data, 100), published("/other"));
   }
 
   /** {@code store}, refusing data writes while {@link #full} is set. */

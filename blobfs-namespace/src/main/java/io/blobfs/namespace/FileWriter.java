@@ -36,8 +36,15 @@ public final class FileWriter implements Closeable {
   private final ArrayDeque<InFlight> inFlight = new ArrayDeque<>();
   private long inFlightBytes;
   private ByteBuffer buffer;
-  /** Bytes handed to the store so far; the buffer holds the bytes after them. */
+  /**
+   * Where the next store write goes: the bytes handed to the store so far, front to back,
+   * unless {@link #seek} moved it; the buffer holds the bytes after it.
+   */
   private long sent;
+  /** The end of the furthest byte handed to the store, wherever it went. */
+  private long extent;
+  /** Moved by {@link #seek}: never an inline file, and its length is its extent. */
+  private boolean positional;
   private boolean closed;
   /** close() handed the record to the namespace's commit. */
   private boolean committing;
@@ -73,9 +80,34 @@ public final class FileWriter implements Closeable {
     return fileId;
   }
 
-  /** Bytes written so far. */
+  /** Where the next byte written goes: bytes written so far, unless {@link #seek} moved it. */
   public long position() {
     return sent + (buffer == null ? 0 : buffer.position());
+  }
+
+  /**
+   * Continues the file at byte {@code offset}: what is buffered goes to the store first,
+   * and the next bytes written go there. A POSIX front end (the FUSE mount) sends the
+   * ranges of a file as they are written, in any order, not front to back: N processes
+   * each filling a part of one file, or one writing it in an order of its own. The file's
+   * length at {@link #close} is the end of the furthest byte written; the caller must have
+   * written every byte below it (a stripe range never written would read as zeros, and a
+   * stripe never written at all is a blob missing). Such a file is never inline.
+   */
+  public void seek(long offset) throws IOException {
+    checkOpen();
+    if (offset < 0) {
+      throw new IllegalArgumentException("negative offset " + offset);
+    }
+    if (offset == position()) {
+      return;
+    }
+    if (buffer != null && buffer.position() > 0) {
+      send();
+    }
+    buffer = null; // an empty one may be the small first buffer, sized for front-to-back
+    positional = true;
+    sent = offset;
   }
 
   public void write(byte[] b, int off, int len) throws IOException {
@@ -167,7 +199,7 @@ public final class FileWriter implements Closeable {
     }
     // Full-size buffers are direct: a store that talks to native code (librados) can use
     // them in place; they are recycled, so their allocation cost is paid once per stream.
-    return sent == 0 ? ByteBuffer.allocate((int) Math.min(INITIAL_BUFFER, limit))
+    return sent == 0 && !positional ? ByteBuffer.allocate((int) Math.min(INITIAL_BUFFER, limit))
         : ByteBuffer.allocateDirect(options.writeBufferSize());
   }
 
@@ -193,6 +225,7 @@ public final class FileWriter implements Closeable {
     inFlight.add(new InFlight(done, bytes, ours ? chunk : null));
     inFlightBytes += bytes;
     sent += bytes;
+    extent = Math.max(extent, sent);
     while (!inFlight.isEmpty()
         && (inFlightBytes > options.maxWriteBytesInFlight() || inFlight.peek().done().isDone())) {
       awaitOldest();
@@ -255,9 +288,9 @@ public final class FileWriter implements Closeable {
       if (failure != null) {
         throw new IOException("earlier write of " + path + " failed", failure);
       }
-      long length = position();
+      long length = Math.max(extent, position());
       long now = modificationTime >= 0 ? modificationTime : System.currentTimeMillis();
-      if (sent == 0 && length <= options.inlineThreshold()) {
+      if (!positional && sent == 0 && length <= options.inlineThreshold()) {
         byte[] bytes = buffer == null ? new byte[0] : Arrays.copyOf(buffer.array(), (int) length);
         record = FileRecord.inline(fileId, bytes, now, options.stripeSize());
       } else {
@@ -338,7 +371,7 @@ public final class FileWriter implements Closeable {
       f.done().exceptionally(t -> null).join();
     }
     inFlight.clear();
-    long stripes = (sent + options.stripeSize() - 1) / options.stripeSize();
+    long stripes = (Math.max(sent, extent) + options.stripeSize() - 1) / options.stripeSize();
     for (long s = 0; s < stripes; s++) {
       try {
         ns.calls().delete(ns.layout().dataKey(fileId, s));

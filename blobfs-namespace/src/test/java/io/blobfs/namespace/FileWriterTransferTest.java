@@ -53,4 +53,57 @@ class FileWriterTransferTest {
     assertArrayEquals(want, readAll(ns, "/f"));
     assertArrayEquals(Arrays.copyOfRange(data, 100, 150), readAll(ns, "/inline"));
   }
+
+  @Test
+  void rangesWrittenOutOfOrderAfterSeeksMakeTheWholeFile() throws Exception {
+    // stripes of 10,000 bytes: the ranges cross stripe and buffer boundaries, the last one
+    // written is the file's start, and one range is rewritten in the middle
+    InMemoryBlobStore store = new InMemoryBlobStore("t", new StoreLimits(200, 1L << 30,
+        Integer.MAX_VALUE));
+    BlobNamespace ns = new BlobNamespace(store, new NamespaceOptions(10_000, 4096, 16_384,
+        100, false, 100), StoreCallCounters.NONE);
+    byte[] data = new byte[45_678];
+    new Random(6).nextBytes(data);
+    Path file = tmp.resolve("staged");
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE,
+        StandardOpenOption.WRITE, StandardOpenOption.READ)) {
+      ch.write(ByteBuffer.wrap(data), 0);
+      FileWriter w = ns.create(FsPath.parse("/f"), false);
+      int[][] ranges = {{30_000, 45_678}, {12_345, 30_000}, {0, 12_345}};
+      for (int[] r : ranges) {
+        w.seek(r[0]);
+        w.transferFrom(ch, r[0], r[1] - r[0]);
+      }
+      w.seek(20_000);
+      w.write(data, 20_000, 50); // the same bytes again: a no-op rewrite
+      w.close();
+      // a small file written at an offset is still striped: its stripe holds the bytes
+      FileWriter small = ns.create(FsPath.parse("/small"), false);
+      small.seek(10);
+      small.transferFrom(ch, 10, 40);
+      small.seek(0);
+      small.transferFrom(ch, 0, 10);
+      small.close();
+    }
+    assertArrayEquals(data, readAll(ns, "/f"));
+    assertArrayEquals(Arrays.copyOf(data, 50), readAll(ns, "/small"));
+  }
+
+  @Test
+  void anAbortedWriterThatSoughtPastItsStartRemovesEveryStripeItWrote() throws Exception {
+    InMemoryBlobStore store = new InMemoryBlobStore("t", new StoreLimits(200, 1L << 30,
+        Integer.MAX_VALUE));
+    BlobNamespace ns = new BlobNamespace(store, new NamespaceOptions(10_000, 4096, 16_384,
+        100, false, 100), StoreCallCounters.NONE);
+    FileWriter w = ns.create(FsPath.parse("/f"), false);
+    w.seek(35_000); // stripe 3
+    w.write(new byte[5000], 0, 5000);
+    w.seek(0);
+    w.write(new byte[10], 0, 10); // buffered: never sent
+    w.abort();
+    for (int stripe = 0; stripe <= 4; stripe++) {
+      org.junit.jupiter.api.Assertions.assertFalse(
+          store.stat(ns.layout().dataKey(w.fileId(), stripe)).exists(), "stripe " + stripe);
+    }
+  }
 }

@@ -64,17 +64,34 @@ final class Tracer {
     return m;
   }
 
+  /**
+   * {@value #LOG_PROPERTY}{@code =true}: every outermost call is also written to stderr as
+   * it ends, with its start (epoch ms), thread, duration and path, so that a job's
+   * metadata calls can be put on its timeline (where a TestDFSIO job spends the time
+   * outside its reads and writes, for instance).
+   */
+  static final String LOG_PROPERTY = "blobfs.trace.log";
+
+  static final boolean LOG = Boolean.getBoolean(LOG_PROPERTY);
+
   /** Runs {@code body}, counting {@code call} (and its Table 2 kind) if it is outermost. */
   <T> T call(Call call, Path path, IOCall<T> body) throws IOException {
     int[] d = depth.get();
-    if (d[0] == 0) {
+    boolean outermost = d[0] == 0;
+    if (outermost) {
       classify(call, path);
     }
+    long startMillis = LOG && outermost ? System.currentTimeMillis() : 0;
+    long start = LOG && outermost ? System.nanoTime() : 0;
     d[0]++;
     try {
       return body.run();
     } finally {
       d[0]--;
+      if (LOG && outermost) {
+        System.err.printf(java.util.Locale.ROOT, "FSTRACE %d %s %s %d us %s%n", startMillis,
+            Thread.currentThread().getName(), call, (System.nanoTime() - start) / 1000, path);
+      }
     }
   }
 

@@ -75,6 +75,19 @@ public class TracingFileSystem extends FilterFileSystem implements Traced {
     super.initialize(name, conf);
   }
 
+  /**
+   * With the call log on ({@code blobfs.trace.log}), the wrapped file system's own
+   * statistics go to stderr as it closes: the store calls behind the logged calls.
+   */
+  @Override
+  public void close() throws IOException {
+    if (Tracer.LOG) {
+      System.err.println("FSTRACE-STATS " + fs.getUri() + " "
+          + org.apache.hadoop.fs.statistics.IOStatisticsLogging.ioStatisticsSourceToString(fs));
+    }
+    super.close();
+  }
+
   /** The wrapped file system's own statistics (FilterFileSystem would give empty ones). */
   @Override
   public StorageStatistics getStorageStatistics() {

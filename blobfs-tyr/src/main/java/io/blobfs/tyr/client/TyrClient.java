@@ -378,15 +378,26 @@ public final class TyrClient implements Closeable {
 
   private CompletableFuture<Connection> connection() {
     int slot = Math.floorMod(next.getAndIncrement(), slots.length);
+    Connection c;
     synchronized (slots) {
-      Connection c = slots[slot];
+      c = slots[slot];
       if (c != null && (c.isUsable() || !c.ready.isDone())) {
         return c.ready;
       }
       c = connect();
       slots[slot] = c;
-      return c.ready;
     }
+    if (local != null) {
+      // The first connection asks where the node's files are (once), off the caller's
+      // path: the first read then starts reading at once (see LocalReads.prepare).
+      local.prepare();
+    }
+    return c.ready;
+  }
+
+  /** Where local reads stand: null until asked (for tests). */
+  CompletableFuture<io.blobfs.tyr.api.LocalIdentity> localIdentityAsked() {
+    return local == null ? null : local.asked();
   }
 
   private Connection connect() {

@@ -48,9 +48,9 @@ final class WriteAheadLog implements Closeable {
 
   private final Path dir;
   private final long segmentBytes;
-  private final Map<Long, FileChannel> channels = new ConcurrentHashMap<>();
+  private final Map<Long, InterruptProofChannel> channels = new ConcurrentHashMap<>();
   private final Object syncMonitor = new Object();
-  private FileChannel current;
+  private InterruptProofChannel current;
   // Volatile only so that positionNow() may read them without the commit lock.
   private volatile long currentId;
   private volatile long pos;
@@ -115,7 +115,7 @@ final class WriteAheadLog implements Closeable {
     }
     for (int i = 0; i < ids.size(); i++) {
       long id = ids.get(i);
-      FileChannel ch = openChannel(id);
+      InterruptProofChannel ch = openChannel(id);
       if (id < start.segment()) {
         continue; // covered by the checkpoint; kept for the bytes it still holds
       }
@@ -145,7 +145,7 @@ final class WriteAheadLog implements Closeable {
   }
 
   /** Replays the intact records of one segment; returns where the intact part ends. */
-  private long replaySegment(long id, FileChannel ch, long from, Replay replay)
+  private long replaySegment(long id, InterruptProofChannel ch, long from, Replay replay)
       throws IOException {
     long size = ch.size();
     long at = from;
@@ -153,7 +153,7 @@ final class WriteAheadLog implements Closeable {
     ByteBuffer scratch = ByteBuffer.allocateDirect(1 << 20);
     while (at + HEADER_BYTES <= size) {
       header.clear();
-      readFully(ch, at, header);
+      ch.readFully(header, at);
       header.flip();
       if (header.getInt(0) != MAGIC) {
         return at;
@@ -177,7 +177,7 @@ final class WriteAheadLog implements Closeable {
       CRC32C bc = new CRC32C();
       for (long p = bodyStart; p < bodyStart + bodyLength; ) {
         scratch.clear().limit((int) Math.min(scratch.capacity(), bodyStart + bodyLength - p));
-        readFully(ch, p, scratch);
+        ch.readFully(scratch, p);
         scratch.flip();
         p += scratch.remaining();
         bc.update(scratch);
@@ -193,7 +193,7 @@ final class WriteAheadLog implements Closeable {
             + segmentPath(id) + " has commit " + version + " after commit " + lastVersion);
       }
       ByteBuffer table = ByteBuffer.allocate((int) (bodyLength - opTableOffset));
-      readFully(ch, bodyStart + opTableOffset, table);
+      ch.readFully(table, bodyStart + opTableOffset);
       table.flip();
       List<LogOp> ops = new ArrayList<>(opCount);
       for (int i = 0; i < opCount; i++) {
@@ -224,7 +224,7 @@ final class WriteAheadLog implements Closeable {
   Map<Long, Long> sealedSegments() throws IOException {
     Map<Long, Long> out = new java.util.TreeMap<>();
     long head = currentId;
-    for (Map.Entry<Long, FileChannel> e : channels.entrySet()) {
+    for (Map.Entry<Long, InterruptProofChannel> e : channels.entrySet()) {
       if (e.getKey() < head) {
         out.put(e.getKey(), e.getValue().size());
       }
@@ -237,7 +237,7 @@ final class WriteAheadLog implements Closeable {
     if (id >= currentId) {
       throw new IllegalStateException("segment " + id + " is still being written");
     }
-    FileChannel ch = channels.remove(id);
+    InterruptProofChannel ch = channels.remove(id);
     if (ch != null) {
       ch.close();
     }
@@ -278,9 +278,9 @@ final class WriteAheadLog implements Closeable {
     long at = pos;
     ByteBuffer b = src.duplicate();
     bodyCrc.update(b.duplicate());
-    while (b.hasRemaining()) {
-      pos += current.write(b, pos);
-    }
+    int n = b.remaining();
+    current.writeFully(b, pos);
+    pos += n;
     return at;
   }
 
@@ -305,10 +305,7 @@ final class WriteAheadLog implements Closeable {
     hc.update(header.array(), 0, HEADER_BYTES - 4);
     header.putInt((int) hc.getValue());
     header.flip();
-    long at = recordStart;
-    while (header.hasRemaining()) {
-      at += current.write(header, at);
-    }
+    current.writeFully(header, recordStart);
     synchronized (syncMonitor) {
       appendedVersion = recordVersion;
     }
@@ -330,7 +327,7 @@ final class WriteAheadLog implements Closeable {
 
   /** Forces what is appended to disk; returns the last commit now durable. */
   long force() throws IOException {
-    FileChannel ch;
+    InterruptProofChannel ch;
     long version;
     synchronized (syncMonitor) {
       version = appendedVersion;
@@ -346,7 +343,7 @@ final class WriteAheadLog implements Closeable {
   }
 
   private void startSegment(long id) throws IOException {
-    FileChannel ch = openChannel(id);
+    InterruptProofChannel ch = openChannel(id);
     forceDirectory();
     synchronized (syncMonitor) {
       current = ch;
@@ -364,9 +361,8 @@ final class WriteAheadLog implements Closeable {
     }
   }
 
-  private FileChannel openChannel(long id) throws IOException {
-    FileChannel ch = OwnerOnly.open(segmentPath(id), StandardOpenOption.CREATE,
-        StandardOpenOption.READ, StandardOpenOption.WRITE);
+  private InterruptProofChannel openChannel(long id) throws IOException {
+    InterruptProofChannel ch = InterruptProofChannel.open(segmentPath(id));
     channels.put(id, ch);
     return ch;
   }
@@ -384,29 +380,17 @@ final class WriteAheadLog implements Closeable {
 
   /** Fills {@code dst} from a segment; safe concurrently with appends. */
   void read(long segment, long position, ByteBuffer dst) throws IOException {
-    FileChannel ch = channels.get(segment);
+    InterruptProofChannel ch = channels.get(segment);
     if (ch == null) {
       throw new IOException("Týr log segment " + segment + " is gone");
     }
-    readFully(ch, position, dst);
-  }
-
-  private static void readFully(FileChannel ch, long position, ByteBuffer dst)
-      throws IOException {
-    long at = position;
-    while (dst.hasRemaining()) {
-      int n = ch.read(dst, at);
-      if (n < 0) {
-        throw new java.io.EOFException("log ended at " + at);
-      }
-      at += n;
-    }
+    ch.readFully(dst, position);
   }
 
   /** Bytes in all segments. */
   long diskBytes() throws IOException {
     long total = 0;
-    for (FileChannel ch : channels.values()) {
+    for (InterruptProofChannel ch : channels.values()) {
       total += ch.size();
     }
     return total;
@@ -415,7 +399,7 @@ final class WriteAheadLog implements Closeable {
   @Override
   public void close() throws IOException {
     IOException first = null;
-    for (FileChannel ch : channels.values()) {
+    for (InterruptProofChannel ch : channels.values()) {
       try {
         if (ch.isOpen()) {
           if (ch == current) {

@@ -2,15 +2,17 @@ package io.blobfs.tyr.server;
 
 import io.blobfs.tyr.ring.Member;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.BiFunction;
+import java.util.function.LongPredicate;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,41 +26,142 @@ import org.slf4j.LoggerFactory;
  * (this node lost the key's primary role, or the backup left its write set: that node
  * catches up from the primary of the day before it serves again).
  *
- * <p>A pass runs {@link #FIRST_DELAY_MS} after a key is first owed (the client that got
- * the unconfirmed answer usually makes its call again sooner, which repairs it as well),
- * and again after a back-off doubling to {@link #MAX_DELAY_MS} while some key stays owed.
+ * <p>Each key has its own schedule: first tried {@link #FIRST_DELAY_MS} after it is owed
+ * (the client that got the unconfirmed answer usually makes its call again sooner, which
+ * repairs it as well), then after a back-off doubling to {@link #MAX_DELAY_MS} while its
+ * repairs fail; a key owed later is not held back by another that keeps failing. A repair
+ * reads the blob whole into memory and makes it a replicated write, so they are bounded:
+ * at most {@code maxRunning} at once, and a repair holds its blob's bytes only if the
+ * running ones hold less than {@code maxHeldBytes} with it (one may always run alone,
+ * and the repair puts no blob near a frame, see {@code Replicator.repair}). The keys past
+ * those bounds wait, due, for a running repair to end.
  */
 final class OwedKeys implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(OwedKeys.class);
   static final long FIRST_DELAY_MS = 1000;
   static final long MAX_DELAY_MS = 8000;
+  static final int MAX_RUNNING = 16;
+  static final long MAX_HELD_BYTES = 64L << 20;
 
-  /** Whether a repair confirmed the key, or found it no longer owed (true), or failed. */
-  private final BiFunction<Member, String, CompletableFuture<Boolean>> repair;
-  /** Owed keys per backup, each with the stamp of the failure that owed it last. */
-  private final Map<Member, Map<String, Long>> owed = new HashMap<>();
-  private final AtomicLong stamps = new AtomicLong();
-  private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(
-      r -> {
-        Thread t = new Thread(r, "tyr-owed-keys");
-        t.setDaemon(true);
-        return t;
-      });
-  /** Guarded by {@code this}. */
-  private boolean scheduled;
-  private long delayMs = FIRST_DELAY_MS;
+  /** A repair of one key on one backup. */
+  interface Repair {
+    /**
+     * Whether the repair confirmed {@code key} on {@code backup}, or found it no longer
+     * owed (true), or failed or did not run (false). It asks {@code hold} before it reads
+     * the blob's bytes into memory, and does not run if refused; they count as held until
+     * the returned future completes.
+     */
+    CompletableFuture<Boolean> run(Member backup, String key, LongPredicate hold);
+  }
 
-  OwedKeys(BiFunction<Member, String, CompletableFuture<Boolean>> repair) {
+  /** Runs a task after a delay (a test runs them by hand, on a clock of its own). */
+  interface Timer {
+    void after(long delayMs, Runnable task);
+  }
+
+  /** One owed key's state. Guarded by the OwedKeys. */
+  private static final class Owed {
+    /** The stamp of the failure that owed it last. */
+    long stamp;
+    long delayMs = FIRST_DELAY_MS;
+    /** Its place in {@link #due} while it waits; null while its repair runs. */
+    Due due;
+  }
+
+  /** A key's next try, ordered by time, then by when it was queued. */
+  private record Due(long atMs, long order, Member backup, String key) {}
+
+  private final Repair repair;
+  private final Timer timer;
+  private final LongSupplier clockMs;
+  private final int maxRunning;
+  private final long maxHeldBytes;
+  private final AutoCloseable stopTimer;
+
+  /** Owed keys per backup. Guarded by {@code this}, as is every field below. */
+  private final Map<Member, Map<String, Owed>> owed = new HashMap<>();
+  private final TreeSet<Due> due = new TreeSet<>(
+      Comparator.comparingLong(Due::atMs).thenComparingLong(Due::order));
+  private long stamps;
+  private long orders;
+  private int running;
+  private long held;
+  /** When the timer is set to pump next; Long.MAX_VALUE if not set. */
+  private long armedAtMs = Long.MAX_VALUE;
+  /** When the last summary of the keys still owed was logged; 0 and false: never. */
+  private long lastSummaryMs;
+  private boolean summarized;
+  private boolean closed;
+
+  OwedKeys(Repair repair) {
+    this(repair, executorTimer(), () -> TimeUnit.NANOSECONDS.toMillis(System.nanoTime()),
+        MAX_RUNNING, MAX_HELD_BYTES);
+  }
+
+  /** With {@code timer} and {@code clockMs} of the caller's, and these bounds (tests). */
+  OwedKeys(Repair repair, Timer timer, LongSupplier clockMs, int maxRunning,
+      long maxHeldBytes) {
     this.repair = repair;
+    this.timer = timer;
+    this.clockMs = clockMs;
+    this.maxRunning = maxRunning;
+    this.maxHeldBytes = maxHeldBytes;
+    this.stopTimer = timer instanceof AutoCloseable c ? c : () -> { };
+  }
+
+  private static Timer executorTimer() {
+    ScheduledExecutorService pool = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "tyr-owed-keys");
+      t.setDaemon(true);
+      return t;
+    });
+    final class ExecutorTimer implements Timer, AutoCloseable {
+      @Override
+      public void after(long delayMs, Runnable task) {
+        try {
+          pool.schedule(task, delayMs, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException closed) {
+          // closed meanwhile: nothing is repaired any more
+        }
+      }
+
+      @Override
+      public void close() {
+        pool.shutdownNow();
+      }
+    }
+    return new ExecutorTimer();
   }
 
   /** {@code backup} did not confirm a write of {@code keys} that this node applied. */
-  synchronized void owe(Member backup, List<String> keys) {
-    Map<String, Long> m = owed.computeIfAbsent(backup, b -> new HashMap<>());
-    for (String k : keys) {
-      m.put(k, stamps.incrementAndGet());
+  void owe(Member backup, List<String> keys) {
+    synchronized (this) {
+      Map<String, Owed> m = owed.computeIfAbsent(backup, b -> new HashMap<>());
+      long now = clockMs.getAsLong();
+      for (String k : keys) {
+        Owed o = m.get(k);
+        if (o == null) {
+          o = new Owed();
+          m.put(k, o);
+          queue(backup, k, o, now);
+        }
+        // Owed already: its schedule stands (a key that keeps failing keeps backing off);
+        // a repair running now does not clear it, as it may have read the older state.
+        o.stamp = ++stamps;
+      }
     }
-    schedule();
+    pumpLater();
+  }
+
+  /**
+   * Pumps on the timer's thread, never on the caller's: a caller may hold a replication
+   * stream's lock (an install failing a stream's queue), and a repair takes the
+   * Replicator's lock before a stream's, so starting one here could deadlock; and a repair
+   * that ends at once would otherwise pump again within itself, a stack frame per owed key
+   * (a review overflowed the stack with 1,000 keys and left the running count leaked).
+   */
+  private void pumpLater() {
+    timer.after(0, this::pump);
   }
 
   /** The keys owed to {@code backup} now (for tests and logs). */
@@ -66,54 +169,109 @@ final class OwedKeys implements AutoCloseable {
     return new ArrayList<>(owed.getOrDefault(backup, Map.of()).keySet());
   }
 
-  private void schedule() {
-    if (!scheduled && !owed.isEmpty() && !timer.isShutdown()) {
-      scheduled = true;
-      timer.schedule(this::pass, delayMs, TimeUnit.MILLISECONDS);
+  /** Repairs running now (tests). */
+  synchronized int running() {
+    return running;
+  }
+
+  private void queue(Member backup, String key, Owed o, long now) {
+    o.due = new Due(now + o.delayMs, ++orders, backup, key);
+    due.add(o.due);
+  }
+
+  /** Starts the due repairs the bounds let run, and sets the timer for the next one. */
+  private void pump() {
+    record Start(Member backup, String key, long stamp) {}
+    List<Start> starts = new ArrayList<>();
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      long now = clockMs.getAsLong();
+      while (!due.isEmpty() && due.first().atMs() <= now && running < maxRunning
+          && held < maxHeldBytes) {
+        Due d = due.pollFirst();
+        Owed o = owed.get(d.backup()).get(d.key());
+        o.due = null;
+        running++;
+        starts.add(new Start(d.backup(), d.key(), o.stamp));
+      }
+      // Past the bounds, a running repair's end pumps again; else the timer, once due.
+      if (!due.isEmpty() && due.first().atMs() > now && due.first().atMs() < armedAtMs) {
+        long at = due.first().atMs();
+        armedAtMs = at;
+        timer.after(at - now, () -> {
+          synchronized (this) {
+            if (armedAtMs == at) {
+              armedAtMs = Long.MAX_VALUE;
+            }
+          }
+          pump();
+        });
+      }
+    }
+    for (Start s : starts) {
+      start(s.backup(), s.key(), s.stamp());
     }
   }
 
-  /** One repair of every owed key at once; the next pass once all have answered. */
-  private void pass() {
-    record Try(Member backup, String key, long stamp) {}
-    List<Try> tries = new ArrayList<>();
-    synchronized (this) {
-      owed.forEach((b, keys) -> keys.forEach((k, s) -> tries.add(new Try(b, k, s))));
-    }
-    List<CompletableFuture<Void>> done = new ArrayList<>();
-    for (Try t : tries) {
-      CompletableFuture<Boolean> f;
-      try {
-        f = repair.apply(t.backup(), t.key());
-      } catch (RuntimeException e) {
-        f = CompletableFuture.failedFuture(e);
-      }
-      done.add(f.handle((ok, e) -> {
-        if (e == null && ok) {
-          synchronized (this) {
-            Map<String, Long> keys = owed.get(t.backup());
-            // Not if a later failure owed it again meanwhile: that one needs its repair.
-            if (keys != null && keys.remove(t.key(), t.stamp()) && keys.isEmpty()) {
-              owed.remove(t.backup());
-            }
-          }
-        } else {
-          LOG.debug("repair of '{}' on backup {} not confirmed yet: {}", t.key(), t.backup(),
-              e != null ? e.toString() : "refused");
-        }
-        return null;
-      }));
-    }
-    CompletableFuture.allOf(done.toArray(new CompletableFuture<?>[0])).whenComplete((x, e) -> {
+  private void start(Member backup, String key, long stamp) {
+    long[] mine = new long[1]; // the bytes this repair holds; guarded by the OwedKeys
+    LongPredicate hold = bytes -> {
       synchronized (this) {
-        scheduled = false;
-        delayMs = owed.isEmpty() ? FIRST_DELAY_MS : Math.min(MAX_DELAY_MS, delayMs * 2);
-        if (!owed.isEmpty()) {
-          LOG.info("keys still owed to backups after a repair pass: {}", owedCounts());
+        if (held > 0 && held + bytes > maxHeldBytes) {
+          return false; // one repair may always run alone, whatever its blob's size
         }
-        schedule();
+        held += bytes;
+        mine[0] += bytes;
+        return true;
       }
+    };
+    CompletableFuture<Boolean> f;
+    try {
+      f = repair.run(backup, key, hold);
+    } catch (RuntimeException e) {
+      f = CompletableFuture.failedFuture(e);
+    }
+    f.whenComplete((ok, e) -> {
+      boolean repaired = e == null && ok;
+      if (!repaired) {
+        LOG.debug("repair of '{}' on backup {} not confirmed yet: {}", key, backup,
+            e != null ? e.toString() : "refused");
+      }
+      ended(backup, key, stamp, repaired, mine);
+      pumpLater();
     });
+  }
+
+  private synchronized void ended(Member backup, String key, long stamp, boolean repaired,
+      long[] mine) {
+    running--;
+    held -= mine[0];
+    Map<String, Owed> keys = owed.get(backup);
+    Owed o = keys.get(key);
+    long now = clockMs.getAsLong();
+    if (repaired && o.stamp == stamp) {
+      keys.remove(key);
+      if (keys.isEmpty()) {
+        owed.remove(backup);
+      }
+      return;
+    }
+    if (repaired) {
+      o.delayMs = FIRST_DELAY_MS; // owed again by a later failure: that one needs its repair
+    } else {
+      o.delayMs = Math.min(MAX_DELAY_MS, o.delayMs * 2);
+      if (!summarized || now - lastSummaryMs >= MAX_DELAY_MS) {
+        summarized = true;
+        lastSummaryMs = now;
+        LOG.info("keys still owed to backups ({} repairs running): {}", running,
+            owedCounts());
+      }
+    }
+    if (!closed) {
+      queue(backup, key, o, now);
+    }
   }
 
   private Map<Member, Integer> owedCounts() {
@@ -124,6 +282,14 @@ final class OwedKeys implements AutoCloseable {
 
   @Override
   public void close() {
-    timer.shutdownNow();
+    synchronized (this) {
+      closed = true;
+      due.clear();
+    }
+    try {
+      stopTimer.close();
+    } catch (Exception e) {
+      LOG.debug("stopping the owed keys' timer", e);
+    }
   }
 }

@@ -3,17 +3,20 @@ package io.blobfs.tyr.server;
 import io.blobfs.tyr.api.TxOp;
 import io.blobfs.tyr.api.TxRequest;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * As backup: the keys of replicated writes this node refused (a batch under another ring
  * epoch, or one that does not follow its stream). Their primary applied those writes and
- * may have served them to readers; until a later replicated write of the key is applied
- * here (the primary's repair, {@link OwedKeys}, or any new write), this node's copy is
- * older than what readers may have seen, so it serves no plain read of them while it is
- * not their primary (a reader then goes to another replica). Forgotten when the node is
- * no longer UP: it catches up from the primaries before it serves again.
+ * may have served them to readers; until a later replicated write that replaces the key
+ * whole is applied here (the primary's repair, {@link OwedKeys}, or a new put or delete:
+ * {@link #replacedWhole}), this node's copy is older than what readers may have seen, so
+ * it serves no plain read of them while it is not their primary (a reader then goes to
+ * another replica). Forgotten when the node is no longer UP: it catches up from the
+ * primaries before it serves again.
  */
 final class RefusedKeys {
   /** Each refused key with the stamp of its last refusal. Guarded by this. */
@@ -28,12 +31,36 @@ final class RefusedKeys {
     }
   }
 
-  /** The stamp to hand {@link #applied} once a write of {@code key} is applied; 0: none. */
+  /**
+   * The keys that {@code tx}, a primary's physical writes ({@code Replicator.physical}),
+   * replaces whole: after it every replica holds the same there whatever it held before.
+   * A put (a create or an exclusive put arrive as one) or a delete does; so does a
+   * truncate to 0, which succeeds only on a key that exists on both replicas and leaves
+   * it empty on both. A write at an offset or a truncate to another size keeps the bytes
+   * around it, which here may be older than the primary's (the refused write): lifting
+   * the fence on such a write would serve a mix of old and new bytes (BlobFS writes a file
+   * in 1 MiB writes at offsets). Later ops of the transaction act on the known state.
+   */
+  static Set<String> replacedWhole(TxRequest tx) {
+    Set<String> whole = new LinkedHashSet<>();
+    for (TxOp op : tx.ops()) {
+      if (op instanceof TxOp.Put || op instanceof TxOp.Delete
+          || (op instanceof TxOp.Truncate t && t.size() == 0)) {
+        whole.add(op.key());
+      }
+    }
+    return whole;
+  }
+
+  /**
+   * The stamp to hand {@link #applied} once a write that replaces {@code key} whole is
+   * applied; 0: none.
+   */
   synchronized long stamp(String key) {
     return keys.getOrDefault(key, 0L);
   }
 
-  /** A write of {@code key} that began at {@code stamp} is applied here. */
+  /** A write replacing {@code key} whole that began at {@code stamp} is applied here. */
   synchronized void applied(String key, long stamp) {
     if (stamp != 0) {
       keys.remove(key, stamp); // not if refused again meanwhile

@@ -474,9 +474,13 @@ final class Replicator implements Closeable {
     List<TxRequest> txs = new ArrayList<>();
     Map<Integer, Request.Prepare> prepares = new HashMap<>();
     List<CompletableFuture<Void>> confirms = new ArrayList<>();
+    // Within a frame too (a node's max-frame may be set under BATCH_BYTES): a batch over
+    // it fails at once, with every write in it. One commit alone fits, as it fit the
+    // client's frame; 1 MiB is left for the batch's headers and keys.
+    long limit = Math.min(BATCH_BYTES, maxFrameBytes - (1L << 20));
     long bytes = 0;
     for (Item it = s.ready.get(s.sendFrom); it != null && txs.size() < BATCH_COMMITS
-        && it.epoch() == epoch && (txs.isEmpty() || bytes + dataBytes(it.tx()) <= BATCH_BYTES);
+        && it.epoch() == epoch && (txs.isEmpty() || bytes + itemBytes(it) <= limit);
         it = s.ready.get(s.sendFrom)) {
       s.ready.remove(s.sendFrom++);
       if (it.prepare() != null) {
@@ -484,7 +488,7 @@ final class Replicator implements Closeable {
       }
       txs.add(it.tx());
       confirms.add(it.confirmed());
-      bytes += dataBytes(it.tx());
+      bytes += itemBytes(it);
     }
     s.sending = true;
     long incarnation = s.incarnation;
@@ -523,6 +527,11 @@ final class Replicator implements Closeable {
             "the replication stream broke before this write was sent"));
       }
     }, COMPLETIONS);
+  }
+
+  /** About what an item takes in a frame: its writes and its prepared share, if any. */
+  private static long itemBytes(Item it) {
+    return dataBytes(it.tx()) + (it.prepare() == null ? 0 : dataBytes(it.prepare().tx()));
   }
 
   /** About what a transaction takes in a frame: its data, keys and each op's fields. */
@@ -573,9 +582,11 @@ final class Replicator implements Closeable {
    * True once confirmed, or if the key needs it no more: this node is not its UP primary
    * (the new primary's copy rules, and this node catches up if it serves again), or
    * {@code backup} is not among its backups (it catches up from the primary before it
-   * serves). Costs one version of the key on this node.
+   * serves). Costs one version of the key on this node. The blob's bytes are read only if
+   * {@code hold} lets it hold them (OwedKeys bounds what its repairs hold): false if not.
    */
-  private CompletableFuture<Boolean> repair(Member backup, String key) {
+  CompletableFuture<Boolean> repair(Member backup, String key,
+      java.util.function.LongPredicate hold) {
     Ring ring = membership.ring();
     if (ring.state(membership.self()) != Ring.State.UP
         || !ring.primary(key).equals(membership.self())
@@ -594,6 +605,8 @@ final class Replicator implements Closeable {
         // backup keeps refusing plain reads of it until the key is written whole again
         // or the backup catches up (README, replication limits).
         return CompletableFuture.completedFuture(false);
+      } else if (!hold.test(stat.size())) {
+        return CompletableFuture.completedFuture(false); // other repairs hold enough now
       } else {
         byte[] bytes = new byte[Math.toIntExact(stat.size())];
         io.blobfs.tyr.api.BlobStat read = engine.read(key, 0, ByteBuffer.wrap(bytes));
@@ -607,6 +620,11 @@ final class Replicator implements Closeable {
       return CompletableFuture.failedFuture(e);
     }
     return commit(tx).thenApply(r -> true);
+  }
+
+  /** {@link #repair(Member, String, java.util.function.LongPredicate)}, unbounded (tests). */
+  CompletableFuture<Boolean> repair(Member backup, String key) {
+    return repair(backup, key, bytes -> true);
   }
 
   /** The keys owed to {@code backup}: written here, not yet confirmed there (tests). */
@@ -682,7 +700,8 @@ final class Replicator implements Closeable {
       for (TxRequest tx : rep.txs()) {
         in.expected++;
         if (!tx.ops().isEmpty()) {
-          List<String> keys = keysOf(tx);
+          // Only a write that replaces a key whole lifts its fence (RefusedKeys).
+          List<String> keys = new ArrayList<>(RefusedKeys.replacedWhole(tx));
           long[] stamps = keys.stream().mapToLong(refusedKeys::stamp).toArray();
           applied.add(engine.commit(tx).whenComplete((x, e) -> {
             if (e == null) {

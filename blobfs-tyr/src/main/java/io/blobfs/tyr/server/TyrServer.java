@@ -1,6 +1,7 @@
 package io.blobfs.tyr.server;
 
 import io.blobfs.tyr.engine.TyrEngine;
+import io.blobfs.tyr.protocol.FrameBuffers;
 import io.blobfs.tyr.protocol.FrameDecoder;
 import io.blobfs.tyr.protocol.FrameEncoder;
 import io.blobfs.tyr.protocol.Tls;
@@ -77,6 +78,11 @@ public final class TyrServer implements Closeable {
     TyrService service = new TyrService(engine, config.maxFrameBytes() - 64, membership,
         replicator, transactions);
     memory = new RequestMemory(config.maxRequestMemory());
+    // Buffers of frames read in place: an eighth of the request budget (64 MiB by default,
+    // one stream's window of 1 MiB writes) kept for later frames, and an eighth out at
+    // once, so frames read in place add at most a quarter to what the budget bounds.
+    FrameBuffers frameBuffers = new FrameBuffers(config.maxRequestMemory() / 8,
+        config.maxRequestMemory() / 8);
     Authenticator auth = new Authenticator(config.secret());
     SslContext tls;
     try {
@@ -99,6 +105,10 @@ public final class TyrServer implements Closeable {
               FrameDecoder decoder = decoderFor(config);
               if (tls != null) {
                 ch.pipeline().addLast(tls.newHandler(ch.alloc()));
+              } else if (!config.inJvm()) {
+                // The socket's bytes are the frames' own: a large frame is read straight
+                // into its buffer (under TLS they are records to decrypt first).
+                decoder.readInPlace(ch, frameBuffers);
               }
               ch.pipeline().addLast(
                   // Observing output: a slow reader making progress is not idle.
@@ -126,8 +136,9 @@ public final class TyrServer implements Closeable {
   }
 
   /**
-   * A connection's decoder. Over TCP a large frame arrives in many socket buffers and is
-   * copied once into one, so that a write's data reaches the log in one piece. In the JVM
+   * A connection's decoder. Over TCP a large frame is read into one buffer of its own
+   * (in place over plain TCP; under TLS gathered and copied once into it), so that a write's
+   * data reaches the log in one piece. In the JVM
    * (an embedded node) it arrives as the client's own buffers, the data in one piece
    * already: the frame is kept in place, and the log writes straight from the writer's
    * buffer, which the writer does not reuse before the commit is acknowledged.

@@ -331,4 +331,65 @@ class TyrBackupAheadTest {
           .isEqualTo("v2");
     }
   }
+
+  /**
+   * As the test above, but the other writer deletes the key: the first client's next
+   * conditional attempt finds the key moved on, and reads it to see whether its own bytes
+   * are there. It is gone, which says nothing of the first put (it was applied, then
+   * deleted): the outcome is unknown, never "not found" (a put that answers
+   * {@code BlobNotFoundException} tells its caller nothing was there to write over, or
+   * that the store lost its key). The backup stays a ring behind meanwhile, so every
+   * attempt is unconfirmed and the delete lands between two of them. Failed before
+   * ({@code BlobNotFoundException} out of the put) whenever the delete landed before the
+   * first client's last attempt, which it does unless it takes seconds.
+   */
+  @Test
+  void anUnconfirmedPutWhoseKeyAnotherWriterDeletedIsUnknownNotNotFound() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2);
+        TyrClusterBlobStore first = c.store("b", "op-timeout", "5s");
+        TyrClusterBlobStore second = c.store("b", "op-timeout", "5s")) {
+      String key = "b/deleted";
+      first.put(key, utf8("v0"), PutMode.OVERWRITE);
+      Member primary = c.ring.primary(key);
+      Member backup = c.ring.owners(key).get(1);
+      Member third = c.members.stream().filter(m -> !m.equals(primary) && !m.equals(backup))
+          .findFirst().orElseThrow();
+      Ring next = c.ring.withState(third, Ring.State.DOWN, 2); // the key's roles unchanged
+      c.server(primary).membership().install(next);
+      c.server(third).membership().install(next);
+      AtomicReference<Throwable> other = new AtomicReference<>();
+      Thread deleter = new Thread(() -> {
+        try {
+          long end = System.nanoTime() + Duration.ofMinutes(1).toNanos();
+          while (!"v1".equals(onNode(c, primary, key))) {
+            if (System.nanoTime() > end) {
+              throw new IllegalStateException("v1 never reached the primary " + primary);
+            }
+            Thread.sleep(1);
+          }
+          try {
+            second.delete(key);
+          } catch (io.blobfs.store.StoreUnavailableException unconfirmed) {
+            // applied on the primary; the backup, a ring behind, refused it too
+          }
+        } catch (IOException | RuntimeException | InterruptedException e) {
+          other.set(e);
+        }
+      });
+      deleter.start();
+      IOException firstFailed = null;
+      try {
+        first.put(key, utf8("v1"), PutMode.OVERWRITE);
+      } catch (IOException e) {
+        firstFailed = e;
+      }
+      deleter.join(Duration.ofMinutes(2).toMillis());
+      assertThat(deleter.isAlive()).as("the deleter ended").isFalse();
+      assertThat(other.get()).isNull();
+      assertThat(firstFailed).as("the first put, unconfirmed each time")
+          .isInstanceOf(io.blobfs.store.StoreUnavailableException.class);
+      // Deleted after v1 was applied: the conditional attempts did not bring v1 back.
+      assertThat(onNode(c, primary, key)).as("the primary's copy").isNull();
+    }
+  }
 }

@@ -17,6 +17,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -83,6 +85,36 @@ class LocalReadsTest {
     }
   }
 
+  /**
+   * The node's answer to "where are your files" is asked when the client first connects,
+   * not by its first read: a job that writes before it reads (TestDFSIO's read job writes
+   * its control files) finds local reads set up when its timed reads start.
+   */
+  @Test
+  void theFirstConnectionSetsUpLocalReadsBeforeAnyRead() throws Exception {
+    byte[] data = random(100_000, 6);
+    try (TyrClient c = client(true)) {
+      put(c, "k", data);
+      CompletableFuture<LocalIdentity> asked = c.localIdentityAsked();
+      assertThat(asked).as("asked at the first connection").isNotNull();
+      assertThat(asked.get(60, TimeUnit.SECONDS)).isNotNull(); // a loaded machine
+      LocalReadStats before = c.localReadStats();
+      assertThat(before).isEqualTo(new LocalReadStats(0, 0, 0, true));
+      assertArrayEquals(data, read(c, "k", 0, data.length, false));
+      assertThat(c.localIdentityAsked()).isSameAs(asked); // asked once
+      assertThat(c.localReadStats().localReads()).isEqualTo(1);
+      awaitNoPins();
+    }
+  }
+
+  @Test
+  void offByConfigurationNeverAsksWhereTheFilesAre() throws IOException {
+    try (TyrClient c = client(false)) {
+      put(c, "k", random(10, 7));
+      assertThat(c.localIdentityAsked()).isNull();
+    }
+  }
+
   @Test
   void offByConfigurationReadsOverTheConnection() throws IOException {
     byte[] data = random(100_000, 2);
@@ -96,10 +128,11 @@ class LocalReadsTest {
   @Test
   void aClientThatDoesNotSeeTheNodesTokenStaysOnTheConnection() throws IOException {
     byte[] data = random(100_000, 3);
+    // Before the client connects: its first connection asks where the files are.
+    server.engine().localIdentity(); // the token exists; now another one is there
+    Files.write(dir.resolve(LocalIdentity.FILE), random(32, 4));
     try (TyrClient c = client(true)) {
       put(c, "k", data);
-      server.engine().localIdentity(); // the token exists; now another one is there
-      Files.write(dir.resolve(LocalIdentity.FILE), random(32, 4));
       assertArrayEquals(data, read(c, "k", 0, data.length, false));
       assertThat(c.localReadStats()).isEqualTo(new LocalReadStats(0, 0, 0, false));
     }

@@ -5,14 +5,18 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.Unpooled;
+import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.embedded.EmbeddedChannel;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
  * How a large frame's bytes get from what arrives to the decoded {@link Frame}: copied
- * once into one buffer, or kept in place. Copies are seen by changing the sender's
- * buffer after decoding: a frame in place sees the change, a copy does not.
+ * once into one buffer, kept in place, or read by the socket straight into the frame's
+ * buffer. Copies are seen by changing the sender's buffer after decoding: a frame in place
+ * sees the change, a copy does not; reads in place by where each read's buffer lies.
  */
 public class FrameDecoderTest {
   private static final int DATA = 1 << 20;
@@ -114,5 +118,235 @@ public class FrameDecoderTest {
       }
     }
     assertThat((Object) ch.readInbound()).isNull();
+  }
+
+  /** Data bytes of the large frame of {@link #threeFrames}. */
+  private static final int BIG = 400_000; // above IN_PLACE_MIN_BYTES: read in place
+
+  /** Three frames back to back: a small one, one of {@code BIG} data bytes, a small one. */
+  private static byte[] threeFrames() {
+    ByteBuf[] big = framedAsSent(directData().limit(BIG));
+    ByteBuf stream = Unpooled.buffer();
+    stream.writeInt(Frame.HEADER_BYTES + 3).writeByte(Frame.PROTOCOL_VERSION).writeByte(5)
+        .writeShort(0).writeLong(1).writeBytes(new byte[] {1, 2, 3});
+    stream.writeBytes(big[0]).writeBytes(big[1]);
+    stream.writeInt(Frame.HEADER_BYTES).writeByte(Frame.PROTOCOL_VERSION).writeByte(6)
+        .writeShort(0).writeLong(3);
+    byte[] bytes = new byte[stream.readableBytes()];
+    stream.readBytes(bytes);
+    return bytes;
+  }
+
+  /** Where the large frame of {@link #threeFrames} starts (its length field). */
+  private static final int BIG_START = 4 + Frame.HEADER_BYTES + 3;
+
+  /**
+   * Netty's read loop over a socket that has {@code bytes} up to each of {@code arrivals}
+   * (ascending offsets): each read takes a buffer from the channel's allocator and fills
+   * what it can of it from what has arrived. Returns, for each read, its stream offset and
+   * its buffer's memory address.
+   */
+  private static List<long[]> readLoop(EmbeddedChannel ch, byte[] bytes, int[] arrivals) {
+    RecvByteBufAllocator.Handle reads = ch.config().getRecvByteBufAllocator().newHandle();
+    reads.reset(ch.config());
+    List<long[]> made = new ArrayList<>();
+    int from = 0;
+    for (int arrived : arrivals) {
+      while (from < arrived) {
+        ByteBuf b = reads.allocate(ch.alloc());
+        int n = Math.min(b.writableBytes(), arrived - from);
+        made.add(new long[] {from, b.memoryAddress() + b.writerIndex()});
+        b.writeBytes(bytes, from, n);
+        from += n;
+        ch.writeInbound(b);
+      }
+    }
+    return made;
+  }
+
+  @Test
+  void readsInPlaceFillTheFrameItselfWhereverTheStreamIsCut() {
+    byte[] bytes = threeFrames();
+    int bigEnd = BIG_START + 4 + Frame.HEADER_BYTES + 8 + BIG;
+    List<int[]> cuts = new ArrayList<>();
+    // every cut through the small frames, the large frame's length field and header
+    for (int c = 1; c < BIG_START + 40; c++) {
+      cuts.add(new int[] {c, bytes.length});
+    }
+    // around the large frame's end and the last frame
+    for (int c = bigEnd - 20; c < bytes.length; c++) {
+      cuts.add(new int[] {BIG_START + 1000, c, bytes.length});
+    }
+    cuts.add(new int[] {bytes.length}); // all at once
+    List<Integer> steady = new ArrayList<>(); // a steady trickle of 7,777-byte arrivals
+    for (int c = 7_777; c < bytes.length; c += 7_777) {
+      steady.add(c);
+    }
+    steady.add(bytes.length);
+    cuts.add(steady.stream().mapToInt(Integer::intValue).toArray());
+    byte[] expected = new byte[BIG];
+    for (int i = 0; i < BIG; i++) {
+      expected[i] = (byte) i;
+    }
+
+    for (int[] arrivals : cuts) {
+      FrameDecoder decoder = new FrameDecoder(DATA * 2, true, false);
+      EmbeddedChannel ch = new EmbeddedChannel(decoder);
+      decoder.readInPlace(ch, new FrameBuffers(0, 64 << 20));
+      List<long[]> reads = readLoop(ch, bytes, arrivals);
+      assertThat(decoder.midFrame()).isFalse();
+      Frame small = ch.readInbound();
+      Frame big = ch.readInbound();
+      Frame last = ch.readInbound();
+      try {
+        assertThat(small.requestId()).isEqualTo(1);
+        assertThat(small.payload().readableBytes()).isEqualTo(3);
+        assertThat(small.payload().getByte(small.payload().readerIndex() + 2)).isEqualTo((byte) 3);
+        assertThat(last.requestId()).isEqualTo(3);
+        assertThat(last.payload().readableBytes()).isZero();
+        assertThat((Object) ch.readInbound()).isNull();
+
+        ByteBuf p = big.payload();
+        assertThat(big.requestId()).isEqualTo(99);
+        assertThat(p.readableBytes()).isEqualTo(8 + BIG);
+        assertThat(p.nioBufferCount()).isEqualTo(1);
+        assertThat(p.getLong(p.readerIndex())).isEqualTo(42);
+        byte[] got = new byte[BIG];
+        p.getBytes(p.readerIndex() + 8, got);
+        assertThat(got).isEqualTo(expected);
+        // Every read after the one that brought the large frame's length went straight
+        // into the frame's buffer, at the frame's offset, never past the frame's end.
+        long base = p.memoryAddress(); // the frame's bytes after its length field
+        int firstRead = -1;
+        for (int i = 0; i < reads.size(); i++) {
+          long at = reads.get(i)[0];
+          if (at <= BIG_START + 3) {
+            firstRead = i;
+          }
+        }
+        int inPlace = 0;
+        for (int i = firstRead + 1; i < reads.size(); i++) {
+          long at = reads.get(i)[0];
+          if (at >= bigEnd) {
+            break;
+          }
+          assertThat(reads.get(i)[1]).as("read at %d", at).isEqualTo(base + at - (BIG_START + 4));
+          inPlace++;
+        }
+        assertThat(inPlace).isGreaterThan(0);
+      } finally {
+        small.release();
+        big.release();
+        last.release();
+      }
+      assertThat(ch.finish()).isFalse();
+    }
+  }
+
+  @Test
+  void aConnectionClosedMidFrameFreesTheFrameBeingReadInPlace() {
+    byte[] bytes = threeFrames();
+    FrameDecoder decoder = new FrameDecoder(DATA * 2, true, false);
+    EmbeddedChannel ch = new EmbeddedChannel(decoder);
+    decoder.readInPlace(ch, new FrameBuffers(0, 64 << 20));
+    readLoop(ch, bytes, new int[] {BIG_START + 100, BIG_START + 90_000});
+    assertThat(decoder.midFrame()).isTrue();
+    Frame small = ch.readInbound();
+    small.release();
+    RecvByteBufAllocator.Handle reads = ch.config().getRecvByteBufAllocator().newHandle();
+    ByteBuf rest = reads.allocate(ch.alloc()); // a view of the frame's buffer
+    assertThat(rest.writableBytes()).isEqualTo(8 + BIG + Frame.HEADER_BYTES - 90_000 + 4);
+    ByteBuf frameBuffer = rest.unwrap();
+    rest.release();
+    assertThat(frameBuffer.refCnt()).isEqualTo(1);
+    ch.close();
+    assertThat(decoder.midFrame()).isFalse();
+    assertThat(frameBuffer.refCnt()).isZero();
+  }
+
+  @Test
+  void aFrameReadIntoAKeptBufferHasOnlyItsOwnBytes() {
+    FrameBuffers buffers = new FrameBuffers(64 << 20, 64 << 20);
+    FrameDecoder decoder = new FrameDecoder(DATA * 2, true, false);
+    EmbeddedChannel ch = new EmbeddedChannel(decoder);
+    decoder.readInPlace(ch, buffers);
+    long firstAddress = 0;
+    for (int round = 0; round < 3; round++) {
+      // the same frame size each time, other bytes: round r's data byte i is i + r
+      ByteBuffer data = ByteBuffer.allocateDirect(BIG);
+      for (int i = 0; i < BIG; i++) {
+        data.put(i, (byte) (i + round));
+      }
+      ByteBuf[] sent = framedAsSent(data);
+      ByteBuf all = Unpooled.wrappedBuffer(sent[0], sent[1]);
+      byte[] bytes = new byte[all.readableBytes()];
+      all.readBytes(bytes);
+      all.release();
+      readLoop(ch, bytes, new int[] {100, 50_000, bytes.length - 1, bytes.length});
+      Frame frame = ch.readInbound();
+      ByteBuf p = frame.payload();
+      if (round == 0) {
+        firstAddress = p.memoryAddress();
+      } else {
+        assertThat(p.memoryAddress()).isEqualTo(firstAddress); // the kept buffer, again
+      }
+      for (int i = 0; i < BIG; i++) {
+        assertThat(p.getByte(p.readerIndex() + 8 + i)).isEqualTo((byte) (i + round));
+      }
+      frame.release(); // as a worker does once the log has it: kept for the next frame
+    }
+    assertThat(buffers.keptBytes()).isGreaterThan(0);
+    assertThat(ch.finish()).isFalse();
+  }
+
+  /**
+   * A review found a peer announcing large frames and sending nothing made the server hold
+   * each frame whole (13 connections took 1 GiB of direct memory): past the bound on
+   * buffers out, a frame is gathered as it arrives, and a header alone costs little.
+   */
+  @Test
+  void aHeaderAloneTakesNoFrameBufferPastTheBound() {
+    FrameBuffers buffers = new FrameBuffers(0, 1 << 20);
+    FrameDecoder decoder = new FrameDecoder(64 << 20, true, false);
+    EmbeddedChannel ch = new EmbeddedChannel(decoder);
+    decoder.readInPlace(ch, buffers);
+    long before = jdkDirect();
+    RecvByteBufAllocator.Handle reads = ch.config().getRecvByteBufAllocator().newHandle();
+    reads.reset(ch.config());
+    ByteBuf first = reads.allocate(ch.alloc());
+    first.writeInt(64 << 20).writeByte(Frame.PROTOCOL_VERSION).writeByte(Opcode.COMMIT)
+        .writeShort(0).writeLong(1);
+    ch.writeInbound(first);
+    assertThat(decoder.midFrame()).isTrue();
+    assertThat(buffers.takenBytes()).isZero();
+    assertThat(jdkDirect() - before).isLessThan(1 << 20);
+    ByteBuf next = reads.allocate(ch.alloc()); // Netty's own read buffer, not the frame's
+    assertThat(next.capacity()).isLessThan(1 << 20);
+    next.release();
+    ch.finishAndReleaseAll();
+  }
+
+  @Test
+  void aFrameWhoseRestIsSmallIsGatheredNotReadInPlace() {
+    FrameBuffers buffers = new FrameBuffers(0, 64 << 20);
+    FrameDecoder decoder = new FrameDecoder(64 << 20, true, false);
+    EmbeddedChannel ch = new EmbeddedChannel(decoder);
+    decoder.readInPlace(ch, buffers);
+    ch.writeInbound(Unpooled.buffer().writeInt(Frame.HEADER_BYTES + 100_000)
+        .writeByte(Frame.PROTOCOL_VERSION).writeByte(Opcode.COMMIT).writeShort(0).writeLong(1));
+    assertThat(decoder.midFrame()).isTrue();
+    assertThat(buffers.takenBytes()).isZero();
+    ch.writeInbound(Unpooled.wrappedBuffer(new byte[100_000]));
+    Frame f = ch.readInbound();
+    assertThat(f.payload().readableBytes()).isEqualTo(100_000);
+    f.release();
+    assertThat(ch.finish()).isFalse();
+  }
+
+  private static long jdkDirect() {
+    return java.lang.management.ManagementFactory
+        .getPlatformMXBeans(java.lang.management.BufferPoolMXBean.class).stream()
+        .filter(b -> b.getName().equals("direct")).mapToLong(
+            java.lang.management.BufferPoolMXBean::getMemoryUsed).sum();
   }
 }

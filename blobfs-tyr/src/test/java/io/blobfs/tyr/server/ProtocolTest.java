@@ -52,6 +52,43 @@ class ProtocolTest {
         .withMaxFrameBytes(1 << 20));
   }
 
+  /**
+   * Over plain TCP the server reads a large frame straight into its buffer (FrameDecoder's
+   * reads in place): writes of every size around the read buffers' and the frame limit's
+   * sizes, many in flight on one connection so that frames follow each other within
+   * reads, each read back byte for byte.
+   */
+  @Test
+  void writesOfEverySizeInFlightTogetherReadBackExactly() throws Exception {
+    int[] sizes = {0, 1, 2047, 2048, 2049, 65_535, 65_536, 65_537, 300_001,
+        (1 << 20) - 200, 7, 1 << 19, 13};
+    Random random = new Random(7);
+    try (TyrClient c = client()) {
+      for (int round = 0; round < 3; round++) {
+        byte[][] data = new byte[sizes.length][];
+        java.util.List<java.util.concurrent.CompletableFuture<?>> writes =
+            new java.util.ArrayList<>();
+        for (int i = 0; i < sizes.length; i++) {
+          data[i] = new byte[sizes[i]];
+          random.nextBytes(data[i]);
+          // direct buffers of 64 KiB or more are sent as they are, the rest copied
+          ByteBuffer src = round == 1 ? ByteBuffer.allocateDirect(sizes[i]).put(data[i]).flip()
+              : ByteBuffer.wrap(data[i]);
+          writes.add(c.write("w/" + i, 0, src));
+        }
+        for (java.util.concurrent.CompletableFuture<?> w : writes) {
+          TyrClient.await(w);
+        }
+        for (int i = 0; i < sizes.length; i++) {
+          ByteBuffer back = ByteBuffer.allocate(sizes[i] + 10);
+          TyrClient.await(c.read("w/" + i, 0, back));
+          assertArrayEquals(data[i], java.util.Arrays.copyOf(back.array(), back.position()),
+              "round " + round + ", write of " + sizes[i] + " bytes");
+        }
+      }
+    }
+  }
+
   @Test
   void callsRoundTrip() throws IOException {
     try (TyrClient c = client()) {

@@ -24,6 +24,8 @@ public final class TyrServerProcess implements AutoCloseable {
   /** What runs the JVM (e.g. {@code hosts.sh exec I}: on another host); empty: here. */
   private final List<String> launcher;
   private final String bind;
+  /** Put before this JVM's classpath: another build of the server (a benchmark's "before"). */
+  private String classpathFirst;
   private Process process;
   private int port;
   private final StringBuilder output = new StringBuilder();
@@ -45,12 +47,23 @@ public final class TyrServerProcess implements AutoCloseable {
     this.port = port;
   }
 
+  /**
+   * Runs the server with {@code classpath} (another build's jars, path-separated) ahead of
+   * this JVM's classpath, whose classes it then shadows; for a side-by-side benchmark of
+   * two builds.
+   */
+  public TyrServerProcess classpathFirst(String classpath) {
+    this.classpathFirst = classpath;
+    return this;
+  }
+
   /** Starts the process (again, after a kill or stop, on the same data and port if known). */
   public synchronized TyrServerProcess start() throws IOException {
     List<String> cmd = new ArrayList<>(launcher);
     cmd.addAll(List.of(
         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-Xmx1g", "-cp", System.getProperty("java.class.path"),
+        "-Xmx1g", "-cp", (classpathFirst == null ? "" : classpathFirst + java.io.File.pathSeparator)
+            + System.getProperty("java.class.path"),
         TyrServerMain.class.getName(), "--data-dir", dataDir.toString(),
         "--bind", bind, "--port", Integer.toString(port)));
     cmd.addAll(extraArgs);

@@ -46,7 +46,7 @@ public final class DfsioReport {
   private record Target(String name, String label, List<String> options, List<String> cp) {}
 
   /** One TestDFSIO job: its own throughput figure and total bytes over its run time. */
-  private record Job(double throughput, double wall, double mb, double seconds) {}
+  record Job(double throughput, double wall, double mb, double seconds) {}
 
   private record Run(String target, int round, Job write, Job read) {}
 
@@ -83,12 +83,18 @@ public final class DfsioReport {
         // Like for like with HDFS, whose DataNode never syncs a block it writes (unless the
         // client calls hsync): a second server whose log is synced only when a segment
         // fills. Not a default of Týr's: its default loses at most 100 ms on a crash.
-        TyrServerProcess unsynced = wanted.contains("tyr-server-nosync")
+        TyrServerProcess unsynced = wanted.stream().anyMatch(w -> w.startsWith("tyr-server-nosync"))
             ? new TyrServerProcess(work.resolve("tyr-server-nosync"), "--sync", "none",
-                "--threads", "4").start() : null) {
+                "--threads", "4").start() : null;
+        // The baseline build's own server for tyr-server-baseline, same settings as
+        // tyr-server's: client and server of the commit a change starts from.
+        TyrServerProcess base = wanted.contains("tyr-server" + BASELINE) ? new TyrServerProcess(
+            Files.createDirectories(work.resolve("tyr-server" + BASELINE)), "--sync", "interval",
+            "--threads", "4").classpathFirst(ClusterEnv.required(BASELINE_CP)).start() : null) {
       List<Target> targets = new ArrayList<>();
       for (String name : wanted) {
-        targets.add(target(name, work, name.equals("tyr-server-nosync") ? unsynced : tyr));
+        targets.add(target(name, work, name.equals("tyr-server" + BASELINE) ? base
+            : name.startsWith("tyr-server-nosync") ? unsynced : tyr));
       }
       List<Run> runs = new ArrayList<>();
       for (int round = 0; round < rounds; round++) {
@@ -115,7 +121,28 @@ public final class DfsioReport {
     }
   }
 
+  /**
+   * {@code BLOBFS_DFSIO_BASELINE_CP}: the jars of another build of BlobFS (the commit a
+   * change starts from), colon-separated. A target named {@code X-baseline} is target X
+   * with those jars first on its job's classpath (and tyr-server-baseline on a server of
+   * its own run from them too), so a change and what it changes are measured side by
+   * side, interleaved, in one run.
+   */
+  static final String BASELINE_CP = "BLOBFS_DFSIO_BASELINE_CP";
+  private static final String BASELINE = "-baseline";
+
   private static Target target(String name, Path work, TyrServerProcess tyr) {
+    if (name.endsWith(BASELINE)) {
+      Target t = target(name.substring(0, name.length() - BASELINE.length()), work, tyr);
+      String cp = System.getenv(BASELINE_CP);
+      if (cp == null || cp.isBlank()) {
+        throw new IllegalArgumentException(name + " needs " + BASELINE_CP
+            + " (the jars of the build it compares with)");
+      }
+      List<String> first = new ArrayList<>(List.of(cp.split(":")));
+      first.addAll(t.cp());
+      return new Target(name, t.label() + " (baseline build)", t.options(), first);
+    }
     List<String> blob = List.of("-Dfs.blob.impl=io.blobfs.hadoop.BlobFileSystem");
     switch (name) {
       case "hdfs": {
@@ -179,7 +206,7 @@ public final class DfsioReport {
       default:
         throw new IllegalArgumentException("unknown target " + name
             + " (hdfs, tyr-server, tyr-server-8m, tyr-server-nosync, tyr-server-tcp, tyr-embedded,"
-            + " rados, file)");
+            + " rados, file; X-baseline: X on the build named by " + BASELINE_CP + ")");
     }
   }
 
@@ -373,6 +400,28 @@ public final class DfsioReport {
       }
       md.append('\n');
     }
+    md.append("## Time outside the I/O\n\nSeconds per job: the job's time (TestDFSIO's "
+        + "\"Test exec time\") less the sum of its maps' I/O times (total MB over TestDFSIO's "
+        + "throughput: each map's reads or writes and its stream's close). What is left is "
+        + "the job's set-up, its metadata calls, the maps' opens and commits, the reduce and "
+        + "the job's commit. Median (min-max) of the rounds.\n\n"
+        + "| target | write: job s | write: I/O s | write: outside s | read: job s | "
+        + "read: I/O s | read: outside s |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    for (Target t : targets) {
+      md.append("| ").append(t.label());
+      for (boolean write : List.of(true, false)) {
+        java.util.function.Function<Run, Job> j = write ? Run::write : Run::read;
+        List<Double> total = of(runs, t.name(), r -> j.apply(r).seconds());
+        List<Double> io = of(runs, t.name(), r -> ioSeconds(j.apply(r)));
+        List<Double> outside = of(runs, t.name(), r -> j.apply(r).seconds() - ioSeconds(j.apply(r)));
+        for (List<Double> v : List.of(total, io, outside)) {
+          md.append(String.format(Locale.ROOT, " | %.2f (%.2f-%.2f)", median(v),
+              Collections.min(v), Collections.max(v)));
+        }
+      }
+      md.append(" |\n");
+    }
+    md.append('\n');
     md.append("## Every job\n\n| round | target | write MB | write s | write TestDFSIO MB/s "
         + "| read s | read TestDFSIO MB/s |\n|---:|---|---:|---:|---:|---:|---:|\n");
     runs.stream().sorted(Comparator.comparingInt(Run::round)).forEach(r ->
@@ -385,11 +434,18 @@ public final class DfsioReport {
         .title("TestDFSIO " + files + " x " + size + ", " + (cold ? "cold" : "warm")
             + " reads: total MB / job time, median of " + rounds + " rounds")
         .xAxisTitle("target").yAxisTitle("MB/s").build();
+    // six or more targets' names overlap when set level
+    chart.getStyler().setXAxisLabelRotation(20);
     chart.addSeries("write", cats,
         targets.stream().map(t -> median(of(runs, t.name(), r -> r.write().wall()))).toList());
     chart.addSeries("read", cats,
         targets.stream().map(t -> median(of(runs, t.name(), r -> r.read().wall()))).toList());
     Reports.write(dir, name, md, chart);
+  }
+
+  /** The sum of a job's map I/O times: its MB over TestDFSIO's own throughput. */
+  static double ioSeconds(Job j) {
+    return j.mb() / j.throughput();
   }
 
   private static String ratio(double v, double hdfs) {

@@ -20,4 +20,11 @@ class DfsioReportTest {
     assertEquals(List.of(), DfsioReport.jvmOptions("", "hdfs", "-write", 1));
     assertEquals(List.of(), DfsioReport.jvmOptions("   ", "hdfs", "-write", 1));
   }
+
+  @Test
+  void ioSecondsAreTheBytesOverTestDfsiosOwnThroughput() {
+    // 1024 MB at 512 MB/s of map I/O: 2 s of the job's 3.5 s were reads or writes
+    assertEquals(2.0, DfsioReport.ioSeconds(new DfsioReport.Job(512, 1024 / 3.5, 1024, 3.5)),
+        1e-9);
+  }
 }

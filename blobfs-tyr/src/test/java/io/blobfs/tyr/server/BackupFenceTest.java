@@ -1,0 +1,156 @@
+package io.blobfs.tyr.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.blobfs.tyr.api.ErrorCode;
+import io.blobfs.tyr.api.TxOp;
+import io.blobfs.tyr.api.TxRequest;
+import io.blobfs.tyr.api.TyrException;
+import io.blobfs.tyr.client.ClientConfig;
+import io.blobfs.tyr.client.TyrClient;
+import io.blobfs.tyr.engine.EngineConfig;
+import io.blobfs.tyr.engine.SyncPolicy;
+import io.blobfs.tyr.protocol.Request;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.ring.Ring;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A backup's read fence on a key whose replicated write it refused ({@code RefusedKeys},
+ * session 8's review, must-fix): only a write that replaces the key whole may lift it.
+ * Batches are handed to the backup's replicator as its primary's stream would send them;
+ * the primary itself does not run, so nothing repairs the key meanwhile.
+ */
+class BackupFenceTest {
+  private static final long INCARNATION = 42;
+
+  @TempDir
+  Path dir;
+
+  private final Member p = member();
+  private final Member b = member();
+  private final Ring ring = new Ring(1, List.of(p, b), 16, 2);
+  private final String key = keyOwnedBy(ring, p, b);
+  private long seq = 1;
+
+  /**
+   * The backup refused "BBBB" over "AAAA"; the primary then writes "C" at offset 0 (as
+   * BlobFS writes a file, 1 MiB at a time at offsets): the backup holds "CAAA", the
+   * primary "CBBB". Served, that is a mix of the two versions that no reader could have
+   * seen. Failed before (the write at an offset lifted the fence: "CAAA" was served).
+   */
+  @Test
+  void aWriteAtAnOffsetOrATruncateDoesNotLiftTheFence() throws Exception {
+    try (TyrServer backup = start()) {
+      Replicator r = backup.replicator();
+      apply(r, new TxOp.Put(key, utf8("AAAA"), false));
+      r.refused(batch(new TxOp.Put(key, utf8("BBBB"), false)));
+      assertThat(r.staleHere(key)).as("fenced after the refusal").isNotNull();
+
+      apply(r, new TxOp.Write(key, 0, utf8("C")));
+      assertThat(onBackup(backup)).isEqualTo("CAAA"); // the primary holds "CBBB"
+      assertThat(r.staleHere(key)).as("fenced after a write at an offset").isNotNull();
+      assertRefusedToReaders();
+
+      apply(r, new TxOp.Truncate(key, 2));
+      assertThat(r.staleHere(key)).as("fenced after a truncate to 2 bytes").isNotNull();
+      assertRefusedToReaders();
+
+      // The primary's repair (a put of its bytes) replaces the key whole: served again.
+      apply(r, new TxOp.Put(key, utf8("CB"), false));
+      assertThat(r.staleHere(key)).isNull();
+      assertThat(read()).isEqualTo("CB");
+    }
+  }
+
+  /** A put, a delete, a truncate to 0 each replace the key whole: each lifts the fence. */
+  @Test
+  void aWholeKeyWriteLiftsTheFence() throws Exception {
+    try (TyrServer backup = start()) {
+      Replicator r = backup.replicator();
+      apply(r, new TxOp.Put(key, utf8("AAAA"), false));
+      for (TxOp whole : List.of(new TxOp.Put(key, utf8("DD"), false),
+          new TxOp.Truncate(key, 0), new TxOp.Delete(key, false))) {
+        r.refused(batch(new TxOp.Write(key, 1, utf8("B"))));
+        assertThat(r.staleHere(key)).isNotNull();
+        apply(r, whole);
+        assertThat(r.staleHere(key)).as("after " + whole).isNull();
+      }
+      assertThat(backup.engine().stat(key).exists()).isFalse();
+      // A transaction that writes at an offset after a put in it replaces the key too.
+      r.refused(batch(new TxOp.Put(key, utf8("EE"), false)));
+      apply(r, new TxOp.Put(key, utf8("FF"), false), new TxOp.Write(key, 2, utf8("G")));
+      assertThat(r.staleHere(key)).isNull();
+      assertThat(read()).isEqualTo("FFG");
+    }
+  }
+
+  private void assertRefusedToReaders() {
+    assertThatThrownBy(this::read).isInstanceOfSatisfying(TyrException.class,
+        e -> assertThat(e.code()).isEqualTo(ErrorCode.UNAVAILABLE))
+        .hasMessageContaining("read it from another replica");
+  }
+
+  /** A plain read of the key from the backup, as a cluster client makes it. */
+  private String read() throws IOException {
+    try (TyrClient raw = new TyrClient(ClientConfig.of(b.host(), b.port()))) {
+      raw.routeUnder(ring::epoch);
+      return StandardCharsets.UTF_8.decode(TyrClient.await(raw.read(key, 0, 64)).data())
+          .toString();
+    }
+  }
+
+  private String onBackup(TyrServer backup) throws IOException {
+    ByteBuffer dst = ByteBuffer.allocate((int) backup.engine().stat(key).size());
+    backup.engine().read(key, 0, dst);
+    return new String(dst.array(), StandardCharsets.UTF_8);
+  }
+
+  /** The next batch of the primary's stream, one transaction of {@code ops}, applied. */
+  private void apply(Replicator r, TxOp... ops) throws IOException {
+    TyrClient.await(r.apply(new Request.Replicate(ring.epoch(), p.id(), INCARNATION, seq++,
+        List.of(new TxRequest(List.of(), List.of(ops))))));
+  }
+
+  /** A batch the backup refuses (it is not applied: its numbers are not taken). */
+  private Request.Replicate batch(TxOp op) {
+    return new Request.Replicate(ring.epoch(), p.id(), INCARNATION, seq,
+        List.of(new TxRequest(List.of(), List.of(op))));
+  }
+
+  private static ByteBuffer utf8(String s) {
+    return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private static Member member() {
+    try {
+      return new Member("127.0.0.1", io.blobfs.tyr.TestPorts.free());
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  private static String keyOwnedBy(Ring ring, Member... owners) {
+    for (int i = 0; ; i++) {
+      if (ring.owners("k/" + i).equals(List.of(owners))) {
+        return "k/" + i;
+      }
+    }
+  }
+
+  private TyrServer start() throws IOException {
+    EngineConfig engine = EngineConfig.defaults(dir.resolve("b"))
+        .withSyncPolicy(SyncPolicy.NONE);
+    ServerConfig config = new ServerConfig("127.0.0.1", b.port(), engine, 80 << 20, null, 8,
+        64, Duration.ofSeconds(60), 512L << 20, 128L << 20, Duration.ofSeconds(60), null);
+    return TyrServer.start(config, new Membership(b, ring));
+  }
+}
