@@ -77,6 +77,8 @@ final class Transactions implements Closeable {
   private final Map<String, Part> parts = new HashMap<>();
   /** Shares of other nodes' prepared parts held here as backup, by local name. */
   private final Map<String, Replica> replicas = new HashMap<>();
+  /** The next share's {@link Replica#seq} (under this object's monitor). */
+  private long shareSeq;
   /** How many times a share held here was asked about (for tests). Guarded by this. */
   private long replicaAsks;
   /** Applies of decided parts that failed and wait to be tried again. Guarded by this. */
@@ -104,11 +106,18 @@ final class Transactions implements Closeable {
     /** When it was held, or last asked about: asked again a timeout later at the soonest. */
     long since;
     boolean asking;
+    /**
+     * Its place in the order this node held shares in, which for the shares of one key is
+     * their primary's prepare order (one stream, and a key is prepared there by one part at
+     * a time): shares of one key taken over are reserved, and so applied, in this order.
+     */
+    final long seq;
 
-    Replica(Request.Prepare request, Map<String, Long> versions, long since) {
+    Replica(Request.Prepare request, Map<String, Long> versions, long since, long seq) {
       this.request = request;
       this.versions = versions;
       this.since = since;
+      this.seq = seq;
     }
   }
 
@@ -708,7 +717,7 @@ final class Transactions implements Closeable {
     for (Map.Entry<String, byte[]> file : records.readAllReplicas().entrySet()) {
       TxRecords.Prepared rec = TxRecords.decode(file.getValue());
       replicas.put(file.getKey(), new Replica(rec.request(), rec.versions(),
-          System.nanoTime()));
+          System.nanoTime(), shareSeq++));
     }
   }
 
@@ -817,7 +826,7 @@ final class Transactions implements Closeable {
       }
       records.writeReplica(name, record);
       replicas.put(name, new Replica(TxRecords.decode(record).request(), versions,
-          System.nanoTime()));
+          System.nanoTime(), shareSeq++));
     }
     LOG.debug("node {}: holds a share of transaction {} prepared on {}", self(),
         share.txId(), source);
@@ -868,7 +877,11 @@ final class Transactions implements Closeable {
               p.request.txId(), p.localId, ring.epoch());
         }
       }
-      for (Map.Entry<String, Replica> e : new ArrayList<>(replicas.entrySet())) {
+      List<Map.Entry<String, Replica>> byOrder = new ArrayList<>(replicas.entrySet());
+      // In the old primary's order, never the map's: two shares of one key apply in the
+      // order they were prepared there (the review of tyr-bug1, M1).
+      byOrder.sort(java.util.Comparator.comparingLong(x -> x.getValue().seq));
+      for (Map.Entry<String, Replica> e : byOrder) {
         Replica held = e.getValue();
         // The keys of the share this node is now the UP primary of: all of them when its
         // primary was lost, some when this node is given back the keys it was the first
@@ -888,11 +901,11 @@ final class Transactions implements Closeable {
         }
         Request.Prepare rest = restrict(held.request, k -> !primaryHere(ring, k));
         Replica r = rest == null ? held : new Replica(mine, versionsOf(held, mine),
-            System.nanoTime());
+            System.nanoTime(), held.seq);
         String name = rest == null ? heldName : shareName(mine);
         if (rest != null) {
           // The other keys' primary is still the share's: their ops stay a share here.
-          keepShare(rest, versionsOf(held, rest), held.since);
+          keepShare(rest, versionsOf(held, rest), held.since, held.seq);
         }
         try {
           engine.reservePrepared(name, r.request.tx());
@@ -968,7 +981,8 @@ final class Transactions implements Closeable {
   }
 
   /** Holds {@code share} here as a backup again, durably if it can (under follow). */
-  private void keepShare(Request.Prepare share, Map<String, Long> versions, long since) {
+  private void keepShare(Request.Prepare share, Map<String, Long> versions, long since,
+      long seq) {
     String name = shareName(share);
     try {
       records.writeReplica(name, TxRecords.encode(share, versions));
@@ -976,7 +990,7 @@ final class Transactions implements Closeable {
       LOG.warn("node {}: transaction {}: share {} kept in memory only: {}", self(),
           share.txId(), name, e.toString());
     }
-    replicas.put(name, new Replica(share, versions, since));
+    replicas.put(name, new Replica(share, versions, since, seq));
   }
 
   /**
@@ -996,8 +1010,7 @@ final class Transactions implements Closeable {
           + "still serves: {}", self(), p.request.txId(), p.localId, e.toString());
       return false;
     }
-    engine.releasePrepared(p.localId);
-    engine.reservePrepared(p.localId, kept.tx());
+    engine.narrowPrepared(p.localId, kept.tx()); // no gap, its place among holders kept
     Part narrowed = new Part(kept, p.since, p.recovered);
     narrowed.localId = p.localId;
     narrowed.counted = p.counted;
