@@ -288,13 +288,29 @@ final class Transactions implements Closeable {
 
   // ------------------------------------------------------------------ whole commits
 
-  /** Takes a whole commit's decision off the replication stream's completion thread. */
-  private static final java.util.concurrent.Executor DECISIONS =
-      Executors.newCachedThreadPool(r -> {
-        Thread t = new Thread(r, "tyr-whole-commit");
-        t.setDaemon(true);
-        return t;
-      });
+  /** Threads taking whole commits' decisions (each forces a record) at most at once. */
+  static final int DECISION_THREADS = 4;
+
+  /**
+   * Takes a whole commit's decision off the replication stream's completion thread: this
+   * server's own few threads (a decision forces a record, so more threads than disks
+   * would only queue in the kernel), idle ones ended, shut down with the server. A
+   * decision handed in after the close runs on the thread that hands it in, so that its
+   * client still hears an answer (the engine, closed, refuses it).
+   */
+  private final java.util.concurrent.ThreadPoolExecutor decisions = decisionPool();
+
+  private static java.util.concurrent.ThreadPoolExecutor decisionPool() {
+    java.util.concurrent.ThreadPoolExecutor pool = new java.util.concurrent.ThreadPoolExecutor(
+        DECISION_THREADS, DECISION_THREADS, 30, TimeUnit.SECONDS,
+        new java.util.concurrent.LinkedBlockingQueue<>(), r -> {
+          Thread t = new Thread(r, "tyr-whole-commit");
+          t.setDaemon(true);
+          return t;
+        }, (task, closed) -> task.run());
+    pool.allowCoreThreadTimeOut(true);
+    return pool;
+  }
 
   /**
    * A client's commit on this node whose written keys do not all have the same owners
@@ -381,7 +397,7 @@ final class Transactions implements Closeable {
                 + "confirmed applied on every replica (this node's log or a backup): it is "
                 + "applied from its recorded part, so it is not acknowledged"));
       });
-    }, DECISIONS).thenCompose(f -> f);
+    }, decisions).thenCompose(f -> f);
   }
 
   /** Records abort for a whole commit not prepared everywhere, and drops its part here. */
@@ -1122,6 +1138,16 @@ final class Transactions implements Closeable {
     return List.copyOf(replicas.keySet());
   }
 
+  /** The threads of this server's decision pool now (for tests). */
+  int decisionThreads() {
+    return decisions.getPoolSize();
+  }
+
+  /** Whether this server's decision pool is shut down (for tests). */
+  boolean decisionsClosed() {
+    return decisions.isShutdown();
+  }
+
   /** The ids of the parts prepared here now (for tests and logs). */
   synchronized List<String> prepared() {
     return List.copyOf(parts.keySet());
@@ -1130,6 +1156,7 @@ final class Transactions implements Closeable {
   @Override
   public void close() {
     resolver.shutdownNow();
+    decisions.shutdown(); // a decision under way ends; its record is forced or not, as ever
     List<TyrClient> open;
     synchronized (this) {
       open = new ArrayList<>(peers.values());

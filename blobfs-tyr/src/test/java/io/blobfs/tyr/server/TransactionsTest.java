@@ -50,6 +50,41 @@ class TransactionsTest {
   }
 
   /**
+   * The whole commits' decisions run on the server's own pool, of at most {@link
+   * Transactions#DECISION_THREADS} threads, ended with it (it was one unbounded pool shared
+   * by every server in the JVM, never shut down: the review of tyr-bug1, S4).
+   */
+  @Test
+  void wholeCommitsDecideOnTheServersOwnBoundedPoolClosedWithIt() throws Exception {
+    Member self = new Member("127.0.0.1", 1);
+    Membership membership = new Membership(self, new Ring(1, List.of(self), 8, 1))
+        .withTxTimeout(Duration.ofSeconds(60));
+    Transactions t;
+    try (TyrEngine engine = TyrEngine.open(EngineConfig.defaults(dir.resolve("pool")))) {
+      t = new Transactions(engine, membership, null, PeerAccess.NONE, 1 << 20);
+      List<java.util.concurrent.CompletableFuture<CommitResult>> commits =
+          new java.util.ArrayList<>();
+      for (int i = 0; i < 24; i++) {
+        commits.add(t.commitWhole(TxRequest.of(new TxOp.Put("k" + i, utf8("v" + i), false))));
+      }
+      for (java.util.concurrent.CompletableFuture<CommitResult> c : commits) {
+        c.join();
+      }
+      for (int i = 0; i < 24; i++) {
+        assertEquals("v" + i, text(engine, "k" + i));
+      }
+      assertThat(t.decisionThreads()).isBetween(1, Transactions.DECISION_THREADS);
+      t.close();
+    }
+    assertThat(t.decisionsClosed()).isTrue();
+    long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    while (t.decisionThreads() > 0) { // a shut-down pool ends its idle threads at once
+      assertThat(System.nanoTime()).isLessThan(end);
+      Thread.sleep(10);
+    }
+  }
+
+  /**
    * A client gone after its prepare: a QUERY before the timeout gets PENDING; after it,
    * the coordinator decides abort (presumed abort) and drops the part, and the client's
    * DECIDE_COMMIT arriving late gets ABORTED with nothing applied, the key free again.
