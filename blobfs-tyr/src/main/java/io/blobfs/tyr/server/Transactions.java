@@ -144,7 +144,12 @@ final class Transactions implements Closeable {
      */
     Long counted;
     /** The local apply's result, once applied here (a whole commit answers with it). */
-    final CompletableFuture<CommitResult> result = new CompletableFuture<>();
+    CompletableFuture<CommitResult> result = new CompletableFuture<>();
+    /**
+     * Narrowed at a give-back (on the part replaced and on its replacement): its apply
+     * here is not the whole commit's, whose given-back ops their new primary applies.
+     */
+    volatile boolean narrowed;
 
     Part(Request.Prepare request, long since, boolean recovered) {
       this.localId = request.txId();
@@ -366,11 +371,11 @@ final class Transactions implements Closeable {
         abortWhole(id); // a backup may hold its share: it learns abort when it asks
         throw new java.util.concurrent.CompletionException(notApplied(id, err));
       }
-      CompletableFuture<CommitResult> applied;
+      Part own;
       synchronized (this) {
-        Part own = parts.get(id);
-        applied = own == null ? null : own.result;
+        own = parts.get(id);
       }
+      CompletableFuture<CommitResult> applied = own == null ? null : own.result;
       CompletableFuture<Integer> outcome;
       try {
         outcome = coordinate(id, true, false);
@@ -383,8 +388,18 @@ final class Transactions implements Closeable {
       }
       return outcome.thenApply(o -> {
         if (o == TxDecision.COMMITTED && applied != null && applied.isDone()
-            && !applied.isCompletedExceptionally()) {
+            && !applied.isCompletedExceptionally() && !own.narrowed) {
           return applied.join();
+        }
+        if (o == TxDecision.COMMITTED && own != null && own.narrowed) {
+          // Narrowed by a give-back before or after the lookup above (the replaced part
+          // is flagged too): the result here covers only the ops of the keys this node
+          // kept; the others are applied by their new primary, unconfirmed here, so the
+          // outcome is not known here (the review of tyr-bug1, S2).
+          throw new java.util.concurrent.CompletionException(new TyrException(
+              ErrorCode.UNAVAILABLE, "commit " + id + " is decided commit; a new ring gave "
+                  + "some of its keys back to their owner, which applies their ops from its "
+                  + "share, unconfirmed here: not acknowledged"));
         }
         if (o == TxDecision.ABORTED) {
           throw new java.util.concurrent.CompletionException(new TyrException(
@@ -1029,6 +1044,9 @@ final class Transactions implements Closeable {
     engine.narrowPrepared(p.localId, kept.tx()); // no gap, its place among holders kept
     Part narrowed = new Part(kept, p.since, p.recovered);
     narrowed.localId = p.localId;
+    narrowed.result = p.result; // a whole commit's answer waits on the one future
+    narrowed.narrowed = true;
+    p.narrowed = true;
     narrowed.counted = p.counted;
     narrowed.retryAt = p.retryAt;
     narrowed.retrying = p.retrying;
@@ -1136,6 +1154,11 @@ final class Transactions implements Closeable {
   /** The local names of the shares held here as backup now (for tests). */
   synchronized List<String> held() {
     return List.copyOf(replicas.keySet());
+  }
+
+  /** This server's decision pool (for tests that hold its threads). */
+  java.util.concurrent.ThreadPoolExecutor decisions() {
+    return decisions;
   }
 
   /** The threads of this server's decision pool now (for tests). */

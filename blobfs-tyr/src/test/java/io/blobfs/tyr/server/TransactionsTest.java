@@ -50,6 +50,63 @@ class TransactionsTest {
   }
 
   /**
+   * A whole commit whose part a give-back narrows while its decision waits (here: the
+   * server's decision threads busy) is not acknowledged: its result here covers only the
+   * key this node kept; the other's new primary applies it from its share, unconfirmed
+   * (the review of tyr-bug1, S2: it answered success with one value for two ops).
+   */
+  @Test
+  void aWholeCommitNarrowedByAGiveBackBeforeItsDecisionIsNotAcknowledged() throws Exception {
+    Member self = new Member("127.0.0.1", 1);
+    Member owner = new Member("127.0.0.1", 2);
+    Ring all = new Ring(1, List.of(self, owner), 16, 2);
+    String mine = keyFirstOwnedBy(all, self);
+    String back = keyFirstOwnedBy(all, owner);
+    Ring recovering = all.withState(owner, Ring.State.RECOVERING, 1);
+    Membership membership = new Membership(self, recovering)
+        .withTxTimeout(Duration.ofSeconds(60));
+    java.util.concurrent.CountDownLatch busy = new java.util.concurrent.CountDownLatch(1);
+    try (TyrEngine engine = TyrEngine.open(EngineConfig.defaults(dir.resolve("narrow")));
+        Transactions t = new Transactions(engine, membership, null, PeerAccess.NONE, 1 << 20)) {
+      for (int i = 0; i < Transactions.DECISION_THREADS; i++) {
+        t.decisions().execute(() -> {
+          try {
+            busy.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        });
+      }
+      java.util.concurrent.CompletableFuture<CommitResult> whole = t.commitWhole(
+          new TxRequest(List.of(), List.of(new TxOp.Put(mine, utf8("m"), false),
+              new TxOp.Put(back, utf8("b"), false))));
+      membership.install(recovering.withState(owner, Ring.State.UP, 2)); // back given back
+      busy.countDown();
+      Throwable refused = null;
+      try {
+        whole.join();
+      } catch (java.util.concurrent.CompletionException e) {
+        refused = e.getCause();
+      }
+      assertThat(refused).isInstanceOf(TyrException.class);
+      assertEquals(ErrorCode.UNAVAILABLE, ((TyrException) refused).code(), refused.toString());
+      assertEquals("m", text(engine, mine)); // applied here, the key it still serves
+      assertThat(engine.stat(back).exists()).as("the given-back key is its owner's to apply")
+          .isFalse();
+    } finally {
+      busy.countDown();
+    }
+  }
+
+  private static String keyFirstOwnedBy(Ring ring, Member m) {
+    for (int i = 0; ; i++) {
+      if (ring.owners("w/" + i).get(0).equals(m)) {
+        return "w/" + i;
+      }
+    }
+  }
+
+  /**
    * The whole commits' decisions run on the server's own pool, of at most {@link
    * Transactions#DECISION_THREADS} threads, ended with it (it was one unbounded pool shared
    * by every server in the JVM, never shut down: the review of tyr-bug1, S4).
