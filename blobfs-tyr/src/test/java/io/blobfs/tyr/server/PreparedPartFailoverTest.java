@@ -278,9 +278,9 @@ class PreparedPartFailoverTest {
    * both over when p is lost. The decided one's apply meets the other's hold: it must wait
    * for that one's decision, not be taken for applied before a crash and forgotten (history
    * IT, session 9: a cross-node transfer half-applied for good, "its part read back at
-   * restart no longer validates (... is held by a prepared transaction ...)"). Fails before
-   * when the key's hold is X's (the takeovers run in a hash map's order: in one of our two
-   * runs); passes either way after.
+   * restart no longer validates (... is held by a prepared transaction ...)"). Failed before
+   * that fix when the key's hold was X's (the takeovers then ran in a hash map's order; they
+   * now run in p's order, X's share first, so the decided one always waits here).
    */
   @Test
   void aDecidedShareThatMeetsAnotherSharesHoldWaitsForItInsteadOfBeingForgotten()
