@@ -24,12 +24,18 @@ import java.util.Set;
  * deadlock-free, and the clients' retries with back-off do the waiting.
  */
 final class PreparedKeys {
-  /** Key to the id of the prepared transaction that reserved it. */
-  private final Map<String, String> owners = new HashMap<>();
+  /**
+   * Key to the prepared parts that hold it, in the order they reserved it. One part as a
+   * rule (a prepare meets a held key with CONFLICT), several only where a backup took over
+   * shares of one key from a lost primary: each then keeps the key until it is released
+   * (releasing one never frees the key for a plain commit while another part holds it),
+   * and they apply one at a time in that order, which is the old primary's.
+   */
+  private final Map<String, LinkedHashSet<String>> holders = new HashMap<>();
   private final Map<String, Set<String>> byTx = new HashMap<>();
 
   boolean isEmpty() {
-    return owners.isEmpty();
+    return holders.isEmpty();
   }
 
   /** Every key {@code tx} names, checked or changed, in order. */
@@ -44,25 +50,59 @@ final class PreparedKeys {
     return keys;
   }
 
-  /** CONFLICT if a key of {@code tx} is reserved by a prepared transaction other than {@code txId}. */
+  /**
+   * CONFLICT if a key of {@code tx} is held by a prepared part other than {@code txId}
+   * (null: a plain commit), unless {@code txId} holds it first: the parts holding one key
+   * apply in the order they reserved it, never two interleaved with a plain commit.
+   */
   void checkFree(TxRequest tx, String txId) throws TyrException {
-    if (owners.isEmpty()) {
+    if (holders.isEmpty()) {
       return;
     }
     for (String key : keysOf(tx)) {
-      String holder = owners.get(key);
-      if (holder != null && !holder.equals(txId)) {
+      LinkedHashSet<String> held = holders.get(key);
+      if (held == null) {
+        continue;
+      }
+      String first = held.iterator().next();
+      if (!first.equals(txId)) {
         throw new TyrException(ErrorCode.CONFLICT, "blob " + key + " " + TyrException.HELD
-            + " (" + holder + ") not yet decided; retry");
+            + " (" + first + ") not yet decided; retry");
       }
     }
   }
 
-  /** Reserves the keys of {@code tx} for {@code txId} (after {@link #checkFree}). */
+  /** Reserves the keys of {@code tx} for {@code txId} (after {@link #checkFree}), last. */
   void reserve(String txId, TxRequest tx) {
     Set<String> keys = keysOf(tx);
+    Set<String> had = byTx.get(txId);
     for (String k : keys) {
-      owners.put(k, txId);
+      holders.computeIfAbsent(k, x -> new LinkedHashSet<>()).add(txId);
+    }
+    if (had != null) {
+      keys.addAll(had);
+    }
+    byTx.put(txId, keys);
+  }
+
+  /**
+   * {@code txId} keeps only the keys of {@code tx}, each at its place among the key's
+   * holders: no moment where a key is free, or held by this part behind a later one.
+   */
+  void narrow(String txId, TxRequest tx) {
+    Set<String> had = byTx.get(txId);
+    if (had == null) {
+      reserve(txId, tx);
+      return;
+    }
+    Set<String> keys = keysOf(tx);
+    for (String k : had) {
+      if (!keys.contains(k)) {
+        unhold(k, txId);
+      }
+    }
+    for (String k : keys) {
+      holders.computeIfAbsent(k, x -> new LinkedHashSet<>()).add(txId); // kept in place
     }
     byTx.put(txId, keys);
   }
@@ -75,8 +115,15 @@ final class PreparedKeys {
     Set<String> keys = byTx.remove(txId);
     if (keys != null) {
       for (String k : keys) {
-        owners.remove(k, txId);
+        unhold(k, txId);
       }
+    }
+  }
+
+  private void unhold(String key, String txId) {
+    LinkedHashSet<String> held = holders.get(key);
+    if (held != null && held.remove(txId) && held.isEmpty()) {
+      holders.remove(key);
     }
   }
 

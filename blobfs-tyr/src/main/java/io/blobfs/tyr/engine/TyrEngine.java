@@ -484,6 +484,19 @@ public final class TyrEngine implements Closeable {
     }
   }
 
+  /**
+   * Narrows the reservations of prepared part {@code txId} to the keys of {@code tx} in
+   * one step: the keys it keeps stay held at their place among their holders.
+   */
+  public void narrowPrepared(String txId, TxRequest tx) {
+    commitLock.lock();
+    try {
+      prepared.narrow(txId, tx);
+    } finally {
+      commitLock.unlock();
+    }
+  }
+
   /** Ends the reservations of a prepared part that is aborted (or already applied). */
   public void releasePrepared(String txId) {
     commitLock.lock();

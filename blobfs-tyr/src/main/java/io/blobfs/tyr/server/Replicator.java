@@ -174,23 +174,51 @@ final class Replicator implements Closeable {
 
   // ------------------------------------------------------------------ primary
 
-  /** A client's commit: local, then on every backup of the keys it writes. */
+  /**
+   * Where a client's commit goes whose written keys do not all have the same owners (the
+   * two-phase path, {@code Transactions.commitWhole}); null until it is set.
+   */
+  private volatile java.util.function.Function<TxRequest, CompletableFuture<CommitResult>>
+      splitCommits;
+
+  void onSplitOwners(
+      java.util.function.Function<TxRequest, CompletableFuture<CommitResult>> whole) {
+    this.splitCommits = whole;
+  }
+
+  /**
+   * A client's commit: local, then on every backup of the keys it writes; or, if those
+   * keys do not all have the same owners, by the two-phase path (see {@link #sameOwners}).
+   */
   CompletableFuture<CommitResult> commit(TxRequest tx) {
-    return commit(tx, engine::commit);
+    return commitOrSplit(tx, engine::commit, splitCommits);
   }
 
   /**
    * As {@link #commit(TxRequest)}, the local commit made by {@code local} (a prepared
-   * cross-node part is applied through the engine's {@code commitPrepared}).
+   * cross-node part is applied through the engine's {@code commitPrepared}), always in
+   * one batch per backup.
    */
   CompletableFuture<CommitResult> commit(TxRequest tx,
       java.util.function.Function<TxRequest, CompletableFuture<CommitResult>> local) {
+    return commitOrSplit(tx, local, null);
+  }
+
+  private CompletableFuture<CommitResult> commitOrSplit(TxRequest tx,
+      java.util.function.Function<TxRequest, CompletableFuture<CommitResult>> local,
+      java.util.function.Function<TxRequest, CompletableFuture<CommitResult>> split) {
     if (membership.ring().replication() == 1) {
       return local.apply(tx); // no backups, and no catch-up to wait for this commit
     }
     // Counted until done, so that a recovering peer can wait until every commit that
     // might have skipped it (admitted under an older ring) is over (Membership.settled).
     Ring ring = membership.admit();
+    if (split != null && !sameOwners(ring, tx)) {
+      // Decided under the ring this commit would replicate by: one that a join changed
+      // since the request's check cannot send it down the one-batch path split.
+      membership.release(ring);
+      return split.apply(tx);
+    }
     CompletableFuture<CommitResult> done;
     try {
       done = commit(tx, local, ring);
@@ -271,6 +299,28 @@ final class Replicator implements Closeable {
             return result;
           });
     }).thenCompose(f -> f);
+  }
+
+  /**
+   * Whether every key {@code tx} writes has the same owners, in the same order, under
+   * {@code ring}: then its one batch per backup is all or nothing there (one transaction
+   * of the backup's engine, under one epoch check), and whatever states later rings give
+   * the members, every key of it has the same primary, which holds all of it or none. Keys with different
+   * owners take the two-phase path instead: a backup at another ring may refuse its batch
+   * while another applies its own, and after a failover each new primary would hold its
+   * keys' side only (the history IT's "fourth point").
+   */
+  static boolean sameOwners(Ring ring, TxRequest tx) {
+    List<Member> first = null;
+    for (TxOp op : tx.ops()) {
+      List<Member> owners = ring.owners(op.key());
+      if (first == null) {
+        first = owners;
+      } else if (!first.equals(owners)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /**

@@ -77,8 +77,12 @@ final class Transactions implements Closeable {
   private final Map<String, Part> parts = new HashMap<>();
   /** Shares of other nodes' prepared parts held here as backup, by local name. */
   private final Map<String, Replica> replicas = new HashMap<>();
+  /** The next share's {@link Replica#seq} (under this object's monitor). */
+  private long shareSeq;
   /** How many times a share held here was asked about (for tests). Guarded by this. */
   private long replicaAsks;
+  /** Applies of decided parts that failed and wait to be tried again. Guarded by this. */
+  private long retries;
   /**
    * The transactions whose part was dropped here for a ring that gave its keys to another
    * node (the newest few thousand): an APPLY_COMMIT of one is answered UNAVAILABLE (the
@@ -102,11 +106,18 @@ final class Transactions implements Closeable {
     /** When it was held, or last asked about: asked again a timeout later at the soonest. */
     long since;
     boolean asking;
+    /**
+     * Its place in the order this node held shares in, which for the shares of one key is
+     * their primary's prepare order (one stream, and a key is prepared there by one part at
+     * a time): shares of one key taken over are reserved, and so applied, in this order.
+     */
+    final long seq;
 
-    Replica(Request.Prepare request, Map<String, Long> versions, long since) {
+    Replica(Request.Prepare request, Map<String, Long> versions, long since, long seq) {
       this.request = request;
       this.versions = versions;
       this.since = since;
+      this.seq = seq;
     }
   }
 
@@ -132,6 +143,13 @@ final class Transactions implements Closeable {
      * {@code this}.
      */
     Long counted;
+    /** The local apply's result, once applied here (a whole commit answers with it). */
+    CompletableFuture<CommitResult> result = new CompletableFuture<>();
+    /**
+     * Narrowed at a give-back (on the part replaced and on its replacement): its apply
+     * here is not the whole commit's, whose given-back ops their new primary applies.
+     */
+    volatile boolean narrowed;
 
     Part(Request.Prepare request, long since, boolean recovered) {
       this.localId = request.txId();
@@ -155,6 +173,7 @@ final class Transactions implements Closeable {
     recover();
     if (replicator != null) {
       replicator.onPrepared(this::holdReplica);
+      replicator.onSplitOwners(this::commitWhole);
     }
     // Synchronously, under the install: a share is reserved before any commit is admitted
     // under the ring that makes this node its primary (admission takes the same lock).
@@ -272,6 +291,163 @@ final class Transactions implements Closeable {
     }
   }
 
+  // ------------------------------------------------------------------ whole commits
+
+  /** Threads taking whole commits' decisions (each forces a record) at most at once. */
+  static final int DECISION_THREADS = 4;
+
+  /**
+   * Takes a whole commit's decision off the replication stream's completion thread: this
+   * server's own few threads (a decision forces a record, so more threads than disks
+   * would only queue in the kernel), idle ones ended, shut down with the server. A
+   * decision handed in after the close runs on the thread that hands it in, so that its
+   * client still hears an answer (the engine, closed, refuses it).
+   */
+  private final java.util.concurrent.ThreadPoolExecutor decisions = decisionPool();
+
+  private static java.util.concurrent.ThreadPoolExecutor decisionPool() {
+    java.util.concurrent.ThreadPoolExecutor pool = new java.util.concurrent.ThreadPoolExecutor(
+        DECISION_THREADS, DECISION_THREADS, 30, TimeUnit.SECONDS,
+        new java.util.concurrent.LinkedBlockingQueue<>(), r -> {
+          Thread t = new Thread(r, "tyr-whole-commit");
+          t.setDaemon(true);
+          return t;
+        }, (task, closed) -> task.run());
+    pool.allowCoreThreadTimeOut(true);
+    return pool;
+  }
+
+  /**
+   * A client's commit on this node whose written keys do not all have the same owners
+   * ({@link Replicator#sameOwners}): made all or nothing across its backups by the
+   * two-phase path of cross-node transactions, with this node the only participant and
+   * the coordinator. Its part is prepared here (validated, keys reserved, recorded) and
+   * replicated to every backup of its keys, each holding its share durably; only if every
+   * backup holds its share is commit decided (recorded) and the part applied, through the
+   * replicator like any write. So:
+   * <ul>
+   *   <li>a backup that refuses its share (a ring it moved to first) or does not answer
+   *       aborts the commit with nothing applied anywhere: abort is recorded, and a share
+   *       another backup holds is dropped when it asks (or, if it took the keys over in a
+   *       failover, when it resolves the part with this node);
+   *   <li>a backup that holds its share and then misses the apply (refused, or this node
+   *       lost) applies it from the share once the decision reaches it: when it takes the
+   *       keys over, or by this node's repair of what it did not confirm;
+   * </ul>
+   * rather than the one batch per backup of {@link Replicator#commit(TxRequest)}, which
+   * one backup may confirm and another refuse, leaving each of the keys' next primaries
+   * with its own side. Costs one more round trip to the backups (the shares), the prepare's
+   * forced log and record, the decision's record, and a share record on each backup; the
+   * keys are reserved from the prepare to the apply (a commit that meets them gets a
+   * retryable conflict, as with a cross-node part).
+   *
+   * <p>Answers with the local apply's result; a refusal with nothing applied as the
+   * refusal ({@code WRONG_EPOCH} with the refusing backup's ring: the client makes the
+   * commit again under it), a conflict if it was aborted before its decision (its prepare
+   * outlasted the timeout, or a ring took its keys); {@code UNAVAILABLE} if it is decided
+   * commit and not confirmed applied everywhere (outcome unknown to the client, as for
+   * any unconfirmed write).
+   */
+  CompletableFuture<CommitResult> commitWhole(TxRequest tx) {
+    String id = java.util.UUID.randomUUID().toString();
+    Request.Prepare part = new Request.Prepare(id, self(), List.of(self()), tx);
+    CompletableFuture<Object> prepared;
+    try {
+      prepared = prepare(part);
+    } catch (IOException | RuntimeException e) {
+      // Refused here before any share was sent (validation, the ring): nothing to undo,
+      // unless a part was left prepared by a failure after its record.
+      boolean left;
+      synchronized (this) {
+        left = parts.containsKey(id);
+      }
+      if (left) {
+        abortWhole(id);
+      }
+      return CompletableFuture.failedFuture(e);
+    }
+    return prepared.handleAsync((x, err) -> {
+      if (err != null) {
+        abortWhole(id); // a backup may hold its share: it learns abort when it asks
+        throw new java.util.concurrent.CompletionException(notApplied(id, err));
+      }
+      Part own;
+      synchronized (this) {
+        own = parts.get(id);
+      }
+      CompletableFuture<CommitResult> applied = own == null ? null : own.result;
+      CompletableFuture<Integer> outcome;
+      try {
+        outcome = coordinate(id, true, false);
+      } catch (IOException | RuntimeException e) {
+        // Commit not recorded: the part is resolved by its timeout (abort, as nothing
+        // decided commit), but the client cannot know that now.
+        throw new java.util.concurrent.CompletionException(new TyrException(
+            ErrorCode.UNAVAILABLE, "commit " + id + ": its decision could not be recorded, "
+                + "so its outcome is unknown: " + e.getMessage(), e));
+      }
+      return outcome.thenApply(o -> {
+        if (o == TxDecision.COMMITTED && applied != null && applied.isDone()
+            && !applied.isCompletedExceptionally() && !own.narrowed) {
+          return applied.join();
+        }
+        if (o == TxDecision.COMMITTED && own != null && own.narrowed) {
+          // Narrowed by a give-back before or after the lookup above (the replaced part
+          // is flagged too): the result here covers only the ops of the keys this node
+          // kept; the others are applied by their new primary, unconfirmed here, so the
+          // outcome is not known here (the review of tyr-bug1, S2).
+          throw new java.util.concurrent.CompletionException(new TyrException(
+              ErrorCode.UNAVAILABLE, "commit " + id + " is decided commit; a new ring gave "
+                  + "some of its keys back to their owner, which applies their ops from its "
+                  + "share, unconfirmed here: not acknowledged"));
+        }
+        if (o == TxDecision.ABORTED) {
+          throw new java.util.concurrent.CompletionException(new TyrException(
+              ErrorCode.CONFLICT, "commit " + id + " was aborted before its decision (its "
+                  + "prepare outlasted the transaction timeout, or a new ring gave its keys "
+                  + "to another node); nothing was applied; retry"));
+        }
+        throw new java.util.concurrent.CompletionException(new TyrException(
+            ErrorCode.UNAVAILABLE, "commit " + id + " is decided commit here but not "
+                + "confirmed applied on every replica (this node's log or a backup): it is "
+                + "applied from its recorded part, so it is not acknowledged"));
+      });
+    }, decisions).thenCompose(f -> f);
+  }
+
+  /** Records abort for a whole commit not prepared everywhere, and drops its part here. */
+  private void abortWhole(String id) {
+    try {
+      coordinate(id, false, false);
+    } catch (IOException | RuntimeException e) {
+      // Presumed abort all the same: its part is dropped, and a query finds none here.
+      LOG.warn("node {}: commit {}: abort not recorded: {}", self(), id, e.toString());
+    }
+  }
+
+  /**
+   * What a client hears of a whole commit whose part a backup did not hold: a refusal
+   * with nothing applied. A backup's refusal for its ring goes back as one, with that
+   * ring, so that the client takes it for what it is (not done) and makes the commit
+   * again under a newer ring.
+   */
+  private static Throwable notApplied(String id, Throwable err) {
+    Throwable e = err;
+    while (e instanceof java.util.concurrent.CompletionException && e.getCause() != null) {
+      e = e.getCause();
+    }
+    for (Throwable c = e; c != null; c = c.getCause()) {
+      if (c instanceof io.blobfs.tyr.ring.WrongEpochException w && w.ring() != null) {
+        return new io.blobfs.tyr.ring.WrongEpochException("commit " + id + " aborted with "
+            + "nothing applied, a backup refused it for its ring: " + w.getMessage(),
+            w.ring());
+      }
+    }
+    // Not applied for certain, but a client takes UNAVAILABLE for "unknown": safe.
+    return new TyrException(ErrorCode.UNAVAILABLE, "commit " + id + " aborted with nothing "
+        + "applied: a backup did not hold its share: " + e.getMessage(), e);
+  }
+
   // ------------------------------------------------------------------ decisions
 
   CompletableFuture<Object> decide(Request.Decide d) throws IOException {
@@ -370,6 +546,7 @@ final class Transactions implements Closeable {
     java.util.function.Function<TxRequest, CompletableFuture<CommitResult>> commitHere =
         t -> engine.commitPrepared(id, t).whenComplete((r, e) -> {
           if (e == null) {
+            part.result.complete(r);
             local.complete(r);
           } else {
             local.completeExceptionally(e);
@@ -419,7 +596,10 @@ final class Transactions implements Closeable {
   private boolean appliedBeforeTheCrash(Part part, CompletableFuture<CommitResult> local) {
     Throwable cause = local.isDone() ? causeOf(local) : null;
     if (!part.recovered || !(cause instanceof TyrException t)
-        || t.code() == ErrorCode.SERVER_ERROR) {
+        || t.code() == ErrorCode.SERVER_ERROR || TyrException.heldByPrepared(t)) {
+      // Held by another part is no proof of an earlier apply: a backup that took over two
+      // shares of one key (one of them an aborted, not yet resolved transaction's) must
+      // wait for the other's decision, not forget a decided commit (history IT, session 9).
       return false;
     }
     LOG.error("node {}: transaction {} is decided commit, but its part read back at restart "
@@ -437,6 +617,7 @@ final class Transactions implements Closeable {
   private void retryLater(Part part, Throwable cause) {
     long pause;
     synchronized (this) {
+      retries++;
       part.retryNanos = part.retryNanos == 0
           ? Math.max(TimeUnit.MILLISECONDS.toNanos(50), membership.txTimeout().toNanos() / 4)
           : Math.min(MAX_RETRY_NANOS, part.retryNanos * 2);
@@ -567,7 +748,7 @@ final class Transactions implements Closeable {
     for (Map.Entry<String, byte[]> file : records.readAllReplicas().entrySet()) {
       TxRecords.Prepared rec = TxRecords.decode(file.getValue());
       replicas.put(file.getKey(), new Replica(rec.request(), rec.versions(),
-          System.nanoTime()));
+          System.nanoTime(), shareSeq++));
     }
   }
 
@@ -676,7 +857,7 @@ final class Transactions implements Closeable {
       }
       records.writeReplica(name, record);
       replicas.put(name, new Replica(TxRecords.decode(record).request(), versions,
-          System.nanoTime()));
+          System.nanoTime(), shareSeq++));
     }
     LOG.debug("node {}: holds a share of transaction {} prepared on {}", self(),
         share.txId(), source);
@@ -713,6 +894,10 @@ final class Transactions implements Closeable {
         // With one replica no other node holds it: it stays for this node's return.
         if (ring.replication() > 1 && p.applying == null
             && !primaryOfAll(ring, p.request.tx())) {
+          Request.Prepare kept = restrict(p.request, k -> primaryHere(ring, k));
+          if (kept != null && narrow(p, kept, ring)) {
+            continue; // the keys it still serves stay here; the others' new primary holds
+          }
           engine.releasePrepared(p.localId);
           parts.remove(p.localId);
           uncount(p); // reentrant: this thread holds the membership's lock
@@ -723,23 +908,40 @@ final class Transactions implements Closeable {
               p.request.txId(), p.localId, ring.epoch());
         }
       }
-      for (Map.Entry<String, Replica> e : new ArrayList<>(replicas.entrySet())) {
-        Replica r = e.getValue();
-        if (!primaryOfAll(ring, r.request.tx())) {
+      List<Map.Entry<String, Replica>> byOrder = new ArrayList<>(replicas.entrySet());
+      // In the old primary's order, never the map's: two shares of one key apply in the
+      // order they were prepared there (the review of tyr-bug1, M1).
+      byOrder.sort(java.util.Comparator.comparingLong(x -> x.getValue().seq));
+      for (Map.Entry<String, Replica> e : byOrder) {
+        Replica held = e.getValue();
+        // The keys of the share this node is now the UP primary of: all of them when its
+        // primary was lost, some when this node is given back the keys it was the first
+        // owner of (it was RECOVERING) and the share's keys have different owners.
+        Request.Prepare mine = restrict(held.request, k -> primaryHere(ring, k));
+        if (mine == null) {
           continue;
         }
-        String name = e.getKey();
-        replicas.remove(name);
-        if (!r.versions.equals(engine.versionsOf(r.request.tx()))) {
-          deleteQuietly(name, true);
+        String heldName = e.getKey();
+        replicas.remove(heldName);
+        // Its ops were applied here in one batch or not at all: any key tells.
+        if (!held.versions.equals(engine.versionsOf(held.request.tx()))) {
+          deleteQuietly(heldName, true);
           LOG.info("node {}: transaction {}: share {} was applied before the takeover",
-              self(), r.request.txId(), name);
+              self(), held.request.txId(), heldName);
           continue;
+        }
+        Request.Prepare rest = restrict(held.request, k -> !primaryHere(ring, k));
+        Replica r = rest == null ? held : new Replica(mine, versionsOf(held, mine),
+            System.nanoTime(), held.seq);
+        String name = rest == null ? heldName : shareName(mine);
+        if (rest != null) {
+          // The other keys' primary is still the share's: their ops stay a share here.
+          keepShare(rest, versionsOf(held, rest), held.since, held.seq);
         }
         try {
           engine.reservePrepared(name, r.request.tx());
           records.writePrepared(name, TxRecords.encode(r.request, r.versions));
-          records.deleteReplica(name);
+          records.deleteReplica(heldName);
         } catch (IOException | RuntimeException err) {
           // Kept as a reserved part all the same: its record is the replica's.
           LOG.warn("node {}: share {} taken over, its record not moved: {}", self(), name,
@@ -773,6 +975,88 @@ final class Transactions implements Closeable {
         });
       }
     }
+  }
+
+  /** Whether this node is UP and {@code key}'s primary under {@code ring}. */
+  private boolean primaryHere(io.blobfs.tyr.ring.Ring ring, String key) {
+    return ring.state(membership.self()) == io.blobfs.tyr.ring.Ring.State.UP
+        && ring.primary(key).equals(membership.self());
+  }
+
+  /** {@code p} with only the ops and checks of the keys {@code keep} takes; null if no op. */
+  private static Request.Prepare restrict(Request.Prepare p,
+      java.util.function.Predicate<String> keep) {
+    List<io.blobfs.tyr.api.ReadCheck> reads = new ArrayList<>();
+    p.tx().reads().forEach(c -> {
+      if (keep.test(c.key())) {
+        reads.add(c);
+      }
+    });
+    List<io.blobfs.tyr.api.TxOp> ops = new ArrayList<>();
+    p.tx().ops().forEach(op -> {
+      if (keep.test(op.key())) {
+        ops.add(op);
+      }
+    });
+    return ops.isEmpty() ? null : new Request.Prepare(p.txId(), p.coordinator(),
+        p.participants(), new TxRequest(reads, ops));
+  }
+
+  /** The versions {@code held} recorded for the keys {@code part} names. */
+  private Map<String, Long> versionsOf(Replica held, Request.Prepare part) {
+    Map<String, Long> out = new java.util.LinkedHashMap<>();
+    for (String k : keysOf(part.tx())) {
+      out.put(k, held.versions.get(k));
+    }
+    return out;
+  }
+
+  /** Holds {@code share} here as a backup again, durably if it can (under follow). */
+  private void keepShare(Request.Prepare share, Map<String, Long> versions, long since,
+      long seq) {
+    String name = shareName(share);
+    try {
+      records.writeReplica(name, TxRecords.encode(share, versions));
+    } catch (IOException e) {
+      LOG.warn("node {}: transaction {}: share {} kept in memory only: {}", self(),
+          share.txId(), name, e.toString());
+    }
+    replicas.put(name, new Replica(share, versions, since, seq));
+  }
+
+  /**
+   * Keeps of part {@code p} only {@code kept}, the ops (and checks) of the keys this node
+   * is still the UP primary of under {@code ring}: the others' new primary was given them
+   * back (it was RECOVERING, a backup of them) and holds their share, which it takes over
+   * and applies once decided. Dropping the whole part here would leave this node's keys'
+   * ops with no node to apply them (their share is held by a node that is not their
+   * primary). False if it could not be narrowed (then it is dropped as before).
+   */
+  private boolean narrow(Part p, Request.Prepare kept, io.blobfs.tyr.ring.Ring ring) {
+    try {
+      Map<String, Long> versions = engine.versionsOf(kept.tx()); // reserved: unchanged
+      records.writePrepared(p.localId, TxRecords.encode(kept, versions));
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("node {}: transaction {}: part {} could not be narrowed to the keys it "
+          + "still serves: {}", self(), p.request.txId(), p.localId, e.toString());
+      return false;
+    }
+    engine.narrowPrepared(p.localId, kept.tx()); // no gap, its place among holders kept
+    Part narrowed = new Part(kept, p.since, p.recovered);
+    narrowed.localId = p.localId;
+    narrowed.result = p.result; // a whole commit's answer waits on the one future
+    narrowed.narrowed = true;
+    p.narrowed = true;
+    narrowed.counted = p.counted;
+    narrowed.retryAt = p.retryAt;
+    narrowed.retrying = p.retrying;
+    narrowed.retryNanos = p.retryNanos;
+    p.counted = null; // counted once, by the part that replaces it
+    parts.put(p.localId, narrowed);
+    LOG.info("node {}: transaction {}: part {} keeps only the keys it still serves under "
+        + "ring epoch {}, {} (the others' new primary holds their share)", self(),
+        p.request.txId(), p.localId, ring.epoch(), keysOf(kept.tx()));
+    return true;
   }
 
   /**
@@ -858,6 +1142,11 @@ final class Transactions implements Closeable {
         .withConnections(1).withMaxFrameBytes(maxFrameBytes)));
   }
 
+  /** How many applies of decided parts failed here and wait to be tried again (tests). */
+  synchronized long retries() {
+    return retries;
+  }
+
   synchronized long replicaAsks() {
     return replicaAsks;
   }
@@ -865,6 +1154,21 @@ final class Transactions implements Closeable {
   /** The local names of the shares held here as backup now (for tests). */
   synchronized List<String> held() {
     return List.copyOf(replicas.keySet());
+  }
+
+  /** This server's decision pool (for tests that hold its threads). */
+  java.util.concurrent.ThreadPoolExecutor decisions() {
+    return decisions;
+  }
+
+  /** The threads of this server's decision pool now (for tests). */
+  int decisionThreads() {
+    return decisions.getPoolSize();
+  }
+
+  /** Whether this server's decision pool is shut down (for tests). */
+  boolean decisionsClosed() {
+    return decisions.isShutdown();
   }
 
   /** The ids of the parts prepared here now (for tests and logs). */
@@ -875,6 +1179,7 @@ final class Transactions implements Closeable {
   @Override
   public void close() {
     resolver.shutdownNow();
+    decisions.shutdown(); // a decision under way ends; its record is forced or not, as ever
     List<TyrClient> open;
     synchronized (this) {
       open = new ArrayList<>(peers.values());

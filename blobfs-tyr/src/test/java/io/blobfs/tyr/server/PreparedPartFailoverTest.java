@@ -226,6 +226,109 @@ class PreparedPartFailoverTest {
     }
   }
 
+  /**
+   * The history IT's fourth point in its give-back form (seed 42451187036939, session 9):
+   * b is RECOVERING, so p is the primary of k1 (owners p, b) and of k2 (owners b, p), and b
+   * the backup of both. p prepares a part writing both (a whole commit: their owners
+   * differ), so b holds its share of both; b is marked UP, which gives it k2 back, before
+   * p's apply reaches it: b refuses the apply, which p made for both keys. b must take
+   * over k2's ops from its share and apply them once decided. Before, b took over only a
+   * share whose keys were all its own: k2 stayed without the commit on its primary b, and
+   * k1 had it on p, half-applied for good.
+   */
+  @Test
+  void aShareWhoseKeysAGiveBackSplitsIsTakenOverForTheKeysGivenBack() throws Exception {
+    Member p = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Ring all = new Ring(1, List.of(p, b), 16, 2);
+    String k1 = keyOwnedBy(all, p, b);
+    String k2 = keyOwnedBy(all, b, p);
+    Ring recovering = all.withState(b, Ring.State.RECOVERING, 2);
+    Ring up = recovering.withState(b, Ring.State.UP, 3);
+    // b resolves what it takes over every quarter second; p's own part never times out.
+    try (TyrServer np = start(p, recovering, "p", LONG);
+        TyrServer nb = start(b, recovering, "b", Duration.ofSeconds(1))) {
+      TxRequest both = new TxRequest(List.of(), List.of(
+          new TxOp.Put(k1, ByteBuffer.wrap(new byte[] {1}), false),
+          new TxOp.Put(k2, ByteBuffer.wrap(new byte[] {2}), false)));
+      np.transactions().prepare(new Request.Prepare(ID, p.id(), List.of(p.id()), both)).join();
+      assertThat(nb.transactions().held()).as("b's share of both keys").hasSize(1);
+      nb.membership().install(up); // b gets k2 back first
+      Object answer = np.transactions().decide(new Request.Decide(ID,
+          TxDecision.DECIDE_COMMIT)).thenApply(r -> ((CommitResult) r).version()).join();
+      assertThat(answer).as("b refused the apply for its ring")
+          .isEqualTo((long) TxDecision.COMMITTED_NOT_APPLIED);
+      np.membership().install(up);
+      assertThat(np.engine().stat(k1).exists()).as("k1 on its primary p").isTrue();
+      long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while (!nb.engine().stat(k2).exists() || !nb.transactions().prepared().isEmpty()) {
+        assertThat(System.nanoTime()).as("k2 applied on its primary b, parts "
+            + nb.transactions().prepared()).isLessThan(end);
+        Thread.sleep(20);
+      }
+      ByteBuffer got = ByteBuffer.allocate(1);
+      nb.engine().read(k2, 0, got);
+      assertThat(got.array()).containsExactly(2);
+    }
+  }
+
+  /**
+   * A backup holding two shares of one key, one of an aborted transaction not yet resolved
+   * there (its coordinator q unreachable) and one decided commit whose apply it missed, takes
+   * both over when p is lost. The decided one's apply meets the other's hold: it must wait
+   * for that one's decision, not be taken for applied before a crash and forgotten (history
+   * IT, session 9: a cross-node transfer half-applied for good, "its part read back at
+   * restart no longer validates (... is held by a prepared transaction ...)"). Failed before
+   * that fix when the key's hold was X's (the takeovers then ran in a hash map's order; they
+   * now run in p's order, X's share first, so the decided one always waits here).
+   */
+  @Test
+  void aDecidedShareThatMeetsAnotherSharesHoldWaitsForItInsteadOfBeingForgotten()
+      throws Exception {
+    Member p = new Member("127.0.0.1", freePort());
+    Member b = new Member("127.0.0.1", freePort());
+    Member q = new Member("127.0.0.1", freePort());
+    Ring ring = new Ring(1, List.of(p, b), 16, 2);
+    String key = keyOwnedBy(ring, p, b);
+    String x = "1a1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9";
+    try (TyrServer np = start(p, ring, "p", LONG);
+        TyrServer nb = start(b, ring, "b", Duration.ofSeconds(1))) {
+      // X, coordinated by q (not running): prepared on p, its share held by b; dropped on p.
+      np.transactions().prepare(new Request.Prepare(x, q.id(), List.of(p.id(), q.id()),
+          put(key))).join();
+      np.transactions().decide(new Request.Decide(x, TxDecision.APPLY_ABORT)).join();
+      // Y, coordinated by p, writes 2: its share held by b too.
+      np.transactions().prepare(new Request.Prepare(ID, p.id(), List.of(p.id()),
+          new TxRequest(List.of(), List.of(new TxOp.Put(key, ByteBuffer.wrap(new byte[] {2}),
+              false))))).join();
+      assertThat(nb.transactions().held()).hasSize(2);
+      nb.membership().install(ring.withEpoch(2)); // b refuses p's apply of Y
+      Object answer = np.transactions().decide(new Request.Decide(ID,
+          TxDecision.DECIDE_COMMIT)).thenApply(r -> ((CommitResult) r).version()).join();
+      assertThat(answer).isEqualTo((long) TxDecision.COMMITTED_NOT_APPLIED);
+      nb.membership().install(ring.withState(p, Ring.State.DOWN, 3)); // b takes both over
+      long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      // Y is decided commit: b applies it, or (if the key's hold is X's: the two takeovers
+      // run in no set order) its apply meets X's hold and waits. Before, it was forgotten.
+      while (nb.transactions().retries() == 0 && !nb.engine().stat(key).exists()) {
+        assertThat(System.nanoTime()).as("Y applied on b, or waiting for X's hold")
+            .isLessThan(end);
+        Thread.sleep(20);
+      }
+      // q comes up: it never decided X, so X aborts on b, and Y applies.
+      try (TyrServer nq = start(q, new Ring(1, List.of(q), 16, 1), "q", LONG)) {
+        while (!nb.engine().stat(key).exists() || !nb.transactions().prepared().isEmpty()) {
+          assertThat(System.nanoTime()).as("Y applied on b, parts "
+              + nb.transactions().prepared()).isLessThan(end);
+          Thread.sleep(20);
+        }
+        ByteBuffer got = ByteBuffer.allocate(1);
+        nb.engine().read(key, 0, got);
+        assertThat(got.array()).containsExactly(2);
+      }
+    }
+  }
+
   private static Request.Prepare prepare(Member coordinator, String key) {
     return new Request.Prepare(ID, coordinator.id(), List.of(coordinator.id()), put(key));
   }

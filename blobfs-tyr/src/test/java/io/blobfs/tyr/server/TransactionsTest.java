@@ -50,6 +50,98 @@ class TransactionsTest {
   }
 
   /**
+   * A whole commit whose part a give-back narrows while its decision waits (here: the
+   * server's decision threads busy) is not acknowledged: its result here covers only the
+   * key this node kept; the other's new primary applies it from its share, unconfirmed
+   * (the review of tyr-bug1, S2: it answered success with one value for two ops).
+   */
+  @Test
+  void aWholeCommitNarrowedByAGiveBackBeforeItsDecisionIsNotAcknowledged() throws Exception {
+    Member self = new Member("127.0.0.1", 1);
+    Member owner = new Member("127.0.0.1", 2);
+    Ring all = new Ring(1, List.of(self, owner), 16, 2);
+    String mine = keyFirstOwnedBy(all, self);
+    String back = keyFirstOwnedBy(all, owner);
+    Ring recovering = all.withState(owner, Ring.State.RECOVERING, 1);
+    Membership membership = new Membership(self, recovering)
+        .withTxTimeout(Duration.ofSeconds(60));
+    java.util.concurrent.CountDownLatch busy = new java.util.concurrent.CountDownLatch(1);
+    try (TyrEngine engine = TyrEngine.open(EngineConfig.defaults(dir.resolve("narrow")));
+        Transactions t = new Transactions(engine, membership, null, PeerAccess.NONE, 1 << 20)) {
+      for (int i = 0; i < Transactions.DECISION_THREADS; i++) {
+        t.decisions().execute(() -> {
+          try {
+            busy.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        });
+      }
+      java.util.concurrent.CompletableFuture<CommitResult> whole = t.commitWhole(
+          new TxRequest(List.of(), List.of(new TxOp.Put(mine, utf8("m"), false),
+              new TxOp.Put(back, utf8("b"), false))));
+      membership.install(recovering.withState(owner, Ring.State.UP, 2)); // back given back
+      busy.countDown();
+      Throwable refused = null;
+      try {
+        whole.join();
+      } catch (java.util.concurrent.CompletionException e) {
+        refused = e.getCause();
+      }
+      assertThat(refused).isInstanceOf(TyrException.class);
+      assertEquals(ErrorCode.UNAVAILABLE, ((TyrException) refused).code(), refused.toString());
+      assertEquals("m", text(engine, mine)); // applied here, the key it still serves
+      assertThat(engine.stat(back).exists()).as("the given-back key is its owner's to apply")
+          .isFalse();
+    } finally {
+      busy.countDown();
+    }
+  }
+
+  private static String keyFirstOwnedBy(Ring ring, Member m) {
+    for (int i = 0; ; i++) {
+      if (ring.owners("w/" + i).get(0).equals(m)) {
+        return "w/" + i;
+      }
+    }
+  }
+
+  /**
+   * The whole commits' decisions run on the server's own pool, of at most {@link
+   * Transactions#DECISION_THREADS} threads, ended with it (it was one unbounded pool shared
+   * by every server in the JVM, never shut down: the review of tyr-bug1, S4).
+   */
+  @Test
+  void wholeCommitsDecideOnTheServersOwnBoundedPoolClosedWithIt() throws Exception {
+    Member self = new Member("127.0.0.1", 1);
+    Membership membership = new Membership(self, new Ring(1, List.of(self), 8, 1))
+        .withTxTimeout(Duration.ofSeconds(60));
+    Transactions t;
+    try (TyrEngine engine = TyrEngine.open(EngineConfig.defaults(dir.resolve("pool")))) {
+      t = new Transactions(engine, membership, null, PeerAccess.NONE, 1 << 20);
+      List<java.util.concurrent.CompletableFuture<CommitResult>> commits =
+          new java.util.ArrayList<>();
+      for (int i = 0; i < 24; i++) {
+        commits.add(t.commitWhole(TxRequest.of(new TxOp.Put("k" + i, utf8("v" + i), false))));
+      }
+      for (java.util.concurrent.CompletableFuture<CommitResult> c : commits) {
+        c.join();
+      }
+      for (int i = 0; i < 24; i++) {
+        assertEquals("v" + i, text(engine, "k" + i));
+      }
+      assertThat(t.decisionThreads()).isBetween(1, Transactions.DECISION_THREADS);
+      t.close();
+    }
+    assertThat(t.decisionsClosed()).isTrue();
+    long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    while (t.decisionThreads() > 0) { // a shut-down pool ends its idle threads at once
+      assertThat(System.nanoTime()).isLessThan(end);
+      Thread.sleep(10);
+    }
+  }
+
+  /**
    * A client gone after its prepare: a QUERY before the timeout gets PENDING; after it,
    * the coordinator decides abort (presumed abort) and drops the part, and the client's
    * DECIDE_COMMIT arriving late gets ABORTED with nothing applied, the key free again.

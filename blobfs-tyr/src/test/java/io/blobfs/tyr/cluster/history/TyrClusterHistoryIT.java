@@ -72,9 +72,13 @@ class TyrClusterHistoryIT {
   static final long[] FIXED_SEEDS = {40404071680335L, 42451187036939L};
   /** Why the IT is not run by default: the open bugs and their reproductions. */
   static final String OPEN_BUGS = "TyrClusterHistoryIT runs only with -Dtyr.history=true "
-      + "while known bugs make it fail at random: (1) a multi-key commit on one primary whose "
-      + "keys have different backups, made while the ring changes, is confirmed by one backup "
-      + "and refused by the other, so after failover one key has it and the other not; (2) "
+      + "while known bugs make it fail at random: (1) a write applied on a primary and not "
+      + "confirmed by a backup can be read there and then lost, when that backup becomes the "
+      + "keys' primary without it (a recovered owner marked UP before the old primary's "
+      + "repair reached it: a lost update, seed 40404071680335); (2) a backup that refused a "
+      + "write keeps refusing plain reads of the key after its primary changed and came "
+      + "back, until the key is written again (RefusedKeys; the final replica check, seed "
+      + "42451187036939); (3) "
       + "stale plain reads remain possible in three windows: a backup that a write its "
       + "primary applied never reached, until the primary's repair; a node frozen while UP, "
       + "on its old ring until it loads the ring file; a put made again on a new primary "
