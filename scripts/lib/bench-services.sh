@@ -7,7 +7,8 @@
 #   bench_start_services LIST   LIST: comma-separated store names (hdfs, tyr, rados, cephfs;
 #                               others need no service)
 #   bench_java CLASS ARGS...    runs CLASS with Spark's Java 17 opens on BENCH_CP
-# Týr: a server process from the build's classpath, data in benchmarks/target/tyr-server,
+# Týr: a server process from the build's classpath, data in benchmarks/target/tyr-server, on a
+#   port below the ephemeral range (within BLOBFS_TYR_PORT_BASE's hundred when set),
 #   log synced every 100 ms (as HDFS, it does not sync a block before acknowledging it),
 #   exported as TYR_ADDRESS. HDFS: scripts/hdfs/hdfs.sh (HDFS_URI). RADOS:
 #   scripts/ceph/cluster.sh (CEPH_CONF, BLOBFS_CEPH_POOL, BLOBFS_CEPH_CLIENT_KEYRING).
@@ -47,24 +48,50 @@ bench_stop_services() {
   BENCH_STOPS=()
 }
 
+# A port for the bench's Týr server, as the tests pick theirs (TyrProcessCluster, TestPorts):
+# within [BLOBFS_TYR_PORT_BASE, +100) when that is set (helpers sharing a machine), else in
+# 20000-29999; never 0, whose ephemeral port (32768-60999) any outgoing connection may take.
+bench_tyr_port() {
+  local base=${BLOBFS_TYR_PORT_BASE:-}
+  if [ -n "$base" ]; then
+    echo $((base + RANDOM % 100))
+  else
+    echo $((20000 + RANDOM % 10000))
+  fi
+}
+
 bench_start_tyr() {
-  local dir=$PWD/benchmarks/target/tyr-server log line n
-  rm -rf "$dir" && mkdir -p "$dir"
+  local dir=$PWD/benchmarks/target/tyr-server log line n attempt port
   log=$dir.log
-  bench_java_cmd io.blobfs.tyr.server.TyrServerMain --data-dir "$dir" --bind 127.0.0.1 \
-    --port 0 --sync interval --threads 4
-  # Started directly (not through a function, which would run in a subshell): $! must be
-  # the JVM's pid, or stopping it would stop only the subshell and leave the server running.
-  "${BENCH_JAVA_CMD[@]}" >"$log" 2>&1 &
-  BENCH_TYR_PID=$!
-  BENCH_STOPS+=("bench_stop_tyr")
-  for ((n = 0; n < 600; n++)); do
-    line=$(grep -m1 '^TYR-SERVER LISTENING ' "$log" || true)
+  # A port taken meanwhile makes the server exit at its bind: try another, a few times.
+  for ((attempt = 1; attempt <= 5; attempt++)); do
+    rm -rf "$dir" && mkdir -p "$dir"
+    port=$(bench_tyr_port)
+    bench_java_cmd io.blobfs.tyr.server.TyrServerMain --data-dir "$dir" --bind 127.0.0.1 \
+      --port "$port" --sync interval --threads 4
+    # Started directly (not through a function, which would run in a subshell): $! must be
+    # the JVM's pid, or stopping it would stop only the subshell and leave the server running.
+    "${BENCH_JAVA_CMD[@]}" >"$log" 2>&1 &
+    BENCH_TYR_PID=$!
+    line=
+    for ((n = 0; n < 600; n++)); do
+      line=$(grep -m1 '^TYR-SERVER LISTENING ' "$log" || true)
+      [ -n "$line" ] && break
+      kill -0 "$BENCH_TYR_PID" 2>/dev/null || break
+      sleep 0.1
+    done
     [ -n "$line" ] && break
-    kill -0 "$BENCH_TYR_PID" 2>/dev/null || { cat "$log" >&2; echo "Týr server exited" >&2; return 1; }
-    sleep 0.1
+    if kill -0 "$BENCH_TYR_PID" 2>/dev/null; then
+      bench_stop_tyr
+      cat "$log" >&2; echo "Týr server not listening after 60 s" >&2; return 1
+    fi
+    wait "$BENCH_TYR_PID" 2>/dev/null || true
+    BENCH_TYR_PID=
+    grep -q 'Address already in use\|cannot listen on' "$log" || { cat "$log" >&2; echo "Týr server exited" >&2; return 1; }
+    echo "[bench] port $port taken, trying another" >&2
   done
-  [ -n "$line" ] || { cat "$log" >&2; echo "Týr server not listening after 60 s" >&2; return 1; }
+  [ -n "$line" ] || { cat "$log" >&2; echo "Týr server found no free port" >&2; return 1; }
+  BENCH_STOPS+=("bench_stop_tyr")
   export TYR_ADDRESS=${line#TYR-SERVER LISTENING }
   echo "[bench] Týr server pid $BENCH_TYR_PID at $TYR_ADDRESS (log $log)" >&2
 }

@@ -107,6 +107,22 @@ class EarlyUploadTest {
   }
 
   /** Waits (bounded) until the background has uploaded at least {@code bytes}. */
+  /**
+   * Writes the file whole, waits until 16 MiB of it went up before its close, closes it,
+   * and checks it is published whole with each byte uploaded once (plus records): no
+   * second, whole upload at the close.
+   */
+  private void writeAllUploadedEarlyAndOnce(Entry e, Opened h, String path)
+      throws Exception {
+    writeAll(e, h);
+    awaitUploaded(16L * MIB);
+    assertTrue(bytesWritten.get() >= 16L * MIB, "uploaded before close: " + bytesWritten.get());
+    fs.flush(e.node(), h.fh());
+    assertArrayEquals(data, published(path));
+    assertTrue(bytesWritten.get() < data.length + MIB, "uploaded in all: " + bytesWritten.get());
+    fs.release(e.node(), h.fh());
+  }
+
   private void awaitUploaded(long bytes) throws InterruptedException {
     awaitUntil(() -> bytesWritten.get() >= bytes);
   }
@@ -127,15 +143,7 @@ class EarlyUploadTest {
   void aFileWrittenFrontToBackIsMostlyUploadedBeforeItsCloseAndOnlyOnce() throws Exception {
     Opened[] h = new Opened[1];
     Entry e = create("seq", h);
-    writeAll(e, h[0]);
-    awaitUploaded(16L * MIB);
-    long before = bytesWritten.get();
-    assertTrue(before >= 16L * MIB, "uploaded before close: " + before);
-    fs.flush(e.node(), h[0].fh());
-    assertArrayEquals(data, published("/seq"));
-    // each byte went up once (plus records): no second, whole upload at close
-    assertTrue(bytesWritten.get() < data.length + MIB, "uploaded in all: " + bytesWritten.get());
-    fs.release(e.node(), h[0].fh());
+    writeAllUploadedEarlyAndOnce(e, h[0], "/seq");
   }
 
   @Test
@@ -631,13 +639,7 @@ class EarlyUploadTest {
     Opened[] h = new Opened[1];
     Entry e = create("sized", h);
     fs.setattr(e.node(), new SetAttr(h[0].fh(), data.length, -1, false));
-    writeAll(e, h[0]);
-    awaitUploaded(16L * MIB);
-    assertTrue(bytesWritten.get() >= 16L * MIB, "uploaded before close: " + bytesWritten.get());
-    fs.flush(e.node(), h[0].fh());
-    assertArrayEquals(data, published("/sized"));
-    assertTrue(bytesWritten.get() < data.length + MIB, "uploaded in all: " + bytesWritten.get());
-    fs.release(e.node(), h[0].fh());
+    writeAllUploadedEarlyAndOnce(e, h[0], "/sized");
   }
 
   /**

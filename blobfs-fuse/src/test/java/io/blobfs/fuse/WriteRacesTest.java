@@ -51,6 +51,11 @@ class WriteRacesTest {
         new NamespaceOptions(MIB, MIB, 8 * MIB, 0, false, 100), counters);
   }
 
+  /** A mount over {@code faults}, staging in this test's directory. */
+  private BlobFuseFs mount(FaultInjectingBlobStore faults) throws java.io.IOException {
+    return new BlobFuseFs(ns(faults), new BlobFuseFs.Settings(false, 0755, 4096, staging));
+  }
+
   private static FaultInjectingBlobStore store() {
     return FaultInjectingBlobStore.over(new InMemoryBlobStore("review",
         new StoreLimits(200, 1L << 30, Integer.MAX_VALUE)));
@@ -154,29 +159,15 @@ class WriteRacesTest {
   @Test
   void anOpenForWritingIsNotCopiedAgainBecauseAnotherFileClosed() throws Exception {
     FaultInjectingBlobStore faults = store();
-    BlobNamespace ns = ns(faults);
-    BlobFuseFs fs = new BlobFuseFs(ns, new BlobFuseFs.Settings(false, 0755, 4096, staging));
+    BlobFuseFs fs = mount(faults);
     byte[] data = filled(8 * MIB, 7);
-    Opened[] h = new Opened[1];
-    Entry big = fs.create(LowLevelFs.ROOT, "big", FuseSession.O_RDWR, h);
-    for (int off = 0; off < data.length; off += MIB) {
-      fs.write(big.node(), h[0].fh(), off, ByteBuffer.wrap(data, off, MIB));
-    }
-    fs.release(big.node(), h[0].fh());
-    Opened[] o = new Opened[1];
-    Entry other = fs.create(LowLevelFs.ROOT, "other", FuseSession.O_RDWR, o);
-    fs.release(other.node(), o[0].fh());
+    Entry big = createClosed(fs, "big", data);
+    Entry other = createClosed(fs, "other", new byte[0]);
 
     FaultInjectingBlobStore.Fault held =
         faults.on(FaultInjectingBlobStore.Op.READ).keys("d/.*").pause();
     bytesRead.set(0);
-    CompletableFuture<Opened> opening = CompletableFuture.supplyAsync(() -> {
-      try {
-        return fs.open(big.node(), FuseSession.O_RDWR);
-      } catch (FuseException ex) {
-        throw new IllegalStateException(ex);
-      }
-    });
+    CompletableFuture<Opened> opening = CompletableFuture.supplyAsync(() -> open(fs, big));
     held.awaitReached(); // the copy of /big is under way
     // an unrelated file is opened for writing, written and closed meanwhile
     Opened w = fs.open(other.node(), FuseSession.O_RDWR);
@@ -196,13 +187,9 @@ class WriteRacesTest {
   @Test
   void concurrentOpensOfOneFileCopyItOnce() throws Exception {
     FaultInjectingBlobStore faults = store();
-    BlobNamespace ns = ns(faults);
-    BlobFuseFs fs = new BlobFuseFs(ns, new BlobFuseFs.Settings(false, 0755, 4096, staging));
+    BlobFuseFs fs = mount(faults);
     byte[] data = filled(8 * MIB, 7);
-    Opened[] h = new Opened[1];
-    Entry big = fs.create(LowLevelFs.ROOT, "big", FuseSession.O_RDWR, h);
-    fs.write(big.node(), h[0].fh(), 0, ByteBuffer.wrap(data));
-    fs.release(big.node(), h[0].fh());
+    Entry big = createClosed(fs, "big", data);
 
     FaultInjectingBlobStore.Fault held =
         faults.on(FaultInjectingBlobStore.Op.READ).keys("d/.*").pause();
@@ -231,6 +218,19 @@ class WriteRacesTest {
     assertArrayEquals(data, Arrays.copyOf(got.array(), got.position()));
     assertTrue(bytesRead.get() < 2L * data.length,
         "bytes read for two opens of /big: " + bytesRead.get() + " (file " + data.length + ")");
+  }
+
+  /** Creates {@code name} in the mount's root, writes it in writes of 1 MiB, closes it. */
+  private static Entry createClosed(BlobFuseFs fs, String name, byte[] data)
+      throws FuseException {
+    Opened[] h = new Opened[1];
+    Entry e = fs.create(LowLevelFs.ROOT, name, FuseSession.O_RDWR, h);
+    for (int off = 0; off < data.length; off += MIB) {
+      fs.write(e.node(), h[0].fh(), off,
+          ByteBuffer.wrap(data, off, Math.min(MIB, data.length - off)));
+    }
+    fs.release(e.node(), h[0].fh());
+    return e;
   }
 
   private static Opened open(BlobFuseFs fs, Entry e) {

@@ -17,6 +17,24 @@ class FileWriterTransferTest {
   @TempDir
   Path tmp;
 
+  private static InMemoryBlobStore store() {
+    return new InMemoryBlobStore("t", new StoreLimits(200, 1L << 30, Integer.MAX_VALUE));
+  }
+
+  /** Stripes of 10,000 bytes, 4,096-byte buffers, a 100-byte inline threshold. */
+  private static BlobNamespace ns(InMemoryBlobStore store) {
+    return new BlobNamespace(store, new NamespaceOptions(10_000, 4096, 16_384, 100, false,
+        100), StoreCallCounters.NONE);
+  }
+
+  /** A staged file holding {@code data}, open to be read from (the caller closes it). */
+  private FileChannel staged(byte[] data) throws java.io.IOException {
+    FileChannel ch = FileChannel.open(tmp.resolve("staged"), StandardOpenOption.CREATE,
+        StandardOpenOption.WRITE, StandardOpenOption.READ);
+    ch.write(ByteBuffer.wrap(data), 0);
+    return ch;
+  }
+
   private static byte[] readAll(BlobNamespace ns, String path) throws Exception {
     FileReader r = ns.open(FsPath.parse(path));
     ByteBuffer b = ByteBuffer.allocate((int) r.length());
@@ -28,15 +46,10 @@ class FileWriterTransferTest {
   void transferFromAChannelWritesItsBytesAcrossStripesAndZerosPastItsEnd() throws Exception {
     // stripes of 10,000 bytes, 4,096-byte buffers, 100-byte inline threshold: the transfer
     // crosses buffer and stripe boundaries, and the first buffer is the small heap one
-    BlobNamespace ns = new BlobNamespace(new InMemoryBlobStore("t", new StoreLimits(200,
-        1L << 30, Integer.MAX_VALUE)), new NamespaceOptions(10_000, 4096, 16_384, 100, false,
-        100), StoreCallCounters.NONE);
+    BlobNamespace ns = ns(store());
     byte[] data = new byte[45_678];
     new Random(5).nextBytes(data);
-    Path file = tmp.resolve("staged");
-    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE,
-        StandardOpenOption.WRITE, StandardOpenOption.READ)) {
-      ch.write(ByteBuffer.wrap(data), 0);
+    try (FileChannel ch = staged(data)) {
       FileWriter w = ns.create(FsPath.parse("/f"), false);
       w.write(new byte[] {1, 2, 3}, 0, 3); // bytes before the transfer keep their place
       w.transferFrom(ch, 0, data.length + 5_000L); // 5,000 past the end: a hole
@@ -58,16 +71,10 @@ class FileWriterTransferTest {
   void rangesWrittenOutOfOrderAfterSeeksMakeTheWholeFile() throws Exception {
     // stripes of 10,000 bytes: the ranges cross stripe and buffer boundaries, the last one
     // written is the file's start, and one range is rewritten in the middle
-    InMemoryBlobStore store = new InMemoryBlobStore("t", new StoreLimits(200, 1L << 30,
-        Integer.MAX_VALUE));
-    BlobNamespace ns = new BlobNamespace(store, new NamespaceOptions(10_000, 4096, 16_384,
-        100, false, 100), StoreCallCounters.NONE);
+    BlobNamespace ns = ns(store());
     byte[] data = new byte[45_678];
     new Random(6).nextBytes(data);
-    Path file = tmp.resolve("staged");
-    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE,
-        StandardOpenOption.WRITE, StandardOpenOption.READ)) {
-      ch.write(ByteBuffer.wrap(data), 0);
+    try (FileChannel ch = staged(data)) {
       FileWriter w = ns.create(FsPath.parse("/f"), false);
       int[][] ranges = {{30_000, 45_678}, {12_345, 30_000}, {0, 12_345}};
       for (int[] r : ranges) {
@@ -91,10 +98,8 @@ class FileWriterTransferTest {
 
   @Test
   void anAbortedWriterThatSoughtPastItsStartRemovesEveryStripeItWrote() throws Exception {
-    InMemoryBlobStore store = new InMemoryBlobStore("t", new StoreLimits(200, 1L << 30,
-        Integer.MAX_VALUE));
-    BlobNamespace ns = new BlobNamespace(store, new NamespaceOptions(10_000, 4096, 16_384,
-        100, false, 100), StoreCallCounters.NONE);
+    InMemoryBlobStore store = store();
+    BlobNamespace ns = ns(store);
     FileWriter w = ns.create(FsPath.parse("/f"), false);
     w.seek(35_000); // stripe 3
     w.write(new byte[5000], 0, 5000);

@@ -72,6 +72,11 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   private final Map<Member, List<String>> hosts = new ConcurrentHashMap<>();
   private volatile Ring ring;
   private volatile boolean closed;
+  /**
+   * Run before a call its primary applied unconfirmed is made again there: tests make
+   * another writer's call land between the two attempts by construction.
+   */
+  private volatile Runnable beforeAgainOnPrimary = () -> { };
 
   /** One member: its client (routed under our epoch) and the single-node store over it. */
   private record Node(TyrClient client, TyrBlobStore store) {}
@@ -286,6 +291,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
             if (!TyrClient.await(failover(r, owner, System.nanoTime()))) {
               pause(attempt);
             }
+            beforeAgainOnPrimary.run();
             continue;
           }
           if (mayRetryElsewhere(r, e, idempotent) && attempt < ATTEMPTS) {
@@ -304,6 +310,11 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         }
       }
     }
+  }
+
+  /** Tests: {@code hook} runs before each unconfirmed call is made again (see the field). */
+  void beforeAgainOnPrimary(Runnable hook) {
+    beforeAgainOnPrimary = hook;
   }
 
   /** {@link #onOwner} for the asynchronous calls. */

@@ -39,6 +39,8 @@ public final class TyrServer implements Closeable {
   private final ExecutorService workers;
   private final Channel listener;
   private final RequestMemory memory;
+  /** The buffers large frames are read into in place, kept for later frames. */
+  private final FrameBuffers frameBuffers;
   private final Membership membership;
   private final Replicator replicator;
   /** Cross-node transactions' prepares and decisions; null for a lone node. */
@@ -81,7 +83,7 @@ public final class TyrServer implements Closeable {
     // Buffers of frames read in place: an eighth of the request budget (64 MiB by default,
     // one stream's window of 1 MiB writes) kept for later frames, and an eighth out at
     // once, so frames read in place add at most a quarter to what the budget bounds.
-    FrameBuffers frameBuffers = new FrameBuffers(config.maxRequestMemory() / 8,
+    frameBuffers = new FrameBuffers(config.maxRequestMemory() / 8,
         config.maxRequestMemory() / 8);
     Authenticator auth = new Authenticator(config.secret());
     SslContext tls;
@@ -238,10 +240,20 @@ public final class TyrServer implements Closeable {
       transactions.close();
     }
     shutdownThreads();
+    // after the event loops and workers: every frame read in place has been released
+    frameBuffers.close();
     if (replicator != null) {
       replicator.close(); // after the workers: running requests may still be forwarding
     }
     engine.close();
+  }
+
+  /**
+   * Bytes of the buffers frames are read into in place, kept for later frames or still
+   * out; zero once closed.
+   */
+  public long heldFrameBufferBytes() {
+    return frameBuffers.keptBytes() + frameBuffers.takenBytes();
   }
 
   private void shutdownThreads() {

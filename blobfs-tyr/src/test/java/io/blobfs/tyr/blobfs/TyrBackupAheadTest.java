@@ -339,9 +339,10 @@ class TyrBackupAheadTest {
    * deleted): the outcome is unknown, never "not found" (a put that answers
    * {@code BlobNotFoundException} tells its caller nothing was there to write over, or
    * that the store lost its key). The backup stays a ring behind meanwhile, so every
-   * attempt is unconfirmed and the delete lands between two of them. Failed before
-   * ({@code BlobNotFoundException} out of the put) whenever the delete landed before the
-   * first client's last attempt, which it does unless it takes seconds.
+   * attempt is unconfirmed; the delete is made by construction between the first attempt
+   * and the second (the client's hook before an unconfirmed call is made again). Failed
+   * before ({@code BlobNotFoundException} out of the put); with the delete left to a
+   * thread racing the put, it passed whenever the delete came after the put's attempts.
    */
   @Test
   void anUnconfirmedPutWhoseKeyAnotherWriterDeletedIsUnknownNotNotFound() throws Exception {
@@ -358,34 +359,33 @@ class TyrBackupAheadTest {
       c.server(primary).membership().install(next);
       c.server(third).membership().install(next);
       AtomicReference<Throwable> other = new AtomicReference<>();
-      Thread deleter = new Thread(() -> {
+      AtomicReference<String> beforeDelete = new AtomicReference<>();
+      java.util.concurrent.atomic.AtomicInteger again =
+          new java.util.concurrent.atomic.AtomicInteger();
+      first.beforeAgainOnPrimary(() -> {
+        if (again.getAndIncrement() > 0) {
+          return; // once, between the first attempt and the second
+        }
         try {
-          long end = System.nanoTime() + Duration.ofMinutes(1).toNanos();
-          while (!"v1".equals(onNode(c, primary, key))) {
-            if (System.nanoTime() > end) {
-              throw new IllegalStateException("v1 never reached the primary " + primary);
-            }
-            Thread.sleep(1);
-          }
+          beforeDelete.set(onNode(c, primary, key));
           try {
             second.delete(key);
           } catch (io.blobfs.store.StoreUnavailableException unconfirmed) {
             // applied on the primary; the backup, a ring behind, refused it too
           }
-        } catch (IOException | RuntimeException | InterruptedException e) {
+        } catch (IOException | RuntimeException e) {
           other.set(e);
         }
       });
-      deleter.start();
       IOException firstFailed = null;
       try {
         first.put(key, utf8("v1"), PutMode.OVERWRITE);
       } catch (IOException e) {
         firstFailed = e;
       }
-      deleter.join(Duration.ofMinutes(2).toMillis());
-      assertThat(deleter.isAlive()).as("the deleter ended").isFalse();
       assertThat(other.get()).isNull();
+      assertThat(again.get()).as("attempts made again after the first").isPositive();
+      assertThat(beforeDelete.get()).as("the first attempt, applied").isEqualTo("v1");
       assertThat(firstFailed).as("the first put, unconfirmed each time")
           .isInstanceOf(io.blobfs.store.StoreUnavailableException.class);
       // Deleted after v1 was applied: the conditional attempts did not bring v1 back.

@@ -71,4 +71,56 @@ class FrameBuffersTest {
     c.release();
     assertThat(buffers.takenBytes()).isZero();
   }
+
+  /**
+   * A bound full of buffers of a size no longer asked for makes room for today's sizes:
+   * the buffers released least recently are freed first (before, a 512 KiB frame's buffer
+   * was freed on release while stale 1 MiB ones held the whole bound, and every later
+   * 512 KiB frame cost new memory).
+   */
+  @Test
+  void buffersOfSizesNoLongerAskedForAreEvictedLeastRecentlyReleasedFirst() {
+    FrameBuffers buffers = new FrameBuffers(2 * MIB, 64 * MIB);
+    ByteBuf old1 = buffers.take(ALLOC, MIB);
+    ByteBuf old2 = buffers.take(ALLOC, MIB);
+    old1.release();
+    old2.release();
+    assertThat(buffers.keptBytes()).isEqualTo(2 * MIB);
+
+    ByteBuf a = buffers.take(ALLOC, MIB / 2);
+    ByteBuf b = buffers.take(ALLOC, MIB / 2);
+    long addressA = a.memoryAddress();
+    long addressB = b.memoryAddress();
+    a.release(); // evicts old1, the least recently released
+    assertThat(buffers.keptBytes()).isEqualTo(MIB + MIB / 2);
+    b.release(); // fits beside old2
+    assertThat(buffers.keptBytes()).isEqualTo(2 * MIB);
+
+    ByteBuf again1 = buffers.take(ALLOC, MIB / 2);
+    ByteBuf again2 = buffers.take(ALLOC, MIB / 2);
+    assertThat(java.util.List.of(again1.memoryAddress(), again2.memoryAddress()))
+        .containsExactlyInAnyOrder(addressA, addressB);
+    assertThat(buffers.keptBytes()).isEqualTo(MIB); // old2 alone
+    again1.release();
+    again2.release();
+    ByteBuf large = buffers.take(ALLOC, 3 * MIB); // larger than the bound: never kept
+    large.release();
+    assertThat(buffers.keptBytes()).isEqualTo(2 * MIB);
+  }
+
+  /** A closed FrameBuffers keeps nothing: what it kept is freed, later releases too. */
+  @Test
+  void closeFreesWhatIsKeptAndALaterReleaseIsNotKept() {
+    FrameBuffers buffers = new FrameBuffers(64 * MIB, 64 * MIB);
+    ByteBuf out = buffers.take(ALLOC, MIB);
+    buffers.take(ALLOC, 2 * MIB).release();
+    assertThat(buffers.keptBytes()).isEqualTo(2 * MIB);
+    buffers.close();
+    assertThat(buffers.keptBytes()).isZero();
+    assertThat(buffers.takenBytes()).isEqualTo(MIB);
+    out.writeLong(7); // still usable until released
+    out.release();
+    assertThat(buffers.keptBytes()).isZero();
+    assertThat(buffers.takenBytes()).isZero();
+  }
 }

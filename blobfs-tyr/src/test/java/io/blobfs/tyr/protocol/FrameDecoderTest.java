@@ -190,9 +190,8 @@ public class FrameDecoderTest {
     }
 
     for (int[] arrivals : cuts) {
-      FrameDecoder decoder = new FrameDecoder(DATA * 2, true, false);
-      EmbeddedChannel ch = new EmbeddedChannel(decoder);
-      decoder.readInPlace(ch, new FrameBuffers(0, 64 << 20));
+      EmbeddedChannel ch = readingInPlace(DATA * 2, new FrameBuffers(0, 64 << 20));
+      FrameDecoder decoder = ch.pipeline().get(FrameDecoder.class);
       List<long[]> reads = readLoop(ch, bytes, arrivals);
       assertThat(decoder.midFrame()).isFalse();
       Frame small = ch.readInbound();
@@ -246,9 +245,8 @@ public class FrameDecoderTest {
   @Test
   void aConnectionClosedMidFrameFreesTheFrameBeingReadInPlace() {
     byte[] bytes = threeFrames();
-    FrameDecoder decoder = new FrameDecoder(DATA * 2, true, false);
-    EmbeddedChannel ch = new EmbeddedChannel(decoder);
-    decoder.readInPlace(ch, new FrameBuffers(0, 64 << 20));
+    EmbeddedChannel ch = readingInPlace(DATA * 2, new FrameBuffers(0, 64 << 20));
+    FrameDecoder decoder = ch.pipeline().get(FrameDecoder.class);
     readLoop(ch, bytes, new int[] {BIG_START + 100, BIG_START + 90_000});
     assertThat(decoder.midFrame()).isTrue();
     Frame small = ch.readInbound();
@@ -267,9 +265,7 @@ public class FrameDecoderTest {
   @Test
   void aFrameReadIntoAKeptBufferHasOnlyItsOwnBytes() {
     FrameBuffers buffers = new FrameBuffers(64 << 20, 64 << 20);
-    FrameDecoder decoder = new FrameDecoder(DATA * 2, true, false);
-    EmbeddedChannel ch = new EmbeddedChannel(decoder);
-    decoder.readInPlace(ch, buffers);
+    EmbeddedChannel ch = readingInPlace(DATA * 2, buffers);
     long firstAddress = 0;
     for (int round = 0; round < 3; round++) {
       // the same frame size each time, other bytes: round r's data byte i is i + r
@@ -307,9 +303,8 @@ public class FrameDecoderTest {
   @Test
   void aHeaderAloneTakesNoFrameBufferPastTheBound() {
     FrameBuffers buffers = new FrameBuffers(0, 1 << 20);
-    FrameDecoder decoder = new FrameDecoder(64 << 20, true, false);
-    EmbeddedChannel ch = new EmbeddedChannel(decoder);
-    decoder.readInPlace(ch, buffers);
+    EmbeddedChannel ch = readingInPlace(64 << 20, buffers);
+    FrameDecoder decoder = ch.pipeline().get(FrameDecoder.class);
     long before = jdkDirect();
     RecvByteBufAllocator.Handle reads = ch.config().getRecvByteBufAllocator().newHandle();
     reads.reset(ch.config());
@@ -329,9 +324,8 @@ public class FrameDecoderTest {
   @Test
   void aFrameWhoseRestIsSmallIsGatheredNotReadInPlace() {
     FrameBuffers buffers = new FrameBuffers(0, 64 << 20);
-    FrameDecoder decoder = new FrameDecoder(64 << 20, true, false);
-    EmbeddedChannel ch = new EmbeddedChannel(decoder);
-    decoder.readInPlace(ch, buffers);
+    EmbeddedChannel ch = readingInPlace(64 << 20, buffers);
+    FrameDecoder decoder = ch.pipeline().get(FrameDecoder.class);
     ch.writeInbound(Unpooled.buffer().writeInt(Frame.HEADER_BYTES + 100_000)
         .writeByte(Frame.PROTOCOL_VERSION).writeByte(Opcode.COMMIT).writeShort(0).writeLong(1));
     assertThat(decoder.midFrame()).isTrue();
@@ -341,6 +335,17 @@ public class FrameDecoderTest {
     assertThat(f.payload().readableBytes()).isEqualTo(100_000);
     f.release();
     assertThat(ch.finish()).isFalse();
+  }
+
+  /**
+   * A channel whose decoder, a server's (frames up to {@code maxFrame}), reads large
+   * frames in place into buffers from {@code buffers}.
+   */
+  private static EmbeddedChannel readingInPlace(int maxFrame, FrameBuffers buffers) {
+    FrameDecoder decoder = new FrameDecoder(maxFrame, true, false);
+    EmbeddedChannel ch = new EmbeddedChannel(decoder);
+    decoder.readInPlace(ch, buffers);
+    return ch;
   }
 
   private static long jdkDirect() {

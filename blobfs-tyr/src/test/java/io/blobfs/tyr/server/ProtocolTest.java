@@ -89,6 +89,27 @@ class ProtocolTest {
     }
   }
 
+  /**
+   * The buffers frames were read into in place are kept while the server runs and freed
+   * by its close; every one taken was released (the count Netty's allocator would keep).
+   */
+  @Test
+  void aClosedServerHoldsNoFrameBuffer() throws Exception {
+    byte[] data = new byte[700_000]; // more than FrameDecoder.IN_PLACE_MIN_BYTES
+    new Random(3).nextBytes(data);
+    try (TyrClient c = client()) {
+      for (int i = 0; i < 4; i++) {
+        TyrClient.await(c.write("k/" + i, 0, ByteBuffer.wrap(data)));
+      }
+      ReadResult r = TyrClient.await(c.read("k/3", 0, data.length));
+      assertArrayEquals(data, toArray(r.data()));
+    }
+    assertThat(server.heldFrameBufferBytes()).isPositive(); // kept for later frames
+    server.close();
+    assertEquals(0, server.heldFrameBufferBytes());
+    server = TyrServer.start(ServerConfig.local(EngineConfig.defaults(dir))); // for stop()
+  }
+
   @Test
   void callsRoundTrip() throws IOException {
     try (TyrClient c = client()) {

@@ -229,8 +229,14 @@ public final class DfsioReport {
             Stream.of(System.getProperty("java.class.path"))).toList()),
         "org.apache.hadoop.fs.TestDFSIO"));
     cmd.addAll(t.options());
-    // The job's staging and local dirs stay out of the way of other runs.
-    cmd.add("-Dhadoop.tmp.dir=" + work.resolve("hadoop-tmp"));
+    // The job's staging and local dirs are this run's own. The LocalJobRunner reads the
+    // staging root without mapred-default.xml's ${hadoop.tmp.dir} default, so on
+    // hadoop.tmp.dir alone it staged under /tmp/hadoop/mapred/staging, shared by every run
+    // on the machine.
+    Path tmp = work.resolve("hadoop-tmp");
+    cmd.add("-Dhadoop.tmp.dir=" + tmp);
+    cmd.add("-Dmapreduce.jobtracker.staging.root.dir=" + tmp.resolve("mapred/staging"));
+    cmd.add("-Dmapreduce.cluster.local.dir=" + tmp.resolve("mapred/local"));
     // JobClient looks at a running job once a second by default, so TestDFSIO's exec time
     // (the wall figure) would come in whole seconds: a job of a few seconds would be off by
     // up to a third.
