@@ -197,16 +197,27 @@ final class Renamer {
 
   /**
    * Without transactions, moves the record at {@code from} while holding its file's lock
-   * ({@link DataLocks#takeForRename}), which records the move, read again under the lock.
-   * Returns false if the source is gone by then; if it changed, a directory's move
-   * ({@code followChanges}) moves what is there now, a file's rename reports the lost race.
-   * A directory operation's {@code running} intent is checked once the lock is taken
+   * ({@link DataLocks#takeForRename}), which records the move, read again under the lock,
+   * as a {@link MarkedMove}: invisible at the destination until its conditional commit,
+   * which a settler of the lock can fence. Returns false if the source is gone by then; if
+   * it changed, a directory's move ({@code followChanges}) moves what is there now, a
+   * file's rename reports the lost race. A directory's move that lost a race (fenced by a
+   * settler after it stalled past its lease, or the source changed under its mark) is
+   * rolled back by {@link MarkedMove} and tried again on the source as it is now, so one
+   * stall does not fail the whole directory rename.
+   *
+   * <p>Before, a directory's moves were two steps (the copy put as a plain record, then
+   * the source deleted): a mover fenced before its copy put it all the same, visible, and a
+   * client could rename or delete it before the mover noticed; the file was then left with
+   * two names, or a name without data (fifth review, MF1).
+   *
+   * <p>A directory operation's {@code running} intent is checked once the lock is taken
    * (which may have waited): an operation that outlived its lease stops before acting.
    */
   boolean moveLocked(String from, String to, VersionedRecord read, FsPath src,
       FsPath dst, boolean followChanges, DirectoryMove.Running running) throws IOException {
     if (read.record().kind() != FileRecord.Kind.FILE) {
-      moveRecord(from, to, read, src, dst, null); // a directory marker: no data, no lock
+      moveUnlocked(from, to, read, src, dst); // a directory marker: no data, no lock
       return true;
     }
     for (int attempt = 1; ; attempt++) {
@@ -226,19 +237,29 @@ final class Renamer {
         boolean same = now.get().version() == read.version() || !followChanges
             && now.get().record().fileId().equals(read.record().fileId());
         if (same) {
-          if (followChanges) {
-            moveRecord(from, to, read, src, dst, lock);
-          } else {
-            MarkedMove move = new MarkedMove(ns, from, to, now.get(), src, dst);
-            try {
-              move.run();
-            } finally {
-              // A mark this move may have left is settled by the lock's next taker, once
-              // the lease runs out; released now, nobody would know of it.
-              keep = !move.settled();
+          MarkedMove move = new MarkedMove(ns, from, to, now.get(), src, dst);
+          try {
+            move.run();
+            return true;
+          } catch (FileAlreadyExistsException taken) {
+            throw taken;
+          } catch (IOException e) {
+            if (!followChanges || !move.settled() || attempt == BlobNamespace.RACE_ATTEMPTS
+                || !(e.getCause() instanceof TransactionConflictException)) {
+              throw e;
             }
+            // Rolled back, nothing of it left: the source is read again under a new lock.
+            Optional<VersionedRecord> again = ns.readRecord(from, true);
+            if (again.isEmpty()) {
+              return false;
+            }
+            read = again.get();
+            continue;
+          } finally {
+            // A mark this move may have left is settled by the lock's next taker, once
+            // the lease runs out; released now, nobody would know of it.
+            keep = !move.settled();
           }
-          return true;
         }
         if (!followChanges || attempt == BlobNamespace.RACE_ATTEMPTS) {
           throw BlobNamespace.lostRace("rename " + src + " to " + dst,
@@ -254,20 +275,13 @@ final class Renamer {
   }
 
   /**
-   * Without transactions, the order that never loses data: the destination is created
-   * first, then the source deleted if it still holds what was read. If it does not, the
-   * destination names a record that may no longer be live (its data deleted by an
-   * overwrite, or now named by another rename), so it is taken back before the failure
-   * is reported. A crash between the two steps leaves both names and the move in the
-   * lock, which the next client to take the lock settles ({@link MoveSettler}).
-   *
-   * <p>A step whose outcome is unknown (a timeout that may have applied) is resolved by
-   * reading back before answering, so that a failed rename never leaves two names on one
-   * file's data, which a later delete of either would destroy. Where the read-back cannot
-   * tell, the error names both paths.
+   * Moves a record that has no data and no lock (a directory's record): the destination
+   * created first, then the source deleted if it still holds what was read; if it does
+   * not, or a step fails, the copy is taken back before the failure is reported. An
+   * outcome that cannot be read back is reported with both names.
    */
-  private void moveRecord(String from, String to, VersionedRecord read, FsPath src,
-      FsPath dst, DataLocks.Lock lock) throws IOException {
+  private void moveUnlocked(String from, String to, VersionedRecord read, FsPath src,
+      FsPath dst) throws IOException {
     try {
       ns.calls().put(to, read.record().encode(), PutMode.CREATE);
     } catch (BlobAlreadyExistsException e) {
@@ -276,26 +290,9 @@ final class Renamer {
       takeBack(to, read, src, dst, e); // the put may have applied before it failed
       throw new IOException("rename " + src + " to " + dst + " failed and changed nothing", e);
     }
-    if (lock != null) {
-      boolean held;
-      try {
-        held = ns.locks().stillHeld(lock);
-      } catch (IOException e) {
-        takeBack(to, read, src, dst, e);
-        throw new IOException("rename " + src + " to " + dst + " failed and changed nothing", e);
-      }
-      if (!held) {
-        afterLostLock(from, to, read, src, dst, lock);
-        return;
-      }
-    }
     try {
       ns.calls().deleteIfVersion(from, read.version());
     } catch (TransactionConflictException lost) {
-      if (lock != null && !ns.locks().stillHeld(lock)) {
-        afterLostLock(from, to, read, src, dst, lock);
-        return;
-      }
       takeBack(to, read, src, dst, lost);
       throw BlobNamespace.lostRace("rename " + src + " to " + dst, lost);
     } catch (IOException unknown) {
