@@ -345,14 +345,33 @@ final class Renamer {
     }
     try {
       Optional<VersionedRecord> copy = ns.readRecord(to, false);
-      if (copy.isEmpty() || !copy.get().record().fileId().equals(id)) {
-        throw new IOException("rename " + src + " to " + dst + " outlived its lock ("
-            + lost.key() + ") and its copy was removed meanwhile: it changed nothing; retry");
-      }
       Optional<VersionedRecord> source = ns.readStored(from, false);
+      boolean sourceHolds = source.isPresent() && id.equals(source.get().record().fileId());
+      if (copy.isEmpty() || !copy.get().record().fileId().equals(id)) {
+        if (!sourceHolds) {
+          // A settler adopted the copy (its tombstone gone since), then a client renamed
+          // or deleted it: the move is complete, and the file's fate followed the copy.
+          return;
+        }
+        if (renamedOnFromFencedSource(from, source.get(), read, src, dst, lost, again)) {
+          return;
+        }
+        throw new IOException("rename " + src + " to " + dst + " outlived its lock ("
+            + lost.key() + ") and was fenced by a settler; its copy is gone: it changed"
+            + " nothing; retry");
+      }
       if (source.isPresent() && source.get().version() == read.version()) {
         ns.calls().deleteIfVersion(from, read.version()); // nobody else moved it: finish
         return;
+      }
+      if (sourceHolds) {
+        // Fenced (the source rewritten unchanged by a settler) before the copy landed:
+        // the source is the file's name. Before, the scan below found the source itself
+        // and the message said it was "renamed to" itself (fifth review, S4).
+        ns.calls().deleteIfVersion(to, copy.get().version());
+        throw new IOException("rename " + src + " to " + dst + " outlived its lock ("
+            + lost.key() + ") and was fenced: it stalled past its lease; its late copy at "
+            + dst + " was taken back; retry");
       }
       String other = otherNameOf(id, to);
       boolean dataGone = other == null && !dataWhole(read.record());
@@ -375,6 +394,39 @@ final class Renamer {
     } finally {
       ns.locks().release(again);
     }
+  }
+
+  /**
+   * The copy is gone and the source, fenced by a settler, still holds the file: the copy
+   * landed after the settler released the lock (a rename over a file puts it conditionally
+   * on the target's version, which a fence of the source does not change), and a client
+   * renamed or deleted it before this rename took the lock again. Then the file's fate
+   * followed the copy: the source is removed, and this returns true if another name holds
+   * the file (the rename is complete, and was renamed on); throws if the copy was deleted
+   * with the data (the source would name none). False otherwise, changing nothing, for
+   * the caller to report "changed nothing". Before (fifth review, MF1), the source was kept in both
+   * cases: two names on the file, or a name without data.
+   */
+  private boolean renamedOnFromFencedSource(String from, VersionedRecord source,
+      VersionedRecord read, FsPath src, FsPath dst, DataLocks.Lock lost,
+      DataLocks.Lock again) throws IOException {
+    String id = read.record().fileId();
+    String other = otherNameOf(id, from);
+    boolean dataGone = other == null && !dataWhole(read.record());
+    if (other == null && !dataGone) {
+      return false;
+    }
+    if (!ns.locks().stillHeld(again)) {
+      throw bothNamed(src, dst, new IOException("its lock (" + again.key() + ") was taken"
+          + " over again while it looked for the file's other names"));
+    }
+    ns.calls().deleteIfVersion(from, source.version());
+    if (!dataGone) {
+      return true;
+    }
+    throw new IOException("rename " + src + " to " + dst + " outlived its lock ("
+        + lost.key() + "), and its copy at " + dst + " was deleted meanwhile, with the"
+        + " file's data: " + src + " was removed too (it named no data)");
   }
 
   /** The key of a name other than {@code except} that holds the file {@code id}, or null. */

@@ -120,6 +120,95 @@ class DirectoryMoveFencingTest {
     assertTrue(reader.probe(D).isEmpty(), "/d is gone");
   }
 
+  /**
+   * MF1, a rename over an existing file (two steps: its record put over the target's,
+   * conditionally on the target's version, then the source deleted). It takes the locks,
+   * reads both names and stalls past its leases before the put; a settler of the source's
+   * lock fences /a/s and releases. Before, the late put still applied (the target was
+   * unchanged): a client renamed the new /a/t to /x before the mover went on, the mover
+   * found its copy gone, put the replaced record back at /a/t, and /a/s and /x both named
+   * the source's file. Now the mover, finding its copy renamed on and its fenced source
+   * still there, removes the source: the rename over is complete (the replaced file goes)
+   * and its file's one name is /x, where the client moved it.
+   */
+  @Test
+  void aFencedRenameOversLatePutNeverBecomesASecondName() throws Exception {
+    FsPath s = FsPath.parse("/a/s");
+    FsPath t = FsPath.parse("/a/t");
+    byte[] sBytes = write(s, 3 * 4096 + 5);
+    write(t, 2 * 4096 + 7);
+    String sId = reader.probe(s).get().record().fileId();
+    String tId = reader.probe(t).get().record().fileId();
+    FaultInjectingBlobStore m = faults();
+    Fault put = m.on(Op.PUT).keys("n/a/t").nth(1).pause();
+    FileInfo target = reader.probe(t).get();
+    Future<Object> mover = threads.submit(() -> {
+      try {
+        namespace(m).renameOver(s, target);
+        return "renamed";
+      } catch (IOException e) {
+        return e;
+      }
+    });
+    put.awaitReached(); // both locks held, both names read: about to put over /a/t
+    awaitLeaseOver();
+    Optional<DataLocks.Lock> lock = reader.locks().read(sId);
+    assertTrue(lock.isPresent() && lock.get().interruptedMove(System.currentTimeMillis()));
+    assertTrue(MoveSettler.settle(reader, lock.get()), "a settler fences /a/s, releases");
+    Fault next = m.on(Op.READ, Op.STAT).nth(1).pause(); // the mover's next call
+    put.release();
+    next.awaitReached(); // /a/t holds the source's file: the mover is about to go on
+    boolean renamedOn = reader.rename(t, X);
+    next.release();
+    Object outcome = mover.get(30, TimeUnit.SECONDS);
+    List<FsPath> sNames = namesOf(sId, s, t, X);
+    List<FsPath> tNames = namesOf(tId, s, t, X);
+    String state = "names of /a/s's file " + sNames + ", of /a/t's " + tNames
+        + "; C's rename of /a/t: " + renamedOn + "; the rename over: " + outcome;
+    assertTrue(renamedOn, state);
+    assertEquals(List.of(X), sNames, state);
+    assertArrayEquals(sBytes, readAll(X), state);
+    assertEquals(List.of(), tNames, state);
+    assertEquals("renamed", outcome, state);
+  }
+
+  /**
+   * S4. The same stalled rename over a file, its late put left alone: the mover finds its
+   * source fenced (still the file, at a new version) and takes its copy back, and says
+   * so. Before, its scan for the file's other names found the source itself: "meanwhile
+   * /a/s was renamed to /a/s".
+   */
+  @Test
+  void aFencedRenameOverTakesItsCopyBackAndSaysItWasFenced() throws Exception {
+    FsPath s = FsPath.parse("/a/s");
+    FsPath t = FsPath.parse("/a/t");
+    byte[] sBytes = write(s, 3 * 4096 + 5);
+    byte[] tBytes = write(t, 2 * 4096 + 7);
+    String sId = reader.probe(s).get().record().fileId();
+    FaultInjectingBlobStore m = faults();
+    Fault put = m.on(Op.PUT).keys("n/a/t").nth(1).pause();
+    FileInfo target = reader.probe(t).get();
+    Future<Object> mover = threads.submit(() -> {
+      try {
+        namespace(m).renameOver(s, target);
+        return "renamed";
+      } catch (IOException e) {
+        return e;
+      }
+    });
+    put.awaitReached();
+    awaitLeaseOver();
+    assertTrue(MoveSettler.settle(reader, reader.locks().read(sId).get()));
+    put.release();
+    Object outcome = mover.get(30, TimeUnit.SECONDS);
+    String message = String.valueOf(outcome instanceof Exception e && e.getCause() != null
+        ? e.getCause().getMessage() : outcome);
+    assertTrue(message.contains("was fenced: it stalled past its lease")
+        && !message.contains("renamed to"), message);
+    assertArrayEquals(sBytes, readAll(s));
+    assertArrayEquals(tBytes, readAll(t));
+  }
+
   /** The paths among {@code candidates} that hold the file {@code id}. */
   private List<FsPath> namesOf(String id, FsPath... candidates) throws IOException {
     List<FsPath> names = new ArrayList<>();
