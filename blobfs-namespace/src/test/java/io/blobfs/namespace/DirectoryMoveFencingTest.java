@@ -2,13 +2,16 @@ package io.blobfs.namespace;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.blobfs.store.FaultInjectingBlobStore;
 import io.blobfs.store.FaultInjectingBlobStore.Fault;
 import io.blobfs.store.FaultInjectingBlobStore.Op;
+import io.blobfs.store.PutMode;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.TransactionalBlobStore;
+import io.blobfs.store.VersionedBytes;
 import io.blobfs.store.memory.InMemoryBlobStore;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -207,6 +210,40 @@ class DirectoryMoveFencingTest {
         && !message.contains("renamed to"), message);
     assertArrayEquals(sBytes, readAll(s));
     assertArrayEquals(tBytes, readAll(t));
+  }
+
+  /**
+   * S1. An incoming record whose move is dead (left by a fenced mover that died before its
+   * rollback: its source not marked) reads as absent, but its key kept its directory in
+   * existence: a recursive delete answered true and left the directory there, empty.
+   */
+  @Test
+  void aRecursiveDeleteRemovesADeadIncomingRecord() throws Exception {
+    leaveDeadIncoming(FsPath.parse("/a/f"), "n/e/f");
+    assertTrue(reader.probe(EF).isEmpty(), "reads as absent");
+    assertTrue(reader.delete(E, true));
+    assertTrue(reader.probe(E).isEmpty(), "/e still there: " + reader.probe(E));
+    assertFalse(memory.stat("n/e/f").exists());
+  }
+
+  /** S1, the sweeper: it removes a dead move's incoming record it meets in its scan. */
+  @Test
+  void theSweeperRemovesADeadIncomingRecord() throws Exception {
+    leaveDeadIncoming(FsPath.parse("/a/f"), "n/e/f");
+    new OrphanSweeper(reader, LEASE).sweep(Duration.ZERO, false);
+    assertFalse(memory.stat("n/e/f").exists(), "the dead incoming record is left");
+    assertTrue(reader.probe(E).isEmpty());
+    assertTrue(reader.probe(FsPath.parse("/a/f")).isPresent(), "its source is kept");
+  }
+
+  /** What a fenced mover's late create leaves: the source not marked, so the move is dead. */
+  private void leaveDeadIncoming(FsPath source, String key) throws IOException {
+    write(source, 100);
+    String from = reader.layout().recordKey(source);
+    VersionedBytes raw = memory.readWithVersion(from, 1 << 16);
+    FileRecord plain = FileRecord.decode(from, raw.bytes(), raw.bytes().length, true);
+    memory.put(key, plain.marked(FileRecord.Mark.INCOMING, from, 42).encode(),
+        PutMode.CREATE);
   }
 
   /** The paths among {@code candidates} that hold the file {@code id}. */
