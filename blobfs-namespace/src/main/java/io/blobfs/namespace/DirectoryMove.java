@@ -20,8 +20,9 @@ import java.util.Optional;
  * <p><b>Without transactions</b> (RADOS) every directory rename writes its
  * {@link RenameIntent} first, then moves file by file, each move atomic and crash-safe on
  * its own (a {@link MarkedMove} under the file's lock, {@link Renamer#moveLocked}, settled
- * by {@link MoveSettler} if cut off), then removes the intent. A rename cut off part-way is finished as below; the same rename retried
- * finishes it and returns true, so a retry never nests the rest under the destination.
+ * by {@link MoveSettler} if cut off), then removes the intent. A rename cut off part-way
+ * is finished as below; the same rename retried finishes it and returns true, so a retry
+ * never nests the rest under the destination.
  *
  * <p><b>With transactions</b>:
  * <p>A directory whose moves fit in one transaction (the store's
