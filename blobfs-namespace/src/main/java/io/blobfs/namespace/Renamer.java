@@ -316,8 +316,9 @@ final class Renamer {
   }
 
   /**
-   * This rename stalled past its lock's lease after its copy was put, and the lock was
-   * taken over. Returns if the move is complete, throws if it changed nothing.
+   * A two-step move (a rename over a file, {@link Replacer}; a directory's moves are marked
+   * since the fifth review) stalled past its lock's lease after its copy was put, and the
+   * lock was taken over. Returns if the move is complete, throws if it changed nothing.
    *
    * <p>The copy cannot simply be taken back: a settler that saw both names rolled the move
    * forward, and the copy is then the file's only name. Its tombstone says so, but only
