@@ -53,6 +53,11 @@ public final class BlobFsConfiguration {
   public static final String DIRECTORY_MARKERS_DEFAULT = "none";
   /** How long an unclosed file's data outlives its writer's last write (orphan sweeper). */
   public static final String WRITER_LEASE = "writer.lease";
+  /**
+   * Without transactions (RADOS), how long a rename's or delete's lock and a directory
+   * operation's intent outlive their holder's last renewal.
+   */
+  public static final String RENAME_LEASE = "rename.lease";
   public static final String LIST_PAGE_SIZE = "list.page.size";
   public static final long LIST_PAGE_SIZE_DEFAULT = 1000;
   /** Bytes fetched per store read when reading sequentially. */
@@ -98,7 +103,8 @@ public final class BlobFsConfiguration {
   public static final Set<String> FS_SUFFIXES = Set.of(STRIPE_SIZE, WRITE_BUFFER_SIZE,
       WRITE_MAX_INFLIGHT, INLINE_THRESHOLD, DIRECTORY_MARKERS, LIST_PAGE_SIZE,
       READ_BUFFER_SIZE, READ_AHEAD, READ_RANDOM_MIN, READ_POLICY, PERMISSION,
-      CREATE_PERFORMANCE, DOWNGRADE_SYNCABLE_EXCEPTIONS, WRITER_LEASE, WRITE_GATHER_SIZE);
+      CREATE_PERFORMANCE, DOWNGRADE_SYNCABLE_EXCEPTIONS, WRITER_LEASE, RENAME_LEASE,
+      WRITE_GATHER_SIZE);
 
   /** Settings of one file-system instance, all validated. */
   public record Settings(String storeName, String storeType, String storeTypeKey,
@@ -175,7 +181,7 @@ public final class BlobFsConfiguration {
     long buffer = Math.min(writeBuffer, stripe);
     NamespaceOptions ns = new NamespaceOptions(stripe, (int) buffer, Math.max(inflight, buffer),
         (int) inline, markers.equals("keep"), page, fs.getBoolean(CREATE_PERFORMANCE, false),
-        writerLease(fs));
+        writerLease(fs), renameLease(fs));
     return new Settings(storeName, type, typeKey, backend, ns, readBuffer, readAhead, randomMin,
         policy, permission, fs.getBoolean(DOWNGRADE_SYNCABLE_EXCEPTIONS, true),
         (int) fs.getBytes(WRITE_GATHER_SIZE, WRITE_GATHER_SIZE_DEFAULT, 0, 16L << 20));
@@ -187,6 +193,16 @@ public final class BlobFsConfiguration {
         fs.getDuration(WRITER_LEASE, NamespaceOptions.DEFAULT_WRITER_LEASE);
     if (lease.compareTo(java.time.Duration.ofMinutes(1)) < 0) {
       throw fs.bad(WRITER_LEASE, fs.getString(WRITER_LEASE, ""), "at least 1m");
+    }
+    return lease;
+  }
+
+  /** At least a second: a lock renewed every quarter lease must not renew all the time. */
+  private static java.time.Duration renameLease(StoreOptions fs) {
+    java.time.Duration lease =
+        fs.getDuration(RENAME_LEASE, NamespaceOptions.DEFAULT_RENAME_LEASE);
+    if (lease.compareTo(java.time.Duration.ofSeconds(1)) < 0) {
+      throw fs.bad(RENAME_LEASE, fs.getString(RENAME_LEASE, ""), "at least 1s");
     }
     return lease;
   }

@@ -52,13 +52,6 @@ final class DataLocks {
   static final Duration SWEEPER_WAIT = Duration.ofSeconds(60);
 
   /**
-   * How long a rename's lock lasts if its holder dies: past it, others take it over (a
-   * rename that stalled that long finds its lock gone and backs off). The writer lease, if
-   * shorter (tests).
-   */
-  static final Duration RENAME_LEASE = Duration.ofSeconds(30);
-
-  /**
    * RENAMER: without transactions, a client that changes a name of the file: a rename,
    * from before its copy until the source is gone (with its {@link Move}), or a delete or
    * overwrite, from before it changes the name until the data is gone (no move). UNKNOWN:
@@ -420,9 +413,14 @@ final class DataLocks {
     }
   }
 
+  /**
+   * How long a rename's lock lasts if its holder dies: past it, others take it over (a
+   * rename that stalled that long finds its lock gone and backs off):
+   * {@link NamespaceOptions#renameLease}, or the writer lease if shorter (tests).
+   */
   Duration renameLease() {
-    return RENAME_LEASE.compareTo(ns.options().writerLease()) < 0
-        ? RENAME_LEASE : ns.options().writerLease();
+    Duration lease = ns.options().renameLease();
+    return lease.compareTo(ns.options().writerLease()) < 0 ? lease : ns.options().writerLease();
   }
 
   /** Whether {@code held} is still the lock there: nobody took it over since. */

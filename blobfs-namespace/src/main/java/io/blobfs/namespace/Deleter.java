@@ -160,7 +160,11 @@ final class Deleter {
     for (String key : ns.scanAll(ns.layout().dirPrefix(intent.src()))) {
       running.keepAlive();
       Optional<VersionedRecord> read = ns.readRecord(key, false);
-      if (read.isEmpty() || read.get().record().modificationTime() > intent.startedMillis()) {
+      if (read.isEmpty()) {
+        ns.removedDeadIncoming(key); // see deleteAllUnder
+        continue;
+      }
+      if (read.get().record().modificationTime() > intent.startedMillis()) {
         continue;
       }
       if (KeyLayout.isMarker(key)) {
@@ -201,6 +205,12 @@ final class Deleter {
         TransactionConflictException e =
             deleteFile(key, read.get(), ns.layout().pathOf(key), intent);
         lost = e != null ? e : lost;
+      } else {
+        // Read as absent, but the key may still be there: the incoming record of a move
+        // that can never commit (its fenced mover died before its rollback). Left, it kept
+        // the deleted directory in existence (fifth review, S1); one whose move may still
+        // commit is left to that move (the directory rename or delete is not atomic).
+        ns.removedDeadIncoming(key);
       }
     }
     return lost;

@@ -17,11 +17,12 @@ import java.util.Optional;
 /**
  * A directory rename, with an intent record where it goes in several steps.
  *
- * <p><b>Without transactions</b> (RADOS, a Týr cluster) every directory rename writes its
- * {@link RenameIntent} first, then moves file by file, each move crash-safe on its own
- * ({@link Renamer#moveLocked}, settled by {@link MoveSettler} if cut off), then removes
- * the intent. A rename cut off part-way is finished as below; the same rename retried
- * finishes it and returns true, so a retry never nests the rest under the destination.
+ * <p><b>Without transactions</b> (RADOS) every directory rename writes its
+ * {@link RenameIntent} first, then moves file by file, each move atomic and crash-safe on
+ * its own (a {@link MarkedMove} under the file's lock, {@link Renamer#moveLocked}, settled
+ * by {@link MoveSettler} if cut off), then removes the intent. A rename cut off part-way
+ * is finished as below; the same rename retried finishes it and returns true, so a retry
+ * never nests the rest under the destination.
  *
  * <p><b>With transactions</b>:
  * <p>A directory whose moves fit in one transaction (the store's

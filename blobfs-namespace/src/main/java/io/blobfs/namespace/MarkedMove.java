@@ -10,9 +10,9 @@ import java.security.SecureRandom;
 import java.util.Optional;
 
 /**
- * A file rename without transactions that readers see happen at one instant (a directory's
- * moves use {@link Renamer#moveLocked} with its two-step move). It runs under the file's
- * lock, which records the move ({@link DataLocks.Move}):
+ * A file rename without transactions that readers see happen at one instant, and each file
+ * move of a directory rename ({@link Renamer#moveLocked}). It runs under the file's lock,
+ * which records the move ({@link DataLocks.Move}):
  *
  * <ol>
  *   <li>the source is marked {@link Mark#MOVING} to the destination, conditionally on the

@@ -26,8 +26,9 @@ import java.util.Optional;
  *       its lock; the destination keeps it.
  * </ul>
  *
- * A file rename (not a directory's moves) is a {@link MarkedMove}: its records carry marks,
- * and its commit point is the conditional rewrite of the source as moved. A source marked
+ * A file rename, and each file move of a directory rename, is a {@link MarkedMove}: its
+ * records carry marks, and its commit point is the conditional rewrite of the source as
+ * moved. A source marked
  * moved means it committed: the destination is made plain and the source removed (rolled
  * forward). Otherwise it did not commit, and the mark is taken off the source before the
  * destination's incoming record is removed (rolled back): the mark's removal changes the
@@ -39,10 +40,14 @@ import java.util.Optional;
  * conflicts whenever it arrives ({@link #fenced}): no mover whose lock was taken can mark,
  * commit or finish afterwards.
  *
+ * The two-step move (the copy put as a plain record, then the source deleted) is what a
+ * rename over an existing file ({@link Replacer}) still does, and what a directory rename
+ * of a client before the fifth review did.
+ *
  * The settler first takes the lock over (same move, fresh lease), then acts. Having
- * rolled a directory's two-step move forward it leaves the lock behind as a tombstone (same move, already
- * expired) instead of removing it: a rename that only stalled past its lease then learns
- * from it that its copy was adopted and its move completed, rather than taking the copy
+ * rolled a two-step move forward it leaves the lock behind as a tombstone (same move,
+ * already expired) instead of removing it: a rename that only stalled past its lease then
+ * learns from it that its copy was adopted and its move completed, rather than taking the copy
  * back ({@link Renamer}); the next client or sweep that meets the tombstone settles it
  * again (nothing left to do) and removes it. Otherwise it releases the lock. A settler
  * that dies leaves the move in the lock for the next one; settling twice is harmless (the
@@ -163,9 +168,9 @@ final class MoveSettler {
   }
 
   /**
-   * Settles a directory's two-step move of one file ({@link Renamer#moveLocked}): both
-   * names holding the file means the copy was made and the removal not, so the source is
-   * removed. Returns whether it was (rolled forward).
+   * Settles a two-step move of one file ({@link Replacer}, an older client's directory
+   * rename): both names holding the file means the copy was made and the removal not, so
+   * the source is removed. Returns whether it was (rolled forward).
    */
   private static boolean settleTwoStep(BlobNamespace ns, DataLocks.Move move, String id)
       throws IOException {
@@ -198,8 +203,8 @@ final class MoveSettler {
    * orphan sweeper, which had taken the free lock, scanned for names (fourth review: the
    * sweeper deleted the data of the file the new name held), or a delete of the new name
    * took the lock between the commit and the mover's finish (the old name then blocked).
-   * A directory's two-step move that stalled before its copy is fenced too: its delete
-   * of the source conflicts and it takes its copy back ({@link Renamer#afterLostLock}).
+   * A two-step move that stalled before its copy is fenced too: its delete of the source
+   * conflicts and it takes its copy back ({@link Renamer#afterLostLock}).
    */
   private static boolean fenced(BlobNamespace ns, DataLocks.Move move, String id)
       throws IOException {

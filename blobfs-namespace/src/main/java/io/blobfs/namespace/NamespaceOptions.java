@@ -22,23 +22,43 @@ import java.time.Duration;
  *     orphan sweeper leaves the data of an unclosed file alone until then. A writer idle
  *     for longer may find at close that the data was swept: close() then fails and
  *     publishes nothing. As S3A's fs.s3a.multipart.purge.age, a day by default.
+ * @param renameLease without transactions, how long a rename's or delete's lock on a file,
+ *     and a directory operation's intent, outlive their holder's last renewal: past it
+ *     another client settles or takes over what it left. A store call of the holder that
+ *     takes longer than this lets another client act meanwhile, so it should be a few
+ *     times the store's operation timeout (RADOS: {@code op-timeout}, 30 s by default).
+ *     The writer lease, if shorter (tests).
  */
 public record NamespaceOptions(long stripeSize, int writeBufferSize, long maxWriteBytesInFlight,
     int inlineThreshold, boolean keepDirectoryMarkers, int scanPageSize,
-    boolean createPerformance, Duration writerLease) {
+    boolean createPerformance, Duration writerLease, Duration renameLease) {
 
   public static final long DEFAULT_STRIPE_SIZE = 64L << 20;
   public static final Duration DEFAULT_WRITER_LEASE = Duration.ofDays(1);
+  /**
+   * Three times RADOS's default operation timeout (30 s). Before (fifth review, S2), the
+   * lease was fixed at 30 s: a store call that timed out at 30 s outlived it.
+   */
+  public static final Duration DEFAULT_RENAME_LEASE = Duration.ofSeconds(90);
 
   public NamespaceOptions {
     if (stripeSize <= 0 || writeBufferSize <= 0 || maxWriteBytesInFlight < writeBufferSize
         || inlineThreshold < 0 || inlineThreshold > FileRecord.MAX_INLINE || scanPageSize <= 0
-        || writerLease.isNegative() || writerLease.isZero()) {
+        || writerLease.isNegative() || writerLease.isZero()
+        || renameLease.isNegative() || renameLease.isZero()) {
       throw new IllegalArgumentException("inconsistent namespace options: stripeSize="
           + stripeSize + " writeBufferSize=" + writeBufferSize + " maxWriteBytesInFlight="
           + maxWriteBytesInFlight + " inlineThreshold=" + inlineThreshold + " scanPageSize="
-          + scanPageSize + " writerLease=" + writerLease);
+          + scanPageSize + " writerLease=" + writerLease + " renameLease=" + renameLease);
     }
+  }
+
+  public NamespaceOptions(long stripeSize, int writeBufferSize, long maxWriteBytesInFlight,
+      int inlineThreshold, boolean keepDirectoryMarkers, int scanPageSize,
+      boolean createPerformance, Duration writerLease) {
+    this(stripeSize, writeBufferSize, maxWriteBytesInFlight, inlineThreshold,
+        keepDirectoryMarkers, scanPageSize, createPerformance, writerLease,
+        DEFAULT_RENAME_LEASE);
   }
 
   public NamespaceOptions(long stripeSize, int writeBufferSize, long maxWriteBytesInFlight,
@@ -57,6 +77,13 @@ public record NamespaceOptions(long stripeSize, int writeBufferSize, long maxWri
 
   public NamespaceOptions withWriterLease(Duration lease) {
     return new NamespaceOptions(stripeSize, writeBufferSize, maxWriteBytesInFlight,
-        inlineThreshold, keepDirectoryMarkers, scanPageSize, createPerformance, lease);
+        inlineThreshold, keepDirectoryMarkers, scanPageSize, createPerformance, lease,
+        renameLease);
+  }
+
+  public NamespaceOptions withRenameLease(Duration lease) {
+    return new NamespaceOptions(stripeSize, writeBufferSize, maxWriteBytesInFlight,
+        inlineThreshold, keepDirectoryMarkers, scanPageSize, createPerformance, writerLease,
+        lease);
   }
 }

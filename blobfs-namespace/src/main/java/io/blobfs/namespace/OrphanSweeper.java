@@ -86,9 +86,11 @@ public final class OrphanSweeper {
         }
       }
     }
-    Set<String> referenced = namedFileIds();
+    List<String> incoming = new ArrayList<>();
+    Set<String> referenced = namedFileIds(incoming);
     if (!dryRun) {
       removeExpiredLocksOfNamedFiles(locked, referenced);
+      removeDeadIncoming(incoming);
     }
     long now = clock.millis();
     long cutoff = now - minAge.toMillis();
@@ -141,7 +143,7 @@ public final class OrphanSweeper {
             .ifPresent(lock -> held.put(id, lock));
       }
       candidates.keySet().retainAll(held.keySet());
-      Set<String> namedNow = held.isEmpty() ? Set.of() : namedFileIds();
+      Set<String> namedNow = held.isEmpty() ? Set.of() : namedFileIds(new ArrayList<>());
       int stillNamed = 0;
       for (String id : List.copyOf(candidates.keySet())) {
         if (namedNow.contains(id)) {
@@ -200,14 +202,32 @@ public final class OrphanSweeper {
    * rename's progress (before, a reader's re-reads of a changing incoming record could
    * fail the whole scan) nor writes (a reader rolls a moved source forward).
    */
-  private Set<String> namedFileIds() throws IOException {
+  private Set<String> namedFileIds(List<String> incoming) throws IOException {
     Set<String> ids = new HashSet<>();
     for (String key : ns.scanAll(KeyLayout.NAMES + "/")) {
       if (!KeyLayout.isMarker(key)) {
-        ns.readStored(key, false).ifPresent(r -> ids.add(r.record().fileId()));
+        ns.readStored(key, false).ifPresent(r -> {
+          ids.add(r.record().fileId());
+          if (r.record().mark() == FileRecord.Mark.INCOMING) {
+            incoming.add(key);
+          }
+        });
       }
     }
     return ids;
+  }
+
+  /**
+   * Removes the incoming records of moves that can never commit (a fenced mover that died
+   * before its rollback left them): readers take them for absent, but each kept its
+   * directory in existence and its name taken until a create reclaimed it (fifth review,
+   * S1). One whose move may still commit is left ({@link BlobNamespace#removedDeadIncoming}).
+   * Its file id stays counted as named for this sweep: the source names the same data.
+   */
+  private void removeDeadIncoming(List<String> incoming) throws IOException {
+    for (String key : incoming) {
+      ns.removedDeadIncoming(key);
+    }
   }
 
   /**

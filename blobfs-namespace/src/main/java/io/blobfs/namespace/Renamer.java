@@ -197,16 +197,27 @@ final class Renamer {
 
   /**
    * Without transactions, moves the record at {@code from} while holding its file's lock
-   * ({@link DataLocks#takeForRename}), which records the move, read again under the lock.
-   * Returns false if the source is gone by then; if it changed, a directory's move
-   * ({@code followChanges}) moves what is there now, a file's rename reports the lost race.
-   * A directory operation's {@code running} intent is checked once the lock is taken
+   * ({@link DataLocks#takeForRename}), which records the move, read again under the lock,
+   * as a {@link MarkedMove}: invisible at the destination until its conditional commit,
+   * which a settler of the lock can fence. Returns false if the source is gone by then; if
+   * it changed, a directory's move ({@code followChanges}) moves what is there now, a
+   * file's rename reports the lost race. A directory's move that lost a race (fenced by a
+   * settler after it stalled past its lease, or the source changed under its mark) is
+   * rolled back by {@link MarkedMove} and tried again on the source as it is now, so one
+   * stall does not fail the whole directory rename.
+   *
+   * <p>Before, a directory's moves were two steps (the copy put as a plain record, then
+   * the source deleted): a mover fenced before its copy put it all the same, visible, and a
+   * client could rename or delete it before the mover noticed; the file was then left with
+   * two names, or a name without data (fifth review, MF1).
+   *
+   * <p>A directory operation's {@code running} intent is checked once the lock is taken
    * (which may have waited): an operation that outlived its lease stops before acting.
    */
   boolean moveLocked(String from, String to, VersionedRecord read, FsPath src,
       FsPath dst, boolean followChanges, DirectoryMove.Running running) throws IOException {
     if (read.record().kind() != FileRecord.Kind.FILE) {
-      moveRecord(from, to, read, src, dst, null); // a directory marker: no data, no lock
+      moveUnlocked(from, to, read, src, dst); // a directory marker: no data, no lock
       return true;
     }
     for (int attempt = 1; ; attempt++) {
@@ -226,19 +237,29 @@ final class Renamer {
         boolean same = now.get().version() == read.version() || !followChanges
             && now.get().record().fileId().equals(read.record().fileId());
         if (same) {
-          if (followChanges) {
-            moveRecord(from, to, read, src, dst, lock);
-          } else {
-            MarkedMove move = new MarkedMove(ns, from, to, now.get(), src, dst);
-            try {
-              move.run();
-            } finally {
-              // A mark this move may have left is settled by the lock's next taker, once
-              // the lease runs out; released now, nobody would know of it.
-              keep = !move.settled();
+          MarkedMove move = new MarkedMove(ns, from, to, now.get(), src, dst);
+          try {
+            move.run();
+            return true;
+          } catch (FileAlreadyExistsException taken) {
+            throw taken;
+          } catch (IOException e) {
+            if (!followChanges || !move.settled() || attempt == BlobNamespace.RACE_ATTEMPTS
+                || !(e.getCause() instanceof TransactionConflictException)) {
+              throw e;
             }
+            // Rolled back, nothing of it left: the source is read again under a new lock.
+            Optional<VersionedRecord> again = ns.readRecord(from, true);
+            if (again.isEmpty()) {
+              return false;
+            }
+            read = again.get();
+            continue;
+          } finally {
+            // A mark this move may have left is settled by the lock's next taker, once
+            // the lease runs out; released now, nobody would know of it.
+            keep = !move.settled();
           }
-          return true;
         }
         if (!followChanges || attempt == BlobNamespace.RACE_ATTEMPTS) {
           throw BlobNamespace.lostRace("rename " + src + " to " + dst,
@@ -254,20 +275,13 @@ final class Renamer {
   }
 
   /**
-   * Without transactions, the order that never loses data: the destination is created
-   * first, then the source deleted if it still holds what was read. If it does not, the
-   * destination names a record that may no longer be live (its data deleted by an
-   * overwrite, or now named by another rename), so it is taken back before the failure
-   * is reported. A crash between the two steps leaves both names and the move in the
-   * lock, which the next client to take the lock settles ({@link MoveSettler}).
-   *
-   * <p>A step whose outcome is unknown (a timeout that may have applied) is resolved by
-   * reading back before answering, so that a failed rename never leaves two names on one
-   * file's data, which a later delete of either would destroy. Where the read-back cannot
-   * tell, the error names both paths.
+   * Moves a record that has no data and no lock (a directory's record): the destination
+   * created first, then the source deleted if it still holds what was read; if it does
+   * not, or a step fails, the copy is taken back before the failure is reported. An
+   * outcome that cannot be read back is reported with both names.
    */
-  private void moveRecord(String from, String to, VersionedRecord read, FsPath src,
-      FsPath dst, DataLocks.Lock lock) throws IOException {
+  private void moveUnlocked(String from, String to, VersionedRecord read, FsPath src,
+      FsPath dst) throws IOException {
     try {
       ns.calls().put(to, read.record().encode(), PutMode.CREATE);
     } catch (BlobAlreadyExistsException e) {
@@ -276,26 +290,9 @@ final class Renamer {
       takeBack(to, read, src, dst, e); // the put may have applied before it failed
       throw new IOException("rename " + src + " to " + dst + " failed and changed nothing", e);
     }
-    if (lock != null) {
-      boolean held;
-      try {
-        held = ns.locks().stillHeld(lock);
-      } catch (IOException e) {
-        takeBack(to, read, src, dst, e);
-        throw new IOException("rename " + src + " to " + dst + " failed and changed nothing", e);
-      }
-      if (!held) {
-        afterLostLock(from, to, read, src, dst, lock);
-        return;
-      }
-    }
     try {
       ns.calls().deleteIfVersion(from, read.version());
     } catch (TransactionConflictException lost) {
-      if (lock != null && !ns.locks().stillHeld(lock)) {
-        afterLostLock(from, to, read, src, dst, lock);
-        return;
-      }
       takeBack(to, read, src, dst, lost);
       throw BlobNamespace.lostRace("rename " + src + " to " + dst, lost);
     } catch (IOException unknown) {
@@ -319,8 +316,9 @@ final class Renamer {
   }
 
   /**
-   * This rename stalled past its lock's lease after its copy was put, and the lock was
-   * taken over. Returns if the move is complete, throws if it changed nothing.
+   * A two-step move (a rename over a file, {@link Replacer}; a directory's moves are marked
+   * since the fifth review) stalled past its lock's lease after its copy was put, and the
+   * lock was taken over. Returns if the move is complete, throws if it changed nothing.
    *
    * <p>The copy cannot simply be taken back: a settler that saw both names rolled the move
    * forward, and the copy is then the file's only name. Its tombstone says so, but only
@@ -348,14 +346,33 @@ final class Renamer {
     }
     try {
       Optional<VersionedRecord> copy = ns.readRecord(to, false);
-      if (copy.isEmpty() || !copy.get().record().fileId().equals(id)) {
-        throw new IOException("rename " + src + " to " + dst + " outlived its lock ("
-            + lost.key() + ") and its copy was removed meanwhile: it changed nothing; retry");
-      }
       Optional<VersionedRecord> source = ns.readStored(from, false);
+      boolean sourceHolds = source.isPresent() && id.equals(source.get().record().fileId());
+      if (copy.isEmpty() || !copy.get().record().fileId().equals(id)) {
+        if (!sourceHolds) {
+          // A settler adopted the copy (its tombstone gone since), then a client renamed
+          // or deleted it: the move is complete, and the file's fate followed the copy.
+          return;
+        }
+        if (renamedOnFromFencedSource(from, source.get(), read, src, dst, lost, again)) {
+          return;
+        }
+        throw new IOException("rename " + src + " to " + dst + " outlived its lock ("
+            + lost.key() + ") and was fenced by a settler; its copy is gone: it changed"
+            + " nothing; retry");
+      }
       if (source.isPresent() && source.get().version() == read.version()) {
         ns.calls().deleteIfVersion(from, read.version()); // nobody else moved it: finish
         return;
+      }
+      if (sourceHolds) {
+        // Fenced (the source rewritten unchanged by a settler) before the copy landed:
+        // the source is the file's name. Before, the scan below found the source itself
+        // and the message said it was "renamed to" itself (fifth review, S4).
+        ns.calls().deleteIfVersion(to, copy.get().version());
+        throw new IOException("rename " + src + " to " + dst + " outlived its lock ("
+            + lost.key() + ") and was fenced: it stalled past its lease; its late copy at "
+            + dst + " was taken back; retry");
       }
       String other = otherNameOf(id, to);
       boolean dataGone = other == null && !dataWhole(read.record());
@@ -378,6 +395,39 @@ final class Renamer {
     } finally {
       ns.locks().release(again);
     }
+  }
+
+  /**
+   * The copy is gone and the source, fenced by a settler, still holds the file: the copy
+   * landed after the settler released the lock (a rename over a file puts it conditionally
+   * on the target's version, which a fence of the source does not change), and a client
+   * renamed or deleted it before this rename took the lock again. Then the file's fate
+   * followed the copy: the source is removed, and this returns true if another name holds
+   * the file (the rename is complete, and was renamed on); throws if the copy was deleted
+   * with the data (the source would name none). False otherwise, changing nothing, for
+   * the caller to report "changed nothing". Before (fifth review, MF1), the source was kept in both
+   * cases: two names on the file, or a name without data.
+   */
+  private boolean renamedOnFromFencedSource(String from, VersionedRecord source,
+      VersionedRecord read, FsPath src, FsPath dst, DataLocks.Lock lost,
+      DataLocks.Lock again) throws IOException {
+    String id = read.record().fileId();
+    String other = otherNameOf(id, from);
+    boolean dataGone = other == null && !dataWhole(read.record());
+    if (other == null && !dataGone) {
+      return false;
+    }
+    if (!ns.locks().stillHeld(again)) {
+      throw bothNamed(src, dst, new IOException("its lock (" + again.key() + ") was taken"
+          + " over again while it looked for the file's other names"));
+    }
+    ns.calls().deleteIfVersion(from, source.version());
+    if (!dataGone) {
+      return true;
+    }
+    throw new IOException("rename " + src + " to " + dst + " outlived its lock ("
+        + lost.key() + "), and its copy at " + dst + " was deleted meanwhile, with the"
+        + " file's data: " + src + " was removed too (it named no data)");
   }
 
   /** The key of a name other than {@code except} that holds the file {@code id}, or null. */

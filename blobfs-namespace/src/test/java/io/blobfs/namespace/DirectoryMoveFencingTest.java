@@ -1,0 +1,305 @@
+package io.blobfs.namespace;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.blobfs.store.FaultInjectingBlobStore;
+import io.blobfs.store.FaultInjectingBlobStore.Fault;
+import io.blobfs.store.FaultInjectingBlobStore.Op;
+import io.blobfs.store.PutMode;
+import io.blobfs.store.StoreLimits;
+import io.blobfs.store.TransactionalBlobStore;
+import io.blobfs.store.VersionedBytes;
+import io.blobfs.store.memory.InMemoryBlobStore;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Random;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A directory rename, or a rename over an existing file, without transactions whose move
+ * of one file stalls past the file's lock lease and is settled meanwhile (the fifth
+ * review's reproductions). The settler fences the stalled move; whatever the mover then
+ * puts must never become a second name of the file, and a directory rename finishes that
+ * file's move on its own.
+ */
+class DirectoryMoveFencingTest {
+  private static final Duration LEASE = Duration.ofMillis(40);
+  private static final NamespaceOptions OPTIONS =
+      new NamespaceOptions(4096, 1024, 4096, 256, false, 3).withWriterLease(LEASE);
+  private static final FsPath D = FsPath.parse("/d");
+  private static final FsPath E = FsPath.parse("/e");
+  private static final FsPath DF = FsPath.parse("/d/f");
+  private static final FsPath EF = FsPath.parse("/e/f");
+  private static final FsPath X = FsPath.parse("/x");
+
+  private InMemoryBlobStore memory;
+  private BlobNamespace reader;
+  private ExecutorService threads;
+
+  @BeforeEach
+  void setUp() {
+    memory = new InMemoryBlobStore("r5", new StoreLimits(1024, 1L << 30, Integer.MAX_VALUE));
+    reader = namespace(faults());
+    threads = Executors.newFixedThreadPool(3);
+  }
+
+  @AfterEach
+  void stop() {
+    threads.shutdownNow();
+  }
+
+  /**
+   * MF1. The directory rename /d to /e takes the lock of /d/f, reads it and stalls past
+   * its lease before it puts /e/f; a settler fences /d/f and releases the lock; the put
+   * lands; before the mover goes on, a client renames /e/f to /x. Before, the put was the
+   * file's plain record (the two-step move): the client's rename moved it, the mover found
+   * its copy gone and reported "changed nothing", and /d/f and /x both named the file (a
+   * delete of /x then removed the data /d/f still showed). Now the put is an incoming
+   * record, invisible until the mover's conditional commit, which the fence makes fail.
+   */
+  @Test
+  void aFencedMovesLatePutNeverBecomesASecondName() throws Exception {
+    byte[] bytes = write(DF, 3 * 4096 + 5);
+    String id = reader.probe(DF).get().record().fileId();
+    FaultInjectingBlobStore m = faults();
+    Fault put = m.on(Op.PUT).keys("n/e/f").nth(1).pause();
+    Future<Object> mover = renameInThread(m, D, E);
+    put.awaitReached(); // holds the lock, read /d/f: about to put /e/f
+    awaitLeaseOver();
+    Optional<DataLocks.Lock> lock = reader.locks().read(id);
+    assertTrue(lock.isPresent() && lock.get().interruptedMove(System.currentTimeMillis()));
+    assertTrue(MoveSettler.settle(reader, lock.get()), "a settler fences /d/f, releases");
+    Fault next = m.on(Op.READ, Op.STAT).nth(1).pause(); // the mover's next call
+    put.release();
+    next.awaitReached(); // /e/f is put: the mover is about to go on
+    boolean renamedOn = reader.rename(EF, X);
+    next.release();
+    Object outcome = mover.get(30, TimeUnit.SECONDS);
+    List<FsPath> names = namesOf(id, DF, EF, X);
+    String state = "names " + names + "; C's rename of /e/f: " + renamedOn
+        + "; the directory rename: " + outcome;
+    assertEquals(1, names.size(), state);
+    assertArrayEquals(bytes, readAll(names.get(0)), state);
+    assertTrue(reader.delete(names.get(0), false));
+    assertTrue(namesOf(id, DF, EF, X).isEmpty(), state);
+  }
+
+  /**
+   * S3. One file's move of a directory rename stalls past its lease before its put and is
+   * fenced: that move is rolled back and tried again on the source as the settler left it,
+   * and the directory rename finishes. Before, the whole rename failed ("outlived its
+   * lock ... changed nothing; retry") with /d/f left under the source.
+   */
+  @Test
+  void aFencedFileMoveIsTriedAgainAndTheDirectoryRenameFinishes() throws Exception {
+    byte[] a = write(FsPath.parse("/d/a"), 100);
+    byte[] f = write(DF, 3 * 4096 + 5);
+    String id = reader.probe(DF).get().record().fileId();
+    FaultInjectingBlobStore m = faults();
+    Fault put = m.on(Op.PUT).keys("n/e/f").nth(1).pause();
+    Future<Object> mover = renameInThread(m, D, E);
+    put.awaitReached();
+    awaitLeaseOver();
+    assertTrue(MoveSettler.settle(reader, reader.locks().read(id).get()));
+    put.release();
+    assertEquals(Boolean.TRUE, mover.get(30, TimeUnit.SECONDS));
+    assertArrayEquals(a, readAll(FsPath.parse("/e/a")));
+    assertArrayEquals(f, readAll(EF));
+    assertTrue(reader.probe(DF).isEmpty());
+    assertTrue(reader.probe(D).isEmpty(), "/d is gone");
+  }
+
+  /**
+   * MF1, a rename over an existing file (two steps: its record put over the target's,
+   * conditionally on the target's version, then the source deleted). It takes the locks,
+   * reads both names and stalls past its leases before the put; a settler of the source's
+   * lock fences /a/s and releases. Before, the late put still applied (the target was
+   * unchanged): a client renamed the new /a/t to /x before the mover went on, the mover
+   * found its copy gone, put the replaced record back at /a/t, and /a/s and /x both named
+   * the source's file. Now the mover, finding its copy renamed on and its fenced source
+   * still there, removes the source: the rename over is complete (the replaced file goes)
+   * and its file's one name is /x, where the client moved it.
+   */
+  @Test
+  void aFencedRenameOversLatePutNeverBecomesASecondName() throws Exception {
+    FsPath s = FsPath.parse("/a/s");
+    FsPath t = FsPath.parse("/a/t");
+    byte[] sBytes = write(s, 3 * 4096 + 5);
+    write(t, 2 * 4096 + 7);
+    String sId = reader.probe(s).get().record().fileId();
+    String tId = reader.probe(t).get().record().fileId();
+    FaultInjectingBlobStore m = faults();
+    Fault put = m.on(Op.PUT).keys("n/a/t").nth(1).pause();
+    FileInfo target = reader.probe(t).get();
+    Future<Object> mover = threads.submit(() -> {
+      try {
+        namespace(m).renameOver(s, target);
+        return "renamed";
+      } catch (IOException e) {
+        return e;
+      }
+    });
+    put.awaitReached(); // both locks held, both names read: about to put over /a/t
+    awaitLeaseOver();
+    Optional<DataLocks.Lock> lock = reader.locks().read(sId);
+    assertTrue(lock.isPresent() && lock.get().interruptedMove(System.currentTimeMillis()));
+    assertTrue(MoveSettler.settle(reader, lock.get()), "a settler fences /a/s, releases");
+    Fault next = m.on(Op.READ, Op.STAT).nth(1).pause(); // the mover's next call
+    put.release();
+    next.awaitReached(); // /a/t holds the source's file: the mover is about to go on
+    boolean renamedOn = reader.rename(t, X);
+    next.release();
+    Object outcome = mover.get(30, TimeUnit.SECONDS);
+    List<FsPath> sNames = namesOf(sId, s, t, X);
+    List<FsPath> tNames = namesOf(tId, s, t, X);
+    String state = "names of /a/s's file " + sNames + ", of /a/t's " + tNames
+        + "; C's rename of /a/t: " + renamedOn + "; the rename over: " + outcome;
+    assertTrue(renamedOn, state);
+    assertEquals(List.of(X), sNames, state);
+    assertArrayEquals(sBytes, readAll(X), state);
+    assertEquals(List.of(), tNames, state);
+    assertEquals("renamed", outcome, state);
+  }
+
+  /**
+   * S4. The same stalled rename over a file, its late put left alone: the mover finds its
+   * source fenced (still the file, at a new version) and takes its copy back, and says
+   * so. Before, its scan for the file's other names found the source itself: "meanwhile
+   * /a/s was renamed to /a/s".
+   */
+  @Test
+  void aFencedRenameOverTakesItsCopyBackAndSaysItWasFenced() throws Exception {
+    FsPath s = FsPath.parse("/a/s");
+    FsPath t = FsPath.parse("/a/t");
+    byte[] sBytes = write(s, 3 * 4096 + 5);
+    byte[] tBytes = write(t, 2 * 4096 + 7);
+    String sId = reader.probe(s).get().record().fileId();
+    FaultInjectingBlobStore m = faults();
+    Fault put = m.on(Op.PUT).keys("n/a/t").nth(1).pause();
+    FileInfo target = reader.probe(t).get();
+    Future<Object> mover = threads.submit(() -> {
+      try {
+        namespace(m).renameOver(s, target);
+        return "renamed";
+      } catch (IOException e) {
+        return e;
+      }
+    });
+    put.awaitReached();
+    awaitLeaseOver();
+    assertTrue(MoveSettler.settle(reader, reader.locks().read(sId).get()));
+    put.release();
+    Object outcome = mover.get(30, TimeUnit.SECONDS);
+    String message = String.valueOf(outcome instanceof Exception e && e.getCause() != null
+        ? e.getCause().getMessage() : outcome);
+    assertTrue(message.contains("was fenced: it stalled past its lease")
+        && !message.contains("renamed to"), message);
+    assertArrayEquals(sBytes, readAll(s));
+    assertArrayEquals(tBytes, readAll(t));
+  }
+
+  /**
+   * S1. An incoming record whose move is dead (left by a fenced mover that died before its
+   * rollback: its source not marked) reads as absent, but its key kept its directory in
+   * existence: a recursive delete answered true and left the directory there, empty.
+   */
+  @Test
+  void aRecursiveDeleteRemovesADeadIncomingRecord() throws Exception {
+    leaveDeadIncoming(FsPath.parse("/a/f"), "n/e/f");
+    assertTrue(reader.probe(EF).isEmpty(), "reads as absent");
+    assertTrue(reader.delete(E, true));
+    assertTrue(reader.probe(E).isEmpty(), "/e still there: " + reader.probe(E));
+    assertFalse(memory.stat("n/e/f").exists());
+  }
+
+  /** S1, the sweeper: it removes a dead move's incoming record it meets in its scan. */
+  @Test
+  void theSweeperRemovesADeadIncomingRecord() throws Exception {
+    leaveDeadIncoming(FsPath.parse("/a/f"), "n/e/f");
+    new OrphanSweeper(reader, LEASE).sweep(Duration.ZERO, false);
+    assertFalse(memory.stat("n/e/f").exists(), "the dead incoming record is left");
+    assertTrue(reader.probe(E).isEmpty());
+    assertTrue(reader.probe(FsPath.parse("/a/f")).isPresent(), "its source is kept");
+  }
+
+  /** What a fenced mover's late create leaves: the source not marked, so the move is dead. */
+  private void leaveDeadIncoming(FsPath source, String key) throws IOException {
+    write(source, 100);
+    String from = reader.layout().recordKey(source);
+    VersionedBytes raw = memory.readWithVersion(from, 1 << 16);
+    FileRecord plain = FileRecord.decode(from, raw.bytes(), raw.bytes().length, true);
+    memory.put(key, plain.marked(FileRecord.Mark.INCOMING, from, 42).encode(),
+        PutMode.CREATE);
+  }
+
+  /** The paths among {@code candidates} that hold the file {@code id}. */
+  private List<FsPath> namesOf(String id, FsPath... candidates) throws IOException {
+    List<FsPath> names = new ArrayList<>();
+    for (FsPath p : candidates) {
+      Optional<FileInfo> i = reader.probe(p);
+      if (i.isPresent() && i.get().isFile() && i.get().record().fileId().equals(id)) {
+        names.add(p);
+      }
+    }
+    return names;
+  }
+
+  /** Waits (on the wall clock, not a fixed sleep) until a lease taken now has run out. */
+  private static void awaitLeaseOver() throws InterruptedException {
+    long until = System.currentTimeMillis() + LEASE.toMillis() + 20;
+    while (System.currentTimeMillis() <= until) {
+      Thread.sleep(5);
+    }
+  }
+
+  private byte[] write(FsPath path, int n) throws IOException {
+    byte[] b = new byte[n];
+    new Random(n).nextBytes(b);
+    try (FileWriter w = reader.create(path, false)) {
+      w.write(b, 0, b.length);
+    }
+    return b;
+  }
+
+  private byte[] readAll(FsPath path) throws Exception {
+    FileReader in = reader.open(path);
+    ByteBuffer got = ByteBuffer.allocate((int) in.length());
+    while (got.hasRemaining() && in.read(got.position(), got).get() > 0) {
+      // reads until full
+    }
+    return got.array();
+  }
+
+  private FaultInjectingBlobStore faults() {
+    return FaultInjectingBlobStore.over(memory, TransactionalBlobStore.class);
+  }
+
+  private static BlobNamespace namespace(FaultInjectingBlobStore store) {
+    return new BlobNamespace(store.store(), OPTIONS, StoreCallCounters.NONE);
+  }
+
+  private Future<Object> renameInThread(FaultInjectingBlobStore store, FsPath from, FsPath to) {
+    Callable<Object> rename = () -> {
+      try {
+        return namespace(store).rename(from, to);
+      } catch (IOException e) {
+        return e;
+      }
+    };
+    return threads.submit(rename);
+  }
+}
