@@ -77,8 +77,11 @@ final class Transactions implements Closeable {
   private final Map<String, Part> parts = new HashMap<>();
   /** Shares of other nodes' prepared parts held here as backup, by local name. */
   private final Map<String, Replica> replicas = new HashMap<>();
-  /** The next share's {@link Replica#seq} (under this object's monitor). */
-  private long shareSeq;
+  /**
+   * The next part's or share's place ({@link Part#seq}, {@link Replica#seq}), under this
+   * object's monitor; recorded with each, and restarted past the highest recorded.
+   */
+  private long nextSeq;
   /** How many times a share held here was asked about (for tests). Guarded by this. */
   private long replicaAsks;
   /** Applies of decided parts that failed and wait to be tried again. Guarded by this. */
@@ -129,6 +132,11 @@ final class Transactions implements Closeable {
     final long since;
     /** Read back from its record at restart (it may have been applied before the crash). */
     final boolean recovered;
+    /**
+     * Its place in the order this node prepared or took over parts in (a share taken over
+     * keeps the share's): recorded, so that a restart reserves its parts' keys in it.
+     */
+    long seq;
     CompletableFuture<Integer> applying;
     boolean asking;
     /** After a failed apply: the resolver tries again no sooner (System.nanoTime). */
@@ -272,15 +280,17 @@ final class Transactions implements Closeable {
             + " is already prepared or decided here; retry it under a new id");
       }
       Map<String, Long> versions = engine.prepare(id, p.tx());
+      long seq = nextSeq++;
       try {
         // What the prepare validated against is on disk before its record, whatever the
         // sync policy: recovery compares the keys' versions with the record's, and a
         // record resting on commits a power loss took would read as applied.
         engine.force();
-        byte[] record = TxRecords.encode(p, versions);
+        byte[] record = TxRecords.encode(p, versions, seq);
         records.writePrepared(id, record);
         // The copy kept until the decision: heap bytes, not the request frame's buffers.
         Part part = new Part(TxRecords.decode(record).request(), System.nanoTime(), false);
+        part.seq = seq;
         part.counted = epoch;
         parts.put(id, part);
       } catch (IOException | RuntimeException e) {
@@ -717,8 +727,21 @@ final class Transactions implements Closeable {
 
   /** At start: every part prepared before a crash is reserved again, or found applied. */
   private void recover() throws IOException {
-    for (Map.Entry<String, byte[]> file : records.readAllPrepared().entrySet()) {
-      TxRecords.Prepared rec = TxRecords.decode(file.getValue());
+    // Reserved in the order they were recorded in, never the directory's: two parts of one
+    // key (shares taken over from one primary) apply in the order they reserved it, which
+    // must stay their old primary's (the review of tyr-bug1's fix, M1b). A record from
+    // before places were recorded sorts first, in the directory's order as before.
+    List<Map.Entry<String, TxRecords.Prepared>> prepared = decodeInOrder(
+        records.readAllPrepared());
+    List<Map.Entry<String, TxRecords.Prepared>> shares = decodeInOrder(
+        records.readAllReplicas());
+    for (List<Map.Entry<String, TxRecords.Prepared>> recs : List.of(prepared, shares)) {
+      for (Map.Entry<String, TxRecords.Prepared> e : recs) {
+        nextSeq = Math.max(nextSeq, e.getValue().seq() + 1);
+      }
+    }
+    for (Map.Entry<String, TxRecords.Prepared> file : prepared) {
+      TxRecords.Prepared rec = file.getValue();
       String id = file.getKey(); // the transaction's id, or a share's name
       // While the part was prepared no commit but its own could touch its keys, and a
       // version is the number of the commit that wrote it (0: absent), never reused: any
@@ -740,16 +763,30 @@ final class Transactions implements Closeable {
       Part part = new Part(rec.request(),
           System.nanoTime() - membership.txTimeout().toNanos() - 1, true);
       part.localId = id;
+      part.seq = rec.seq();
       part.counted = membership.admit().epoch();
       parts.put(id, part);
       LOG.info("node {}: transaction {} is prepared here since before the restart; it will "
           + "be resolved with its coordinator {}", self(), id, rec.request().coordinator());
     }
-    for (Map.Entry<String, byte[]> file : records.readAllReplicas().entrySet()) {
-      TxRecords.Prepared rec = TxRecords.decode(file.getValue());
+    long legacy = TxRecords.NO_SEQ; // shares recorded without a place: first, as listed
+    for (Map.Entry<String, TxRecords.Prepared> file : shares) {
+      TxRecords.Prepared rec = file.getValue();
+      long seq = rec.seq() == TxRecords.NO_SEQ ? legacy++ : rec.seq();
       replicas.put(file.getKey(), new Replica(rec.request(), rec.versions(),
-          System.nanoTime(), shareSeq++));
+          System.nanoTime(), seq));
     }
+  }
+
+  /** The records decoded, by name, in the order of their places (a stable sort). */
+  private static List<Map.Entry<String, TxRecords.Prepared>> decodeInOrder(
+      Map<String, byte[]> files) throws IOException {
+    List<Map.Entry<String, TxRecords.Prepared>> out = new ArrayList<>();
+    for (Map.Entry<String, byte[]> f : files.entrySet()) {
+      out.add(Map.entry(f.getKey(), TxRecords.decode(f.getValue())));
+    }
+    out.sort(java.util.Comparator.comparingLong(e -> e.getValue().seq()));
+    return out;
   }
 
   /** Resolves the parts prepared longer than the timeout. */
@@ -846,7 +883,6 @@ final class Transactions implements Closeable {
       throws IOException {
     String name = shareName(share);
     Map<String, Long> versions = engine.versionsOf(share.tx());
-    byte[] record = TxRecords.encode(share, versions);
     synchronized (this) {
       io.blobfs.tyr.ring.Ring now = membership.ring();
       if (now.epoch() != epoch) {
@@ -855,9 +891,11 @@ final class Transactions implements Closeable {
             + epoch + ", and this node moved to epoch " + now.epoch() + " before holding it",
             now);
       }
+      long seq = nextSeq++;
+      byte[] record = TxRecords.encode(share, versions, seq);
       records.writeReplica(name, record);
       replicas.put(name, new Replica(TxRecords.decode(record).request(), versions,
-          System.nanoTime(), shareSeq++));
+          System.nanoTime(), seq));
     }
     LOG.debug("node {}: holds a share of transaction {} prepared on {}", self(),
         share.txId(), source);
@@ -940,7 +978,7 @@ final class Transactions implements Closeable {
         }
         try {
           engine.reservePrepared(name, r.request.tx());
-          records.writePrepared(name, TxRecords.encode(r.request, r.versions));
+          records.writePrepared(name, TxRecords.encode(r.request, r.versions, held.seq));
           records.deleteReplica(heldName);
         } catch (IOException | RuntimeException err) {
           // Kept as a reserved part all the same: its record is the replica's.
@@ -950,6 +988,7 @@ final class Transactions implements Closeable {
         Part taken = new Part(r.request, System.nanoTime() - membership.txTimeout().toNanos()
             - 1, true);
         taken.localId = name;
+        taken.seq = held.seq;
         taken.counted = ring.epoch() - 1;
         membership.admit(taken.counted);
         parts.put(name, taken);
@@ -1016,7 +1055,7 @@ final class Transactions implements Closeable {
       long seq) {
     String name = shareName(share);
     try {
-      records.writeReplica(name, TxRecords.encode(share, versions));
+      records.writeReplica(name, TxRecords.encode(share, versions, seq));
     } catch (IOException e) {
       LOG.warn("node {}: transaction {}: share {} kept in memory only: {}", self(),
           share.txId(), name, e.toString());
@@ -1035,7 +1074,7 @@ final class Transactions implements Closeable {
   private boolean narrow(Part p, Request.Prepare kept, io.blobfs.tyr.ring.Ring ring) {
     try {
       Map<String, Long> versions = engine.versionsOf(kept.tx()); // reserved: unchanged
-      records.writePrepared(p.localId, TxRecords.encode(kept, versions));
+      records.writePrepared(p.localId, TxRecords.encode(kept, versions, p.seq));
     } catch (IOException | RuntimeException e) {
       LOG.warn("node {}: transaction {}: part {} could not be narrowed to the keys it "
           + "still serves: {}", self(), p.request.txId(), p.localId, e.toString());
@@ -1044,6 +1083,7 @@ final class Transactions implements Closeable {
     engine.narrowPrepared(p.localId, kept.tx()); // no gap, its place among holders kept
     Part narrowed = new Part(kept, p.since, p.recovered);
     narrowed.localId = p.localId;
+    narrowed.seq = p.seq;
     narrowed.result = p.result; // a whole commit's answer waits on the one future
     narrowed.narrowed = true;
     p.narrowed = true;
