@@ -137,6 +137,11 @@ final class Transactions implements Closeable {
      * keeps the share's): recorded, so that a restart reserves its parts' keys in it.
      */
     long seq;
+    /**
+     * Its record's versions are {@link TxRecords#UNKNOWN_VERSION}s (reserved behind another
+     * part of a key): rewritten with its keys' versions at its turn, before it applies.
+     */
+    boolean behind;
     CompletableFuture<Integer> applying;
     boolean asking;
     /** After a failed apply: the resolver tries again no sooner (System.nanoTime). */
@@ -552,6 +557,12 @@ final class Transactions implements Closeable {
       return done;
     }
     TxRequest tx = part.request.tx();
+    Throwable notYet = recordTurn(part);
+    if (notYet != null) {
+      retryLater(part, notYet);
+      done.completeExceptionally(notYet);
+      return done;
+    }
     CompletableFuture<CommitResult> local = new CompletableFuture<>();
     java.util.function.Function<TxRequest, CompletableFuture<CommitResult>> commitHere =
         t -> engine.commitPrepared(id, t).whenComplete((r, e) -> {
@@ -594,6 +605,35 @@ final class Transactions implements Closeable {
       }
     });
     return done;
+  }
+
+  /**
+   * For a part recorded behind another ({@link Part#behind}): once it holds every key
+   * first, rewrites its record with its keys' versions, which no commit but its own can
+   * change from then on, so that a restart tells its apply from the versions again. Null
+   * when the part may apply; else why not yet (another part holds a key ahead of it: the
+   * retry comes after that one is released, or its record could not be written).
+   */
+  private Throwable recordTurn(Part part) {
+    if (!part.behind) {
+      return null;
+    }
+    Map<String, Long> versions = engine.versionsIfFirst(part.localId, part.request.tx());
+    if (versions == null) {
+      return new TyrException(ErrorCode.CONFLICT, "transaction " + part.request.txId()
+          + ": part " + part.localId + ": a key " + TyrException.HELD + " ahead of it "
+          + "not yet applied; retry");
+    }
+    try {
+      records.writePrepared(part.localId, TxRecords.encode(part.request, versions,
+          part.seq));
+    } catch (IOException e) {
+      return e;
+    }
+    synchronized (this) {
+      part.behind = false;
+    }
+    return null;
   }
 
   /**
@@ -747,9 +787,14 @@ final class Transactions implements Closeable {
       // version is the number of the commit that wrote it (0: absent), never reused: any
       // key off its recorded version means the part was applied. A key it deleted reads 0,
       // below its record, so "changed", not "newer", is the test.
+      // A part recorded behind another on its keys has not applied: it records its
+      // versions at its turn, before it applies (the review of tyr-bug1's fix, M1a: the
+      // versions from before the parts ahead applied would read as its own apply).
+      boolean behind = !TxRecords.known(rec.versions());
       Map<String, Long> now = engine.versionsOf(rec.request().tx());
       boolean applied = false;
-      for (Map.Entry<String, Long> e : rec.versions().entrySet()) {
+      for (Map.Entry<String, Long> e : behind ? Map.<String, Long>of().entrySet()
+          : rec.versions().entrySet()) {
         applied |= now.getOrDefault(e.getKey(), 0L).longValue() != e.getValue();
       }
       if (applied) {
@@ -764,6 +809,7 @@ final class Transactions implements Closeable {
           System.nanoTime() - membership.txTimeout().toNanos() - 1, true);
       part.localId = id;
       part.seq = rec.seq();
+      part.behind = behind;
       part.counted = membership.admit().epoch();
       parts.put(id, part);
       LOG.info("node {}: transaction {} is prepared here since before the restart; it will "
@@ -961,6 +1007,16 @@ final class Transactions implements Closeable {
         }
         String heldName = e.getKey();
         replicas.remove(heldName);
+        if (parts.containsKey(heldName)) {
+          // Taken over already (same transaction, same keys): a crash came between the
+          // part's record and the share's deletion, and both were read back. Taking it
+          // again would replace the live part (its count as running leaked, its keys
+          // reserved twice under one name): the part applies it, the share goes.
+          deleteQuietly(heldName, true);
+          LOG.info("node {}: transaction {}: share {} is already taken over here", self(),
+              held.request.txId(), heldName);
+          continue;
+        }
         // Its ops were applied here in one batch or not at all: any key tells.
         if (!held.versions.equals(engine.versionsOf(held.request.tx()))) {
           deleteQuietly(heldName, true);
@@ -976,9 +1032,14 @@ final class Transactions implements Closeable {
           // The other keys' primary is still the share's: their ops stay a share here.
           keepShare(rest, versionsOf(held, rest), held.since, held.seq);
         }
+        boolean behind = false;
         try {
           engine.reservePrepared(name, r.request.tx());
-          records.writePrepared(name, TxRecords.encode(r.request, r.versions, held.seq));
+          // Behind another part of one of its keys (an earlier share taken over): the
+          // versions of its turn are not known yet (see TxRecords.UNKNOWN_VERSION).
+          behind = engine.versionsIfFirst(name, r.request.tx()) == null;
+          records.writePrepared(name, TxRecords.encode(r.request, behind
+              ? TxRecords.unknownVersions(r.versions.keySet()) : r.versions, held.seq));
           records.deleteReplica(heldName);
         } catch (IOException | RuntimeException err) {
           // Kept as a reserved part all the same: its record is the replica's.
@@ -989,6 +1050,7 @@ final class Transactions implements Closeable {
             - 1, true);
         taken.localId = name;
         taken.seq = held.seq;
+        taken.behind = behind;
         taken.counted = ring.epoch() - 1;
         membership.admit(taken.counted);
         parts.put(name, taken);
@@ -1072,9 +1134,16 @@ final class Transactions implements Closeable {
    * primary). False if it could not be narrowed (then it is dropped as before).
    */
   private boolean narrow(Part p, Request.Prepare kept, io.blobfs.tyr.ring.Ring ring) {
+    boolean behind;
     try {
-      Map<String, Long> versions = engine.versionsOf(kept.tx()); // reserved: unchanged
+      // Reserved: unchanged while it holds them first; behind another part, not known yet.
+      Map<String, Long> versions = p.behind ? null : engine.versionsIfFirst(p.localId,
+          kept.tx());
+      if (versions == null) {
+        versions = TxRecords.unknownVersions(keysOf(kept.tx()));
+      }
       records.writePrepared(p.localId, TxRecords.encode(kept, versions, p.seq));
+      behind = !TxRecords.known(versions);
     } catch (IOException | RuntimeException e) {
       LOG.warn("node {}: transaction {}: part {} could not be narrowed to the keys it "
           + "still serves: {}", self(), p.request.txId(), p.localId, e.toString());
@@ -1084,6 +1153,7 @@ final class Transactions implements Closeable {
     Part narrowed = new Part(kept, p.since, p.recovered);
     narrowed.localId = p.localId;
     narrowed.seq = p.seq;
+    narrowed.behind = behind;
     narrowed.result = p.result; // a whole commit's answer waits on the one future
     narrowed.narrowed = true;
     p.narrowed = true;

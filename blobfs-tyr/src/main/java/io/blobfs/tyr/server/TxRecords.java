@@ -52,6 +52,28 @@ final class TxRecords {
   /** The place of a record written without one: before every record that has one. */
   static final long NO_SEQ = Long.MIN_VALUE;
 
+  /**
+   * The version recorded for a key of a part reserved behind another part of that key
+   * (shares of one key taken over together): the version its turn will start from is not
+   * known yet (the parts ahead apply first), so the part's record cannot tell "applied"
+   * from its keys' versions until it is rewritten, at its turn, before it applies.
+   */
+  static final long UNKNOWN_VERSION = Long.MIN_VALUE;
+
+  /** {@code keys}, each with {@link #UNKNOWN_VERSION}. */
+  static Map<String, Long> unknownVersions(java.util.Collection<String> keys) {
+    Map<String, Long> out = new LinkedHashMap<>();
+    for (String k : keys) {
+      out.put(k, UNKNOWN_VERSION);
+    }
+    return out;
+  }
+
+  /** Whether {@code versions} were recorded at the part's turn (none unknown). */
+  static boolean known(Map<String, Long> versions) {
+    return !versions.containsValue(UNKNOWN_VERSION);
+  }
+
   private final Path dir;
 
   TxRecords(Path dataDir) throws IOException {

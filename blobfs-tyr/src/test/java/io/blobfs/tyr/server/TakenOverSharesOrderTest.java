@@ -145,6 +145,80 @@ class TakenOverSharesOrderTest {
     assertThat(TxRecords.decode(placed).seq()).isEqualTo(7L);
   }
 
+  /**
+   * A crash between the takeover's part record and the share's deletion leaves both; at
+   * the restart the share must not be taken over again over the live part of the same
+   * name (which lost its count as running: a ring installed later never settled).
+   */
+  @Test
+  void aShareReadBackBesideItsTakenOverPartIsNotTakenOverAgain() throws Exception {
+    Ring ring = new Ring(1, List.of(p, b), 16, 2);
+    String k = keyOwnedBy(ring, p, b);
+    Path data = dir.resolve("b");
+    try (TyrEngine engine = open(data)) {
+      TxRecords recs = new TxRecords(engine.config().directory());
+      byte[] rec = TxRecords.encode(prep(X, k, 1), Map.of(k, 0L), 0);
+      recs.writePrepared(share(X, k), rec);
+      recs.writeReplica(share(X, k), rec);
+      recs.writeDecision(X, true);
+      Membership m = new Membership(b, ring.withState(p, Ring.State.DOWN, 2))
+          .withTxTimeout(Duration.ofSeconds(1));
+      try (Transactions t = new Transactions(engine, m, null, PeerAccess.NONE, 1 << 20)) {
+        long end = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+        while (!t.prepared().isEmpty()) {
+          assertThat(System.nanoTime()).isLessThan(end);
+          Thread.sleep(20);
+        }
+        assertThat(read(engine, k)).isEqualTo((byte) 1);
+        assertThat(t.held()).isEmpty();
+        assertThat(recs.readAllReplicas()).isEmpty();
+        m.install(ring.withState(p, Ring.State.DOWN, 3));
+        assertThat(m.settled(3).get(60, java.util.concurrent.TimeUnit.SECONDS).epoch())
+            .as("nothing left counted as running under epoch 2").isEqualTo(3);
+      }
+    }
+  }
+
+  /**
+   * b takes over X's share then Y's (both recorded at k's version 0); X applies (k moves
+   * on), Y waits for its coordinator p, lost. b restarts before Y is resolved: Y's record
+   * must not read as applied because k moved (X's apply, not Y's). Before the fix (M1a)
+   * recover() dropped Y, a decided commit's part then never applied.
+   */
+  @Test
+  void aTakenOverPartBehindAnotherIsNotTakenForAppliedAtARestartOnceTheOtherApplied()
+      throws Exception {
+    Ring ring = new Ring(1, List.of(p, b), 16, 2);
+    String k = keyOwnedBy(ring, p, b);
+    Ring down = ring.withState(p, Ring.State.DOWN, 2);
+    Path data = dir.resolve("b");
+    try (TyrEngine engine = open(data)) {
+      TxRecords recs = new TxRecords(engine.config().directory());
+      recs.writeReplica(share(X, k), TxRecords.encode(prep(X, k, 1), Map.of(k, 0L), 0));
+      Request.Prepare y = new Request.Prepare(Y, p.id(), List.of(p.id(), b.id()), put(k, 2));
+      recs.writeReplica(share(Y, k), TxRecords.encode(y, Map.of(k, 0L), 1));
+      recs.writeDecision(X, true); // X's coordinator is b; Y's is p, unreachable
+      Membership m = new Membership(b, ring).withTxTimeout(Duration.ofSeconds(1));
+      try (Transactions t = new Transactions(engine, m, null, PeerAccess.NONE, 1 << 20)) {
+        m.install(down); // p lost: b takes both over
+        long end = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+        while (!t.prepared().equals(List.of(share(Y, k)))) {
+          assertThat(System.nanoTime()).isLessThan(end);
+          Thread.sleep(20);
+        }
+        assertThat(read(engine, k)).as("X applied").isEqualTo((byte) 1);
+      }
+    }
+    try (TyrEngine engine = open(data)) { // b restarts
+      Membership m = new Membership(b, down).withTxTimeout(Duration.ofSeconds(1));
+      try (Transactions t = new Transactions(engine, m, null, PeerAccess.NONE, 1 << 20)) {
+        assertThat(t.prepared()).as("Y, not applied, still prepared").containsExactly(
+            share(Y, k));
+        assertThat(read(engine, k)).isEqualTo((byte) 1);
+      }
+    }
+  }
+
   private static TyrEngine open(Path data) throws Exception {
     return TyrEngine.open(EngineConfig.defaults(data).withSyncPolicy(SyncPolicy.NONE));
   }
