@@ -107,6 +107,17 @@ final class PreparedKeys {
     byTx.put(txId, keys);
   }
 
+  /** Whether {@code txId} is the first holder of every key of {@code tx}. */
+  boolean first(String txId, TxRequest tx) {
+    for (String key : keysOf(tx)) {
+      LinkedHashSet<String> held = holders.get(key);
+      if (held == null || !held.iterator().next().equals(txId)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   boolean holds(String txId) {
     return byTx.containsKey(txId);
   }

@@ -517,6 +517,20 @@ public final class TyrEngine implements Closeable {
     log.force();
   }
 
+  /**
+   * The versions of {@link #versionsOf}, if prepared part {@code txId} holds every key of
+   * {@code tx} first (read under the commit lock: then no commit but its own can change
+   * them); null if another part holds one of them ahead of it.
+   */
+  public Map<String, Long> versionsIfFirst(String txId, TxRequest tx) {
+    commitLock.lock();
+    try {
+      return prepared.first(txId, tx) ? versionsOf(tx) : null;
+    } finally {
+      commitLock.unlock();
+    }
+  }
+
   /** The newest version (0: absent) of every key {@code tx} names. */
   public Map<String, Long> versionsOf(TxRequest tx) {
     Map<String, Long> out = new java.util.LinkedHashMap<>();

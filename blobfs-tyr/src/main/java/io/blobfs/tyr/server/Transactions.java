@@ -77,8 +77,11 @@ final class Transactions implements Closeable {
   private final Map<String, Part> parts = new HashMap<>();
   /** Shares of other nodes' prepared parts held here as backup, by local name. */
   private final Map<String, Replica> replicas = new HashMap<>();
-  /** The next share's {@link Replica#seq} (under this object's monitor). */
-  private long shareSeq;
+  /**
+   * The next part's or share's place ({@link Part#seq}, {@link Replica#seq}), under this
+   * object's monitor; recorded with each, and restarted past the highest recorded.
+   */
+  private long nextSeq;
   /** How many times a share held here was asked about (for tests). Guarded by this. */
   private long replicaAsks;
   /** Applies of decided parts that failed and wait to be tried again. Guarded by this. */
@@ -129,6 +132,16 @@ final class Transactions implements Closeable {
     final long since;
     /** Read back from its record at restart (it may have been applied before the crash). */
     final boolean recovered;
+    /**
+     * Its place in the order this node prepared or took over parts in (a share taken over
+     * keeps the share's): recorded, so that a restart reserves its parts' keys in it.
+     */
+    long seq;
+    /**
+     * Its record's versions are {@link TxRecords#UNKNOWN_VERSION}s (reserved behind another
+     * part of a key): rewritten with its keys' versions at its turn, before it applies.
+     */
+    boolean behind;
     CompletableFuture<Integer> applying;
     boolean asking;
     /** After a failed apply: the resolver tries again no sooner (System.nanoTime). */
@@ -272,15 +285,17 @@ final class Transactions implements Closeable {
             + " is already prepared or decided here; retry it under a new id");
       }
       Map<String, Long> versions = engine.prepare(id, p.tx());
+      long seq = nextSeq++;
       try {
         // What the prepare validated against is on disk before its record, whatever the
         // sync policy: recovery compares the keys' versions with the record's, and a
         // record resting on commits a power loss took would read as applied.
         engine.force();
-        byte[] record = TxRecords.encode(p, versions);
+        byte[] record = TxRecords.encode(p, versions, seq);
         records.writePrepared(id, record);
         // The copy kept until the decision: heap bytes, not the request frame's buffers.
         Part part = new Part(TxRecords.decode(record).request(), System.nanoTime(), false);
+        part.seq = seq;
         part.counted = epoch;
         parts.put(id, part);
       } catch (IOException | RuntimeException e) {
@@ -542,6 +557,12 @@ final class Transactions implements Closeable {
       return done;
     }
     TxRequest tx = part.request.tx();
+    Throwable notYet = recordTurn(part);
+    if (notYet != null) {
+      retryLater(part, notYet);
+      done.completeExceptionally(notYet);
+      return done;
+    }
     CompletableFuture<CommitResult> local = new CompletableFuture<>();
     java.util.function.Function<TxRequest, CompletableFuture<CommitResult>> commitHere =
         t -> engine.commitPrepared(id, t).whenComplete((r, e) -> {
@@ -584,6 +605,35 @@ final class Transactions implements Closeable {
       }
     });
     return done;
+  }
+
+  /**
+   * For a part recorded behind another ({@link Part#behind}): once it holds every key
+   * first, rewrites its record with its keys' versions, which no commit but its own can
+   * change from then on, so that a restart tells its apply from the versions again. Null
+   * when the part may apply; else why not yet (another part holds a key ahead of it: the
+   * retry comes after that one is released, or its record could not be written).
+   */
+  private Throwable recordTurn(Part part) {
+    if (!part.behind) {
+      return null;
+    }
+    Map<String, Long> versions = engine.versionsIfFirst(part.localId, part.request.tx());
+    if (versions == null) {
+      return new TyrException(ErrorCode.CONFLICT, "transaction " + part.request.txId()
+          + ": part " + part.localId + ": a key " + TyrException.HELD + " ahead of it "
+          + "not yet applied; retry");
+    }
+    try {
+      records.writePrepared(part.localId, TxRecords.encode(part.request, versions,
+          part.seq));
+    } catch (IOException e) {
+      return e;
+    }
+    synchronized (this) {
+      part.behind = false;
+    }
+    return null;
   }
 
   /**
@@ -717,16 +767,34 @@ final class Transactions implements Closeable {
 
   /** At start: every part prepared before a crash is reserved again, or found applied. */
   private void recover() throws IOException {
-    for (Map.Entry<String, byte[]> file : records.readAllPrepared().entrySet()) {
-      TxRecords.Prepared rec = TxRecords.decode(file.getValue());
+    // Reserved in the order they were recorded in, never the directory's: two parts of one
+    // key (shares taken over from one primary) apply in the order they reserved it, which
+    // must stay their old primary's (the review of tyr-bug1's fix, M1b). A record from
+    // before places were recorded sorts first, in the directory's order as before.
+    List<Map.Entry<String, TxRecords.Prepared>> prepared = decodeInOrder(
+        records.readAllPrepared());
+    List<Map.Entry<String, TxRecords.Prepared>> shares = decodeInOrder(
+        records.readAllReplicas());
+    for (List<Map.Entry<String, TxRecords.Prepared>> recs : List.of(prepared, shares)) {
+      for (Map.Entry<String, TxRecords.Prepared> e : recs) {
+        nextSeq = Math.max(nextSeq, e.getValue().seq() + 1);
+      }
+    }
+    for (Map.Entry<String, TxRecords.Prepared> file : prepared) {
+      TxRecords.Prepared rec = file.getValue();
       String id = file.getKey(); // the transaction's id, or a share's name
       // While the part was prepared no commit but its own could touch its keys, and a
       // version is the number of the commit that wrote it (0: absent), never reused: any
       // key off its recorded version means the part was applied. A key it deleted reads 0,
       // below its record, so "changed", not "newer", is the test.
+      // A part recorded behind another on its keys has not applied: it records its
+      // versions at its turn, before it applies (the review of tyr-bug1's fix, M1a: the
+      // versions from before the parts ahead applied would read as its own apply).
+      boolean behind = !TxRecords.known(rec.versions());
       Map<String, Long> now = engine.versionsOf(rec.request().tx());
       boolean applied = false;
-      for (Map.Entry<String, Long> e : rec.versions().entrySet()) {
+      for (Map.Entry<String, Long> e : behind ? Map.<String, Long>of().entrySet()
+          : rec.versions().entrySet()) {
         applied |= now.getOrDefault(e.getKey(), 0L).longValue() != e.getValue();
       }
       if (applied) {
@@ -740,16 +808,31 @@ final class Transactions implements Closeable {
       Part part = new Part(rec.request(),
           System.nanoTime() - membership.txTimeout().toNanos() - 1, true);
       part.localId = id;
+      part.seq = rec.seq();
+      part.behind = behind;
       part.counted = membership.admit().epoch();
       parts.put(id, part);
       LOG.info("node {}: transaction {} is prepared here since before the restart; it will "
           + "be resolved with its coordinator {}", self(), id, rec.request().coordinator());
     }
-    for (Map.Entry<String, byte[]> file : records.readAllReplicas().entrySet()) {
-      TxRecords.Prepared rec = TxRecords.decode(file.getValue());
+    long legacy = TxRecords.NO_SEQ; // shares recorded without a place: first, as listed
+    for (Map.Entry<String, TxRecords.Prepared> file : shares) {
+      TxRecords.Prepared rec = file.getValue();
+      long seq = rec.seq() == TxRecords.NO_SEQ ? legacy++ : rec.seq();
       replicas.put(file.getKey(), new Replica(rec.request(), rec.versions(),
-          System.nanoTime(), shareSeq++));
+          System.nanoTime(), seq));
     }
+  }
+
+  /** The records decoded, by name, in the order of their places (a stable sort). */
+  private static List<Map.Entry<String, TxRecords.Prepared>> decodeInOrder(
+      Map<String, byte[]> files) throws IOException {
+    List<Map.Entry<String, TxRecords.Prepared>> out = new ArrayList<>();
+    for (Map.Entry<String, byte[]> f : files.entrySet()) {
+      out.add(Map.entry(f.getKey(), TxRecords.decode(f.getValue())));
+    }
+    out.sort(java.util.Comparator.comparingLong(e -> e.getValue().seq()));
+    return out;
   }
 
   /** Resolves the parts prepared longer than the timeout. */
@@ -846,7 +929,6 @@ final class Transactions implements Closeable {
       throws IOException {
     String name = shareName(share);
     Map<String, Long> versions = engine.versionsOf(share.tx());
-    byte[] record = TxRecords.encode(share, versions);
     synchronized (this) {
       io.blobfs.tyr.ring.Ring now = membership.ring();
       if (now.epoch() != epoch) {
@@ -855,9 +937,11 @@ final class Transactions implements Closeable {
             + epoch + ", and this node moved to epoch " + now.epoch() + " before holding it",
             now);
       }
+      long seq = nextSeq++;
+      byte[] record = TxRecords.encode(share, versions, seq);
       records.writeReplica(name, record);
       replicas.put(name, new Replica(TxRecords.decode(record).request(), versions,
-          System.nanoTime(), shareSeq++));
+          System.nanoTime(), seq));
     }
     LOG.debug("node {}: holds a share of transaction {} prepared on {}", self(),
         share.txId(), source);
@@ -923,6 +1007,16 @@ final class Transactions implements Closeable {
         }
         String heldName = e.getKey();
         replicas.remove(heldName);
+        if (parts.containsKey(heldName)) {
+          // Taken over already (same transaction, same keys): a crash came between the
+          // part's record and the share's deletion, and both were read back. Taking it
+          // again would replace the live part (its count as running leaked, its keys
+          // reserved twice under one name): the part applies it, the share goes.
+          deleteQuietly(heldName, true);
+          LOG.info("node {}: transaction {}: share {} is already taken over here", self(),
+              held.request.txId(), heldName);
+          continue;
+        }
         // Its ops were applied here in one batch or not at all: any key tells.
         if (!held.versions.equals(engine.versionsOf(held.request.tx()))) {
           deleteQuietly(heldName, true);
@@ -938,9 +1032,14 @@ final class Transactions implements Closeable {
           // The other keys' primary is still the share's: their ops stay a share here.
           keepShare(rest, versionsOf(held, rest), held.since, held.seq);
         }
+        boolean behind = false;
         try {
           engine.reservePrepared(name, r.request.tx());
-          records.writePrepared(name, TxRecords.encode(r.request, r.versions));
+          // Behind another part of one of its keys (an earlier share taken over): the
+          // versions of its turn are not known yet (see TxRecords.UNKNOWN_VERSION).
+          behind = engine.versionsIfFirst(name, r.request.tx()) == null;
+          records.writePrepared(name, TxRecords.encode(r.request, behind
+              ? TxRecords.unknownVersions(r.versions.keySet()) : r.versions, held.seq));
           records.deleteReplica(heldName);
         } catch (IOException | RuntimeException err) {
           // Kept as a reserved part all the same: its record is the replica's.
@@ -950,6 +1049,8 @@ final class Transactions implements Closeable {
         Part taken = new Part(r.request, System.nanoTime() - membership.txTimeout().toNanos()
             - 1, true);
         taken.localId = name;
+        taken.seq = held.seq;
+        taken.behind = behind;
         taken.counted = ring.epoch() - 1;
         membership.admit(taken.counted);
         parts.put(name, taken);
@@ -1016,7 +1117,7 @@ final class Transactions implements Closeable {
       long seq) {
     String name = shareName(share);
     try {
-      records.writeReplica(name, TxRecords.encode(share, versions));
+      records.writeReplica(name, TxRecords.encode(share, versions, seq));
     } catch (IOException e) {
       LOG.warn("node {}: transaction {}: share {} kept in memory only: {}", self(),
           share.txId(), name, e.toString());
@@ -1033,9 +1134,16 @@ final class Transactions implements Closeable {
    * primary). False if it could not be narrowed (then it is dropped as before).
    */
   private boolean narrow(Part p, Request.Prepare kept, io.blobfs.tyr.ring.Ring ring) {
+    boolean behind;
     try {
-      Map<String, Long> versions = engine.versionsOf(kept.tx()); // reserved: unchanged
-      records.writePrepared(p.localId, TxRecords.encode(kept, versions));
+      // Reserved: unchanged while it holds them first; behind another part, not known yet.
+      Map<String, Long> versions = p.behind ? null : engine.versionsIfFirst(p.localId,
+          kept.tx());
+      if (versions == null) {
+        versions = TxRecords.unknownVersions(keysOf(kept.tx()));
+      }
+      records.writePrepared(p.localId, TxRecords.encode(kept, versions, p.seq));
+      behind = !TxRecords.known(versions);
     } catch (IOException | RuntimeException e) {
       LOG.warn("node {}: transaction {}: part {} could not be narrowed to the keys it "
           + "still serves: {}", self(), p.request.txId(), p.localId, e.toString());
@@ -1044,6 +1152,8 @@ final class Transactions implements Closeable {
     engine.narrowPrepared(p.localId, kept.tx()); // no gap, its place among holders kept
     Part narrowed = new Part(kept, p.since, p.recovered);
     narrowed.localId = p.localId;
+    narrowed.seq = p.seq;
+    narrowed.behind = behind;
     narrowed.result = p.result; // a whole commit's answer waits on the one future
     narrowed.narrowed = true;
     p.narrowed = true;

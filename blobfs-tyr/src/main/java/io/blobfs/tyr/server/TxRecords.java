@@ -42,8 +42,37 @@ final class TxRecords {
   /** Transaction ids are file names: letters, digits and dashes only. */
   static final Pattern ID = Pattern.compile("[0-9A-Za-z-]{1,64}");
 
-  /** A prepared part read back: the request and its keys' versions at prepare. */
-  record Prepared(Request.Prepare request, Map<String, Long> versions) {}
+  /**
+   * A prepared part read back: the request, its keys' versions at prepare, and its place
+   * in the order this node recorded parts and shares in ({@link #NO_SEQ} for a record
+   * written before the place was recorded).
+   */
+  record Prepared(Request.Prepare request, Map<String, Long> versions, long seq) {}
+
+  /** The place of a record written without one: before every record that has one. */
+  static final long NO_SEQ = Long.MIN_VALUE;
+
+  /**
+   * The version recorded for a key of a part reserved behind another part of that key
+   * (shares of one key taken over together): the version its turn will start from is not
+   * known yet (the parts ahead apply first), so the part's record cannot tell "applied"
+   * from its keys' versions until it is rewritten, at its turn, before it applies.
+   */
+  static final long UNKNOWN_VERSION = Long.MIN_VALUE;
+
+  /** {@code keys}, each with {@link #UNKNOWN_VERSION}. */
+  static Map<String, Long> unknownVersions(java.util.Collection<String> keys) {
+    Map<String, Long> out = new LinkedHashMap<>();
+    for (String k : keys) {
+      out.put(k, UNKNOWN_VERSION);
+    }
+    return out;
+  }
+
+  /** Whether {@code versions} were recorded at the part's turn (none unknown). */
+  static boolean known(Map<String, Long> versions) {
+    return !versions.containsValue(UNKNOWN_VERSION);
+  }
 
   private final Path dir;
 
@@ -59,19 +88,23 @@ final class TxRecords {
   }
 
   /**
-   * Encodes a prepare and its versions, and decodes them back from heap bytes: the copy
-   * the node keeps, independent of the request frame's buffers.
+   * Encodes a prepare, its versions and its place ({@code seq}: the order in which the
+   * shares of one key were prepared on their primary must survive a restart, for the
+   * takeover applies them in it), and decodes them back from heap bytes: the copy the node
+   * keeps, independent of the request frame's buffers. The place comes last: a record
+   * written before it was added ends after the versions, and reads as {@link #NO_SEQ}.
    */
-  static byte[] encode(Request.Prepare p, Map<String, Long> versions) {
+  static byte[] encode(Request.Prepare p, Map<String, Long> versions, long seq) {
     ByteBuf req = Messages.encode(p, ByteBufAllocator.DEFAULT);
     try {
-      ByteBuf out = Unpooled.buffer(8 + req.readableBytes() + 32 * versions.size());
+      ByteBuf out = Unpooled.buffer(16 + req.readableBytes() + 32 * versions.size());
       out.writeInt(req.readableBytes()).writeBytes(req);
       out.writeInt(versions.size());
       for (Map.Entry<String, Long> e : versions.entrySet()) {
         byte[] k = e.getKey().getBytes(StandardCharsets.UTF_8);
         out.writeShort(k.length).writeBytes(k).writeLong(e.getValue());
       }
+      out.writeLong(seq);
       byte[] bytes = new byte[out.readableBytes()];
       out.readBytes(bytes);
       return bytes;
@@ -91,7 +124,12 @@ final class TxRecords {
         in.readBytes(k);
         versions.put(new String(k, StandardCharsets.UTF_8), in.readLong());
       }
-      return new Prepared((Request.Prepare) r, versions);
+      long seq = in.isReadable() ? in.readLong() : NO_SEQ;
+      if (in.isReadable()) {
+        throw new IOException("malformed prepared-transaction record: "
+            + in.readableBytes() + " bytes past its end");
+      }
+      return new Prepared((Request.Prepare) r, versions, seq);
     } catch (IndexOutOfBoundsException | MalformedFrameException e) {
       throw new IOException("malformed prepared-transaction record: " + e.getMessage(), e);
     }
