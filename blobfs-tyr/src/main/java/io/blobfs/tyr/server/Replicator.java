@@ -149,6 +149,8 @@ final class Replicator implements Closeable {
   private void restartStreamsToDown(Ring ring) {
     if (ring.state(membership.self()) != Ring.State.UP) {
       refusedKeys.clear(); // it catches up from the primaries before it serves again
+    } else {
+      refusedKeys.forget(key -> ring.primary(key).equals(membership.self())); // its copy rules
     }
     List<Stream> down = new ArrayList<>();
     synchronized (this) {
@@ -689,7 +691,12 @@ final class Replicator implements Closeable {
 
   /** As backup: {@code rep} is refused here, its writes applied on its primary only. */
   void refused(Request.Replicate rep) {
-    refusedKeys.refused(rep.txs());
+    // Under the install's lock: a ring that makes this node a key's primary drops the
+    // key's fence (restartStreamsToDown), so the refusal must not be recorded after it
+    // under the ring before.
+    membership.withRing(ring -> refusedKeys.refused(rep.txs(),
+        key -> ring.state(membership.self()) == Ring.State.UP
+            && ring.primary(key).equals(membership.self())));
   }
 
   /**
