@@ -84,6 +84,17 @@ public final class Membership implements Closeable {
   private long caughtUp;
   private final List<java.util.function.Consumer<Ring>> listeners =
       new java.util.concurrent.CopyOnWriteArrayList<>();
+  /**
+   * Set while this node, just UP again, has not yet taken its keys back from the stand-in
+   * primaries that served them while it was not UP: see {@link #handOver}. Null otherwise.
+   */
+  private volatile HandOver handOver;
+
+  /**
+   * A node that became UP under {@code epoch}, having been RECOVERING under {@code from}:
+   * the primaries of its keys under {@code from} may still commit them under that ring.
+   */
+  record HandOver(Ring from, long epoch) {}
 
   public Membership(Member self, Ring ring) {
     this(self, ring, false);
@@ -161,10 +172,44 @@ public final class Membership implements Closeable {
         }
       }
     }
+    // Before the ring: a request checked under the new ring must see the hand-over.
+    if (next.state(self) != Ring.State.UP) {
+      handOver = null; // it serves nothing, and catches up again before it does
+    } else if (now.state(self) != Ring.State.UP && now.members().contains(self)) {
+      handOver = new HandOver(now, next.epoch());
+    }
     ring = next;
     LOG.info("node {} now serves {}", self, next);
     completeSettled();
     listeners.forEach(l -> l.accept(next));
+  }
+
+  /**
+   * The hand-over this node still waits for, or null. A node marked UP again (RECOVERING
+   * under the ring before) is the primary of keys that another member, the stand-in, was
+   * the primary of until then; nodes load a ring each at its own time, so the stand-in may
+   * still commit them under the older ring after this node has the new one. Such a commit
+   * is applied on the stand-in and may be read there; this node used to refuse its batch
+   * (another epoch), the stand-in then owed the key to it but stopped owing it once it
+   * was no longer the primary, and the write was lost, though read. So until every
+   * stand-in has moved on ({@link #handedOver}, once each answered {@link #settled} at
+   * the new epoch, i.e. none of its commits admitted under an older ring still runs), this
+   * node takes their batches under the ring before for those keys (it has made no write
+   * of them yet, so their order is the stand-in's) and serves none of the keys it is the
+   * primary of (their last writes may still come), nor a scan.
+   */
+  HandOver handOver() {
+    return handOver;
+  }
+
+  /** Every stand-in of the hand-over under {@code epoch} has moved on (see handOver). */
+  synchronized void handedOver(long epoch) {
+    HandOver h = handOver;
+    if (h != null && h.epoch() == epoch) {
+      handOver = null;
+      LOG.info("node {} took its keys back from their stand-in primaries under ring epoch {}",
+          self, epoch);
+    }
   }
 
   /** Calls {@code l} with every ring installed from now on (under the install's lock). */
@@ -279,12 +324,19 @@ public final class Membership implements Closeable {
       throw new WrongEpochException("node " + self + " is " + r.state(self)
           + " under ring epoch " + r.epoch() + ": it serves nothing until it is UP", r);
     }
+    HandOver h = handOver;
+    if (h != null && inner instanceof Request.Scan) {
+      throw handingOver(r, h, "a scan");
+    }
     if (inner instanceof Request.Stat s) {
       own(r, s.key());
+      notHandingOver(r, h, s.key());
     } else if (inner instanceof Request.Read rd) {
       own(r, rd.key());
+      notHandingOver(r, h, rd.key());
     } else if (inner instanceof Request.Grant g) {
       own(r, g.key());
+      notHandingOver(r, h, g.key());
     } else if (inner instanceof Request.Prepare p) {
       // A cross-node part is prepared, and later applied, on the primary of its keys.
       for (ReadCheck rc : p.tx().reads()) {
@@ -312,14 +364,58 @@ public final class Membership implements Closeable {
           + "' under ring epoch " + r.epoch() + " (its replicas: " + r.owners(key)
           + "): writes go to the primary", r);
     }
+    notHandingOver(r, handOver, key);
+  }
+
+  /** Refuses {@code key} while its stand-in may still commit it (see {@link #handOver}). */
+  private void notHandingOver(Ring r, HandOver h, String key) throws WrongEpochException {
+    if (h != null && r.primary(key).equals(self)) {
+      throw handingOver(r, h, "'" + key + "'");
+    }
+  }
+
+  private WrongEpochException handingOver(Ring r, HandOver h, String what) {
+    // Retried by the client after a pause, as for a node behind its ring: the hand-over
+    // takes about as long as the stand-in's load of the ring file.
+    return new WrongEpochException("node " + self + " is UP again under ring epoch "
+        + h.epoch() + " and waits for the members that stood in for it under epoch "
+        + h.from().epoch() + " to finish their writes: " + what + " is not served yet", r);
   }
 
   /** A backup takes writes only from the primary of each key, under the same ring. */
   private void checkReplicate(Ring r, Request.Replicate rep) throws WrongEpochException {
     if (rep.epoch() != r.epoch()) {
+      HandOver h = handOver;
+      if (h != null && rep.epoch() == h.from().epoch() && rep.prepares().isEmpty()
+          && r.upMembers().stream().anyMatch(m -> m.id().equals(rep.source()))
+          && takenBack(r, rep)) {
+        // A stand-in's last writes under the ring before this node was UP again: taken,
+        // as a backup under that ring, while this node serves none of these keys and has
+        // written none of them (see handOver). A batch checked here is counted as running
+        // (TyrService admits it first), which the hand-over waits for if the stand-in is
+        // marked DOWN meanwhile (Recovery.handOver).
+        checkSources(h.from(), rep);
+        return;
+      }
       throw new WrongEpochException("replication from " + rep.source() + " under ring epoch "
           + rep.epoch() + ", node " + self + " is at epoch " + r.epoch(), r);
     }
+    checkSources(r, rep);
+  }
+
+  /** Whether this node is the primary under {@code r} of every key {@code rep} writes. */
+  private boolean takenBack(Ring r, Request.Replicate rep) {
+    for (io.blobfs.tyr.api.TxRequest tx : rep.txs()) {
+      for (TxOp op : tx.ops()) {
+        if (!r.primary(op.key()).equals(self)) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  private void checkSources(Ring r, Request.Replicate rep) throws WrongEpochException {
     List<io.blobfs.tyr.api.TxRequest> txs = new java.util.ArrayList<>(rep.txs());
     rep.prepares().values().forEach(p -> txs.add(p.tx())); // held for the same keys
     for (io.blobfs.tyr.api.TxRequest tx : txs) {

@@ -114,6 +114,62 @@ final class Recovery implements Closeable {
     if (r.state(membership.self()) == Ring.State.RECOVERING) {
       runner.execute(() -> run(r.epoch()));
     }
+    Membership.HandOver h = membership.handOver();
+    if (h != null && h.epoch() == r.epoch()) {
+      runner.execute(() -> handOver(h));
+    }
+  }
+
+  /**
+   * Ends {@code h} (see {@link Membership#handOver}) once none of the members that were UP
+   * under the ring before, the stand-ins, can still commit under it: each has answered
+   * {@code settled} at the new epoch (it has the ring, and every commit it admitted under
+   * an older one has ended, so every batch of those was answered here, applied or
+   * refused), or is not UP any more under this node's ring, and then no batch of it checked
+   * here under an older ring still runs (this node is itself settled). Until then this
+   * node serves none of the keys it took back. Abandoned when the node is not UP any more.
+   */
+  private void handOver(Membership.HandOver h) {
+    Member self = membership.self();
+    java.util.Set<Member> waiting = new java.util.LinkedHashSet<>(h.from().upMembers());
+    waiting.remove(self);
+    long start = System.nanoTime();
+    Map<Member, TyrClient> clients = new HashMap<>();
+    try {
+      while (!waiting.isEmpty()) {
+        if (membership.handOver() != h) {
+          return; // not UP any more: it catches up again, and a later hand-over follows
+        }
+        Ring now = membership.ring();
+        for (var it = waiting.iterator(); it.hasNext(); ) {
+          Member m = it.next();
+          try {
+            if (now.state(m) == Ring.State.UP) {
+              TyrClient c = clients.computeIfAbsent(m, x -> new TyrClient(peerAccess.client(x)
+                  .withTimeouts(Duration.ofSeconds(5), Duration.ofSeconds(30))
+                  .withConnections(1).withMaxFrameBytes(maxFrameBytes)));
+              TyrClient.await(c.settled(h.epoch()));
+            } else {
+              membership.settled(now.epoch()).get(1, TimeUnit.SECONDS);
+            }
+            it.remove();
+          } catch (IOException | RuntimeException | java.util.concurrent.ExecutionException
+              | java.util.concurrent.TimeoutException e) {
+            // behind (it loads the ring file within about a second), or busy: again below
+          }
+        }
+        if (!waiting.isEmpty()) {
+          Thread.sleep(100);
+        }
+      }
+      membership.handedOver(h.epoch());
+      LOG.info("node {}: hand-over under ring epoch {} done in {} ms", self, h.epoch(),
+          (System.nanoTime() - start) / 1_000_000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } finally {
+      clients.values().forEach(TyrClient::close);
+    }
   }
 
   private void run(long epoch) {
