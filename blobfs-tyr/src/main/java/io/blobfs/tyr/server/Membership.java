@@ -403,11 +403,19 @@ public final class Membership implements Closeable {
     checkSources(r, rep);
   }
 
-  /** Whether this node is the primary under {@code r} of every key {@code rep} writes. */
+  /**
+   * Whether every key {@code rep} writes is one this node took back (its primary under
+   * {@code r}), or one whose primary under {@code r} is still the sender, with this node
+   * among its backups: the same roles under both rings, so taking the batch is what a
+   * backup at the older ring does (a stand-in's batch mixes both kinds: refusing it whole
+   * lost the taken-back key's write as before).
+   */
   private boolean takenBack(Ring r, Request.Replicate rep) {
     for (io.blobfs.tyr.api.TxRequest tx : rep.txs()) {
       for (TxOp op : tx.ops()) {
-        if (!r.primary(op.key()).equals(self)) {
+        Member primary = r.primary(op.key());
+        if (!primary.equals(self) && !(primary.id().equals(rep.source())
+            && r.backups(op.key()).contains(self))) {
           return false;
         }
       }

@@ -78,8 +78,10 @@ class TyrClusterHistoryIT {
       + "stale plain reads remain possible in three windows: a backup that a write its "
       + "primary applied never reached, until the primary's repair; a node frozen while UP, "
       + "on its old ring until it loads the ring file; a put made again on a new primary "
-      + "after its first attempt was applied and seen; see blobfs-tyr/README.md, the "
-      + "history section and "
+      + "after its first attempt was applied and seen; (3) a write a stand-in primary sent "
+      + "to the returning owner that never arrived (a broken stream, not a refusal) is lost, "
+      + "though read, if the owner is marked UP before the stand-in's repair; see "
+      + "blobfs-tyr/README.md, the history section, 'Hand-over' and "
       + "'Not built yet in the cluster'";
 
   @TempDir
