@@ -116,4 +116,49 @@ class TyrStandInHandOverTest {
       assertThat(unconfirmed).as("the stand-in's write, confirmed by the owner").isNull();
     }
   }
+
+  /**
+   * A stand-in that never loads the owner's UP ring and is then marked DOWN does not hold
+   * the hand-over for ever: once the owner has that ring and no batch let in under an
+   * older one runs there, it serves its keys (with the last value the stand-in's batches
+   * brought it).
+   */
+  @Test
+  void aStandInMarkedDownEndsTheHandOver() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2);
+        TyrClusterBlobStore store = c.store("s")) {
+      String key = "k/standin";
+      Member owner = c.ring.primary(key);
+      Member standIn = c.ring.owners(key).get(1);
+      Member third = c.members.stream().filter(m -> !m.equals(owner) && !m.equals(standIn))
+          .findFirst().orElseThrow();
+      store.put(key, utf8("v0"), PutMode.OVERWRITE);
+      Ring down = c.ring.withState(owner, Ring.State.DOWN, 2);
+      c.install(down);
+      Ring recovering = down.withState(owner, Ring.State.RECOVERING, 3);
+      c.install(recovering);
+      awaitCaughtUp(c, owner, 3);
+      store.put(key, utf8("v1"), PutMode.OVERWRITE); // through the stand-in, to the owner
+      Ring up = recovering.withState(owner, Ring.State.UP, 4);
+      c.server(owner).membership().install(up);
+      c.server(third).membership().install(up);
+      assertThatThrownBy(() -> readFrom(owner, 4, key)).isInstanceOf(WrongEpochException.class)
+          .hasMessageContaining("waits for the members that stood in");
+
+      Ring standInDown = up.withState(standIn, Ring.State.DOWN, 5); // it stays at epoch 3
+      c.server(owner).membership().install(standInDown);
+      c.server(third).membership().install(standInDown);
+      long deadline = System.nanoTime() + 60_000_000_000L;
+      String onOwner = null;
+      while (onOwner == null) {
+        try {
+          onOwner = readFrom(owner, 5, key);
+        } catch (WrongEpochException e) {
+          assertThat(System.nanoTime()).as("the hand-over ends").isLessThan(deadline);
+          Thread.sleep(20);
+        }
+      }
+      assertThat(onOwner).isEqualTo("v1");
+    }
+  }
 }

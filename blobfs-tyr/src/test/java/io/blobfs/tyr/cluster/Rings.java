@@ -85,13 +85,23 @@ public final class Rings {
    * ahead of {@code ring} fails it with its {@link WrongEpochException}: see
    * {@link #underStableRing}.
    */
+  /**
+   * Whether {@code refusal} comes from a node just UP again that still takes its keys back
+   * from the members that stood in for it (Membership.handOver): it serves them within
+   * about a second, once they have its ring, so a caller waits as for a node behind.
+   */
+  public static boolean handingOver(WrongEpochException refusal) {
+    return refusal.getMessage() != null && refusal.getMessage().contains("is not served yet");
+  }
+
   public static <T> T underEpoch(Ring ring, Supplier<CompletableFuture<T>> call)
       throws IOException {
     for (int attempt = 0; ; attempt++) {
       try {
         return TyrClient.await(call.get());
       } catch (WrongEpochException behind) {
-        if (attempt >= 300 || behind.ring() == null || behind.ring().epoch() >= ring.epoch()) {
+        if (attempt >= 300 || behind.ring() == null
+            || (behind.ring().epoch() >= ring.epoch() && !handingOver(behind))) {
           throw behind;
         }
         try {

@@ -196,9 +196,7 @@ public final class TyrProcessCluster implements AutoCloseable {
           // Behind the ring, or just UP again and still taking its keys back from the
           // members that stood in for it (Membership.handOver; under a second once they
           // have the ring): both pass.
-          boolean handingOver = behind.getMessage() != null
-              && behind.getMessage().contains("is not served yet");
-          if (attempt >= 100 || (behind.ring().epoch() >= epoch && !handingOver)) {
+          if (attempt >= 100 || (behind.ring().epoch() >= epoch && !Rings.handingOver(behind))) {
             throw behind;
           }
           Thread.sleep(100);
