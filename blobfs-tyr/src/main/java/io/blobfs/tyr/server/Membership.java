@@ -77,9 +77,19 @@ public final class Membership implements Closeable {
   private volatile Duration txTimeout = DEFAULT_TX_TIMEOUT;
   /** Commits running, by the epoch of the ring they were admitted under. Guarded by this. */
   private final java.util.TreeMap<Long, Integer> running = new java.util.TreeMap<>();
+  /**
+   * Prepared cross-node parts held here, by the epoch they are counted under (see
+   * {@link #admit(long)}): apart from {@link #running}, as a hand-over waits only for
+   * commits (a part may be held up to the cluster-tx timeout, or for ever while its
+   * coordinator is lost). Guarded by this.
+   */
+  private final java.util.TreeMap<Long, Integer> parts = new java.util.TreeMap<>();
   /** Waiters of {@link #settled}. Guarded by this. */
-  private final List<java.util.concurrent.CompletableFuture<Ring>> settling =
-      new java.util.ArrayList<>();
+  private final List<Settling> settling = new java.util.ArrayList<>();
+
+  /** A waiter of {@link #settled}; {@code commitsOnly}: prepared parts left out. */
+  private record Settling(java.util.concurrent.CompletableFuture<Ring> future,
+      boolean commitsOnly) {}
   /** The epoch this node last caught up under as a RECOVERING member (see Recovery). */
   private long caughtUp;
   private final List<java.util.function.Consumer<Ring>> listeners =
@@ -229,22 +239,35 @@ public final class Membership implements Closeable {
   }
 
   synchronized void release(Ring admitted) {
-    release(admitted.epoch());
+    running.computeIfPresent(admitted.epoch(), (e, n) -> n == 1 ? null : n - 1);
+    completeSettled();
   }
 
   /**
-   * Counts one more piece of work as running under {@code epoch} (at most the ring's),
-   * until {@link #release(long)}d. A prepared cross-node part is counted so from its
-   * prepare (or takeover) until it is applied, aborted or dropped: {@link #settled} then
+   * Counts one more prepared cross-node part as held under {@code epoch} (at most the
+   * ring's), until {@link #release(long)}d. A part is counted so from its prepare (or
+   * takeover, or a restart) until it is applied, aborted or dropped: {@link #settled} then
    * waits for it, so a node returning to the part's keys cannot finish its catch-up, nor be
    * marked UP, while a part it never received is unresolved (see {@code Transactions}).
    */
   synchronized void admit(long epoch) {
-    running.merge(epoch, 1, Integer::sum);
+    parts.merge(epoch, 1, Integer::sum);
+  }
+
+  /** A commit {@link #admit()}ted under {@code admitted} goes on as a held prepared part. */
+  synchronized void held(Ring admitted) {
+    running.computeIfPresent(admitted.epoch(), (e, n) -> n == 1 ? null : n - 1);
+    parts.merge(admitted.epoch(), 1, Integer::sum);
+  }
+
+  /** Counts a prepared part held under the ring in force; returns that ring's epoch. */
+  synchronized long admitPart() {
+    admit(ring.epoch());
+    return ring.epoch();
   }
 
   synchronized void release(long epoch) {
-    running.computeIfPresent(epoch, (e, n) -> n == 1 ? null : n - 1);
+    parts.computeIfPresent(epoch, (e, n) -> n == 1 ? null : n - 1);
     completeSettled();
   }
 
@@ -266,6 +289,18 @@ public final class Membership implements Closeable {
    * may be marked UP.
    */
   synchronized java.util.concurrent.CompletableFuture<Ring> settled(long epoch) {
+    return settled(epoch, false);
+  }
+
+  /**
+   * As {@link #settled(long)}; with {@code commitsOnly}, held prepared parts are left out:
+   * what a node handing over waits for (see {@link #handOver}). A part's keys are not
+   * written until it is applied, and its apply is a commit admitted under the ring of the
+   * day, so the parts do not stand between the stand-in and its last batches; waiting for
+   * them held the hand-over up to the cluster-tx timeout, or for ever.
+   */
+  synchronized java.util.concurrent.CompletableFuture<Ring> settled(long epoch,
+      boolean commitsOnly) {
     java.util.concurrent.CompletableFuture<Ring> f =
         new java.util.concurrent.CompletableFuture<Ring>();
     if (epoch > ring.epoch()) {
@@ -273,7 +308,7 @@ public final class Membership implements Closeable {
           + ring.epoch() + ", not yet " + epoch, ring));
       return f;
     }
-    settling.add(f);
+    settling.add(new Settling(f, commitsOnly));
     completeSettled();
     return f;
   }
@@ -291,10 +326,14 @@ public final class Membership implements Closeable {
     if (ring.state(self) == Ring.State.RECOVERING && caughtUp < ring.epoch()) {
       return; // a recovering node is settled once it has caught up (what a monitor asks)
     }
-    for (java.util.concurrent.CompletableFuture<Ring> f : settling) {
-      f.complete(ring);
+    boolean partsSettled = parts.isEmpty() || parts.firstKey() >= ring.epoch();
+    for (var it = settling.iterator(); it.hasNext(); ) {
+      Settling w = it.next();
+      if (w.commitsOnly() || partsSettled) {
+        w.future().complete(ring);
+        it.remove();
+      }
     }
-    settling.clear();
   }
 
   /** Refuses {@code request} unless it is made under this epoch and names only our keys. */
@@ -375,9 +414,10 @@ public final class Membership implements Closeable {
   }
 
   private WrongEpochException handingOver(Ring r, HandOver h, String what) {
-    // Retried by the client after a pause, as for a node behind its ring: the hand-over
-    // takes about as long as the stand-in's load of the ring file.
-    return new WrongEpochException("node " + self + " is UP again under ring epoch "
+    // Typed: retried by the client after a pause up to its op timeout (no newer ring will
+    // send the request elsewhere); the hand-over takes about as long as the stand-in's
+    // load of the ring file, and at most Recovery.HAND_OVER_BOUND.
+    return new io.blobfs.tyr.ring.HandingOverException("node " + self + " is UP again under ring epoch "
         + h.epoch() + " and waits for the members that stood in for it under epoch "
         + h.from().epoch() + " to finish their writes: " + what + " is not served yet", r);
   }

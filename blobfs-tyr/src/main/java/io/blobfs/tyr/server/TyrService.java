@@ -66,6 +66,11 @@ final class TyrService {
         // and no commit admitted under an older ring still runs.
         return membership.settled(routed.epoch()).thenApply(r -> r);
       }
+      if (membership != null && request instanceof Request.Routed routed
+          && routed.inner() instanceof Request.RingInfo) {
+        // A peer's hand-over barrier (TyrClient.commitsSettled): held parts left out.
+        return membership.settled(routed.epoch(), true).thenApply(r -> r);
+      }
       if (membership != null && request instanceof Request.Replicate rep) {
         // Counted before it is checked, under a ring no newer than the check's, so that
         // a recovering peer's barrier waits for a batch let in under an older ring.

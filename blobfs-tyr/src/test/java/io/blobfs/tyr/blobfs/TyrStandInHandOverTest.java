@@ -11,7 +11,9 @@ import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.ring.Ring;
 import io.blobfs.tyr.ring.WrongEpochException;
+import io.blobfs.tyr.server.Membership;
 import java.io.IOException;
+import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -49,6 +51,12 @@ class TyrStandInHandOverTest {
       return StandardCharsets.UTF_8.decode(TyrClient.await(raw.read(key, 0, 64)).data())
           .toString();
     }
+  }
+
+  private static void admit(Membership m, long epoch, boolean release) throws Exception {
+    Method a = Membership.class.getDeclaredMethod(release ? "release" : "admit", long.class);
+    a.setAccessible(true);
+    a.invoke(m, epoch);
   }
 
   private static void awaitCaughtUp(LocalTyrCluster c, Member m, long epoch)
@@ -159,6 +167,96 @@ class TyrStandInHandOverTest {
         }
       }
       assertThat(onOwner).isEqualTo("v1");
+    }
+  }
+
+  /**
+   * Every member is at the owner's UP ring; the stand-in still holds a prepared part
+   * admitted under the ring before (Membership.admit(long), package-private: reached by
+   * reflection), as one waiting for a lost coordinator does. The hand-over waits only for
+   * commits: before, its barrier waited for the part too, the owner refused its keys and
+   * every scan (a scan asks every node) until the client gave up after 8 refusals (~3 s).
+   */
+  /** Owner back UP at epoch 4 on every node; the stand-in holds work admitted at 3. */
+  private Member upWithStuckWorkOnStandIn(LocalTyrCluster c, TyrClusterBlobStore store,
+      String key) throws Exception {
+    Member owner = c.ring.primary(key);
+    Member standIn = c.ring.owners(key).get(1);
+    store.put(key, utf8("v0"), PutMode.OVERWRITE);
+    Ring down = c.ring.withState(owner, Ring.State.DOWN, 2);
+    c.install(down);
+    Ring recovering = down.withState(owner, Ring.State.RECOVERING, 3);
+    c.install(recovering);
+    awaitCaughtUp(c, owner, 3);
+    admit(c.server(standIn).membership(), 3, false); // e.g. a part prepared under 3
+    c.install(recovering.withState(owner, Ring.State.UP, 4));
+    return standIn;
+  }
+
+  @Test
+  void aReadIsServedWhileAStandInHoldsAPreparedPartAdmittedUnderTheRingBefore() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2);
+        TyrClusterBlobStore store = c.store("s")) {
+      String key = "k/standin";
+      Member standIn = upWithStuckWorkOnStandIn(c, store, key);
+      try {
+        assertThat(new String(store.readWithVersion(key, 64).bytes(), StandardCharsets.UTF_8))
+            .isEqualTo("v0"); // failed: "refused 8 times"
+      } finally {
+        admit(c.server(standIn).membership(), 3, true);
+      }
+    }
+  }
+
+  @Test
+  void aScanIsServedWhileAStandInHoldsAPreparedPartAdmittedUnderTheRingBefore() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2);
+        TyrClusterBlobStore store = c.store("s")) {
+      Member standIn = upWithStuckWorkOnStandIn(c, store, "k/standin");
+      try {
+        assertThat(store.scan("k/", null, 10).keys()).containsExactly("k/standin");
+      } finally {
+        admit(c.server(standIn).membership(), 3, true);
+      }
+    }
+  }
+
+  /**
+   * A stand-in that never answers the hand-over's barrier (here: a commit admitted under
+   * the ring before that does not end, as on a frozen member still UP in the ring) holds
+   * the owner's keys back at most Recovery.HAND_OVER_BOUND; meanwhile the owner's refusal
+   * is typed (HandingOverException, across the wire) and the cluster client retries it
+   * past its 8 attempts for a plain refusal. Failed before: the hand-over never ended and
+   * the refusal was a plain WrongEpochException, given up after 8 attempts (~3 s).
+   */
+  @Test
+  void aStandInThatNeverSettlesHoldsTheKeysBackOnlyUpToTheBound() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2);
+        TyrClusterBlobStore store = c.store("s")) {
+      String key = "k/standin";
+      Member owner = c.ring.primary(key);
+      Member standIn = c.ring.owners(key).get(1);
+      store.put(key, utf8("v0"), PutMode.OVERWRITE);
+      Ring down = c.ring.withState(owner, Ring.State.DOWN, 2);
+      c.install(down);
+      Ring recovering = down.withState(owner, Ring.State.RECOVERING, 3);
+      c.install(recovering);
+      awaitCaughtUp(c, owner, 3);
+      Membership m = c.server(standIn).membership();
+      Method admit = Membership.class.getDeclaredMethod("admit");
+      Method release = Membership.class.getDeclaredMethod("release", Ring.class);
+      admit.setAccessible(true);
+      release.setAccessible(true);
+      Ring admitted = (Ring) admit.invoke(m); // a commit under epoch 3 that does not end
+      try {
+        c.install(recovering.withState(owner, Ring.State.UP, 4));
+        assertThatThrownBy(() -> readFrom(owner, 4, key))
+            .isInstanceOf(io.blobfs.tyr.ring.HandingOverException.class);
+        assertThat(new String(store.readWithVersion(key, 64).bytes(), StandardCharsets.UTF_8))
+            .isEqualTo("v0");
+      } finally {
+        release.invoke(m, admitted);
+      }
     }
   }
 }

@@ -3,6 +3,7 @@ package io.blobfs.tyr.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.blobfs.tyr.client.TyrClient;
+import io.blobfs.tyr.ring.HandingOverException;
 import io.blobfs.tyr.ring.Ring;
 import io.blobfs.tyr.ring.WrongEpochException;
 import io.blobfs.tyr.server.Membership;
@@ -85,23 +86,15 @@ public final class Rings {
    * ahead of {@code ring} fails it with its {@link WrongEpochException}: see
    * {@link #underStableRing}.
    */
-  /**
-   * Whether {@code refusal} comes from a node just UP again that still takes its keys back
-   * from the members that stood in for it (Membership.handOver): it serves them within
-   * about a second, once they have its ring, so a caller waits as for a node behind.
-   */
-  public static boolean handingOver(WrongEpochException refusal) {
-    return refusal.getMessage() != null && refusal.getMessage().contains("is not served yet");
-  }
-
   public static <T> T underEpoch(Ring ring, Supplier<CompletableFuture<T>> call)
       throws IOException {
     for (int attempt = 0; ; attempt++) {
       try {
         return TyrClient.await(call.get());
       } catch (WrongEpochException behind) {
-        if (attempt >= 300 || behind.ring() == null
-            || (behind.ring().epoch() >= ring.epoch() && !handingOver(behind))) {
+        // A node handing over (just UP again) serves within seconds: waited for as behind.
+        if (attempt >= 300 || behind.ring() == null || (behind.ring().epoch() >= ring.epoch()
+            && !(behind instanceof HandingOverException))) {
           throw behind;
         }
         try {
