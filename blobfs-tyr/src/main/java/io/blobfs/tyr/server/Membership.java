@@ -106,6 +106,11 @@ public final class Membership implements Closeable {
    */
   record HandOver(Ring from, long epoch) {}
 
+  /** Set once {@link #handedOver} has begun: no more stand-in batches are taken. */
+  private boolean handOverClosing;
+  /** Stand-in batches taken for the hand-over and not yet applied. Guarded by this. */
+  private int handOverBatches;
+
   public Membership(Member self, Ring ring) {
     this(self, ring, false);
   }
@@ -187,7 +192,9 @@ public final class Membership implements Closeable {
       handOver = null; // it serves nothing, and catches up again before it does
     } else if (now.state(self) != Ring.State.UP && now.members().contains(self)) {
       handOver = new HandOver(now, next.epoch());
+      handOverClosing = false;
     }
+    notifyAll(); // a handedOver waiting for batches looks at the hand-over again
     ring = next;
     LOG.info("node {} now serves {}", self, next);
     completeSettled();
@@ -212,10 +219,22 @@ public final class Membership implements Closeable {
     return handOver;
   }
 
-  /** Every stand-in of the hand-over under {@code epoch} has moved on (see handOver). */
-  synchronized void handedOver(long epoch) {
+  /**
+   * Every stand-in of the hand-over under {@code epoch} has moved on (see handOver), or the
+   * hand-over's bound has passed: no stand-in's batch is taken from now on, and once those
+   * taken are applied (a late one applied after this node's first write of the key would
+   * overwrite it) the node serves its keys.
+   */
+  synchronized void handedOver(long epoch) throws InterruptedException {
     HandOver h = handOver;
     if (h != null && h.epoch() == epoch) {
+      handOverClosing = true;
+      while (handOverBatches > 0 && handOver == h) {
+        wait();
+      }
+      if (handOver != h) {
+        return; // not UP any more meanwhile
+      }
       handOver = null;
       LOG.info("node {} took its keys back from their stand-in primaries under ring epoch {}",
           self, epoch);
@@ -341,7 +360,9 @@ public final class Membership implements Closeable {
     Ring r = ring;
     Request inner = request;
     if (request instanceof Request.Replicate rep) {
-      checkReplicate(r, rep);
+      if (checkReplicate(r, rep)) {
+        handOverBatchDone(); // checked only, not applied
+      }
       return;
     }
     if (request instanceof Request.Routed routed) {
@@ -417,13 +438,29 @@ public final class Membership implements Closeable {
     // Typed: retried by the client after a pause up to its op timeout (no newer ring will
     // send the request elsewhere); the hand-over takes about as long as the stand-in's
     // load of the ring file, and at most Recovery.HAND_OVER_BOUND.
-    return new io.blobfs.tyr.ring.HandingOverException("node " + self + " is UP again under ring epoch "
-        + h.epoch() + " and waits for the members that stood in for it under epoch "
+    return new io.blobfs.tyr.ring.HandingOverException("node " + self + " is UP again under "
+        + "ring epoch " + h.epoch() + " and waits for the members that stood in for it under epoch "
         + h.from().epoch() + " to finish their writes: " + what + " is not served yet", r);
   }
 
+  /**
+   * Checks {@code rep} as {@link #check} does; true if it was taken as a stand-in's batch
+   * of a hand-over (see {@link #handOver}), which the caller then applies and reports with
+   * {@link #handOverBatchDone}: the hand-over does not end, and this node serves none of
+   * the keys it took back, while such a batch is still being applied.
+   */
+  boolean checkBatch(Request.Replicate rep) throws WrongEpochException {
+    return checkReplicate(ring, rep);
+  }
+
+  /** A batch {@link #checkBatch} took for a hand-over has been applied (or failed). */
+  synchronized void handOverBatchDone() {
+    handOverBatches--;
+    notifyAll();
+  }
+
   /** A backup takes writes only from the primary of each key, under the same ring. */
-  private void checkReplicate(Ring r, Request.Replicate rep) throws WrongEpochException {
+  private boolean checkReplicate(Ring r, Request.Replicate rep) throws WrongEpochException {
     if (rep.epoch() != r.epoch()) {
       HandOver h = handOver;
       if (h != null && rep.epoch() == h.from().epoch() && rep.prepares().isEmpty()
@@ -435,12 +472,20 @@ public final class Membership implements Closeable {
         // (TyrService admits it first), which the hand-over waits for if the stand-in is
         // marked DOWN meanwhile (Recovery.handOver).
         checkSources(h.from(), rep);
-        return;
+        synchronized (this) {
+          // Counted under the lock handedOver closes the hand-over with: a batch either
+          // is counted before, and handedOver waits for it, or is refused.
+          if (handOver == h && !handOverClosing) {
+            handOverBatches++;
+            return true;
+          }
+        }
       }
       throw new WrongEpochException("replication from " + rep.source() + " under ring epoch "
           + rep.epoch() + ", node " + self + " is at epoch " + r.epoch(), r);
     }
     checkSources(r, rep);
+    return false;
   }
 
   /**

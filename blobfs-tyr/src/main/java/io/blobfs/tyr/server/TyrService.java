@@ -75,15 +75,25 @@ final class TyrService {
         // Counted before it is checked, under a ring no newer than the check's, so that
         // a recovering peer's barrier waits for a batch let in under an older ring.
         io.blobfs.tyr.ring.Ring admitted = membership.admit();
+        boolean handOver = false;
         try {
           try {
-            membership.check(rep);
+            handOver = membership.checkBatch(rep);
           } catch (io.blobfs.tyr.ring.WrongEpochException refused) {
             replicator.refused(rep); // applied on its primary: this copy lags behind it
             throw refused;
           }
-          return replicator.apply(rep).whenComplete((x, e) -> membership.release(admitted));
+          boolean counted = handOver;
+          return replicator.apply(rep).whenComplete((x, e) -> {
+            if (counted) {
+              membership.handOverBatchDone(); // applied before the hand-over ends
+            }
+            membership.release(admitted);
+          });
         } catch (Exception | Error e) {
+          if (handOver) {
+            membership.handOverBatchDone();
+          }
           membership.release(admitted);
           throw e;
         }

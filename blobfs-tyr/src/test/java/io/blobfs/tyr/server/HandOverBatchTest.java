@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.blobfs.tyr.api.TxOp;
 import io.blobfs.tyr.api.TxRequest;
 import io.blobfs.tyr.protocol.Request;
+import io.blobfs.tyr.ring.HandingOverException;
 import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.ring.Ring;
 import io.blobfs.tyr.ring.WrongEpochException;
@@ -80,5 +81,47 @@ class HandOverBatchTest {
     assertThat(Replicator.joinsBatch(false, 10, 1, false, 10, limit)).isTrue();
     assertThat(Replicator.joinsBatch(false, limit, 1, false, 10, limit)).isFalse();
     assertThat(Replicator.joinsBatch(false, 2 * limit, 0, false, 0, limit)).isTrue();
+  }
+
+  /**
+   * A stand-in's batch taken while handing over and not yet applied holds the hand-over's
+   * end: the node serves none of the keys it took back until the batch is applied, and
+   * takes no new one once the end has begun. Before, handedOver ended the hand-over at
+   * once, the owner could commit a newer write of the key as primary, and the older batch,
+   * applied after it, overwrote it (from the review).
+   */
+  @Test
+  void theHandOverEndsOnlyOnceTheStandInsBatchesTakenAreApplied() throws Exception {
+    String taken = keyOwnedBy(o, s);
+    Ring recovering = ring.withState(o, Ring.State.DOWN, 2)
+        .withState(o, Ring.State.RECOVERING, 3);
+    Membership owner = new Membership(o, recovering);
+    owner.install(recovering.withState(o, Ring.State.UP, 4));
+    TxRequest plain = TxRequest.of(new TxOp.Put(taken, utf8("w"), false));
+    assertThat(owner.checkBatch(new Request.Replicate(3, s.id(), 1, 1, List.of(plain))))
+        .isTrue(); // taken, being applied
+    Thread ending = new Thread(() -> {
+      try {
+        owner.handedOver(4);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    });
+    ending.start();
+    long deadline = System.nanoTime() + 60_000_000_000L;
+    while (ending.getState() != Thread.State.WAITING) {
+      assertThat(ending.isAlive()).as("handedOver returned with a batch unapplied").isTrue();
+      assertThat(System.nanoTime()).isLessThan(deadline);
+      Thread.sleep(5); // polls a state, not a synchronisation
+    }
+    Request read = new Request.Routed(4, new Request.Read(taken, 0, 64));
+    assertThatThrownBy(() -> owner.check(read)).isInstanceOf(HandingOverException.class);
+    assertThatThrownBy(() -> owner.checkBatch(new Request.Replicate(3, s.id(), 1, 2,
+        List.of(plain)))).isInstanceOf(WrongEpochException.class); // closing: no new one
+    owner.handOverBatchDone();
+    ending.join(60_000);
+    assertThat(ending.isAlive()).isFalse();
+    assertThat(owner.handOver()).isNull();
+    assertThatCode(() -> owner.check(read)).doesNotThrowAnyException();
   }
 }
