@@ -124,8 +124,11 @@ class BackupFenceTest {
   /**
    * A refusal that reaches the backup once it is the key's primary (the old primary's
    * batch under the older ring) is not a fence: its copy rules from then on, and the old
-   * primary catches up from it. Failed before (recorded, it fenced the node once it was a
-   * backup again).
+   * primary catches up from it. Made under the last ring where it is the primary (epoch
+   * 3, p RECOVERING), after that ring's install dropped the fences, so only the refusal's
+   * own rule keeps it from fencing (from the review: made under epoch 2, the install of
+   * epoch 3 dropped the fence anyway and the test passed without the rule). Failed before
+   * (recorded, it fenced the node once it was a backup again).
    */
   @Test
   void aRefusalMadeWhileThePrimaryFencesNothing() throws Exception {
@@ -134,8 +137,11 @@ class BackupFenceTest {
       apply(r, new TxOp.Put(key, utf8("AAAA"), false));
       Ring standIn = ring.withState(p, Ring.State.DOWN, 2);
       backup.membership().install(standIn);
+      Ring recovering = standIn.withState(p, Ring.State.RECOVERING, 3);
+      backup.membership().install(recovering);
       r.refused(batch(new TxOp.Put(key, utf8("BBBB"), false))); // p's, under epoch 1
-      Ring back = giveBack(backup, standIn);
+      Ring back = recovering.withState(p, Ring.State.UP, 4);
+      backup.membership().install(back);
       assertThat(r.staleHere(key)).isNull();
       assertThat(read(back.epoch())).isEqualTo("AAAA");
     }

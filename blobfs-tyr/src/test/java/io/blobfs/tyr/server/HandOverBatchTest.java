@@ -124,4 +124,29 @@ class HandOverBatchTest {
     assertThat(owner.handOver()).isNull();
     assertThatCode(() -> owner.check(read)).doesNotThrowAnyException();
   }
+
+  /**
+   * A stand-in's batch gathers its commits of keys the owner takes back with those of
+   * keys it is still the primary of, the owner their backup under both rings: taken whole
+   * (refused whole, the taken-back key's write was lost as before); a key the owner holds
+   * no replica of makes it foreign, refused.
+   */
+  @Test
+  void aStandInsBatchMixingKeysTakenBackWithItsOwnIsTakenWhole() throws Exception {
+    String taken = keyOwnedBy(o, s);
+    String sOwn = keyOwnedBy(s, o);
+    String foreign = keyOwnedBy(s, t);
+    Ring recovering = ring.withState(o, Ring.State.DOWN, 2)
+        .withState(o, Ring.State.RECOVERING, 3);
+    Membership owner = new Membership(o, recovering);
+    owner.install(recovering.withState(o, Ring.State.UP, 4));
+    TxRequest w = TxRequest.of(new TxOp.Put(taken, utf8("w"), false));
+    TxRequest x = TxRequest.of(new TxOp.Put(sOwn, utf8("x"), false));
+    assertThat(owner.checkBatch(new Request.Replicate(3, s.id(), 1, 1, List.of(w, x))))
+        .isTrue();
+    owner.handOverBatchDone();
+    TxRequest y = TxRequest.of(new TxOp.Put(foreign, utf8("y"), false));
+    assertThatThrownBy(() -> owner.checkBatch(new Request.Replicate(3, s.id(), 1, 2,
+        List.of(w, y)))).isInstanceOf(WrongEpochException.class);
+  }
 }
