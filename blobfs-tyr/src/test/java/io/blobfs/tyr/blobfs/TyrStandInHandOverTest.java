@@ -259,4 +259,56 @@ class TyrStandInHandOverTest {
       }
     }
   }
+
+  /**
+   * A stand-in marked DOWN while the owner hands over ends its wait only once no batch of
+   * it checked on the owner under an older ring still runs there (the owner's own
+   * barrier): here a piece of work the owner admitted under epoch 3 and not yet ended,
+   * as a batch being applied. The owner keeps refusing the keys meanwhile (checked over a
+   * window well under the hand-over's 10 s bound), and serves them once it ends. Without
+   * that wait the DOWN stand-in was dropped at once and the owner served within a pass.
+   */
+  @Test
+  void aStandInMarkedDownIsWaitedForUntilItsBatchesHereHaveEnded() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2);
+        TyrClusterBlobStore store = c.store("s")) {
+      String key = "k/standin";
+      Member owner = c.ring.primary(key);
+      Member standIn = c.ring.owners(key).get(1);
+      store.put(key, utf8("v0"), PutMode.OVERWRITE);
+      Ring down = c.ring.withState(owner, Ring.State.DOWN, 2);
+      c.install(down);
+      Ring recovering = down.withState(owner, Ring.State.RECOVERING, 3);
+      c.install(recovering);
+      awaitCaughtUp(c, owner, 3);
+      Method admit = Membership.class.getDeclaredMethod("admit");
+      Method release = Membership.class.getDeclaredMethod("release", Ring.class);
+      admit.setAccessible(true);
+      release.setAccessible(true);
+      Membership onStandIn = c.server(standIn).membership();
+      Membership onOwner = c.server(owner).membership();
+      Ring heldThere = (Ring) admit.invoke(onStandIn); // the stand-in does not settle
+      Ring heldHere = (Ring) admit.invoke(onOwner); // its batch, still being applied here
+      try {
+        Ring up = recovering.withState(owner, Ring.State.UP, 4);
+        c.install(up);
+        c.install(up.withState(standIn, Ring.State.DOWN, 5));
+        long window = System.nanoTime() + 3_000_000_000L;
+        while (System.nanoTime() < window) {
+          assertThatThrownBy(() -> readFrom(owner, 5, key))
+              .isInstanceOf(io.blobfs.tyr.ring.HandingOverException.class);
+          Thread.sleep(100);
+        }
+        release.invoke(onOwner, heldHere);
+        heldHere = null;
+        assertThat(new String(store.readWithVersion(key, 64).bytes(), StandardCharsets.UTF_8))
+            .isEqualTo("v0");
+      } finally {
+        if (heldHere != null) {
+          release.invoke(onOwner, heldHere);
+        }
+        release.invoke(onStandIn, heldThere);
+      }
+    }
+  }
 }
