@@ -29,7 +29,13 @@ public enum ErrorCode {
    * A cluster node refused the request: made under another ring epoch, or for a key the
    * node does not hold. The reply carries the node's ring; nothing was applied.
    */
-  WRONG_EPOCH(11, true);
+  WRONG_EPOCH(11, true),
+  /**
+   * A cluster node just UP again refused a request for a key it takes back from the
+   * members that stood in for it (or a scan) until their last writes are in; the reply
+   * carries its ring as WRONG_EPOCH's does. Nothing was applied.
+   */
+  HANDING_OVER(12, true);
 
   public final int wire;
   public final boolean retryable;

@@ -15,6 +15,7 @@ import io.blobfs.tyr.client.ClientConfig;
 import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.ring.Member;
 import io.blobfs.tyr.ring.Ring;
+import io.blobfs.tyr.ring.HandingOverException;
 import io.blobfs.tyr.ring.WrongEpochException;
 import java.io.IOException;
 import java.io.InterruptedIOException;
@@ -302,7 +303,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
           }
           throw lost(r, owner, key, e);
         }
-        if (attempt >= ATTEMPTS) {
+        if (givesUp(attempt, w)) {
           throw refusedTooOften(key, w);
         }
         if (!adopt(w.ring(), r)) {
@@ -375,7 +376,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         return failover(r, target, by).thenCompose(moved -> moved
             ? onReplicas(key, call, anyReplica, attempt + 1, null, 0, by) : lostHere);
       }
-      if (attempt >= ATTEMPTS) {
+      if (givesUp(attempt, w)) {
         return CompletableFuture.failedFuture(refusedTooOften(key, w));
       }
       long delay = adopt(w.ring(), r) ? 0 : pauseMillis(attempt);
@@ -472,6 +473,19 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
       }
     }
     return null;
+  }
+
+  /**
+   * Whether a call refused {@code attempt} times, last with {@code w}, is given up. A node
+   * handing over (taking its keys back from its stand-ins, bounded on the server) is
+   * waited for up to the op timeout: after the usual attempts, one more per second of it,
+   * as the pause between attempts is a second by then.
+   */
+  private boolean givesUp(int attempt, WrongEpochException w) {
+    if (w instanceof HandingOverException) {
+      return attempt >= ATTEMPTS + Math.max(1, template.requestTimeout().toSeconds());
+    }
+    return attempt >= ATTEMPTS;
   }
 
   private IOException refusedTooOften(String key, WrongEpochException last) {
@@ -656,7 +670,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         if (w == null) {
           throw e instanceof TyrException t ? TyrBlobStore.conflictOrIo(t, first) : e;
         }
-        if (attempt >= ATTEMPTS) {
+        if (givesUp(attempt, w)) {
           throw refusedTooOften(first, w);
         }
         if (!adopt(w.ring(), r)) {
@@ -699,7 +713,9 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
           merged.addAll(s.keys());
           more |= s.nextCursor() != null;
         } catch (WrongEpochException w) {
-          refused = w;
+          if (refused == null || !(w instanceof HandingOverException)) {
+            refused = w; // a plain refusal rules: a newer ring is what the scan needs
+          }
         } catch (TyrException e) {
           IOException io = TyrBlobStore.toIo(e, prefix);
           if (io instanceof StoreUnavailableException) {
@@ -739,7 +755,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         }
         return new ScanPage(keys, more && !keys.isEmpty() ? keys.get(keys.size() - 1) : null);
       }
-      if (attempt >= ATTEMPTS) {
+      if (givesUp(attempt, refused)) {
         throw refusedTooOften(prefix + "*", refused);
       }
       if (!adopt(refused.ring(), r)) {

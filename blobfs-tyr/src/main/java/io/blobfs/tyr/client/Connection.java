@@ -113,7 +113,7 @@ final class Connection extends ChannelInboundHandlerAdapter {
       io.blobfs.tyr.ring.Ring ring = null;
       try {
         e = Messages.decodeError(frame.payload());
-        if (e.code() == ErrorCode.WRONG_EPOCH) {
+        if (e.code() == ErrorCode.WRONG_EPOCH || e.code() == ErrorCode.HANDING_OVER) {
           ring = Messages.decodeRing(frame.payload()); // the refusing node's ring
         }
       } catch (RuntimeException malformed) {
@@ -128,6 +128,9 @@ final class Connection extends ChannelInboundHandlerAdapter {
           : e.code() == ErrorCode.UNAVAILABLE && e.detail() > 0
               ? new io.blobfs.tyr.api.BackupUnconfirmedException("Týr server "
                   + config.address() + ": " + e.message(), e.detail(), null)
+          : ring != null && e.code() == ErrorCode.HANDING_OVER
+              ? new io.blobfs.tyr.ring.HandingOverException("Týr server "
+                  + config.address() + ": " + e.message(), ring)
           : ring != null ? new io.blobfs.tyr.ring.WrongEpochException("Týr server "
               + config.address() + ": " + e.message(), ring)
           : new TyrException(e.code(), "Týr server " + config.address() + ": "

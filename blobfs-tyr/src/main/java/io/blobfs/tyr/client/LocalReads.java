@@ -112,7 +112,7 @@ final class LocalReads {
             }
             Throwable e = TyrClient.unwrap(err);
             if (e instanceof TyrException t && (t.code() == ErrorCode.NOT_FOUND
-                || t.code() == ErrorCode.WRONG_EPOCH)) {
+                || t instanceof io.blobfs.tyr.ring.WrongEpochException)) {
               // The TCP read would say the same; a cluster client retries on the right node.
               return CompletableFuture.<BlobStat>failedFuture(t);
             }

@@ -206,6 +206,15 @@ public final class TyrClient implements Closeable {
         f -> Messages.decodeRing(f.payload()));
   }
 
+  /**
+   * Node to node: as {@link #settled}, but held prepared cross-node parts are not waited
+   * for, only commits admitted under an older ring. What a node handing over waits for.
+   */
+  public CompletableFuture<io.blobfs.tyr.ring.Ring> commitsSettled(long epoch) {
+    return call(new Request.Routed(epoch, new Request.RingInfo()),
+        f -> Messages.decodeRing(f.payload()));
+  }
+
   public CompletableFuture<Void> ping() {
     return call(new Request.Ping(), f -> null);
   }

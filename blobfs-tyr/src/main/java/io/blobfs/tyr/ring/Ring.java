@@ -263,6 +263,27 @@ public final class Ring {
     return primaryOf(owners(key));
   }
 
+  /**
+   * The members other than {@code m} that, under {@code before}, are the primary of some
+   * key this ring makes {@code m} the primary of: the stand-ins a node just UP again takes
+   * its keys back from. Both rings' tokens bound every arc on which neither ring's owners
+   * change, so a look at each token covers the circle.
+   */
+  public java.util.Set<Member> primariesBefore(Ring before, Member m) {
+    java.util.Set<Member> out = new java.util.LinkedHashSet<>();
+    for (long[] points : new long[][] {tokens, before.tokens}) {
+      for (long point : points) {
+        if (primaryOf(ownersOfPoint(point)).equals(m)) {
+          Member was = before.primaryOf(before.ownersOfPoint(point));
+          if (!was.equals(m)) {
+            out.add(was);
+          }
+        }
+      }
+    }
+    return out;
+  }
+
   /** Whether {@code m} holds a replica of {@code key}. */
   public boolean isReplica(Member m, String key) {
     return owners(key).contains(m);

@@ -77,13 +77,39 @@ public final class Membership implements Closeable {
   private volatile Duration txTimeout = DEFAULT_TX_TIMEOUT;
   /** Commits running, by the epoch of the ring they were admitted under. Guarded by this. */
   private final java.util.TreeMap<Long, Integer> running = new java.util.TreeMap<>();
+  /**
+   * Prepared cross-node parts held here, by the epoch they are counted under (see
+   * {@link #admit(long)}): apart from {@link #running}, as a hand-over waits only for
+   * commits (a part may be held up to the cluster-tx timeout, or for ever while its
+   * coordinator is lost). Guarded by this.
+   */
+  private final java.util.TreeMap<Long, Integer> parts = new java.util.TreeMap<>();
   /** Waiters of {@link #settled}. Guarded by this. */
-  private final List<java.util.concurrent.CompletableFuture<Ring>> settling =
-      new java.util.ArrayList<>();
+  private final List<Settling> settling = new java.util.ArrayList<>();
+
+  /** A waiter of {@link #settled}; {@code commitsOnly}: prepared parts left out. */
+  private record Settling(java.util.concurrent.CompletableFuture<Ring> future,
+      boolean commitsOnly) {}
   /** The epoch this node last caught up under as a RECOVERING member (see Recovery). */
   private long caughtUp;
   private final List<java.util.function.Consumer<Ring>> listeners =
       new java.util.concurrent.CopyOnWriteArrayList<>();
+  /**
+   * Set while this node, just UP again, has not yet taken its keys back from the stand-in
+   * primaries that served them while it was not UP: see {@link #handOver}. Null otherwise.
+   */
+  private volatile HandOver handOver;
+
+  /**
+   * A node that became UP under {@code epoch}, having been RECOVERING under {@code from}:
+   * the primaries of its keys under {@code from} may still commit them under that ring.
+   */
+  record HandOver(Ring from, long epoch) {}
+
+  /** Set once {@link #handedOver} has begun: no more stand-in batches are taken. */
+  private boolean handOverClosing;
+  /** Stand-in batches taken for the hand-over and not yet applied. Guarded by this. */
+  private int handOverBatches;
 
   public Membership(Member self, Ring ring) {
     this(self, ring, false);
@@ -161,10 +187,58 @@ public final class Membership implements Closeable {
         }
       }
     }
+    // Before the ring: a request checked under the new ring must see the hand-over.
+    if (next.state(self) != Ring.State.UP) {
+      handOver = null; // it serves nothing, and catches up again before it does
+    } else if (now.state(self) != Ring.State.UP && now.members().contains(self)) {
+      handOver = new HandOver(now, next.epoch());
+      handOverClosing = false;
+    }
+    notifyAll(); // a handedOver waiting for batches looks at the hand-over again
     ring = next;
     LOG.info("node {} now serves {}", self, next);
     completeSettled();
     listeners.forEach(l -> l.accept(next));
+  }
+
+  /**
+   * The hand-over this node still waits for, or null. A node marked UP again (RECOVERING
+   * under the ring before) is the primary of keys that another member, the stand-in, was
+   * the primary of until then; nodes load a ring each at its own time, so the stand-in may
+   * still commit them under the older ring after this node has the new one. Such a commit
+   * is applied on the stand-in and may be read there; this node used to refuse its batch
+   * (another epoch), the stand-in then owed the key to it but stopped owing it once it
+   * was no longer the primary, and the write was lost, though read. So until every
+   * stand-in has moved on ({@link #handedOver}, once each answered {@link #settled} at
+   * the new epoch, i.e. none of its commits admitted under an older ring still runs), this
+   * node takes their batches under the ring before for those keys (it has made no write
+   * of them yet, so their order is the stand-in's) and serves none of the keys it is the
+   * primary of (their last writes may still come), nor a scan.
+   */
+  HandOver handOver() {
+    return handOver;
+  }
+
+  /**
+   * Every stand-in of the hand-over under {@code epoch} has moved on (see handOver), or the
+   * hand-over's bound has passed: no stand-in's batch is taken from now on, and once those
+   * taken are applied (a late one applied after this node's first write of the key would
+   * overwrite it) the node serves its keys.
+   */
+  synchronized void handedOver(long epoch) throws InterruptedException {
+    HandOver h = handOver;
+    if (h != null && h.epoch() == epoch) {
+      handOverClosing = true;
+      while (handOverBatches > 0 && handOver == h) {
+        wait();
+      }
+      if (handOver != h) {
+        return; // not UP any more meanwhile
+      }
+      handOver = null;
+      LOG.info("node {} took its keys back from their stand-in primaries under ring epoch {}",
+          self, epoch);
+    }
   }
 
   /** Calls {@code l} with every ring installed from now on (under the install's lock). */
@@ -184,22 +258,35 @@ public final class Membership implements Closeable {
   }
 
   synchronized void release(Ring admitted) {
-    release(admitted.epoch());
+    running.computeIfPresent(admitted.epoch(), (e, n) -> n == 1 ? null : n - 1);
+    completeSettled();
   }
 
   /**
-   * Counts one more piece of work as running under {@code epoch} (at most the ring's),
-   * until {@link #release(long)}d. A prepared cross-node part is counted so from its
-   * prepare (or takeover) until it is applied, aborted or dropped: {@link #settled} then
+   * Counts one more prepared cross-node part as held under {@code epoch} (at most the
+   * ring's), until {@link #release(long)}d. A part is counted so from its prepare (or
+   * takeover, or a restart) until it is applied, aborted or dropped: {@link #settled} then
    * waits for it, so a node returning to the part's keys cannot finish its catch-up, nor be
    * marked UP, while a part it never received is unresolved (see {@code Transactions}).
    */
   synchronized void admit(long epoch) {
-    running.merge(epoch, 1, Integer::sum);
+    parts.merge(epoch, 1, Integer::sum);
+  }
+
+  /** A commit {@link #admit()}ted under {@code admitted} goes on as a held prepared part. */
+  synchronized void held(Ring admitted) {
+    running.computeIfPresent(admitted.epoch(), (e, n) -> n == 1 ? null : n - 1);
+    parts.merge(admitted.epoch(), 1, Integer::sum);
+  }
+
+  /** Counts a prepared part held under the ring in force; returns that ring's epoch. */
+  synchronized long admitPart() {
+    admit(ring.epoch());
+    return ring.epoch();
   }
 
   synchronized void release(long epoch) {
-    running.computeIfPresent(epoch, (e, n) -> n == 1 ? null : n - 1);
+    parts.computeIfPresent(epoch, (e, n) -> n == 1 ? null : n - 1);
     completeSettled();
   }
 
@@ -221,6 +308,18 @@ public final class Membership implements Closeable {
    * may be marked UP.
    */
   synchronized java.util.concurrent.CompletableFuture<Ring> settled(long epoch) {
+    return settled(epoch, false);
+  }
+
+  /**
+   * As {@link #settled(long)}; with {@code commitsOnly}, held prepared parts are left out:
+   * what a node handing over waits for (see {@link #handOver}). A part's keys are not
+   * written until it is applied, and its apply is a commit admitted under the ring of the
+   * day, so the parts do not stand between the stand-in and its last batches; waiting for
+   * them held the hand-over up to the cluster-tx timeout, or for ever.
+   */
+  synchronized java.util.concurrent.CompletableFuture<Ring> settled(long epoch,
+      boolean commitsOnly) {
     java.util.concurrent.CompletableFuture<Ring> f =
         new java.util.concurrent.CompletableFuture<Ring>();
     if (epoch > ring.epoch()) {
@@ -228,7 +327,7 @@ public final class Membership implements Closeable {
           + ring.epoch() + ", not yet " + epoch, ring));
       return f;
     }
-    settling.add(f);
+    settling.add(new Settling(f, commitsOnly));
     completeSettled();
     return f;
   }
@@ -246,10 +345,14 @@ public final class Membership implements Closeable {
     if (ring.state(self) == Ring.State.RECOVERING && caughtUp < ring.epoch()) {
       return; // a recovering node is settled once it has caught up (what a monitor asks)
     }
-    for (java.util.concurrent.CompletableFuture<Ring> f : settling) {
-      f.complete(ring);
+    boolean partsSettled = parts.isEmpty() || parts.firstKey() >= ring.epoch();
+    for (var it = settling.iterator(); it.hasNext(); ) {
+      Settling w = it.next();
+      if (w.commitsOnly() || partsSettled) {
+        w.future().complete(ring);
+        it.remove();
+      }
     }
-    settling.clear();
   }
 
   /** Refuses {@code request} unless it is made under this epoch and names only our keys. */
@@ -257,7 +360,9 @@ public final class Membership implements Closeable {
     Ring r = ring;
     Request inner = request;
     if (request instanceof Request.Replicate rep) {
-      checkReplicate(r, rep);
+      if (checkReplicate(r, rep)) {
+        handOverBatchDone(); // checked only, not applied
+      }
       return;
     }
     if (request instanceof Request.Routed routed) {
@@ -279,12 +384,19 @@ public final class Membership implements Closeable {
       throw new WrongEpochException("node " + self + " is " + r.state(self)
           + " under ring epoch " + r.epoch() + ": it serves nothing until it is UP", r);
     }
+    HandOver h = handOver;
+    if (h != null && inner instanceof Request.Scan) {
+      throw handingOver(r, h, "a scan");
+    }
     if (inner instanceof Request.Stat s) {
       own(r, s.key());
+      notHandingOver(r, h, s.key());
     } else if (inner instanceof Request.Read rd) {
       own(r, rd.key());
+      notHandingOver(r, h, rd.key());
     } else if (inner instanceof Request.Grant g) {
       own(r, g.key());
+      notHandingOver(r, h, g.key());
     } else if (inner instanceof Request.Prepare p) {
       // A cross-node part is prepared, and later applied, on the primary of its keys.
       for (ReadCheck rc : p.tx().reads()) {
@@ -312,14 +424,91 @@ public final class Membership implements Closeable {
           + "' under ring epoch " + r.epoch() + " (its replicas: " + r.owners(key)
           + "): writes go to the primary", r);
     }
+    notHandingOver(r, handOver, key);
+  }
+
+  /** Refuses {@code key} while its stand-in may still commit it (see {@link #handOver}). */
+  private void notHandingOver(Ring r, HandOver h, String key) throws WrongEpochException {
+    if (h != null && r.primary(key).equals(self)) {
+      throw handingOver(r, h, "'" + key + "'");
+    }
+  }
+
+  private WrongEpochException handingOver(Ring r, HandOver h, String what) {
+    // Typed: retried by the client after a pause up to its op timeout (no newer ring will
+    // send the request elsewhere); the hand-over takes about as long as the stand-in's
+    // load of the ring file, and at most Recovery.HAND_OVER_BOUND.
+    return new io.blobfs.tyr.ring.HandingOverException("node " + self + " is UP again under "
+        + "ring epoch " + h.epoch() + " and waits for the members that stood in for it under epoch "
+        + h.from().epoch() + " to finish their writes: " + what + " is not served yet", r);
+  }
+
+  /**
+   * Checks {@code rep} as {@link #check} does; true if it was taken as a stand-in's batch
+   * of a hand-over (see {@link #handOver}), which the caller then applies and reports with
+   * {@link #handOverBatchDone}: the hand-over does not end, and this node serves none of
+   * the keys it took back, while such a batch is still being applied.
+   */
+  boolean checkBatch(Request.Replicate rep) throws WrongEpochException {
+    return checkReplicate(ring, rep);
+  }
+
+  /** A batch {@link #checkBatch} took for a hand-over has been applied (or failed). */
+  synchronized void handOverBatchDone() {
+    handOverBatches--;
+    notifyAll();
   }
 
   /** A backup takes writes only from the primary of each key, under the same ring. */
-  private void checkReplicate(Ring r, Request.Replicate rep) throws WrongEpochException {
+  private boolean checkReplicate(Ring r, Request.Replicate rep) throws WrongEpochException {
     if (rep.epoch() != r.epoch()) {
+      HandOver h = handOver;
+      if (h != null && rep.epoch() == h.from().epoch() && rep.prepares().isEmpty()
+          && r.upMembers().stream().anyMatch(m -> m.id().equals(rep.source()))
+          && takenBack(r, rep)) {
+        // A stand-in's last writes under the ring before this node was UP again: taken,
+        // as a backup under that ring, while this node serves none of these keys and has
+        // written none of them (see handOver). A batch checked here is counted as running
+        // (TyrService admits it first), which the hand-over waits for if the stand-in is
+        // marked DOWN meanwhile (Recovery.handOver).
+        checkSources(h.from(), rep);
+        synchronized (this) {
+          // Counted under the lock handedOver closes the hand-over with: a batch either
+          // is counted before, and handedOver waits for it, or is refused.
+          if (handOver == h && !handOverClosing) {
+            handOverBatches++;
+            return true;
+          }
+        }
+      }
       throw new WrongEpochException("replication from " + rep.source() + " under ring epoch "
           + rep.epoch() + ", node " + self + " is at epoch " + r.epoch(), r);
     }
+    checkSources(r, rep);
+    return false;
+  }
+
+  /**
+   * Whether every key {@code rep} writes is one this node took back (its primary under
+   * {@code r}), or one whose primary under {@code r} is still the sender, with this node
+   * among its backups: the same roles under both rings, so taking the batch is what a
+   * backup at the older ring does (a stand-in's batch mixes both kinds: refusing it whole
+   * lost the taken-back key's write as before).
+   */
+  private boolean takenBack(Ring r, Request.Replicate rep) {
+    for (io.blobfs.tyr.api.TxRequest tx : rep.txs()) {
+      for (TxOp op : tx.ops()) {
+        Member primary = r.primary(op.key());
+        if (!primary.equals(self) && !(primary.id().equals(rep.source())
+            && r.backups(op.key()).contains(self))) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  private void checkSources(Ring r, Request.Replicate rep) throws WrongEpochException {
     List<io.blobfs.tyr.api.TxRequest> txs = new java.util.ArrayList<>(rep.txs());
     rep.prepares().values().forEach(p -> txs.add(p.tx())); // held for the same keys
     for (io.blobfs.tyr.api.TxRequest tx : txs) {

@@ -74,6 +74,8 @@ final class Recovery implements Closeable {
   private final TyrEngine engine;
   private final PeerAccess peerAccess;
   private final int maxFrameBytes;
+  /** Runs hand-overs (see {@link #handOver}), apart from the catch-ups. */
+  private final java.util.concurrent.ExecutorService handOvers;
   private final Path marker;
   private final ScheduledExecutorService runner;
   /** The epoch whose wait for an UP owner was last logged (runs on the runner only). */
@@ -97,6 +99,11 @@ final class Recovery implements Closeable {
       t.setDaemon(true);
       return t;
     });
+    this.handOvers = Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "tyr-hand-over");
+      t.setDaemon(true);
+      return t;
+    });
     membership.onInstall(this::ringChanged);
     ringChanged(membership.ring());
   }
@@ -113,6 +120,90 @@ final class Recovery implements Closeable {
   private void ringChanged(Ring r) {
     if (r.state(membership.self()) == Ring.State.RECOVERING) {
       runner.execute(() -> run(r.epoch()));
+    }
+    Membership.HandOver h = membership.handOver();
+    if (h != null && h.epoch() == r.epoch()) {
+      handOvers.execute(() -> handOver(h));
+    }
+  }
+
+  /**
+   * The longest a hand-over holds this node's keys back: after it the node serves them
+   * whatever the stand-ins answered. What that risks: a stand-in that has not answered
+   * within it (frozen or cut off while still UP in the ring, so the monitor marks it DOWN
+   * soon) may still send a batch under the ring before, now refused here as before the
+   * hand-over existed, and a write it applied (and may have served) is lost. Without a
+   * bound, such a stand-in kept every read of these keys, and every listing (a scan asks
+   * every node), failing for as long as it lasted. A stand-in that has the new ring answers
+   * within about a second (it loads the ring file each second), so the bound is met only
+   * by a member that is failing anyway.
+   */
+  static final Duration HAND_OVER_BOUND = Duration.ofSeconds(10);
+
+  /** What one barrier call to a stand-in may take before the ring is looked at again. */
+  private static final Duration HAND_OVER_CALL = Duration.ofSeconds(2);
+
+  /**
+   * Ends {@code h} (see {@link Membership#handOver}) once none of its stand-ins (the
+   * members that were the primary, under the ring before, of keys this node takes back)
+   * can still commit under that ring: each has answered {@code commitsSettled} at the new
+   * epoch (it has the ring, and every commit it admitted under an older one has ended, so
+   * every batch of those was answered here, applied or refused; a prepared part it holds
+   * is not waited for: it is applied by a commit of its own, under the ring of the day),
+   * or is not an UP member any more under this node's ring, and then no batch of it
+   * checked here under an older ring still runs (this node is itself settled). The ring
+   * is looked at again on every pass, each call is short, and after
+   * {@link #HAND_OVER_BOUND} the node serves anyway. Abandoned when the node is not UP
+   * any more. Runs on its own thread: the recovery thread is not held by it.
+   */
+  private void handOver(Membership.HandOver h) {
+    Member self = membership.self();
+    java.util.Set<Member> waiting =
+        new java.util.LinkedHashSet<>(membership.ring().primariesBefore(h.from(), self));
+    long start = System.nanoTime();
+    Map<Member, TyrClient> clients = new HashMap<>();
+    try {
+      while (!waiting.isEmpty()) {
+        if (membership.handOver() != h) {
+          return; // not UP any more: it catches up again, and a later hand-over follows
+        }
+        if (System.nanoTime() - start > HAND_OVER_BOUND.toNanos()) {
+          LOG.warn("node {}: hand-over under ring epoch {} ended after {} without the word "
+              + "of {}: a batch they still send under the ring before is refused",
+              self, h.epoch(), HAND_OVER_BOUND, waiting);
+          break;
+        }
+        Ring now = membership.ring();
+        for (var it = waiting.iterator(); it.hasNext(); ) {
+          Member m = it.next();
+          try {
+            if (now.members().contains(m) && now.state(m) == Ring.State.UP) {
+              TyrClient c = clients.computeIfAbsent(m, x -> new TyrClient(peerAccess.client(x)
+                  .withTimeouts(HAND_OVER_CALL, HAND_OVER_CALL)
+                  .withConnections(1).withMaxFrameBytes(maxFrameBytes)));
+              c.commitsSettled(h.epoch()).get(HAND_OVER_CALL.toMillis(), TimeUnit.MILLISECONDS);
+            } else {
+              // Gone from the ring or not UP: it commits nothing more, and its batches
+              // already checked here are counted as running on this node.
+              membership.settled(now.epoch(), true).get(1, TimeUnit.SECONDS);
+            }
+            it.remove();
+          } catch (RuntimeException | java.util.concurrent.ExecutionException
+              | java.util.concurrent.TimeoutException e) {
+            // behind (it loads the ring file within about a second), or busy: next pass
+          }
+        }
+        if (!waiting.isEmpty()) {
+          Thread.sleep(100);
+        }
+      }
+      membership.handedOver(h.epoch());
+      LOG.info("node {}: hand-over under ring epoch {} done in {} ms", self, h.epoch(),
+          (System.nanoTime() - start) / 1_000_000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } finally {
+      clients.values().forEach(TyrClient::close);
     }
   }
 
@@ -501,5 +592,6 @@ final class Recovery implements Closeable {
   @Override
   public void close() {
     runner.shutdownNow();
+    handOvers.shutdownNow();
   }
 }

@@ -7,6 +7,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Predicate;
 
 /**
  * As backup: the keys of replicated writes this node refused (a batch under another ring
@@ -17,18 +18,34 @@ import java.util.Set;
  * it serves no plain read of them while it is not their primary (a reader then goes to
  * another replica). Forgotten when the node is no longer UP: it catches up from the
  * primaries before it serves again.
+ *
+ * <p>Forgotten too for a key this node is the primary of (a refusal then is not recorded,
+ * and a ring that makes it the primary drops the fence): the primary's copy is the key's,
+ * whatever an older primary applied (that one catches up from it before it serves again),
+ * so once this node has been the primary its copy is current, and stays so when it is a
+ * backup again: the next primary either caught up from it or got every write from it.
+ * Kept, the fence outlived the change of primary and the node refused plain reads of a
+ * current copy for as long as nobody wrote the key (the history IT's replica check).
  */
 final class RefusedKeys {
   /** Each refused key with the stamp of its last refusal. Guarded by this. */
   private final Map<String, Long> keys = new HashMap<>();
   private long stamps;
 
-  synchronized void refused(List<TxRequest> txs) {
+  /** {@code txs} were refused here; {@code primaryHere}: the keys this node is primary of. */
+  synchronized void refused(List<TxRequest> txs, Predicate<String> primaryHere) {
     for (TxRequest tx : txs) {
       for (TxOp op : tx.ops()) {
-        keys.put(op.key(), ++stamps);
+        if (!primaryHere.test(op.key())) {
+          keys.put(op.key(), ++stamps);
+        }
       }
     }
+  }
+
+  /** Drops the fence of every key this node is now the primary of. */
+  synchronized void forget(Predicate<String> primaryHere) {
+    keys.keySet().removeIf(primaryHere);
   }
 
   /**

@@ -149,6 +149,8 @@ final class Replicator implements Closeable {
   private void restartStreamsToDown(Ring ring) {
     if (ring.state(membership.self()) != Ring.State.UP) {
       refusedKeys.clear(); // it catches up from the primaries before it serves again
+    } else {
+      refusedKeys.forget(key -> ring.primary(key).equals(membership.self())); // its copy rules
     }
     List<Stream> down = new ArrayList<>();
     synchronized (this) {
@@ -480,7 +482,8 @@ final class Replicator implements Closeable {
     long limit = Math.min(BATCH_BYTES, maxFrameBytes - (1L << 20));
     long bytes = 0;
     for (Item it = s.ready.get(s.sendFrom); it != null && txs.size() < BATCH_COMMITS
-        && it.epoch() == epoch && (txs.isEmpty() || bytes + itemBytes(it) <= limit);
+        && it.epoch() == epoch && joinsBatch(it.prepare() != null, itemBytes(it), txs.size(),
+            !prepares.isEmpty(), bytes, limit);
         it = s.ready.get(s.sendFrom)) {
       s.ready.remove(s.sendFrom++);
       if (it.prepare() != null) {
@@ -527,6 +530,24 @@ final class Replicator implements Closeable {
             "the replication stream broke before this write was sent"));
       }
     }, COMPLETIONS);
+  }
+
+  /**
+   * Whether an item ({@code prepares}: it carries a prepared share; {@code itemBytes}) joins
+   * a batch of {@code batched} items ({@code batchPrepares}: one of them carries a share;
+   * {@code bytes} in all) within {@code limit}. A prepared share goes in a batch of its
+   * own: a backup handing over takes a stand-in's batch under the ring before only without
+   * shares (Membership.checkReplicate) and refuses the batch whole otherwise, so a plain
+   * write gathered with a share was refused with it, though applied and read on the
+   * stand-in, and lost once the stand-in moved on. Alone, only the share is refused and
+   * its transaction aborts.
+   */
+  static boolean joinsBatch(boolean prepares, long itemBytes, int batched,
+      boolean batchPrepares, long bytes, long limit) {
+    if (batched == 0) {
+      return true; // one item alone fits, as it fit the client's frame
+    }
+    return !prepares && !batchPrepares && bytes + itemBytes <= limit;
   }
 
   /** About what an item takes in a frame: its writes and its prepared share, if any. */
@@ -739,7 +760,12 @@ final class Replicator implements Closeable {
 
   /** As backup: {@code rep} is refused here, its writes applied on its primary only. */
   void refused(Request.Replicate rep) {
-    refusedKeys.refused(rep.txs());
+    // Under the install's lock: a ring that makes this node a key's primary drops the
+    // key's fence (restartStreamsToDown), so the refusal must not be recorded after it
+    // under the ring before.
+    membership.withRing(ring -> refusedKeys.refused(rep.txs(),
+        key -> ring.state(membership.self()) == Ring.State.UP
+            && ring.primary(key).equals(membership.self())));
   }
 
   /**

@@ -226,18 +226,22 @@ final class Transactions implements Closeable {
     // The admission is kept by the part, counted as running until it is resolved (see
     // follow): a node coming back to its keys cannot catch up past it.
     io.blobfs.tyr.ring.Ring admitted = membership.admit();
+    if (!primaryOfAll(admitted, p.tx())) {
+      membership.release(admitted);
+      throw new io.blobfs.tyr.ring.WrongEpochException("node " + self() + " is not the UP "
+          + "primary of every key of transaction " + id + "'s part under ring epoch "
+          + admitted.epoch() + ", admitted after the request's check", admitted);
+    }
+    // Counted as a held part from here (Membership.held), before the part exists, so a
+    // resolver's uncount never meets a count not yet moved.
+    membership.held(admitted);
     boolean kept = false;
     try {
-      if (!primaryOfAll(admitted, p.tx())) {
-        throw new io.blobfs.tyr.ring.WrongEpochException("node " + self() + " is not the UP "
-            + "primary of every key of transaction " + id + "'s part under ring epoch "
-            + admitted.epoch() + ", admitted after the request's check", admitted);
-      }
       prepareHere(p, admitted.epoch());
       kept = true;
     } finally {
       if (!kept) {
-        membership.release(admitted);
+        membership.release(admitted.epoch());
       }
     }
     CommitResult prepared = new CommitResult(0, new long[0]);
@@ -810,7 +814,7 @@ final class Transactions implements Closeable {
       part.localId = id;
       part.seq = rec.seq();
       part.behind = behind;
-      part.counted = membership.admit().epoch();
+      part.counted = membership.admitPart();
       parts.put(id, part);
       LOG.info("node {}: transaction {} is prepared here since before the restart; it will "
           + "be resolved with its coordinator {}", self(), id, rec.request().coordinator());

@@ -66,19 +66,34 @@ final class TyrService {
         // and no commit admitted under an older ring still runs.
         return membership.settled(routed.epoch()).thenApply(r -> r);
       }
+      if (membership != null && request instanceof Request.Routed routed
+          && routed.inner() instanceof Request.RingInfo) {
+        // A peer's hand-over barrier (TyrClient.commitsSettled): held parts left out.
+        return membership.settled(routed.epoch(), true).thenApply(r -> r);
+      }
       if (membership != null && request instanceof Request.Replicate rep) {
         // Counted before it is checked, under a ring no newer than the check's, so that
         // a recovering peer's barrier waits for a batch let in under an older ring.
         io.blobfs.tyr.ring.Ring admitted = membership.admit();
+        boolean handOver = false;
         try {
           try {
-            membership.check(rep);
+            handOver = membership.checkBatch(rep);
           } catch (io.blobfs.tyr.ring.WrongEpochException refused) {
             replicator.refused(rep); // applied on its primary: this copy lags behind it
             throw refused;
           }
-          return replicator.apply(rep).whenComplete((x, e) -> membership.release(admitted));
+          boolean counted = handOver;
+          return replicator.apply(rep).whenComplete((x, e) -> {
+            if (counted) {
+              membership.handOverBatchDone(); // applied before the hand-over ends
+            }
+            membership.release(admitted);
+          });
         } catch (Exception | Error e) {
+          if (handOver) {
+            membership.handOverBatchDone();
+          }
           membership.release(admitted);
           throw e;
         }

@@ -3,6 +3,7 @@ package io.blobfs.tyr.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.blobfs.tyr.client.TyrClient;
+import io.blobfs.tyr.ring.HandingOverException;
 import io.blobfs.tyr.ring.Ring;
 import io.blobfs.tyr.ring.WrongEpochException;
 import io.blobfs.tyr.server.Membership;
@@ -91,7 +92,9 @@ public final class Rings {
       try {
         return TyrClient.await(call.get());
       } catch (WrongEpochException behind) {
-        if (attempt >= 300 || behind.ring() == null || behind.ring().epoch() >= ring.epoch()) {
+        // A node handing over (just UP again) serves within seconds: waited for as behind.
+        if (attempt >= 300 || behind.ring() == null || (behind.ring().epoch() >= ring.epoch()
+            && !(behind instanceof HandingOverException))) {
           throw behind;
         }
         try {

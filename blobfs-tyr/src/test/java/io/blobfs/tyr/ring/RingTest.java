@@ -142,6 +142,31 @@ class RingTest {
   }
 
   /**
+   * The stand-ins a node just UP again waits for are the primaries, under the ring before,
+   * of the keys it is the primary of again, and only those: with few tokens some members
+   * never stood in for it (the hand-over waited for every member UP under the ring before).
+   */
+  @Test
+  void primariesBeforeAreTheStandInsOfTheKeysTakenBack() {
+    List<Member> six = Member.parseList("h0:7400,h1:7400,h2:7400,h3:7400,h4:7400,h5:7400");
+    Member h0 = six.get(0);
+    Ring recovering = new Ring(1, six, 4, 2).withState(h0, Ring.State.DOWN, 2)
+        .withState(h0, Ring.State.RECOVERING, 3);
+    Ring up = recovering.withState(h0, Ring.State.UP, 4);
+    java.util.Set<Member> seen = new HashSet<>();
+    Random r = new Random(5);
+    for (int i = 0; i < 50_000; i++) {
+      String k = key(r);
+      if (up.primary(k).equals(h0)) {
+        seen.add(recovering.primary(k));
+      }
+    }
+    assertEquals(seen, up.primariesBefore(recovering, h0));
+    assertTrue(seen.size() < 5, "every other member stood in: " + seen);
+    assertEquals(java.util.Set.of(), up.primariesBefore(up, h0));
+  }
+
+  /**
    * States move no key: a DOWN owner hands its keys' writes to the next UP owner and is
    * no backup; a RECOVERING one is a backup but neither primary nor reader.
    */

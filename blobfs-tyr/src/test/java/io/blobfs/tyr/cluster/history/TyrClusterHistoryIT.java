@@ -72,19 +72,17 @@ class TyrClusterHistoryIT {
   static final long[] FIXED_SEEDS = {40404071680335L, 42451187036939L};
   /** Why the IT is not run by default: the open bugs and their reproductions. */
   static final String OPEN_BUGS = "TyrClusterHistoryIT runs only with -Dtyr.history=true "
-      + "while known bugs make it fail at random: (1) a write applied on a primary and not "
-      + "confirmed by a backup can be read there and then lost, when that backup becomes the "
-      + "keys' primary without it (a recovered owner marked UP before the old primary's "
-      + "repair reached it: a lost update, seed 40404071680335); (2) a backup that refused a "
-      + "write keeps refusing plain reads of the key after its primary changed and came "
-      + "back, until the key is written again (RefusedKeys; the final replica check, seed "
-      + "42451187036939); (3) "
-      + "stale plain reads remain possible in three windows: a backup that a write its "
-      + "primary applied never reached, until the primary's repair; a node frozen while UP, "
-      + "on its old ring until it loads the ring file; a put made again on a new primary "
-      + "after its first attempt was applied and seen; see blobfs-tyr/README.md, the "
-      + "history section and "
-      + "'Not built yet in the cluster'";
+      + "while known bugs make it fail at random: (1) stale plain reads remain possible in "
+      + "three windows: a backup that a write its primary applied never reached, until the "
+      + "primary's repair; a node frozen while UP, on its old ring until it loads the ring "
+      + "file; a put made again on a new primary after its first attempt was applied and "
+      + "seen; (2) a write a stand-in primary sent to the returning owner that never arrived "
+      + "(a broken stream, not a refusal), or that the owner took during its hand-over but "
+      + "its engine refused (the key held by a share it took over), is lost, though read, if "
+      + "the owner is marked UP before the stand-in's repair; (3) the second of two decided "
+      + "shares of one key can be taken for applied on the backup of the node that took them "
+      + "over; see blobfs-tyr/README.md, the history section, 'Hand-over' and 'Not built yet "
+      + "in the cluster'";
 
   @TempDir
   Path dir;
