@@ -85,7 +85,9 @@ class RangeDropTest {
     Ring ring = new Ring(1, List.of(a, b, c), 16, 2);
     try (TyrServer na = TyrServer.start(config(a, "a"), new Membership(a, ring))) {
       List<String> handedOver = new ArrayList<>();
-      for (int i = 0; i < 100; i++) {
+      // Placement follows the members' random ports: keys are added until enough of them
+      // are not a's (100 keys gave as few as 3 with some port draws).
+      for (int i = 0; i < 100 || handedOver.size() < 10; i++) {
         String k = "k/" + i;
         put(na, k, "old copy");
         if (!ring.isReplica(a, k)) {
@@ -173,7 +175,9 @@ class RangeDropTest {
     Ring ring = new Ring(1, List.of(a, b, c), 16, 2);
     try (TyrServer na = TyrServer.start(config(a, "a"), new Membership(a, ring))) {
       List<String> handedOver = new ArrayList<>();
-      for (int i = 0; i < 100; i++) {
+      // Placement follows the members' random ports: keys are added until enough of them
+      // are not a's (100 keys gave as few as 3 with some port draws).
+      for (int i = 0; i < 100 || handedOver.size() < 10; i++) {
         String k = "k/" + i;
         put(na, k, "old copy");
         if (!ring.isReplica(a, k)) {
