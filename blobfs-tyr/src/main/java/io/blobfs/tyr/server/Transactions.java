@@ -629,6 +629,10 @@ final class Transactions implements Closeable {
           + "not yet applied; retry");
     }
     try {
+      // The versions read include commits staged but not yet forced (the part ahead's
+      // apply): forced first, as prepareHere does, or a power loss would leave this record
+      // naming a version the log lost, and the restart would take this part for applied.
+      engine.force();
       records.writePrepared(part.localId, TxRecords.encode(part.request, versions,
           part.seq));
     } catch (IOException e) {
@@ -1032,6 +1036,14 @@ final class Transactions implements Closeable {
         Replica r = rest == null ? held : new Replica(mine, versionsOf(held, mine),
             System.nanoTime(), held.seq);
         String name = rest == null ? heldName : shareName(mine);
+        if (rest != null && parts.containsKey(name)) {
+          // Taken over in part already: a crash came between that part's record and this
+          // share's deletion (its other keys' share was kept before the part's record).
+          deleteQuietly(heldName, true);
+          LOG.info("node {}: transaction {}: share {} is already taken over here as {}",
+              self(), held.request.txId(), heldName, name);
+          continue;
+        }
         if (rest != null) {
           // The other keys' primary is still the share's: their ops stay a share here.
           keepShare(rest, versionsOf(held, rest), held.since, held.seq);
