@@ -233,7 +233,10 @@ final class DirectoryMove {
       }
       Optional<VersionedRecord> read = ns.readRecord(from, true);
       if (read.isEmpty()) {
-        continue; // deleted or moved since the scan
+        // deleted or moved since the scan; a dead move's incoming record left here would
+        // keep the source directory in existence (as in Deleter)
+        ns.removedDeadIncoming(from);
+        continue;
       }
       try {
         // false: renamed or deleted meanwhile, so no longer in this directory

@@ -164,7 +164,11 @@ final class MoveSettler {
     if (incoming) {
       ignoringConflict(() -> ns.calls().deleteIfVersion(move.toKey(), dst.get().version()));
     }
-    return Optional.of(true);
+    // An incoming record with no mark of this move on the source is an earlier, dead
+    // mover's: the lock's holder may not have marked yet, so it is fenced like one that
+    // left nothing (the review of rados-move5, M1: released unfenced, a stalled mover
+    // marked, committed and finished with the lock in another client's hands).
+    return moving ? Optional.of(true) : Optional.empty();
   }
 
   /**

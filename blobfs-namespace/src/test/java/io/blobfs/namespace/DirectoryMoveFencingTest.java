@@ -237,6 +237,60 @@ class DirectoryMoveFencingTest {
   }
 
   /** What a fenced mover's late create leaves: the source not marked, so the move is dead. */
+  /**
+   * A settler that finds only a dead incoming record of the same (from, to, file) - left
+   * by an earlier fenced mover of this pair that died after its late create, e.g. a
+   * directory rename's file move, which its resume retries with the same pair - removes
+   * it and releases the lock WITHOUT fencing the source. The stalled current mover, which
+   * has not marked yet, then marks, commits and finishes with no lock held.
+   */
+  @Test
+  void aSettlerMeetingAStaleIncomingRecordStillFencesTheStalledMover() throws Exception {
+    write(FsPath.parse("/e/g"), 10);
+    byte[] bytes = write(DF, 3 * 4096 + 5);
+    String id = reader.probe(DF).get().record().fileId();
+    String from = reader.layout().recordKey(DF);
+    VersionedBytes raw = memory.readWithVersion(from, 1 << 16);
+    FileRecord plain = FileRecord.decode(from, raw.bytes(), raw.bytes().length, true);
+    memory.put(reader.layout().recordKey(EF),
+        plain.marked(FileRecord.Mark.INCOMING, from, 42).encode(), PutMode.CREATE);
+    FaultInjectingBlobStore m = faults();
+    Fault mark = m.on(Op.PUT).keys(from).nth(1).pause();
+    Future<Object> mover = renameInThread(m, DF, EF);
+    mark.awaitReached(); // holds the lock, read /d/f: about to mark it
+    awaitLeaseOver();
+    Optional<DataLocks.Lock> lock = reader.locks().read(id);
+    assertTrue(lock.isPresent() && lock.get().interruptedMove(System.currentTimeMillis()));
+    assertTrue(MoveSettler.settle(reader, lock.get()), "settled, lock released");
+    assertTrue(reader.locks().read(id).isEmpty(), "the settler released the lock");
+    // Another client may now take the free lock (a sweeper, a delete): the stalled mover
+    // must not be able to act any more.
+    DataLocks.Lock other = reader.locks().takeForRename(id, DF,
+        new DataLocks.Move(from, reader.layout().recordKey(X), 1));
+    mark.release();
+    Object outcome = mover.get(30, TimeUnit.SECONDS);
+    String state = "the stalled rename: " + outcome + "; /d/f " + reader.probe(DF).isPresent()
+        + ", /e/f " + reader.probe(EF).isPresent() + "; lock now " + reader.locks().read(id);
+    assertTrue(outcome instanceof IOException, "a mover whose lock was taken over and"
+        + " given to another client completed its move: " + state);
+    assertArrayEquals(bytes, readAll(DF));
+    reader.locks().release(other);
+  }
+
+  /**
+   * A dead incoming record under a renamed directory is removed with it: before, the
+   * source directory stayed in existence after rename(/d, /e) answered true (the review of
+   * rados-move5, S-a).
+   */
+  @Test
+  void aDirectoryRenameRemovesADeadIncomingRecordUnderItsSource() throws Exception {
+    write(DF, 100);
+    leaveDeadIncoming(FsPath.parse("/a/h"), "n/d/g");
+    assertTrue(reader.rename(D, E));
+    assertTrue(reader.probe(D).isEmpty(), "/d still there after its rename: "
+        + reader.probe(D));
+  }
+
   private void leaveDeadIncoming(FsPath source, String key) throws IOException {
     write(source, 100);
     String from = reader.layout().recordKey(source);
