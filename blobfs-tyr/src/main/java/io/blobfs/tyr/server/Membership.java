@@ -277,6 +277,7 @@ public final class Membership implements Closeable {
   synchronized void held(Ring admitted) {
     running.computeIfPresent(admitted.epoch(), (e, n) -> n == 1 ? null : n - 1);
     parts.merge(admitted.epoch(), 1, Integer::sum);
+    completeSettled(); // a commits-only waiter (a hand-over) no longer waits for it
   }
 
   /** Counts a prepared part held under the ring in force; returns that ring's epoch. */
