@@ -9,24 +9,14 @@ import io.blobfs.store.FaultInjectingBlobStore;
 import io.blobfs.store.FaultInjectingBlobStore.Fault;
 import io.blobfs.store.FaultInjectingBlobStore.Op;
 import io.blobfs.store.PutMode;
-import io.blobfs.store.StoreLimits;
-import io.blobfs.store.TransactionalBlobStore;
 import io.blobfs.store.VersionedBytes;
-import io.blobfs.store.memory.InMemoryBlobStore;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.Random;
-import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -36,31 +26,12 @@ import org.junit.jupiter.api.Test;
  * puts must never become a second name of the file, and a directory rename finishes that
  * file's move on its own.
  */
-class DirectoryMoveFencingTest {
-  private static final Duration LEASE = Duration.ofMillis(40);
-  private static final NamespaceOptions OPTIONS =
-      new NamespaceOptions(4096, 1024, 4096, 256, false, 3).withWriterLease(LEASE);
+class DirectoryMoveFencingTest extends StalledMoveFixture {
   private static final FsPath D = FsPath.parse("/d");
   private static final FsPath E = FsPath.parse("/e");
   private static final FsPath DF = FsPath.parse("/d/f");
   private static final FsPath EF = FsPath.parse("/e/f");
   private static final FsPath X = FsPath.parse("/x");
-
-  private InMemoryBlobStore memory;
-  private BlobNamespace reader;
-  private ExecutorService threads;
-
-  @BeforeEach
-  void setUp() {
-    memory = new InMemoryBlobStore("r5", new StoreLimits(1024, 1L << 30, Integer.MAX_VALUE));
-    reader = namespace(faults());
-    threads = Executors.newFixedThreadPool(3);
-  }
-
-  @AfterEach
-  void stop() {
-    threads.shutdownNow();
-  }
 
   /**
    * MF1. The directory rename /d to /e takes the lock of /d/f, reads it and stalls past
@@ -310,50 +281,5 @@ class DirectoryMoveFencingTest {
       }
     }
     return names;
-  }
-
-  /** Waits (on the wall clock, not a fixed sleep) until a lease taken now has run out. */
-  private static void awaitLeaseOver() throws InterruptedException {
-    long until = System.currentTimeMillis() + LEASE.toMillis() + 20;
-    while (System.currentTimeMillis() <= until) {
-      Thread.sleep(5);
-    }
-  }
-
-  private byte[] write(FsPath path, int n) throws IOException {
-    byte[] b = new byte[n];
-    new Random(n).nextBytes(b);
-    try (FileWriter w = reader.create(path, false)) {
-      w.write(b, 0, b.length);
-    }
-    return b;
-  }
-
-  private byte[] readAll(FsPath path) throws Exception {
-    FileReader in = reader.open(path);
-    ByteBuffer got = ByteBuffer.allocate((int) in.length());
-    while (got.hasRemaining() && in.read(got.position(), got).get() > 0) {
-      // reads until full
-    }
-    return got.array();
-  }
-
-  private FaultInjectingBlobStore faults() {
-    return FaultInjectingBlobStore.over(memory, TransactionalBlobStore.class);
-  }
-
-  private static BlobNamespace namespace(FaultInjectingBlobStore store) {
-    return new BlobNamespace(store.store(), OPTIONS, StoreCallCounters.NONE);
-  }
-
-  private Future<Object> renameInThread(FaultInjectingBlobStore store, FsPath from, FsPath to) {
-    Callable<Object> rename = () -> {
-      try {
-        return namespace(store).rename(from, to);
-      } catch (IOException e) {
-        return e;
-      }
-    };
-    return threads.submit(rename);
   }
 }

@@ -9,23 +9,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.blobfs.store.FaultInjectingBlobStore;
 import io.blobfs.store.FaultInjectingBlobStore.Fault;
 import io.blobfs.store.FaultInjectingBlobStore.Op;
-import io.blobfs.store.StoreLimits;
-import io.blobfs.store.TransactionalBlobStore;
 import io.blobfs.store.VersionedBytes;
-import io.blobfs.store.memory.InMemoryBlobStore;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Optional;
-import java.util.Random;
-import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -36,29 +26,10 @@ import org.junit.jupiter.api.Test;
  * rename's expired lock instead of taking it over; a finisher of a committed move
  * removes the moved source whatever the destination became after the commit.
  */
-class StalledMoverFencingTest {
-  private static final Duration LEASE = Duration.ofMillis(40);
-  private static final NamespaceOptions OPTIONS =
-      new NamespaceOptions(4096, 1024, 4096, 256, false, 3).withWriterLease(LEASE);
+class StalledMoverFencingTest extends StalledMoveFixture {
   private static final FsPath F = FsPath.parse("/a/f");
   private static final FsPath G = FsPath.parse("/a/g");
   private static final FsPath H = FsPath.parse("/a/h");
-
-  private InMemoryBlobStore memory;
-  private BlobNamespace reader;
-  private ExecutorService threads;
-
-  @BeforeEach
-  void setUp() {
-    memory = new InMemoryBlobStore("r4", new StoreLimits(1024, 1L << 30, Integer.MAX_VALUE));
-    reader = namespace(faults());
-    threads = Executors.newFixedThreadPool(3);
-  }
-
-  @AfterEach
-  void stop() {
-    threads.shutdownNow();
-  }
 
   /**
    * MF1. The sweeper's first scan misses the file (renamed h to f during it); M2's rename
@@ -240,14 +211,6 @@ class StalledMoverFencingTest {
     assertTrue(reader.probe(F).isPresent());
   }
 
-  /** Waits (on the wall clock, not a fixed sleep) until a lease taken now has run out. */
-  private static void awaitLeaseOver() throws InterruptedException {
-    long until = System.currentTimeMillis() + LEASE.toMillis() + 20;
-    while (System.currentTimeMillis() <= until) {
-      Thread.sleep(5);
-    }
-  }
-
   /** Waits until the wall clock is past the millisecond a blob written just now got. */
   private static void awaitOlderThanNow() throws InterruptedException {
     long now = System.currentTimeMillis();
@@ -264,42 +227,5 @@ class StalledMoverFencingTest {
     assertFalse(memory.stat(reader.layout().recordKey(p)).exists(), "a record left at " + p);
     write(p, 10); // the name is free: a new file there
     assertTrue(reader.probe(p).isPresent());
-  }
-
-  private byte[] write(FsPath path, int n) throws IOException {
-    byte[] b = new byte[n];
-    new Random(n).nextBytes(b);
-    try (FileWriter w = reader.create(path, false)) {
-      w.write(b, 0, b.length);
-    }
-    return b;
-  }
-
-  private byte[] readAll(FsPath path) throws Exception {
-    FileReader in = reader.open(path);
-    ByteBuffer got = ByteBuffer.allocate((int) in.length());
-    while (got.hasRemaining() && in.read(got.position(), got).get() > 0) {
-      // reads until full
-    }
-    return got.array();
-  }
-
-  private FaultInjectingBlobStore faults() {
-    return FaultInjectingBlobStore.over(memory, TransactionalBlobStore.class);
-  }
-
-  private static BlobNamespace namespace(FaultInjectingBlobStore store) {
-    return new BlobNamespace(store.store(), OPTIONS, StoreCallCounters.NONE);
-  }
-
-  private Future<Object> renameInThread(FaultInjectingBlobStore store, FsPath from, FsPath to) {
-    Callable<Object> rename = () -> {
-      try {
-        return namespace(store).rename(from, to);
-      } catch (IOException e) {
-        return e;
-      }
-    };
-    return threads.submit(rename);
   }
 }
