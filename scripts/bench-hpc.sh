@@ -4,7 +4,7 @@
 # disk, side by side, interleaved, in one run.
 #   scripts/bench-hpc.sh [--rounds 3] [--seq-size 512m] [--rand-size 64m]
 #       [--shared-size 128m] [--backends tyr,rados,cephfs,local] [--name fuse-hpc]
-#       [--workloads seq,rand,shared,mpi]
+#       [--workloads seq,rand,shared,mpi] [--base CHECKOUT]
 # --workloads runs only those (each write then its read; the report marks the others
 # "not measured"), e.g. --workloads seq,shared for the read targets.
 # Workloads (fio, psync, 1 job unless said): sequential 1 MiB write then read, random
@@ -15,13 +15,20 @@
 # reads check every block and a mismatch stops the run. Writes end with an fsync inside
 # fio's measured time (on the mount: the publication to the store). The page cache is
 # dropped (echo 3 > /proc/sys/vm/drop_caches) before every read.
+# --base CHECKOUT: another checkout of this repository, built (`bench_build` and
+# `mvn -pl blobfs-fuse -am package -DskipTests` there): back ends tyr-base and rados-base
+# are the mount of that build, on the same store and core-site.xml, so that an old and a
+# new mount are measured side by side in one run (e.g. --backends
+# tyr,tyr-base,rados,rados-base,cephfs,local). BLOBFS_MOUNT_JAVA_OPTS reaches every mount
+# (a JFR recording, say). Each mount's log (its request and publication counts, written at
+# unmount) is kept as benchmarks/target/NAME-mount-BACKEND.log.
 # Result: benchmarks/reports/NAME.md and NAME-*.png (io.blobfs.bench.hpc.HpcReport), from
 # the raw figures in benchmarks/target/NAME.tsv. Needs root and /dev/fuse; Ceph on
 # BLOBFS_CEPH_ROOT / BLOBFS_CEPH_PORT_BASE (scripts/ceph/cluster.sh), started and stopped
 # here unless it already ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=3 seq=512m rand=64m shared=128m backends=tyr,rados,cephfs,local name=fuse-hpc
+rounds=3 seq=512m rand=64m shared=128m backends=tyr,rados,cephfs,local name=fuse-hpc base=""
 workloads=seq,rand,shared,mpi
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -32,6 +39,7 @@ while [ $# -gt 0 ]; do
     --backends) backends=$2; shift 2 ;;
     --name) name=$2; shift 2 ;;
     --workloads) workloads=$2; shift 2 ;;
+    --base) base=$(cd "$2" && pwd); shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -42,9 +50,12 @@ log() { echo "[bench-hpc] $*" >&2; }
 
 bench_build
 mvn -B -ntp -q -pl blobfs-fuse -am package -DskipTests >&2 # the mount's classpath.txt (package: its test-jar dependencies exist only then)
+if [[ ,$backends, == *-base,* ]] && { [ -z "$base" ] || [ ! -s "$base/blobfs-fuse/target/classpath.txt" ]; }; then
+  echo "bench-hpc: a *-base back end needs --base CHECKOUT, built" >&2; exit 2
+fi
 services=""
-[[ ,$backends, == *,tyr,* ]] && services+=tyr,
-[[ ,$backends, == *,rados,* ]] && services+=rados,
+[[ ,$backends, == *,tyr,* || ,$backends, == *,tyr-base,* ]] && services+=tyr,
+[[ ,$backends, == *,rados,* || ,$backends, == *,rados-base,* ]] && services+=rados,
 [[ ,$backends, == *,cephfs,* ]] && services+=cephfs,
 work=$(mktemp -d /var/tmp/blobfs-bench-hpc.XXXXXX)
 mount_pids=()
@@ -53,18 +64,23 @@ cleanup() {
   for p in "${mount_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${mount_pids[@]}"; do wait "$p" 2>/dev/null || true; done
   [ -n "${CEPHFS_MOUNT:-}" ] && rm -rf "${CEPHFS_MOUNT:?}/bench-hpc"
+  for p in "$work"/mount-*.log; do
+    [ -e "$p" ] && cp "$p" "benchmarks/target/$name-${p##*/}"
+  done
   bench_stop_services
   rm -rf "$work"
 }
 trap cleanup EXIT
 bench_start_services "${services%,}"
 
-# blobfs_mount NAME: mounts store profile NAME of $work/core-site.xml at $work/mnt-NAME
+# blobfs_mount NAME: mounts store profile NAME of $work/core-site.xml at $work/mnt-NAME;
+# NAME-base: profile NAME with the --base checkout's build
 blobfs_mount() {
-  local mnt=$work/mnt-$1 n
+  local mnt=$work/mnt-$1 n root=.
+  [[ $1 == *-base ]] && root=$base
   mkdir -p "$mnt"
-  BLOBFS_MOUNT_SKIP_BUILD=1 scripts/blobfs-mount.sh --conf "$work/core-site.xml" --name "$1" \
-    "$mnt" >"$work/mount-$1.log" 2>&1 &
+  BLOBFS_MOUNT_SKIP_BUILD=1 "$root/scripts/blobfs-mount.sh" --conf "$work/core-site.xml" \
+    --name "${1%-base}" "$mnt" >"$work/mount-$1.log" 2>&1 &
   mount_pids+=($!)
   for ((n = 0; n < 600; n++)); do grep -q " $mnt fuse.blobfs" /proc/mounts && return 0; sleep 0.2; done
   cat "$work/mount-$1.log" >&2
@@ -90,7 +106,7 @@ declare -A dir
 IFS=, read -ra list <<<"$backends"
 for b in "${list[@]}"; do
   case $b in
-    tyr|rados) blobfs_mount "$b"; dir[$b]=$work/mnt-$b ;;
+    tyr|rados|tyr-base|rados-base) blobfs_mount "$b"; dir[$b]=$work/mnt-$b ;;
     cephfs) dir[$b]=$CEPHFS_MOUNT/bench-hpc; rm -rf "${dir[$b]}"; mkdir -p "${dir[$b]}" ;;
     local) dir[$b]=$work/local; mkdir -p "${dir[$b]}" ;;
     *) echo "unknown back end $b" >&2; exit 2 ;;

@@ -724,14 +724,22 @@ public final class BlobFuseFs implements LowLevelFs {
     // meanwhile keeps the staged file alive. A setattr (utimensat after close, as rsync
     // and tar do) pins it while it changes it: then the setattr's unpin publishes it
     // again, and it leaves the map only clean.
+    //
+    // The discard runs outside the map's monitor, once s has left the map (no open can
+    // find it then): it waits for the file's background upload under way and aborts its
+    // writer, store calls that can take seconds (an unlinked file's release skips the
+    // publication that would have waited for them), and every read and write of the
+    // mount takes the monitor to find its staged file.
     while (true) {
       try {
         publish(node, s);
       } catch (FuseException e) {
+        boolean drop;
         synchronized (staged) {
-          if (s.handles == 0 && removeStaged(node.id, s)) {
-            s.discard();
-          }
+          drop = s.handles == 0 && removeStaged(node.id, s);
+        }
+        if (drop) {
+          s.discard();
         }
         throw e;
       }
@@ -739,12 +747,13 @@ public final class BlobFuseFs implements LowLevelFs {
         if (s.handles > 0) {
           return; // reopened meanwhile: the new handles own it
         }
-        if (!s.dirty() || node.unlinked) {
-          removeStaged(node.id, s);
-          s.discard();
-          return;
+        if (s.dirty() && !node.unlinked) {
+          continue; // changed by a setattr meanwhile: published again
         }
+        removeStaged(node.id, s);
       }
+      s.discard();
+      return;
     }
   }
 

@@ -783,6 +783,89 @@ class EarlyUploadTest {
     return false;
   }
 
+  /**
+   * An unlinked file's last release drops its staged copy, which waits for its background
+   * upload under way: other files' writes go on meanwhile. Before, the drop ran under the
+   * monitor every read and write of the mount takes, and a write to any file waited for
+   * the other file's store calls to end.
+   */
+  @Test
+  void droppingAnUnlinkedFileWhoseUploadIsHeldStopsNoWriteToAnotherFile() throws Exception {
+    Opened[] o = new Opened[1];
+    Entry other = create("other", o);
+    fs.write(other.node(), o[0].fh(), 0, ByteBuffer.wrap(data, 0, 100)); // below a chunk
+    FaultInjectingBlobStore.Fault held = faults.on(FaultInjectingBlobStore.Op.WRITE)
+        .keys("d/.*").pause();
+    Opened[] h = new Opened[1];
+    Entry doomed = create("doomed", h);
+    writeAll(doomed, h[0]); // whole chunks: the background upload starts, and is held
+    held.awaitReached();
+    fs.unlink(LowLevelFs.ROOT, "doomed");
+    CompletableFuture<Void> release = CompletableFuture.runAsync(() -> {
+      try {
+        fs.release(doomed.node(), h[0].fh()); // waits for the held upload, then aborts it
+      } catch (FuseException ex) {
+        throw new IllegalStateException(ex);
+      }
+    });
+    Thread releasing = awaitThreadIn("discard");
+    CompletableFuture<Void> write = CompletableFuture.runAsync(() -> {
+      try {
+        fs.write(other.node(), o[0].fh(), 100, ByteBuffer.wrap(data, 100, 100));
+      } catch (FuseException ex) {
+        throw new IllegalStateException(ex);
+      }
+    });
+    try {
+      // Before, the write waited for the monitor until the drop ended: only when the held
+      // upload gave up (the pause's own 30 s limit), and the drop no longer waited then
+      write.get(60, java.util.concurrent.TimeUnit.SECONDS);
+      assertTrue(isIn(releasing, "discard"), "the write ended while the drop still waits");
+    } finally {
+      held.release();
+    }
+    release.get(60, java.util.concurrent.TimeUnit.SECONDS);
+    fs.flush(other.node(), o[0].fh());
+    fs.release(other.node(), o[0].fh());
+    assertArrayEquals(Arrays.copyOf(data, 200), published("/other"));
+    assertThrows(java.io.FileNotFoundException.class, () -> ns.open(FsPath.parse("/doomed")));
+  }
+
+  /**
+   * The thread whose stack is in a method {@code method} of StagedFile, waiting (a minute
+   * at most): where the release under test waits, found by its stack, not by a sleep.
+   */
+  private static Thread awaitThreadIn(String method) throws InterruptedException {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+    while (System.nanoTime() < deadline) {
+      for (Map.Entry<Thread, StackTraceElement[]> t : Thread.getAllStackTraces().entrySet()) {
+        Thread.State state = t.getKey().getState();
+        if (state != Thread.State.WAITING && state != Thread.State.TIMED_WAITING) {
+          continue;
+        }
+        if (inStaged(t.getValue(), method)) {
+          return t.getKey();
+        }
+      }
+      Thread.sleep(5);
+    }
+    throw new AssertionError("no thread waiting in StagedFile." + method + " within 60 s");
+  }
+
+  private static boolean isIn(Thread t, String method) {
+    return inStaged(t.getStackTrace(), method);
+  }
+
+  private static boolean inStaged(StackTraceElement[] stack, String method) {
+    for (StackTraceElement f : stack) {
+      if (f.getClassName().equals(StagedFile.class.getName())
+          && f.getMethodName().equals(method)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   private Entry create(String name, Opened[] h) throws Exception {
     return fs.create(LowLevelFs.ROOT, name, RW, h);
   }

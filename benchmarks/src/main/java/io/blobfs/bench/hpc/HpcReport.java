@@ -27,7 +27,7 @@ import org.knowm.xchart.style.Styler;
  */
 public final class HpcReport {
   /** The mounts the targets are about; the baselines they are measured against. */
-  static final List<String> MOUNTS = List.of("tyr", "rados");
+  static final List<String> MOUNTS = List.of("tyr", "rados", "tyr-base", "rados-base");
   static final String CEPHFS = "cephfs";
   static final String LOCAL = "local";
 
@@ -42,6 +42,9 @@ public final class HpcReport {
 
   private static final Map<String, String> LABELS = Map.ofEntries(
       Map.entry("tyr", "mount over a Týr server"), Map.entry("rados", "mount over RADOS"),
+      // scripts/bench-hpc.sh --base: the same mounts from another build, side by side
+      Map.entry("tyr-base", "mount over a Týr server, base build"),
+      Map.entry("rados-base", "mount over RADOS, base build"),
       Map.entry(CEPHFS, "CephFS (ceph-fuse)"), Map.entry(LOCAL, "local disk"));
 
   /** Raw figures: workload, then back end, then MB/s per round in order. */
