@@ -44,4 +44,15 @@ class HpcReportTest {
     assertThat(Files.size(tmp.resolve("t-throughput.png"))).isGreaterThan(1000);
     assertThat(Files.size(tmp.resolve("t-ratio.png"))).isGreaterThan(1000);
   }
+
+  /** bench-hpc.sh --base: another build's mount, labelled and measured beside this one's. */
+  @Test
+  void aBaseBuildsMountGetsItsLabelRatiosAndTargets() {
+    List<String> raw = new java.util.ArrayList<>(RAW);
+    raw.add("1\ttyr-base\trand-write\t60");
+    String md = HpcReport.parse(raw).markdown("t");
+    assertThat(md).contains("mount over a Týr server, base build (MB/s per round; median)")
+        .contains("| rand-write | tyr-base | 2.00 | 0.07 |")
+        .contains("| rand-write ≥ 3.0× cephfs | tyr-base | 2.00 | **missed** |");
+  }
 }
