@@ -23,6 +23,8 @@ import java.util.concurrent.LinkedBlockingQueue;
 public final class ChunkBuffers {
   private final int size;
   private final BlockingQueue<ByteBuffer> free;
+  private final java.util.concurrent.atomic.AtomicLong allocated =
+      new java.util.concurrent.atomic.AtomicLong();
 
   /** Buffers of {@code size} bytes, at most {@code maxKept} kept while unused. */
   public ChunkBuffers(int size, int maxKept) {
@@ -45,10 +47,24 @@ public final class ChunkBuffers {
     return size;
   }
 
-  /** A kept buffer (cleared), or null: then the caller allocates one of {@link #size}. */
+  /** A kept buffer (cleared), or null: then the caller {@linkplain #allocate allocates} one. */
   ByteBuffer poll() {
     ByteBuffer b = free.poll();
     return b == null ? null : b.clear();
+  }
+
+  /**
+   * A new buffer of {@link #size}: direct, so that a store in native code (librados) reads
+   * into it without a copy of its own.
+   */
+  ByteBuffer allocate() {
+    allocated.incrementAndGet();
+    return ByteBuffer.allocateDirect(size);
+  }
+
+  /** Buffers allocated so far (for tests: the rest were reused). */
+  public long allocated() {
+    return allocated.get();
   }
 
   /** Done with {@code b}: kept for the next reader if there is room, else dropped. */

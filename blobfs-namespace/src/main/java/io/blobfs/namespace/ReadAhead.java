@@ -207,8 +207,7 @@ public final class ReadAhead {
   private Chunk buffered(long start, int n) {
     ByteBuffer buf = free.poll();
     if (buf == null) {
-      // Direct: a store in native code (librados) reads into it without a copy of its own.
-      buf = ByteBuffer.allocateDirect(chunkSize);
+      buf = free.allocate();
       buffersAllocated++;
     }
     buf.clear().limit(n);
