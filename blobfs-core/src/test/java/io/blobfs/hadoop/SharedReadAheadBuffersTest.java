@@ -39,13 +39,18 @@ class SharedReadAheadBuffersTest {
         4 << 10, BlobStatistics.forFileSystem(), null, shared);
   }
 
-  @Test
-  void aClosedStreamLeavesItsBuffersToTheNext() throws IOException {
+  private byte[] file() throws IOException {
     byte[] data = new byte[1_000_003];
     new Random(3).nextBytes(data);
     try (FileWriter w = ns.create(FILE, true)) {
       w.write(data, 0, data.length);
     }
+    return data;
+  }
+
+  @Test
+  void aClosedStreamLeavesItsBuffersToTheNext() throws IOException {
+    byte[] data = file();
     long allocated = -1;
     for (int stream = 0; stream < 3; stream++) {
       byte[] back = new byte[data.length];
@@ -64,5 +69,30 @@ class SharedReadAheadBuffersTest {
       assertEquals(allocated, shared.allocated(), "stream " + stream + " allocated buffers");
       assertEquals(allocated, shared.kept(), "stream " + stream);
     }
+  }
+
+  @Test
+  void streamsOpenTogetherNeverShareABufferTheyStillRead() throws IOException {
+    byte[] data = file();
+    byte[] a = new byte[data.length];
+    byte[] b = new byte[data.length];
+    try (BlobInputStream in1 = open(); BlobInputStream in2 = open()) {
+      // alternating reads of odd sizes: each stream gives buffers back as it passes its
+      // chunks and takes them again ahead; the other one must never see them half-read
+      int p1 = 0;
+      int p2 = 0;
+      Random sizes = new Random(5);
+      while (p1 < data.length || p2 < data.length) {
+        if (p1 < data.length) {
+          p1 += in1.read(a, p1, Math.min(1 + sizes.nextInt(90_000), data.length - p1));
+        }
+        if (p2 < data.length) {
+          p2 += in2.read(b, p2, Math.min(1 + sizes.nextInt(30_000), data.length - p2));
+        }
+      }
+    }
+    assertArrayEquals(data, a);
+    assertArrayEquals(data, b);
+    assertTrue(shared.kept() <= 5, shared.kept() + " kept, above one read-ahead's bound");
   }
 }
