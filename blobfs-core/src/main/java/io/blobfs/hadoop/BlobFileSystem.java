@@ -4,6 +4,7 @@ import static org.apache.hadoop.fs.statistics.StoreStatisticNames.*;
 
 import io.blobfs.namespace.BlobNamespace;
 import io.blobfs.namespace.BlockInfo;
+import io.blobfs.namespace.ChunkBuffers;
 import io.blobfs.namespace.EntryIterator;
 import io.blobfs.namespace.FileInfo;
 import io.blobfs.namespace.FileReader;
@@ -60,6 +61,11 @@ public class BlobFileSystem extends FileSystem implements IOStatisticsSource {
   private BlobFsConfiguration.Settings settings;
   private BlobStore store;
   private BlobNamespace namespace;
+  /**
+   * The read-ahead buffers of this file system's streams, kept when a stream closes for
+   * the next one (a fresh direct buffer costs a page fault per page; see ChunkBuffers).
+   */
+  private ChunkBuffers readAheadBuffers;
   private final IOStatisticsStore stats = BlobStatistics.forFileSystem();
   private StorageStatistics storageStatistics;
   private String owner;
@@ -97,6 +103,10 @@ public class BlobFileSystem extends FileSystem implements IOStatisticsSource {
           + " and " + new TreeSet<>(BlobFsConfiguration.FS_SUFFIXES));
     }
     store = provider.open(storeName, settings.storeOptions());
+    if (settings.readAhead() >= settings.readBufferSize()) {
+      readAheadBuffers = ChunkBuffers.forReadAhead(settings.readBufferSize(),
+          settings.readAhead());
+    }
     namespace = new BlobNamespace(store, settings.namespace(), stats::incrementCounter);
     UserGroupInformation user = UserGroupInformation.getCurrentUser();
     owner = user.getShortUserName();
@@ -190,7 +200,7 @@ public class BlobFileSystem extends FileSystem implements IOStatisticsSource {
 
   private FSDataInputStream inputStream(FileReader reader, ReadPolicy policy, int bufferSize) {
     return new FSDataInputStream(new BlobInputStream(reader, policy, bufferSize,
-        settings.readAhead(), settings.readRandomMin(), stats, statistics));
+        settings.readAhead(), settings.readRandomMin(), stats, statistics, readAheadBuffers));
   }
 
   // ---------------------------------------------------------------- writing
@@ -459,6 +469,9 @@ public class BlobFileSystem extends FileSystem implements IOStatisticsSource {
     try {
       super.close();
     } finally {
+      if (readAheadBuffers != null) {
+        readAheadBuffers.clear();
+      }
       if (store != null) {
         store.close();
       }

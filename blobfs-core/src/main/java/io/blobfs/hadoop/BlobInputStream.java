@@ -2,6 +2,7 @@ package io.blobfs.hadoop;
 
 import static org.apache.hadoop.fs.statistics.StreamStatisticNames.*;
 
+import io.blobfs.namespace.ChunkBuffers;
 import io.blobfs.namespace.FileReader;
 import io.blobfs.namespace.ReadAhead;
 import io.blobfs.store.Futures;
@@ -47,6 +48,8 @@ final class BlobInputStream extends FSInputStream
   private final IOStatisticsStore stats = BlobStatistics.forInputStream();
   private final IOStatisticsStore fsStats;
   private final FileSystem.Statistics hadoopStats;
+  /** The file system's read-ahead buffers, shared by its streams; null: none to share. */
+  private final ChunkBuffers sharedBuffers;
   private ReadPolicy policy;
   private long pos;
   private ReadAhead readAhead;
@@ -58,8 +61,9 @@ final class BlobInputStream extends FSInputStream
 
   BlobInputStream(FileReader reader, ReadPolicy policy, int sequentialBuffer,
       long readAheadBytes, int randomMin, IOStatisticsStore fsStats,
-      FileSystem.Statistics hadoopStats) {
+      FileSystem.Statistics hadoopStats, ChunkBuffers sharedBuffers) {
     this.reader = reader;
+    this.sharedBuffers = sharedBuffers;
     this.inProcess = reader.inProcess();
     this.readAheadBytes = readAheadBytes;
     this.length = reader.length();
@@ -116,7 +120,11 @@ final class BlobInputStream extends FSInputStream
   /** Sequential reads on a store with latency: served from chunks fetched in parallel. */
   private int readAhead(byte[] b, int off, int len) throws IOException {
     if (readAhead == null) {
-      readAhead = new ReadAhead(reader, sequentialBuffer, readAheadBytes);
+      // The file system's buffers when they fit this stream's chunks (an openFile buffer
+      // size of its own gets buffers of its own).
+      readAhead = sharedBuffers != null && sharedBuffers.size() == sequentialBuffer
+          ? new ReadAhead(reader, readAheadBytes, sharedBuffers)
+          : new ReadAhead(reader, sequentialBuffer, readAheadBytes);
     }
     int n;
     try {

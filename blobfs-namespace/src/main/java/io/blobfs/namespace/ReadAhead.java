@@ -8,9 +8,7 @@ import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -57,8 +55,11 @@ public final class ReadAhead {
    * Buffers of consumed or dropped chunks, reused: direct buffers are costly to allocate,
    * and one left to the garbage collector stays outside any bound until a GC. Thread-safe:
    * a dropped chunk's buffer comes back on the store's thread when its read completes.
+   * Shared with the read-aheads of other streams when the caller gives one ({@link
+   * #ReadAhead(FileReader, long, ChunkBuffers)}): a stream then starts with the buffers a
+   * closed one left.
    */
-  private final BlockingQueue<ByteBuffer> free;
+  private final ChunkBuffers free;
   /** Bytes of dropped chunks whose reads still fill our buffers: counted in maxBytes. */
   private final AtomicLong droppedInFlight = new AtomicLong();
   private int buffersAllocated;
@@ -77,7 +78,21 @@ public final class ReadAhead {
    * already served finds its chunk still held instead of costing a store call.
    */
   public ReadAhead(FileReader reader, int chunkSize, long maxBytes, long keepBehind) {
-    if (chunkSize <= 0 || maxBytes < chunkSize + keepBehind || keepBehind < 0) {
+    this(reader, maxBytes, keepBehind, ChunkBuffers.forReadAhead(checkedSize(chunkSize, maxBytes),
+        maxBytes));
+  }
+
+  /**
+   * As {@link #ReadAhead(FileReader, int, long)}, in chunks of {@code buffers}' size, taking
+   * its buffers from {@code buffers} and giving them back there, for the next stream.
+   */
+  public ReadAhead(FileReader reader, long maxBytes, ChunkBuffers buffers) {
+    this(reader, maxBytes, 0, buffers);
+  }
+
+  private ReadAhead(FileReader reader, long maxBytes, long keepBehind, ChunkBuffers buffers) {
+    int chunkSize = buffers.size();
+    if (maxBytes < chunkSize + keepBehind || keepBehind < 0) {
       throw new IllegalArgumentException("read-ahead of " + maxBytes
           + " bytes cannot hold one chunk of " + chunkSize + " and " + keepBehind + " behind");
     }
@@ -86,8 +101,15 @@ public final class ReadAhead {
     this.chunkSize = chunkSize;
     this.maxBytes = maxBytes;
     this.keepBehind = keepBehind;
-    this.free = new LinkedBlockingQueue<>((int) Math.min(Integer.MAX_VALUE - 1,
-        maxBytes / chunkSize) + 1);
+    this.free = buffers;
+  }
+
+  private static int checkedSize(int chunkSize, long maxBytes) {
+    if (chunkSize <= 0 || maxBytes < chunkSize) {
+      throw new IllegalArgumentException("read-ahead of " + maxBytes
+          + " bytes cannot hold one chunk of " + chunkSize);
+    }
+    return chunkSize;
   }
 
   /**
@@ -185,8 +207,7 @@ public final class ReadAhead {
   private Chunk buffered(long start, int n) {
     ByteBuffer buf = free.poll();
     if (buf == null) {
-      // Direct: a store in native code (librados) reads into it without a copy of its own.
-      buf = ByteBuffer.allocateDirect(chunkSize);
+      buf = free.allocate();
       buffersAllocated++;
     }
     buf.clear().limit(n);

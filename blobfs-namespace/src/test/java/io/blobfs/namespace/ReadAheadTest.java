@@ -120,6 +120,46 @@ class ReadAheadTest {
   }
 
   @Test
+  void aStreamAfterAnotherReadsIntoTheBuffersTheFirstLeft() throws IOException {
+    byte[] data = file(300_000);
+    ChunkBuffers shared = ChunkBuffers.forReadAhead(10_000, 30_000);
+    int first = 0;
+    for (int stream = 0; stream < 3; stream++) {
+      ReadAhead ra = new ReadAhead(ns.open(FsPath.parse("/f")), 30_000, shared);
+      byte[] back = new byte[data.length];
+      for (int pos = 0; pos < data.length; ) {
+        pos += ra.read(pos, back, pos, data.length - pos);
+      }
+      assertArrayEquals(data, back, "stream " + stream);
+      ra.clear(); // the stream closes
+      // the first allocates what it keeps in flight (three chunks ahead and the one read,
+      // at most); the next ones allocate nothing
+      if (stream == 0) {
+        first = ra.buffersAllocated();
+        assertTrue(first >= 1 && first <= 4, first + " buffers allocated");
+      } else {
+        assertEquals(0, ra.buffersAllocated(), "stream " + stream);
+      }
+      assertEquals(first, shared.kept(), "stream " + stream);
+    }
+  }
+
+  @Test
+  void sharedBuffersKeepNoMoreThanTheirBound() throws IOException {
+    byte[] data = file(100_000);
+    ChunkBuffers shared = new ChunkBuffers(10_000, 2);
+    ReadAhead a = new ReadAhead(ns.open(FsPath.parse("/f")), 30_000, shared);
+    ReadAhead b = new ReadAhead(ns.open(FsPath.parse("/f")), 30_000, shared);
+    byte[] one = new byte[1];
+    assertEquals(1, a.read(0, one, 0, 1));
+    assertEquals(1, b.read(50_000, one, 0, 1));
+    assertEquals(data[50_000], one[0]);
+    a.clear();
+    b.clear();
+    assertEquals(2, shared.kept(), "eight buffers given back, two kept");
+  }
+
+  @Test
   void rejectsABoundSmallerThanAChunk() throws IOException {
     file(10);
     assertThrows(IllegalArgumentException.class,
