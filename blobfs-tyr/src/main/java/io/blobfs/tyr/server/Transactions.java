@@ -191,6 +191,7 @@ final class Transactions implements Closeable {
     // Synchronously, under the install: a share is reserved before any commit is admitted
     // under the ring that makes this node its primary (admission takes the same lock).
     membership.onInstall(this::follow);
+    membership.onHandedOver(this::follow); // the takeovers a hand-over put off (follow)
     long every = Math.max(50, membership.txTimeout().toMillis() / 4);
     this.resolver = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "tyr-tx-resolver");
@@ -1010,7 +1011,14 @@ final class Transactions implements Closeable {
         // primary was lost, some when this node is given back the keys it was the first
         // owner of (it was RECOVERING) and the share's keys have different owners.
         Request.Prepare mine = restrict(held.request, k -> primaryHere(ring, k));
-        if (mine == null) {
+        if (mine == null || membership.handOver() != null) {
+          // Not while this node hands over: its stand-ins, primaries under the ring
+          // before, still resolve and write these keys and send it those writes. A
+          // takeover would reserve the keys (their batches refused, CONFLICT: writes read
+          // there and lost) or apply the part beside them (overwritten by a later batch,
+          // or applied twice). Once the hand-over ends (onHandedOver runs this again) no
+          // stand-in batch comes, every one taken is applied, so the version check below
+          // sees the part applied if its primary applied it (issue 13, M2).
           continue;
         }
         String heldName = e.getKey();
