@@ -242,6 +242,7 @@ public final class Membership implements Closeable {
           self, epoch);
       Ring now = ring;
       handedOverListeners.forEach(l -> l.accept(now));
+      completeSettled(); // with the parts taken over just now counted
     }
   }
 
@@ -359,7 +360,11 @@ public final class Membership implements Closeable {
     if (ring.state(self) == Ring.State.RECOVERING && caughtUp < ring.epoch()) {
       return; // a recovering node is settled once it has caught up (what a monitor asks)
     }
-    boolean partsSettled = parts.isEmpty() || parts.firstKey() >= ring.epoch();
+    // Not while handing over either: the shares this node holds for the keys it takes
+    // back are taken over, and counted, only at the end (Transactions.follow), and the
+    // stand-in stops counting its part when it loads this ring, before that end.
+    boolean partsSettled = handOver == null
+        && (parts.isEmpty() || parts.firstKey() >= ring.epoch());
     for (var it = settling.iterator(); it.hasNext(); ) {
       Settling w = it.next();
       if (w.commitsOnly() || partsSettled) {

@@ -34,6 +34,8 @@ import org.junit.jupiter.api.io.TempDir;
  * comes after a takeover's apply. The share's coordinator here is a member never started:
  * a takeover's reservation would stay, so the window is hit every time. Failed before (the
  * stand-in's write of the share's key: BackupUnconfirmedException, CONFLICT on the owner).
+ * While the share is put off no node counts it, so the owner answers no full barrier
+ * until the hand-over's end (failed before that change: answered at once).
  */
 class HandOverDefersTakeoverTest {
   private static final int FRAME = 2 << 20;
@@ -76,6 +78,10 @@ class HandOverDefersTakeoverTest {
           .as("the stand-in's write, confirmed by the owner").doesNotThrowAnyException();
       assertThat(value(no, key)).as("the stand-in's write on the owner").isEqualTo("w");
       assertThat(no.preparedTransactions()).as("taken over during the hand-over").isEmpty();
+      // A share put off is counted by no node (s drops its part when it loads the ring):
+      // a full barrier, what a recovering peer waits for, waits for the hand-over's end.
+      java.util.concurrent.CompletableFuture<Ring> full = no.membership().settled(4);
+      assertThat(full).as("a full barrier while a share is put off").isNotDone();
 
       ns.membership().install(up); // the stand-in moves on: the hand-over ends
       while (no.membership().handOver() != null) {
@@ -84,6 +90,7 @@ class HandOverDefersTakeoverTest {
       }
       // Taken up once the hand-over ended: its key moved past the version it recorded.
       assertThat(no.preparedTransactions()).as("found applied, not taken over").isEmpty();
+      assertThat(full.get(1, java.util.concurrent.TimeUnit.MINUTES).epoch()).isEqualTo(4);
       assertThat(value(no, key)).isEqualTo("w");
     }
   }
