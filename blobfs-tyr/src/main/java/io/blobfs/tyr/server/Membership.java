@@ -94,6 +94,8 @@ public final class Membership implements Closeable {
   private long caughtUp;
   private final List<java.util.function.Consumer<Ring>> listeners =
       new java.util.concurrent.CopyOnWriteArrayList<>();
+  private final List<java.util.function.Consumer<Ring>> handedOverListeners =
+      new java.util.concurrent.CopyOnWriteArrayList<>();
   /**
    * Set while this node, just UP again, has not yet taken its keys back from the stand-in
    * primaries that served them while it was not UP: see {@link #handOver}. Null otherwise.
@@ -238,7 +240,19 @@ public final class Membership implements Closeable {
       handOver = null;
       LOG.info("node {} took its keys back from their stand-in primaries under ring epoch {}",
           self, epoch);
+      Ring now = ring;
+      handedOverListeners.forEach(l -> l.accept(now));
+      completeSettled(); // with the parts taken over just now counted
     }
+  }
+
+  /**
+   * Calls {@code l} with the ring in force each time a hand-over ends (see
+   * {@link #handedOver}), under the install's lock as {@link #onInstall}'s listeners are:
+   * what a node waits for before it takes over the shares of its taken-back keys.
+   */
+  void onHandedOver(java.util.function.Consumer<Ring> l) {
+    handedOverListeners.add(l);
   }
 
   /** Calls {@code l} with every ring installed from now on (under the install's lock). */
@@ -346,7 +360,11 @@ public final class Membership implements Closeable {
     if (ring.state(self) == Ring.State.RECOVERING && caughtUp < ring.epoch()) {
       return; // a recovering node is settled once it has caught up (what a monitor asks)
     }
-    boolean partsSettled = parts.isEmpty() || parts.firstKey() >= ring.epoch();
+    // Not while handing over either: the shares this node holds for the keys it takes
+    // back are taken over, and counted, only at the end (Transactions.follow), and the
+    // stand-in stops counting its part when it loads this ring, before that end.
+    boolean partsSettled = handOver == null
+        && (parts.isEmpty() || parts.firstKey() >= ring.epoch());
     for (var it = settling.iterator(); it.hasNext(); ) {
       Settling w = it.next();
       if (w.commitsOnly() || partsSettled) {

@@ -174,20 +174,34 @@ final class Recovery implements Closeable {
           break;
         }
         Ring now = membership.ring();
-        for (var it = waiting.iterator(); it.hasNext(); ) {
-          Member m = it.next();
+        // Every stand-in asked at once and the answers awaited together, up to one call's
+        // time and never past the bound: asked one after another, 2 s each, a pass over a
+        // few stand-ins that do not answer ran the bound over by seconds.
+        Map<Member, java.util.concurrent.CompletableFuture<?>> calls =
+            new java.util.LinkedHashMap<>();
+        for (Member m : waiting) {
           try {
             if (now.members().contains(m) && now.state(m) == Ring.State.UP) {
               TyrClient c = clients.computeIfAbsent(m, x -> new TyrClient(peerAccess.client(x)
                   .withTimeouts(HAND_OVER_CALL, HAND_OVER_CALL)
                   .withConnections(1).withMaxFrameBytes(maxFrameBytes)));
-              c.commitsSettled(h.epoch()).get(HAND_OVER_CALL.toMillis(), TimeUnit.MILLISECONDS);
+              calls.put(m, c.commitsSettled(h.epoch()));
             } else {
               // Gone from the ring or not UP: it commits nothing more, and its batches
               // already checked here are counted as running on this node.
-              membership.settled(now.epoch(), true).get(1, TimeUnit.SECONDS);
+              calls.put(m, membership.settled(now.epoch(), true));
             }
-            it.remove();
+          } catch (RuntimeException e) {
+            // no client for it now: next pass
+          }
+        }
+        long passEnd = Math.min(System.nanoTime() + HAND_OVER_CALL.toNanos(),
+            start + HAND_OVER_BOUND.toNanos());
+        for (Map.Entry<Member, java.util.concurrent.CompletableFuture<?>> call
+            : calls.entrySet()) {
+          try {
+            call.getValue().get(Math.max(0, passEnd - System.nanoTime()), TimeUnit.NANOSECONDS);
+            waiting.remove(call.getKey());
           } catch (RuntimeException | java.util.concurrent.ExecutionException
               | java.util.concurrent.TimeoutException e) {
             // behind (it loads the ring file within about a second), or busy: next pass

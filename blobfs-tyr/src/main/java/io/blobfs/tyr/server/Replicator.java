@@ -46,7 +46,9 @@ import java.util.concurrent.CompletionException;
  * the server's thread pool do, and it cannot wedge the backup's per-connection limits.
  * A commit that failed on the primary is still numbered and sent, empty, so the numbering
  * has no gap. A stream whose request fails starts a new numbering ({@code incarnation}):
- * the commits numbered in the old one and not yet sent fail, unacknowledged.
+ * the commits numbered in the old one and not yet sent fail, unacknowledged. A batch the
+ * backup refuses (another epoch, a share it does not hold) fails alone: nothing of it was
+ * applied, and the commits after it go on under a new name on the wire.
  *
  * <p><b>Versions</b> stay each node's own commit numbers, so calls that see or check a
  * version (stat, versioned reads, conditional writes, transactions) go to the primary;
@@ -84,15 +86,44 @@ final class Replicator implements Closeable {
   /** One backup's stream. Guarded by itself. */
   private static final class Stream {
     final TyrClient client;
+    /** This numbering: a commit numbered in another one fails (see {@link #offer}). */
     long incarnation = RANDOM.nextLong();
     /** The next number to give a commit; the next to send. */
     long next = 1;
     long sendFrom = 1;
     final TreeMap<Long, Item> ready = new TreeMap<>();
     boolean sending;
+    /**
+     * The incarnation the backup knows this stream by, and what is taken off a number to
+     * send it: {@code incarnation} and 0, until a batch is refused whole (see
+     * {@link #skipRefused}).
+     */
+    long wireIncarnation = incarnation;
+    long wireBase;
 
     Stream(TyrClient client) {
       this.client = client;
+    }
+
+    /** Numbers afresh: whatever is numbered, sent or not, belongs to the old numbering. */
+    void renumber() {
+      incarnation = RANDOM.nextLong();
+      wireIncarnation = incarnation;
+      wireBase = 0;
+      next = 1;
+      sendFrom = 1;
+    }
+
+    /**
+     * After a batch the backup refused whole (it answered, having taken nothing of it in
+     * its order; the batch is failed): the commits after it go on under a new name on the
+     * wire, numbered from 1 there, so the backup follows them as a new stream whatever
+     * place it had reached in the old one. Their own numbers stay: those reserved and not
+     * yet offered still land in their place.
+     */
+    void skipRefused() {
+      wireIncarnation = RANDOM.nextLong();
+      wireBase = sendFrom - 1;
     }
   }
 
@@ -162,9 +193,7 @@ final class Replicator implements Closeable {
     }
     for (Stream s : down) {
       synchronized (s) {
-        s.incarnation = RANDOM.nextLong();
-        s.next = 1;
-        s.sendFrom = 1;
+        s.renumber();
         for (Item it : s.ready.values()) {
           it.confirmed().completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
               "the backup was marked DOWN before this write was sent"));
@@ -495,8 +524,9 @@ final class Replicator implements Closeable {
     }
     s.sending = true;
     long incarnation = s.incarnation;
-    Request.Replicate rep = new Request.Replicate(epoch, membership.self().id(), incarnation,
-        first, txs, prepares);
+    long wireIncarnation = s.wireIncarnation;
+    Request.Replicate rep = new Request.Replicate(epoch, membership.self().id(),
+        wireIncarnation, first - s.wireBase, txs, prepares);
     // Always on another thread: replicate() can fail at once (a closed client, a frame
     // too large), and its callback would then run here, under the stream's lock, and
     // complete commits whose callbacks take the membership's lock, which an install holds
@@ -512,11 +542,20 @@ final class Replicator implements Closeable {
       List<Item> unsent = new ArrayList<>();
       synchronized (s) {
         s.sending = false;
-        if (failed != null && s.incarnation == incarnation) {
+        if (failed != null && s.incarnation == incarnation
+            && unwrap(failed) instanceof WrongEpochException
+            && s.wireIncarnation == wireIncarnation) {
+          // Refused (WRONG_EPOCH, HANDING_OVER): an answer, so nothing of the batch is
+          // still to be applied there, and nothing of it was (refused at its check; or a
+          // share, which travels alone, not held). Only this batch fails; what waits goes
+          // on in its order. Failing it too lost writes applied and read here: an owner
+          // handing over refuses a stand-in's share (Membership.checkReplicate), and once
+          // the stand-in has the owner's ring it owes the failed writes' keys nothing
+          // (QueuedBehindRefusedShareTest).
+          s.skipRefused();
+        } else if (failed != null && s.incarnation == incarnation) {
           // The backup may have applied part of it: number afresh, fail what waits.
-          s.incarnation = RANDOM.nextLong();
-          s.next = 1;
-          s.sendFrom = 1;
+          s.renumber();
           unsent.addAll(s.ready.values());
           s.ready.clear();
         }

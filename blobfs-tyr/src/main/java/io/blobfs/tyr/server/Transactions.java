@@ -151,7 +151,7 @@ final class Transactions implements Closeable {
     /** The pause after the next failed apply; doubles up to {@link #MAX_RETRY_NANOS}. */
     long retryNanos;
     /**
-     * The epoch it is counted as running under in {@link Membership} until it is applied,
+     * The epoch it is counted as held under in {@link Membership} (its parts) until it is applied,
      * aborted or dropped ({@link #uncount}); null once no longer counted. Guarded by
      * {@code this}.
      */
@@ -191,6 +191,7 @@ final class Transactions implements Closeable {
     // Synchronously, under the install: a share is reserved before any commit is admitted
     // under the ring that makes this node its primary (admission takes the same lock).
     membership.onInstall(this::follow);
+    membership.onHandedOver(this::follow); // the takeovers a hand-over put off (follow)
     long every = Math.max(50, membership.txTimeout().toMillis() / 4);
     this.resolver = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "tyr-tx-resolver");
@@ -223,7 +224,7 @@ final class Transactions implements Closeable {
     // here is reserved before this prepare meets its keys; and the ring it is admitted
     // under must still make this node their UP primary. Taken before this object's
     // monitor: an install's listener holds the membership's lock, then takes this one.
-    // The admission is kept by the part, counted as running until it is resolved (see
+    // The admission goes on as the part's, counted as held until it is resolved (see
     // follow): a node coming back to its keys cannot catch up past it.
     io.blobfs.tyr.ring.Ring admitted = membership.admit();
     if (!primaryOfAll(admitted, p.tx())) {
@@ -750,7 +751,7 @@ final class Transactions implements Closeable {
   }
 
   /**
-   * Ends {@code p}'s count as running (once). Takes the membership's lock: never called
+   * Ends {@code p}'s count as held (once). Takes the membership's lock: never called
    * holding this object's monitor, but by {@link #follow}, which holds the membership's.
    */
   private void uncount(Part p) {
@@ -969,7 +970,7 @@ final class Transactions implements Closeable {
    * a part is never dropped for a ring older than the one in force (a stale ring could
    * drop a share the newer one's install just took over).
    *
-   * <p>A part counts as running in {@link Membership} until it is resolved, so that a
+   * <p>A part counts as held in {@link Membership} until it is resolved, so that a
    * node coming back to its keys cannot catch up (and be marked UP) while it is
    * unresolved: a part prepared while that node was DOWN has no other copy, and one
    * taken over from it is on this node only; once it is UP this method would drop them.
@@ -1010,7 +1011,14 @@ final class Transactions implements Closeable {
         // primary was lost, some when this node is given back the keys it was the first
         // owner of (it was RECOVERING) and the share's keys have different owners.
         Request.Prepare mine = restrict(held.request, k -> primaryHere(ring, k));
-        if (mine == null) {
+        if (mine == null || membership.handOver() != null) {
+          // Not while this node hands over: its stand-ins, primaries under the ring
+          // before, still resolve and write these keys and send it those writes. A
+          // takeover would reserve the keys (their batches refused, CONFLICT: writes read
+          // there and lost) or apply the part beside them (overwritten by a later batch,
+          // or applied twice). Once the hand-over ends (onHandedOver runs this again) no
+          // stand-in batch comes, every one taken is applied, so the version check below
+          // sees the part applied if its primary applied it (issue 13, M2).
           continue;
         }
         String heldName = e.getKey();
@@ -1018,7 +1026,7 @@ final class Transactions implements Closeable {
         if (parts.containsKey(heldName)) {
           // Taken over already (same transaction, same keys): a crash came between the
           // part's record and the share's deletion, and both were read back. Taking it
-          // again would replace the live part (its count as running leaked, its keys
+          // again would replace the live part (its count as held leaked, its keys
           // reserved twice under one name): the part applies it, the share goes.
           deleteQuietly(heldName, true);
           LOG.info("node {}: transaction {}: share {} is already taken over here", self(),
