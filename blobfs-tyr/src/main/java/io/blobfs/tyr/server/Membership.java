@@ -241,8 +241,16 @@ public final class Membership implements Closeable {
       LOG.info("node {} took its keys back from their stand-in primaries under ring epoch {}",
           self, epoch);
       Ring now = ring;
-      handedOverListeners.forEach(l -> l.accept(now));
-      completeSettled(); // with the parts taken over just now counted
+      try {
+        handedOverListeners.forEach(l -> l.accept(now));
+      } catch (RuntimeException e) {
+        // The hand-over has ended whatever a listener met: barriers held back for it
+        // must still complete, or the next ring change waits on this node for ever.
+        LOG.error("node {}: taking over shares at the end of a hand-over failed", self, e);
+        throw e;
+      } finally {
+        completeSettled(); // with the parts taken over just now counted
+      }
     }
   }
 

@@ -741,9 +741,9 @@ final class Replicator implements Closeable {
       Incoming in = incoming.get(rep.source());
       if (in == null) {
         // Nothing of this primary since we started: we restarted while its stream went
-        // on. Every batch it sent before was confirmed (a failed one renumbers the stream
-        // from 1), so we follow the stream from here rather than refuse it, which would
-        // fail a write for nothing.
+        // on. Every batch it sent before was answered (a refused one moves the stream to
+        // a new wire incarnation from 1, a failed one renumbers it), so we follow the
+        // stream from here rather than refuse it, which would fail a write for nothing.
         in = new Incoming(rep.incarnation());
         in.expected = rep.firstSeq();
         incoming.put(rep.source(), in);
