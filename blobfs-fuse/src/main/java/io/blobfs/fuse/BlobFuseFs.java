@@ -909,7 +909,9 @@ public final class BlobFuseFs implements LowLevelFs {
       Node n = inodes.get(e.getKey());
       if (n != null) {
         try {
-          e.getValue().observe(false);
+          // forced: a passed-through write that moved neither size nor time is lost
+          // otherwise; an unmount with files still open is rare enough to pay an upload
+          e.getValue().observe(true);
         } catch (IOException | RuntimeException ex) {
           LOG.log(System.Logger.Level.WARNING, "cannot stat the staged copy of " + n.path, ex);
         }
