@@ -9,6 +9,7 @@ import io.blobfs.fuse.kernel.FuseException;
 import io.blobfs.fuse.kernel.FuseSession;
 import io.blobfs.fuse.kernel.LowLevelFs;
 import io.blobfs.fuse.kernel.Opened;
+import io.blobfs.fuse.kernel.Passthrough;
 import io.blobfs.fuse.kernel.SetAttr;
 import io.blobfs.fuse.kernel.StatFs;
 import io.blobfs.namespace.BlobNamespace;
@@ -93,6 +94,12 @@ public final class BlobFuseFs implements LowLevelFs {
     return t;
   });
   private final WriteStats writeStats = new WriteStats();
+  /**
+   * The kernel's passthrough, when the mount negotiated it (fs.blob.fuse.passthrough):
+   * staged files are then read and written by the kernel itself; null: every read and
+   * write comes here.
+   */
+  private volatile Passthrough passthrough;
   /** What an implicit directory, which has no time of its own, shows: the mount's start. */
   private final long mountedAt = System.currentTimeMillis();
 
@@ -111,6 +118,36 @@ public final class BlobFuseFs implements LowLevelFs {
     Files.createDirectories(settings.stagingDir());
   }
 
+  @Override
+  public void initialized(Passthrough p) {
+    passthrough = p;
+  }
+
+  /**
+   * Under {@link #staged}, as {@code s} enters it for node {@code n}: with passthrough, its
+   * handles will all pass through to it, unless the node has handles open on the published
+   * file through the kernel's page cache (which the kernel does not mix with passthrough
+   * on one inode): then it is served here for as long as it is staged, as without it.
+   * Called before any handle is opened on {@code s}, so all its handles agree.
+   */
+  private void admit(Node n, StagedFile s) {
+    Passthrough p = passthrough;
+    if (p == null || n.cachedOpens > 0 || s.backingId() > 0) {
+      return;
+    }
+    try {
+      s.passThrough(p);
+    } catch (IOException e) {
+      LOG.log(System.Logger.Level.WARNING, n.path + " is served without passthrough: " + e);
+    }
+  }
+
+  /** The open reply of handle {@code o} on staged file {@code s}: passing through if it does. */
+  private static Opened onStaged(Opened o, StagedFile s) {
+    int id = s.backingId();
+    return id > 0 ? new Opened(o.fh(), false, false, id) : o;
+  }
+
   // ---------------------------------------------------------------- names
 
   @Override
@@ -125,6 +162,7 @@ public final class BlobFuseFs implements LowLevelFs {
       Node known = inodes.find(path);
       StagedFile s = known == null ? null : stagedOf(known.id);
       if (s != null) {
+        observe(path, s);
         return new Entry(inodes.lookup(path).id, fileAttr(known.id, s.length(), s.mtime()));
       }
       FileInfo info = probe(path).orElseThrow(() -> new FuseException(Errno.ENOENT, path.toString()));
@@ -156,6 +194,7 @@ public final class BlobFuseFs implements LowLevelFs {
     Node n = node(node);
     StagedFile s = stagedOf(node);
     if (s != null) {
+      observe(n.path, s); // with passthrough, the size the kernel's writes gave it
       n.lastAttr = fileAttr(node, s.length(), s.mtime());
       return n.lastAttr;
     }
@@ -460,7 +499,9 @@ public final class BlobFuseFs implements LowLevelFs {
             s.handles++; // this open's handle, which also keeps s in the map meanwhile
             break;
           }
-          if (writable) {
+          if (!writable) {
+            n.cachedOpens++; // before the reply: no staged copy may pass through meanwhile
+          } else {
             copy = copying.computeIfAbsent(node, id -> new Copying());
             if (!trunc && copy.copied != null) {
               another = copy.copied;
@@ -484,7 +525,14 @@ public final class BlobFuseFs implements LowLevelFs {
         if (!writable) {
           // a fresh record read: close-to-open; a copy staged meanwhile is what the reads
           // of this handle find first (see read)
-          reader = ns.open(n.path);
+          try {
+            reader = ns.open(n.path);
+          } catch (IOException | RuntimeException e) {
+            synchronized (staged) {
+              n.cachedOpens--;
+            }
+            throw e;
+          }
           break;
         }
         StagedFile fresh = null;
@@ -507,6 +555,7 @@ public final class BlobFuseFs implements LowLevelFs {
               } else if (removals == copy.removals) {
                 s = fresh;
                 staged.put(node, s);
+                admit(n, s);
                 s.handles++;
                 fresh = null;
               }
@@ -538,7 +587,7 @@ public final class BlobFuseFs implements LowLevelFs {
       }
       Opened o = handle(new Handle(n, reader == null ? null : new PublishedReader(reader),
           writable, append, null), keep);
-      return replaced ? new Opened(o.fh(), false, true) : o;
+      return replaced ? new Opened(o.fh(), false, true) : reader == null ? onStaged(o, s) : o;
     } catch (IOException | RuntimeException e) {
       throw errno(n.path, e);
     }
@@ -621,11 +670,13 @@ public final class BlobFuseFs implements LowLevelFs {
         s = old;
       } else {
         s.publishedEmpty();
+        admit(n, s);
       }
       s.handles++;
     }
     n.pages.openStaged();
-    handle[0] = handle(new Handle(n, null, true, (flags & FuseSession.O_APPEND) != 0, null));
+    handle[0] = onStaged(
+        handle(new Handle(n, null, true, (flags & FuseSession.O_APPEND) != 0, null)), s);
     n.lastAttr = fileAttr(n.id, s.length(), s.mtime());
     return new Entry(n.id, n.lastAttr);
   }
@@ -694,6 +745,9 @@ public final class BlobFuseFs implements LowLevelFs {
     }
     if (h.reader() != null) {
       h.reader().close();
+      synchronized (staged) {
+        h.node().cachedOpens--;
+      }
     }
     if (h.listing() == null) {
       h.node().pages.released();
@@ -854,6 +908,13 @@ public final class BlobFuseFs implements LowLevelFs {
     for (Map.Entry<Long, StagedFile> e : open) {
       Node n = inodes.get(e.getKey());
       if (n != null) {
+        try {
+          // forced: a passed-through write that moved neither size nor time is lost
+          // otherwise; an unmount with files still open is rare enough to pay an upload
+          e.getValue().observe(true);
+        } catch (IOException | RuntimeException ex) {
+          LOG.log(System.Logger.Level.WARNING, "cannot stat the staged copy of " + n.path, ex);
+        }
         if (e.getValue().dirty() && !n.unlinked) {
           dirty.add(n.path);
         }
@@ -889,6 +950,13 @@ public final class BlobFuseFs implements LowLevelFs {
   private void publishFor(Handle h, boolean wholeFile) throws FuseException {
     StagedFile s = stagedOf(h.node().id);
     if (s != null) {
+      // with passthrough, the kernel's writes are seen here only now: a close of a
+      // descriptor that may have written, or an fsync, counts them
+      try {
+        s.observe(h.writable() || wholeFile);
+      } catch (IOException | RuntimeException e) {
+        throw errno(h.node().path, e);
+      }
       long needed = wholeFile ? s.changes() : Math.max(h.written().get(), s.unownedChanges());
       publish(h.node(), s, needed);
     }
@@ -909,6 +977,7 @@ public final class BlobFuseFs implements LowLevelFs {
     names.readLock().lock();
     try {
       if (!n.unlinked) {
+        s.observe(false); // passthrough writes since the last look (an mmap's, at release)
         s.publish(ns, n.path, needed);
       }
     } catch (IOException | RuntimeException e) {
@@ -929,6 +998,15 @@ public final class BlobFuseFs implements LowLevelFs {
       if (n != null && !n.unlinked && n.path.isAtOrUnder(path)) {
         publish(n, e.getValue());
       }
+    }
+  }
+
+  /** {@link StagedFile#observe}, not forced: a stat sees the kernel's passthrough writes. */
+  private static void observe(FsPath path, StagedFile s) throws FuseException {
+    try {
+      s.observe(false);
+    } catch (IOException | RuntimeException e) {
+      throw errno(path, e);
     }
   }
 

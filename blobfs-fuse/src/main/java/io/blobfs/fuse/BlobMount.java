@@ -51,13 +51,23 @@ public final class BlobMount implements AutoCloseable {
   static BlobMount mount(BlobStore store, MountConfig c, boolean paperMode, Path mountPoint)
       throws IOException {
     BlobNamespace ns = new BlobNamespace(store, c.namespace(), StoreCallCounters.NONE);
-    FuseSession.Options options = FuseSession.Options.defaults();
+    FuseSession.Options options = FuseSession.Options.defaults().withPassthrough(c.passthrough());
     int blockSize = (int) Math.min(c.namespace().stripeSize(), options.maxWrite());
     BlobFuseFs fs = new BlobFuseFs(ns, new BlobFuseFs.Settings(paperMode, c.permission(),
         blockSize, c.stagingDir(), c.earlyUploadChunk()));
     Files.createDirectories(mountPoint);
     FuseSession session = FuseSession.mount(fs, mountPoint.toString(), options);
     return new BlobMount(store, fs, session);
+  }
+
+  /** Whether the kernel agreed to FUSE passthrough (fs.blob.fuse.passthrough, Linux 6.9+). */
+  public boolean passthrough() {
+    return session.passthrough();
+  }
+
+  /** WRITE requests the kernel sent this mount so far (none for a passthrough handle). */
+  long writeRequests() {
+    return session.writeRequests();
   }
 
   /** Blocks until the mount goes away (close, or umount(8) from outside). */

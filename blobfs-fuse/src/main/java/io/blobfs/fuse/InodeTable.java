@@ -26,6 +26,12 @@ final class InodeTable {
     long lookups;
     /** Whether an open may keep the kernel's pages of this node. */
     final KeptPages pages = new KeptPages();
+    /**
+     * Handles open (or opening) on the published file, which the kernel serves through its
+     * page cache: while any is, a staged copy may not pass through (the kernel refuses an
+     * inode both). Guarded by BlobFuseFs's staged-file map.
+     */
+    int cachedOpens;
 
     Node(long id, FsPath path) {
       this.id = id;

@@ -22,13 +22,19 @@ import org.w3c.dom.NodeList;
  * blobfs-core's {@code BlobFsConfiguration}, whose key names and defaults these are.
  */
 record MountConfig(String storeName, String storeType, StoreOptions backend,
-    NamespaceOptions namespace, int permission, Path stagingDir, long earlyUploadChunk) {
+    NamespaceOptions namespace, int permission, Path stagingDir, long earlyUploadChunk,
+    boolean passthrough) {
 
   static final String PREFIX = "fs.blob.";
   static final String STORE_PREFIX = "fs.blob.store.";
   /** The mount's own keys: where files open for writing are staged; see EarlyUpload. */
   static final String STAGING_DIR = "fs.blob.fuse.staging.dir";
   static final String EARLY_UPLOAD = "fs.blob.fuse.early-upload.chunk";
+  /**
+   * FUSE passthrough (Linux 6.9+): the kernel reads and writes a file open for writing in
+   * its staged copy itself, with no round trip to the mount per request. Off by default.
+   */
+  static final String PASSTHROUGH = "fs.blob.fuse.passthrough";
 
   private static final List<String> FS_SUFFIXES = List.of("stripe.size", "write.buffer.size",
       "write.max-inflight", "inline.threshold", "directory.markers", "list.page.size",
@@ -108,7 +114,10 @@ record MountConfig(String storeName, String storeType, StoreOptions backend,
     long early = new StoreOptions("fs.blob.fuse.", conf.containsKey(EARLY_UPLOAD)
         ? Map.of("early-upload.chunk", conf.get(EARLY_UPLOAD)) : Map.of())
         .getBytes("early-upload.chunk", EarlyUpload.DEFAULT_CHUNK, 0, 1L << 40);
+    boolean passthrough = new StoreOptions("fs.blob.fuse.", conf.containsKey(PASSTHROUGH)
+        ? Map.of("passthrough", conf.get(PASSTHROUGH)) : Map.of())
+        .getBoolean("passthrough", false);
     return new MountConfig(storeName, type, new StoreOptions(storePrefix, profile), ns,
-        permission, staging, early);
+        permission, staging, early, passthrough);
   }
 }

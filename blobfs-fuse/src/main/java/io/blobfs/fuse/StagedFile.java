@@ -1,5 +1,6 @@
 package io.blobfs.fuse;
 
+import io.blobfs.fuse.kernel.Passthrough;
 import io.blobfs.namespace.BlobNamespace;
 import io.blobfs.namespace.FileReader;
 import io.blobfs.namespace.FileWriter;
@@ -78,6 +79,16 @@ final class StagedFile {
   private volatile BlobNamespace uploadNs;
   private volatile Executor uploadExecutor;
   private volatile WriteStats stats = new WriteStats();
+  /** Where the kernel reads and writes this file itself (FUSE passthrough); null: nowhere. */
+  private volatile Passthrough passthrough;
+  private volatile int backingId;
+  /**
+   * The local file's size and modification time (ns) when {@link #observe} last looked:
+   * with passthrough, writes reach the local file without passing here, and a change of
+   * either is how they are seen. Guarded by {@code lengthLock}.
+   */
+  private long seenSize;
+  private long seenNanos = Long.MIN_VALUE;
 
   private StagedFile(Path local, long length, long mtime) throws IOException {
     this.local = local;
@@ -98,6 +109,65 @@ final class StagedFile {
       this.uploadExecutor = executor;
     }
     return this;
+  }
+
+  /**
+   * Serves this file's handles by FUSE passthrough from now on: registers the local file
+   * and returns its backing id ({@link #discard} gives it back). Called before any handle
+   * is opened on it: the kernel wants every handle of an inode passing through, or none.
+   */
+  int passThrough(Passthrough p) throws IOException {
+    int id = p.open(local);
+    synchronized (lengthLock) {
+      passthrough = p;
+      backingId = id;
+      seenSize = channel.size();
+      seenNanos = diskNanos();
+    }
+    return id;
+  }
+
+  /** The passthrough backing id of this file's handles; 0: they are served here. */
+  int backingId() {
+    return backingId;
+  }
+
+  /**
+   * With passthrough, takes the local file's size and time as this file's (the kernel
+   * wrote it without this process) and counts a change if they moved since the last look,
+   * or in any case with {@code force}: a write that changed neither the size nor a coarse
+   * timestamp is otherwise invisible, so a close of a descriptor open for writing, and an
+   * fsync, count one. A change no descriptor owns: the next close or fsync publishes it.
+   * Without passthrough, nothing: every change came through {@link #write}.
+   */
+  void observe(boolean force) throws IOException {
+    if (passthrough == null) {
+      return;
+    }
+    lock.readLock().lock(); // never between a truncate's length and its count
+    try {
+      long size = channel.size();
+      long nanos = diskNanos();
+      synchronized (lengthLock) {
+        if (force || size != seenSize || nanos != seenNanos) {
+          seenSize = size;
+          seenNanos = nanos;
+          length = size;
+          mtime = nanos / 1_000_000;
+          unowned = ++changes;
+          if (reading != null) {
+            reading.missed(changes); // unseen writes may be torn in the version being read
+          }
+        }
+      }
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
+  private long diskNanos() throws IOException {
+    java.nio.file.attribute.FileTime t = Files.getLastModifiedTime(local);
+    return t.to(java.util.concurrent.TimeUnit.NANOSECONDS);
   }
 
   /** An empty file, not yet in the store: {@code dirty} so that close publishes it. */
@@ -183,7 +253,14 @@ final class StagedFile {
         if (reading != null) {
           reading.missed(changes); // the version's time is read at its end: never counted
         }
+        if (passthrough != null) {
+          // the local file carries the time observe reads: set there too, and seen
+          Files.setLastModifiedTime(local, java.nio.file.attribute.FileTime.fromMillis(millis));
+          seenNanos = diskNanos();
+        }
       }
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
     } finally {
       lock.readLock().unlock();
     }
@@ -278,6 +355,11 @@ final class StagedFile {
         length = size;
         mtime = System.currentTimeMillis();
         unowned = ++changes;
+        if (passthrough != null) {
+          seenSize = size;
+          seenNanos = diskNanos();
+          mtime = seenNanos / 1_000_000;
+        }
       }
     } finally {
       lock.writeLock().unlock();
@@ -566,6 +648,10 @@ final class StagedFile {
 
   /** Removes the local copy; unpublished changes are gone. */
   void discard() {
+    Passthrough p = passthrough;
+    if (p != null) {
+      p.close(backingId); // handles still open (the kernel's) keep the file until released
+    }
     early.abandon(); // before the channel closes under its task
     try {
       channel.close();

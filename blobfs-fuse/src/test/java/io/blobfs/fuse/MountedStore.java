@@ -104,6 +104,10 @@ final class MountedStore implements AutoCloseable {
     return mnt;
   }
 
+  BlobMount mount() {
+    return mount;
+  }
+
   /** The Týr server process that serves this mount's store, for a test that stops it. */
   long serverPid() {
     if (server == null) {

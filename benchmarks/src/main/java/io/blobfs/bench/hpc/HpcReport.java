@@ -27,7 +27,8 @@ import org.knowm.xchart.style.Styler;
  */
 public final class HpcReport {
   /** The mounts the targets are about; the baselines they are measured against. */
-  static final List<String> MOUNTS = List.of("tyr", "rados", "tyr-base", "rados-base");
+  static final List<String> MOUNTS = List.of("tyr", "rados", "tyr-base", "rados-base", "tyr-pt",
+      "rados-pt");
   static final String CEPHFS = "cephfs";
   static final String LOCAL = "local";
 
@@ -45,6 +46,9 @@ public final class HpcReport {
       // scripts/bench-hpc.sh --base: the same mounts from another build, side by side
       Map.entry("tyr-base", "mount over a Týr server, base build"),
       Map.entry("rados-base", "mount over RADOS, base build"),
+      // scripts/bench-hpc.sh tyr-pt, rados-pt: the same build with FUSE passthrough on
+      Map.entry("tyr-pt", "mount over a Týr server, passthrough"),
+      Map.entry("rados-pt", "mount over RADOS, passthrough"),
       Map.entry(CEPHFS, "CephFS (ceph-fuse)"), Map.entry(LOCAL, "local disk"));
 
   /** Raw figures: workload, then back end, then MB/s per round in order. */

@@ -55,4 +55,15 @@ class HpcReportTest {
         .contains("| rand-write | tyr-base | 2.00 | 0.07 |")
         .contains("| rand-write ≥ 3.0× cephfs | tyr-base | 2.00 | **missed** |");
   }
+
+  /** bench-hpc.sh tyr-pt: this build's mount with passthrough, beside the one without. */
+  @Test
+  void aPassthroughMountGetsItsLabelRatiosAndTargets() {
+    List<String> raw = new java.util.ArrayList<>(RAW);
+    raw.add("1\ttyr-pt\trand-write\t150");
+    String md = HpcReport.parse(raw).markdown("t");
+    assertThat(md).contains("mount over a Týr server, passthrough (MB/s per round; median)")
+        .contains("| rand-write | tyr-pt | 5.00 | 0.17 |")
+        .contains("| rand-write ≥ 3.0× cephfs | tyr-pt | 5.00 | met |");
+  }
 }

@@ -40,6 +40,19 @@ public final class FuseSession implements AutoCloseable {
   static final int AUTO_INVAL_DATA = 1 << 12;
   static final int PARALLEL_DIROPS = 1 << 18;
   static final int MAX_PAGES = 1 << 22;
+  /** flags2 follows flags (in both directions). */
+  static final int INIT_EXT = 1 << 30;
+  /** FUSE_PASSTHROUGH, bit 37 of the 64 flags: bit 5 of flags2. */
+  static final int PASSTHROUGH2 = 1 << 5;
+  /** The protocol minor that has passthrough (7.40, Linux 6.9). */
+  static final int PASSTHROUGH_MINOR = 40;
+  /**
+   * max_stack_depth: how deep the backing files' file systems may stack (2, the kernel's
+   * FILESYSTEM_MAX_STACK_DEPTH): a staging directory on an overlayfs (a container's /tmp)
+   * has depth 1, which a limit of 1 refuses (ELOOP at registration). The mount itself then
+   * cannot be stacked under an overlayfs, which nothing here does.
+   */
+  static final int PASSTHROUGH_STACK_DEPTH = 2;
 
   /** Open flags the kernel passes through. */
   public static final int O_ACCMODE = 3;
@@ -52,6 +65,7 @@ public final class FuseSession implements AutoCloseable {
 
   private static final int FOPEN_DIRECT_IO = 1;
   private static final int FOPEN_KEEP_CACHE = 2;
+  private static final int FOPEN_PASSTHROUGH = 1 << 7;
   private static final int FATTR_SIZE = 1 << 3;
   private static final int FATTR_MODE = 1;
   private static final int FATTR_UID = 1 << 1;
@@ -73,16 +87,33 @@ public final class FuseSession implements AutoCloseable {
   private final RequestStats stats = new RequestStats();
   /** The mount's number under /sys/fs/fuse/connections, to abort it; -1 if unknown. */
   private volatile long connection = -1;
+  /** Whether INIT agreed on passthrough (Linux 6.9+ and {@link Options#passthrough}). */
+  private volatile boolean passthrough;
 
   /**
    * @param maxWrite largest write (and read) the kernel sends in one request
    * @param threads requests served at once
    * @param timeoutMillis how long the kernel may cache names and attributes
+   * @param passthrough ask the kernel for FUSE passthrough ({@link Passthrough})
    */
-  public record Options(int maxWrite, int threads, long timeoutMillis, String fsName) {
+  public record Options(int maxWrite, int threads, long timeoutMillis, String fsName,
+      boolean passthrough) {
+    public Options(int maxWrite, int threads, long timeoutMillis, String fsName) {
+      this(maxWrite, threads, timeoutMillis, fsName, false);
+    }
+
     public static Options defaults() {
       return new Options(1 << 20, 8, 1000, "blobfs");
     }
+
+    public Options withPassthrough(boolean on) {
+      return new Options(maxWrite, threads, timeoutMillis, fsName, on);
+    }
+  }
+
+  /** Whether the kernel agreed to pass opens through to backing files. */
+  public boolean passthrough() {
+    return passthrough;
   }
 
   private FuseSession(LowLevelFs fs, String mountPoint, Options options, int fd) {
@@ -205,6 +236,11 @@ public final class FuseSession implements AutoCloseable {
   /** Requests served so far, by opcode (see {@link RequestStats}). */
   String requestSummary() {
     return stats.summary();
+  }
+
+  /** WRITE requests served so far. */
+  public long writeRequests() {
+    return stats.count(Opcode.WRITE);
   }
 
   RequestStats stats() {
@@ -443,24 +479,89 @@ public final class FuseSession implements AutoCloseable {
     int minor = in.getInt();
     int maxReadahead = in.getInt();
     int offered = in.getInt();
+    int offered2 = in.remaining() >= 4 ? in.getInt() : 0; // fuse_init_in before 7.36 ends here
     if (major != MAJOR) {
       throw new FuseException(Errno.EPROTO, "kernel FUSE protocol " + major + "." + minor);
     }
     int wanted = ASYNC_READ | ATOMIC_O_TRUNC | BIG_WRITES | AUTO_INVAL_DATA | PARALLEL_DIROPS
         | MAX_PAGES;
-    out.putInt(MAJOR).putInt(Math.min(MINOR, minor))
+    // passthrough only when asked: it takes protocol 7.40, and nothing else changes
+    // for a mount without it (the minor stays 7.31)
+    boolean pass = options.passthrough() && minor >= PASSTHROUGH_MINOR
+        && (offered & INIT_EXT) != 0 && (offered2 & PASSTHROUGH2) != 0;
+    if (options.passthrough() && !pass) {
+      LOG.log(System.Logger.Level.WARNING, "FUSE passthrough asked for, but the kernel (protocol "
+          + major + "." + minor + ", flags2 " + Integer.toHexString(offered2)
+          + ") does not offer it: reads and writes go through this process");
+    }
+    passthrough = pass;
+    out.putInt(MAJOR).putInt(pass ? PASSTHROUGH_MINOR : Math.min(MINOR, minor))
         .putInt(Math.min(maxReadahead, options.maxWrite()))
-        .putInt(offered & wanted)
+        .putInt((offered & wanted) | (pass ? INIT_EXT : 0))
         .putShort((short) 64) // max_background
         .putShort((short) 48) // congestion_threshold
         .putInt(options.maxWrite())
         .putInt(1) // time_gran: nanoseconds
         .putShort((short) (options.maxWrite() / 4096)) // max_pages
         .putShort((short) 0) // map_alignment
-        .putInt(0); // flags2
-    for (int i = 0; i < 7; i++) {
+        .putInt(pass ? PASSTHROUGH2 : 0) // flags2
+        .putInt(pass ? PASSTHROUGH_STACK_DEPTH : 0); // max_stack_depth
+    for (int i = 0; i < 6; i++) {
       out.putInt(0);
     }
+    fs.initialized(pass ? new DeviceBackings() : null);
+  }
+
+  /**
+   * Backing files registered on this mount's {@code /dev/fuse} descriptor: ioctl
+   * FUSE_DEV_IOC_BACKING_OPEN with a {@code struct fuse_backing_map {int32 fd; uint32
+   * flags; uint64 padding}}, which returns the id; the kernel keeps its own reference to
+   * the file, so the descriptor opened for the call is closed at once.
+   */
+  private final class DeviceBackings implements Passthrough {
+    /** _IOW(229, 1, struct fuse_backing_map): 16 bytes. */
+
+    @Override
+    public int open(Path file) throws IOException {
+      int backing;
+      try {
+        backing = LibC.INSTANCE.open(file.toString(), LibC.O_RDWR | LibC.O_CLOEXEC);
+      } catch (LastErrorException e) {
+        throw new IOException("cannot open " + file + ": errno " + e.getErrorCode(), e);
+      }
+      try (com.sun.jna.Memory map = new com.sun.jna.Memory(16)) {
+        map.clear();
+        map.setInt(0, backing);
+        return LibC.INSTANCE.ioctl(fd, BACKING_OPEN, map);
+      } catch (LastErrorException e) {
+        throw new IOException("FUSE_DEV_IOC_BACKING_OPEN of " + file + " refused: errno "
+            + e.getErrorCode(), e);
+      } finally {
+        LibC.INSTANCE.close(backing);
+      }
+    }
+
+    @Override
+    public void close(int backingId) {
+      try (com.sun.jna.Memory id = new com.sun.jna.Memory(4)) {
+        id.setInt(0, backingId);
+        LibC.INSTANCE.ioctl(fd, BACKING_CLOSE, id);
+      } catch (LastErrorException e) {
+        // gone with the connection (unmounted) or never there: nothing to give back
+        LOG.log(System.Logger.Level.DEBUG, "backing close " + backingId + ": errno "
+            + e.getErrorCode());
+      }
+    }
+  }
+
+  /** FUSE_DEV_IOC_BACKING_OPEN: _IOW(229, 1, struct fuse_backing_map), 16 bytes. */
+  static final long BACKING_OPEN = iow(229, 1, 16);
+  /** FUSE_DEV_IOC_BACKING_CLOSE: _IOW(229, 2, uint32_t). */
+  static final long BACKING_CLOSE = iow(229, 2, 4);
+
+  /** Linux's _IOW(type, nr, size) on x86 and arm: direction write (1) in bits 30-31. */
+  static long iow(int type, int nr, int size) {
+    return (1L << 30) | ((long) size << 16) | ((long) type << 8) | nr;
   }
 
   private static SetAttr setattr(ByteBuffer in) {
@@ -532,8 +633,9 @@ public final class FuseSession implements AutoCloseable {
 
   private static void open(ByteBuffer out, Opened o) {
     out.putLong(o.fh())
-        .putInt((o.keepCache() ? FOPEN_KEEP_CACHE : 0) | (o.directIo() ? FOPEN_DIRECT_IO : 0))
-        .putInt(0);
+        .putInt((o.keepCache() ? FOPEN_KEEP_CACHE : 0) | (o.directIo() ? FOPEN_DIRECT_IO : 0)
+            | (o.backingId() > 0 ? FOPEN_PASSTHROUGH : 0))
+        .putInt(o.backingId()); // backing_id (padding before 7.40)
   }
 
   private static void statfs(ByteBuffer out, StatFs s) {

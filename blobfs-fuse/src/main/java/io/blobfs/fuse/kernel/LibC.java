@@ -6,7 +6,7 @@ import com.sun.jna.Native;
 import java.nio.ByteBuffer;
 
 /**
- * The five libc calls a FUSE server needs. Java has no call that opens a character device
+ * The libc calls a FUSE server needs. Java has no call that opens a character device
  * as a plain file descriptor number (the mount options name it) nor mount(2), so these
  * go through JNA, already the project's way to native code (blobfs-rados).
  */
@@ -33,4 +33,7 @@ interface LibC extends Library {
       throws LastErrorException;
 
   int umount2(String target, int flags) throws LastErrorException;
+
+  /** ioctl(2) with a pointer argument: the FUSE device's backing-file calls. */
+  int ioctl(int fd, long request, com.sun.jna.Pointer arg) throws LastErrorException;
 }

@@ -60,4 +60,11 @@ public interface LowLevelFs {
   void releasedir(long node, long fh);
 
   StatFs statfs() throws FuseException;
+
+  /**
+   * The kernel's INIT was answered: {@code passthrough} registers backing files for opens
+   * ({@link Opened#backingId}), null when the mount does not pass through (not asked, or
+   * the kernel does not offer it). Called before any other request.
+   */
+  default void initialized(Passthrough passthrough) {}
 }

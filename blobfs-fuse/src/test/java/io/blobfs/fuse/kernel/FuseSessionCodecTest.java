@@ -1,6 +1,8 @@
 package io.blobfs.fuse.kernel;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -20,6 +22,15 @@ class FuseSessionCodecTest {
   private static class Fixed implements LowLevelFs {
     String lastName;
     long lastOffset;
+    int backingId;
+    boolean initialized;
+    Passthrough passthrough;
+
+    @Override
+    public void initialized(Passthrough p) {
+      initialized = true;
+      passthrough = p;
+    }
     byte[] written;
 
     public Entry lookup(long parent, String name) {
@@ -38,7 +49,7 @@ class FuseSessionCodecTest {
     public void rename(long p, String n, long np, String nn, boolean noReplace) {
       lastName = n + ">" + nn + (noReplace ? "!" : "");
     }
-    public Opened open(long node, int flags) { return new Opened(9, false); }
+    public Opened open(long node, int flags) { return new Opened(9, false, false, backingId); }
     public Entry create(long parent, String name, int flags, Opened[] handle) {
       handle[0] = new Opened(9, false);
       return new Entry(77, FILE);
@@ -90,6 +101,69 @@ class FuseSessionCodecTest {
       b.putInt(i);
     }
     return b.array();
+  }
+
+  private static final int OFFERED_EXT = FuseSession.BIG_WRITES | FuseSession.INIT_EXT;
+
+  @Test
+  void initAgreesOnPassthroughWhenAskedAndTheKernelOffersIt() {
+    FuseSession pass = FuseSession.unmounted(fs, FuseSession.Options.defaults().withPassthrough(true));
+    ByteBuffer out = ByteBuffer.allocate(1 << 12).order(ByteOrder.LITTLE_ENDIAN);
+    int len = pass.handle(request(Opcode.INIT, 0,
+        le(7, 44, 1 << 17, OFFERED_EXT, FuseSession.PASSTHROUGH2 | 1 /* another flags2 bit */)), out);
+    assertEquals(16 + 64, len);
+    assertEquals(40, out.getInt(20), "protocol 7.40: backing_id in fuse_open_out");
+    assertEquals(FuseSession.BIG_WRITES | FuseSession.INIT_EXT, out.getInt(28));
+    assertEquals(FuseSession.PASSTHROUGH2, out.getInt(16 + 32), "flags2: passthrough only");
+    assertEquals(2, out.getInt(16 + 36), "max_stack_depth");
+    assertTrue(pass.passthrough());
+    assertTrue(fs.initialized);
+    assertTrue(fs.passthrough != null);
+  }
+
+  @Test
+  void initWithoutPassthroughWhenTheKernelLacksItOrItIsNotAsked() {
+    // a 6.8 kernel (7.39) offers no passthrough: the reply is the one without the key
+    FuseSession pass = FuseSession.unmounted(fs, FuseSession.Options.defaults().withPassthrough(true));
+    ByteBuffer out = ByteBuffer.allocate(1 << 12).order(ByteOrder.LITTLE_ENDIAN);
+    pass.handle(request(Opcode.INIT, 0, le(7, 39, 1 << 17, OFFERED_EXT, 0)), out);
+    assertEquals(31, out.getInt(20));
+    assertEquals(FuseSession.BIG_WRITES, out.getInt(28));
+    assertEquals(0, out.getInt(16 + 32));
+    assertEquals(0, out.getInt(16 + 36));
+    assertFalse(pass.passthrough());
+    assertTrue(fs.initialized);
+    assertEquals(null, fs.passthrough);
+    // offered but not asked (the default)
+    out.clear();
+    session.handle(request(Opcode.INIT, 0,
+        le(7, 44, 1 << 17, OFFERED_EXT, FuseSession.PASSTHROUGH2)), out);
+    assertEquals(31, out.getInt(20));
+    assertEquals(FuseSession.BIG_WRITES, out.getInt(28));
+    assertEquals(0, out.getInt(16 + 32));
+    assertFalse(session.passthrough());
+    assertEquals(null, fs.passthrough);
+  }
+
+  @Test
+  void anOpenWithABackingFileRepliesPassthroughAndItsId() {
+    fs.backingId = 5;
+    ByteBuffer out = reply(request(Opcode.OPEN, 77, le(FuseSession.O_RDWR, 0)));
+    assertEquals(16 + 16, out.limit());
+    assertEquals(9, out.getLong(16));
+    assertEquals(1 << 7, out.getInt(24), "FOPEN_PASSTHROUGH alone");
+    assertEquals(5, out.getInt(28), "backing_id");
+    fs.backingId = 0;
+    out = reply(request(Opcode.OPEN, 77, le(FuseSession.O_RDWR, 0)));
+    assertEquals(0, out.getInt(24));
+    assertEquals(0, out.getInt(28));
+  }
+
+  @Test
+  void theBackingIoctlsAreTheKernelsNumbers() {
+    // include/uapi/linux/fuse.h, as <linux/ioctl.h> encodes them on x86-64 and arm64
+    assertEquals(0x4010e501L, FuseSession.BACKING_OPEN);
+    assertEquals(0x4004e502L, FuseSession.BACKING_CLOSE);
   }
 
   @Test

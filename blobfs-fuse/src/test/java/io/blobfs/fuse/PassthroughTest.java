@@ -1,0 +1,207 @@
+package io.blobfs.fuse;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.blobfs.fuse.kernel.Entry;
+import io.blobfs.fuse.kernel.FuseSession;
+import io.blobfs.fuse.kernel.LowLevelFs;
+import io.blobfs.fuse.kernel.Opened;
+import io.blobfs.fuse.kernel.Passthrough;
+import io.blobfs.fuse.kernel.SetAttr;
+import io.blobfs.namespace.BlobNamespace;
+import io.blobfs.namespace.FileReader;
+import io.blobfs.namespace.FsPath;
+import io.blobfs.namespace.NamespaceOptions;
+import io.blobfs.namespace.StoreCallCounters;
+import io.blobfs.store.StoreLimits;
+import io.blobfs.store.memory.InMemoryBlobStore;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.FileTime;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * FUSE passthrough's side in the mount, with no kernel: a {@link Passthrough} that records
+ * the registered files, and writes into them as the kernel would (straight to the staged
+ * file, with no {@code write} call on the file system).
+ */
+class PassthroughTest {
+  private static final int RW = FuseSession.O_RDWR;
+
+  @TempDir
+  Path staging;
+  private BlobNamespace ns;
+  private BlobFuseFs fs;
+  private final Kernel kernel = new Kernel();
+
+  /** The kernel's side: backing ids of registered files. */
+  private static final class Kernel implements Passthrough {
+    final Map<Integer, Path> files = new HashMap<>();
+    final List<Integer> closed = new ArrayList<>();
+    int next = 1;
+
+    @Override
+    public synchronized int open(Path file) {
+      files.put(next, file);
+      return next++;
+    }
+
+    @Override
+    public synchronized void close(int backingId) {
+      closed.add(backingId);
+    }
+
+    /** A write through a passthrough handle: to the backing file, not to the mount. */
+    void write(Opened h, long offset, String s) throws IOException {
+      assertTrue(h.backingId() > 0, "a passthrough handle");
+      try (FileChannel c = FileChannel.open(files.get(h.backingId()), StandardOpenOption.WRITE)) {
+        c.write(ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8)), offset);
+      }
+    }
+  }
+
+  @BeforeEach
+  void setUp() throws Exception {
+    ns = new BlobNamespace(new InMemoryBlobStore("pt", new StoreLimits(200, 1L << 30,
+        Integer.MAX_VALUE)), new NamespaceOptions(4096, 4096, 16384, 0, false, 100),
+        StoreCallCounters.NONE);
+    fs = new BlobFuseFs(ns, new BlobFuseFs.Settings(false, 0755, 4096, staging));
+    fs.initialized(kernel);
+  }
+
+  private String published(String path) throws Exception {
+    FileReader r = ns.open(FsPath.parse(path));
+    ByteBuffer b = ByteBuffer.allocate((int) r.length());
+    while (b.hasRemaining() && r.read(b.position(), b).get() > 0) { }
+    return new String(b.array(), StandardCharsets.UTF_8);
+  }
+
+  private Entry create(String name, Opened[] h) throws Exception {
+    return fs.create(LowLevelFs.ROOT, name, RW, h);
+  }
+
+  @Test
+  void theKernelsWritesAreSeenByStatAndPublishedAtClose() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("f", h);
+    assertEquals(1, h[0].backingId());
+    kernel.write(h[0], 100, "hello");
+    assertEquals(105, fs.getattr(e.node()).size(), "the staged file's size, not the mount's");
+    assertEquals("", published("/f"), "not before close");
+    fs.flush(e.node(), h[0].fh());
+    assertEquals("\0".repeat(100) + "hello", published("/f"));
+    assertEquals(List.of(), kernel.closed, "still open");
+    fs.release(e.node(), h[0].fh());
+    assertEquals(List.of(1), kernel.closed, "the backing id is given back with the staged file");
+  }
+
+  @Test
+  void everyHandleOfAStagedFileSharesItsBackingFile() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("s", h);
+    Opened reader = fs.open(e.node(), 0);
+    Opened writer = fs.open(e.node(), RW);
+    assertEquals(h[0].backingId(), reader.backingId());
+    assertEquals(h[0].backingId(), writer.backingId());
+    assertEquals(1, kernel.files.size(), "registered once");
+    kernel.write(writer, 0, "abc");
+    fs.release(e.node(), writer.fh()); // its close (flush) and release
+    fs.release(e.node(), h[0].fh());
+    fs.release(e.node(), reader.fh());
+    assertEquals("abc", published("/s"), "published by the last release at the latest");
+    assertEquals(List.of(1), kernel.closed);
+  }
+
+  @Test
+  void aCloseOfAWriterPublishesAWriteThatChangedNeitherSizeNorTime() throws Exception {
+    // a write in place within one tick of a coarse clock leaves the staged file's size and
+    // time as they were: only the close of a descriptor open for writing tells of it
+    Opened[] h = new Opened[1];
+    Entry e = create("t", h);
+    kernel.write(h[0], 0, "aaaa");
+    fs.flush(e.node(), h[0].fh());
+    assertEquals("aaaa", published("/t"));
+    Path local = kernel.files.get(h[0].backingId());
+    FileTime time = Files.getLastModifiedTime(local);
+    fs.getattr(e.node()); // the mount looked at it after the publication
+    kernel.write(h[0], 0, "bbbb");
+    Files.setLastModifiedTime(local, time);
+    fs.flush(e.node(), h[0].fh());
+    assertEquals("bbbb", published("/t"));
+    fs.release(e.node(), h[0].fh());
+  }
+
+  @Test
+  void aWriteSeenOnlyAtTheLastReleaseIsPublished() throws Exception {
+    // writes through a shared mapping reach the backing file after the descriptor's close
+    Opened[] h = new Opened[1];
+    Entry e = create("m", h);
+    kernel.write(h[0], 0, "one");
+    fs.flush(e.node(), h[0].fh());
+    kernel.write(h[0], 3, "two");
+    fs.release(e.node(), h[0].fh());
+    assertEquals("onetwo", published("/m"));
+  }
+
+  @Test
+  void truncateAndUtimensatOfAPassedThroughFileArePublished() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("u", h);
+    kernel.write(h[0], 0, "0123456789");
+    assertEquals(4, fs.setattr(e.node(), new SetAttr(h[0].fh(), 4, -1, false)).size());
+    kernel.write(h[0], 4, "ab");
+    fs.setattr(e.node(), new SetAttr(h[0].fh(), -1, 1_000_000_000L, false));
+    assertEquals(6, fs.getattr(e.node()).size());
+    assertEquals(1_000_000_000L, fs.getattr(e.node()).mtimeMillis(), "the time set, kept");
+    fs.release(e.node(), h[0].fh());
+    assertEquals("0123ab", published("/u"));
+    assertEquals(1_000_000_000L, ns.getFileInfo(FsPath.parse("/u")).modificationTime());
+  }
+
+  @Test
+  void aFileOpenThroughThePageCacheIsStagedWithoutPassthrough() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("p", h);
+    kernel.write(h[0], 0, "old");
+    fs.release(e.node(), h[0].fh());
+    Opened cached = fs.open(e.node(), 0); // the published file, through the page cache
+    assertEquals(0, cached.backingId());
+    Opened w = fs.open(e.node(), RW);
+    assertEquals(0, w.backingId(), "the kernel refuses passthrough beside cached handles");
+    Opened r = fs.open(e.node(), 0);
+    assertEquals(0, r.backingId(), "nor for later handles of that staged copy");
+    fs.write(e.node(), w.fh(), 0, ByteBuffer.wrap("new".getBytes(StandardCharsets.UTF_8)));
+    fs.release(e.node(), w.fh());
+    fs.release(e.node(), r.fh());
+    fs.release(e.node(), cached.fh());
+    assertEquals("new", published("/p"));
+    Opened again = fs.open(e.node(), RW);
+    assertTrue(again.backingId() > 0, "with no cached handle left, a new staged copy passes through");
+    fs.release(e.node(), again.fh());
+  }
+
+  @Test
+  void withoutTheKernelsPassthroughNothingPassesThrough() throws Exception {
+    fs.initialized(null);
+    Opened[] h = new Opened[1];
+    Entry e = create("n", h);
+    assertEquals(0, h[0].backingId());
+    fs.write(e.node(), h[0].fh(), 0, ByteBuffer.wrap("x".getBytes(StandardCharsets.UTF_8)));
+    fs.release(e.node(), h[0].fh());
+    assertEquals("x", published("/n"));
+    assertEquals(0, kernel.files.size());
+  }
+}
