@@ -737,6 +737,7 @@ final class Replicator implements Closeable {
    */
   CompletableFuture<Object> apply(Request.Replicate rep) {
     List<CompletableFuture<CommitResult>> applied = new ArrayList<>();
+    TyrException refusal = null;
     synchronized (this) {
       Incoming in = incoming.get(rep.source());
       if (in == null) {
@@ -752,12 +753,10 @@ final class Replicator implements Closeable {
         incoming.put(rep.source(), in);
       }
       if (rep.firstSeq() != in.expected) {
-        refused(rep);
-        return CompletableFuture.failedFuture(new TyrException(ErrorCode.BAD_REQUEST,
-            "replication from " + rep.source() + " resumes at " + rep.firstSeq()
-                + ", expected " + in.expected));
+        refusal = new TyrException(ErrorCode.BAD_REQUEST, "replication from " + rep.source()
+            + " resumes at " + rep.firstSeq() + ", expected " + in.expected);
       }
-      for (TxRequest tx : rep.txs()) {
+      for (TxRequest tx : refusal == null ? rep.txs() : List.<TxRequest>of()) {
         in.expected++;
         if (!tx.ops().isEmpty()) {
           // Only a write that replaces a key whole lifts its fence (RefusedKeys).
@@ -772,6 +771,15 @@ final class Replicator implements Closeable {
           }));
         }
       }
+    }
+    if (refusal != null) {
+      // Recorded only now, out of this object's lock: refused() takes the membership's
+      // lock, and an install holds that one while it takes ours (restartStreamsToDown, a
+      // takeover's hand-on), so taking it in here could deadlock. Nothing is lost by the
+      // delay: the primary renumbers its stream only once it has this answer, sent after
+      // the refusal is recorded, and refused() reads the ring in force when it runs.
+      refused(rep);
+      return CompletableFuture.failedFuture(refusal);
     }
     CompletableFuture<Void> writes = CompletableFuture.allOf(
         applied.toArray(new CompletableFuture<?>[0]));
