@@ -140,6 +140,29 @@ final class MoveSettler {
     if (!moving && !moved && !incoming) {
       return Optional.empty();
     }
+    if (moving && holdsPlain(dst, id)) {
+      // A rename over a file that committed ({@link MarkedReplace}: its file put over the
+      // destination) and stopped before it removed its source: rolled forward. Taking the
+      // mark off instead would leave two names on one file.
+      ignoringConflict(() -> deleteIfThere(ns, move.fromKey(), src.get().version()));
+      return Optional.of(true);
+    }
+    if (moving && move.replacing() && dst.isPresent()
+        && dst.get().version() == move.replacedVersion()) {
+      // A rename over a file that has not committed: the replaced record is rewritten
+      // unchanged first, so that the stalled mover's commit, conditional on that version,
+      // can never apply once the mark is off. A conflict means that commit (or another
+      // writer) got there first: looked at again by the caller.
+      boolean[] fenced = {false};
+      ignoringConflict(() -> {
+        ns.calls().putIfVersion(move.toKey(), dst.get().record().encode(),
+            move.replacedVersion());
+        fenced[0] = true;
+      });
+      if (!fenced[0]) {
+        return Optional.of(false);
+      }
+    }
     if (moved) {
       // Only the committed move's own record becomes the name (its token). Read before
       // the commit, the destination may not show it yet: then it is read again.
@@ -169,6 +192,21 @@ final class MoveSettler {
     // left nothing (the review of rados-move5, M1: released unfenced, a stalled mover
     // marked, committed and finished with the lock in another client's hands).
     return moving ? Optional.of(true) : Optional.empty();
+  }
+
+  /** Whether {@code dst} holds the file {@code id} unmarked: a rename over it committed. */
+  private static boolean holdsPlain(Optional<VersionedRecord> dst, String id) {
+    return dst.isPresent() && dst.get().record().mark() == Mark.NONE
+        && dst.get().record().fileId().equals(id);
+  }
+
+  private static void deleteIfThere(BlobNamespace ns, String key, long version)
+      throws IOException {
+    try {
+      ns.calls().deleteIfVersion(key, version);
+    } catch (java.io.FileNotFoundException gone) {
+      // removed by the mover or another settler meanwhile
+    }
   }
 
   /**

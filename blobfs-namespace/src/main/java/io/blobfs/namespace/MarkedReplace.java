@@ -1,0 +1,214 @@
+package io.blobfs.namespace;
+
+import io.blobfs.namespace.FileRecord.Mark;
+import io.blobfs.store.TransactionConflictException;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.security.SecureRandom;
+import java.util.Optional;
+
+/**
+ * A rename over an existing file without transactions ({@link Replacer}), as a marked move
+ * like {@link MarkedMove}, under the locks of both files; the source's lock records the
+ * move with the version of the destination's record it replaces ({@link DataLocks.Move}):
+ *
+ * <ol>
+ *   <li>the source is marked {@link Mark#MOVING} to the destination, conditionally on the
+ *       version read: readers still see it;
+ *   <li>the commit point: the source's file is put over the destination, conditionally on
+ *       the replaced version. From then on the destination holds the new file; the source,
+ *       still marked moving, holds it too until the next step (both names one file for a
+ *       moment, as readers on other clients always could see);
+ *   <li>the source deleted, conditionally on its marked version.
+ * </ol>
+ *
+ * A settler of the lock ({@link MoveSettler}) reads how far it got: the destination
+ * holding the source's file id means committed, and the source is removed (rolled
+ * forward); otherwise it rewrites the replaced record unchanged if it is still at the
+ * replaced version, then takes the mark off the source (rolled back). That rewrite fences
+ * a stalled mover: its commit, conditional on the replaced version, conflicts whenever it
+ * arrives, and its delete of the source conflicts with the unmarked version. A late step
+ * of a fenced mover changes nothing. Before, the commit was an unconditional two-step
+ * move that a settler could not stop, and a mover that lost its lock put the replaced
+ * record back on any failure, even after a client had deleted its late copy (the review
+ * of rados-move5, S-b: the replaced file came back under the deleted name).
+ *
+ * <p>Nothing is ever put back: before the commit the destination is untouched, after it
+ * the move is final. A failure whose outcome cannot be read back leaves the lock unsettled
+ * ({@link #settled}) for its next taker.
+ */
+final class MarkedReplace {
+  private static final SecureRandom TOKENS = new SecureRandom();
+  private final BlobNamespace ns;
+  private final String from;
+  private final String to;
+  /** The source as read under the lock, unmarked, with its inline bytes. */
+  private final FileRecord file;
+  private final long readVersion;
+  /** The version of the destination's record this rename replaces (the probed file's). */
+  private final long replacedVersion;
+  private final String replacedId;
+  private final FsPath src;
+  private final FsPath dst;
+  private final long token;
+  /** False while the source may carry a mark of this move that nobody will settle. */
+  private boolean settled = true;
+
+  MarkedReplace(BlobNamespace ns, String from, String to, VersionedRecord read,
+      VersionedRecord replaced, FsPath src, FsPath dst) {
+    this.ns = ns;
+    this.from = from;
+    this.to = to;
+    this.file = read.record().unmarked();
+    this.readVersion = read.version();
+    this.replacedVersion = replaced.version();
+    this.replacedId = replaced.record().fileId();
+    this.src = src;
+    this.dst = dst;
+    long t;
+    do {
+      t = TOKENS.nextLong();
+    } while (t == 0);
+    this.token = t;
+  }
+
+  /** The move its lock records, replaced version included. */
+  static DataLocks.Move move(String from, String to, VersionedRecord read,
+      VersionedRecord replaced) {
+    return new DataLocks.Move(from, to, read.version(), replaced.version());
+  }
+
+  boolean settled() {
+    return settled;
+  }
+
+  /**
+   * Runs the move. Returns once it has committed (the source's removal may be left to the
+   * lock's next taker); throws if it did not, having changed nothing.
+   */
+  void run() throws IOException {
+    settled = false;
+    long marked = mark();
+    commit(marked);
+    try {
+      ns.calls().deleteIfVersion(from, marked);
+    } catch (TransactionConflictException | FileNotFoundException gone) {
+      // a settler rolled the committed move forward meanwhile (this mover stalled)
+    } catch (IOException e) {
+      return; // committed: the lock's next taker removes the source (settled stays false)
+    }
+    settled = true;
+  }
+
+  private long mark() throws IOException {
+    try {
+      ns.calls().putIfVersion(from, file.marked(Mark.MOVING, to, token).encode(), readVersion);
+    } catch (TransactionConflictException lost) {
+      settled = true; // fenced by a settler, or changed by a client that takes no lock
+      throw BlobNamespace.lostRace(what(), lost);
+    } catch (IOException unknown) {
+      if (readBack(from, unknown).filter(this::ownMark).isEmpty()) {
+        settled = true;
+        throw changedNothing(unknown);
+      }
+    }
+    Optional<VersionedRecord> now = ns.readStored(from, false);
+    if (now.isEmpty() || !ownMark(now.get())) {
+      settled = true;
+      throw BlobNamespace.lostRace(what(),
+          new TransactionConflictException(src + " changed right after it was marked"));
+    }
+    return now.get().version();
+  }
+
+  private void commit(long marked) throws IOException {
+    try {
+      ns.calls().putIfVersion(to, file.encode(), replacedVersion);
+      return;
+    } catch (TransactionConflictException lost) {
+      // The destination changed (another writer), or a settler fenced this stalled move.
+      // A conflict answered did not apply and never will: undone, and which one it was told.
+      rollBack(marked);
+      Optional<VersionedRecord> now = ns.readStored(to, false);
+      if (now.isEmpty() || !now.get().record().fileId().equals(replacedId)) {
+        throw new TargetChangedException(dst + " no longer holds the file the rename was"
+            + " to replace (written, replaced or removed meanwhile); nothing was changed");
+      }
+      // The same file at a new version: rewritten unchanged, which only a settler does.
+      throw BlobNamespace.lostRace(what(), new TransactionConflictException(what()
+          + " was fenced: it stalled past its lease, and a settler of its lock rewrote " + dst
+          + " so that this late commit could not apply; nothing was changed"));
+    } catch (IOException unknown) {
+      if (holdsFile(readBack(to, unknown))) {
+        return;
+      }
+      if (rollBack(marked)) {
+        throw changedNothing(unknown);
+      }
+      // the commit whose answer was lost applied late, before the fence: committed
+    }
+  }
+
+  /**
+   * Undoes a move that did not commit. The replaced record is rewritten unchanged first if
+   * it is still at the replaced version, so that this move's commit, if it is still in
+   * flight (a timed-out call may apply late), can never apply; then the mark is taken off
+   * the source. Returns false, undoing nothing, if the commit turns out to have applied.
+   */
+  private boolean rollBack(long marked) throws IOException {
+    Optional<VersionedRecord> there = ns.readStored(to, true);
+    if (holdsFile(there)) {
+      return false;
+    }
+    if (there.isPresent() && there.get().version() == replacedVersion) {
+      try {
+        ns.calls().putIfVersion(to, there.get().record().encode(), replacedVersion);
+      } catch (TransactionConflictException e) {
+        if (holdsFile(ns.readStored(to, false))) {
+          return false; // the late commit won; the replaced version is gone for good
+        }
+      }
+    }
+    Optional<VersionedRecord> source = ns.readStored(from, true);
+    if (source.isPresent() && source.get().version() == marked) {
+      try {
+        ns.calls().putIfVersion(from, source.get().record().unmarked().encode(), marked);
+      } catch (TransactionConflictException e) {
+        // a settler took the mark off meanwhile
+      }
+    }
+    settled = true;
+    return true;
+  }
+
+  private boolean ownMark(VersionedRecord r) {
+    return r.record().is(Mark.MOVING, to, file.fileId(), token);
+  }
+
+  /** Whether the destination holds this move's file, plain: the commit applied. */
+  private boolean holdsFile(Optional<VersionedRecord> there) {
+    return there.isPresent() && there.get().record().mark() == Mark.NONE
+        && there.get().record().fileId().equals(file.fileId());
+  }
+
+  private Optional<VersionedRecord> readBack(String key, IOException unknown)
+      throws IOException {
+    try {
+      return ns.readStored(key, false);
+    } catch (IOException e) {
+      unknown.addSuppressed(e);
+      throw new IOException(what() + " failed part-way and its outcome could not be read"
+          + " back: readers see the old or the new file at " + dst + "; the next operation"
+          + " on the file (after its lock's lease) completes the rename or takes it back",
+          unknown);
+    }
+  }
+
+  private String what() {
+    return "rename " + src + " over " + dst;
+  }
+
+  private IOException changedNothing(IOException cause) {
+    return new IOException(what() + " failed and changed nothing", cause);
+  }
+}
