@@ -40,9 +40,14 @@ import java.util.Optional;
  * conflicts whenever it arrives ({@link #fenced}): no mover whose lock was taken can mark,
  * commit or finish afterwards.
  *
+ * A rename over an existing file is marked too ({@link MarkedReplace}): its commit is the
+ * put over the destination, conditional on the replaced version its lock records; the
+ * destination holding the file means committed (rolled forward), else the replaced record
+ * is rewritten unchanged, fencing that commit, before the mark comes off.
+ *
  * The two-step move (the copy put as a plain record, then the source deleted) is what a
- * rename over an existing file ({@link Replacer}) still does, and what a directory rename
- * of a client before the fifth review did.
+ * rename over an existing file and a directory rename of a client of stage 6 or older
+ * (before the fifth review, for the directory rename) did.
  *
  * The settler first takes the lock over (same move, fresh lease), then acts. Having
  * rolled a two-step move forward it leaves the lock behind as a tombstone (same move,
@@ -210,8 +215,8 @@ final class MoveSettler {
   }
 
   /**
-   * Settles a two-step move of one file ({@link Replacer}, an older client's directory
-   * rename): both names holding the file means the copy was made and the removal not, so
+   * Settles a two-step move of one file (an older client's rename over a file or
+   * directory rename): both names holding the file means the copy was made and the removal not, so
    * the source is removed. Returns whether it was (rolled forward).
    */
   private static boolean settleTwoStep(BlobNamespace ns, DataLocks.Move move, String id)
