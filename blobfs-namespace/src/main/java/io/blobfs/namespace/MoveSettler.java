@@ -250,8 +250,8 @@ final class MoveSettler {
    * orphan sweeper, which had taken the free lock, scanned for names (fourth review: the
    * sweeper deleted the data of the file the new name held), or a delete of the new name
    * took the lock between the commit and the mover's finish (the old name then blocked).
-   * A two-step move that stalled before its copy is fenced too: its delete of the source
-   * conflicts and it takes its copy back ({@link Renamer#afterLostLock}).
+   * An older client's two-step move that stalled before its copy is fenced too: its delete
+   * of the source conflicts and it takes its copy back.
    */
   private static boolean fenced(BlobNamespace ns, DataLocks.Move move, String id)
       throws IOException {
