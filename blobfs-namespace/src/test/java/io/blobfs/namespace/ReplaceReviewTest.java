@@ -90,4 +90,59 @@ class ReplaceReviewTest extends StalledMoveFixture {
     assertEquals(List.of(T), namesOf(sId, S, T), state);
     assertArrayEquals(sBytes, readAll(T), state);
   }
+
+  /**
+   * MUST-FIX (a regression of the plain file rename). MoveSettler's new roll-forward
+   * ({@code moving && holdsPlain(dst, id)}: "a rename over a file that committed") applies
+   * to every move, and the settler reads the destination BEFORE the source. A settler
+   * that read /a/g holding the file plain (a finished rename f -> g), then stalled past
+   * its lease, reads /a/f marked MOVING by a LATER plain rename f -> g (the file went g ->
+   * f and is moving again) and takes it for a committed rename over: it deletes /a/f. The
+   * later rename's commit (the source rewritten MOVED, conditional on its mark) then
+   * conflicts and it takes its incoming /a/g back: the file has no name at all. Before the
+   * branch the same settler took the mark off /a/f (a fence): the file stayed at /a/f.
+   * This is what MarkedMoveStressTest's "one name, not neither" failures are (2 of 6 runs
+   * of it on rados-replace here, 0 of 6 on stage6).
+   */
+  @Test
+  void aStaleSettlerDeletesTheSourceOfALaterPlainRename() throws Exception {
+    FsPath f = FsPath.parse("/a/f");
+    FsPath g = FsPath.parse("/a/g");
+    byte[] bytes = write(f, 2 * 4096 + 9);
+    String id = reader.probe(f).get().record().fileId();
+
+    FaultInjectingBlobStore m1 = faults();
+    Fault release1 = m1.on(Op.DELETE).keys("d/" + id + "/lock").nth(1).pause();
+    Future<Object> mover1 = renameInThread(m1, f, g);
+    release1.awaitReached(); // M1 finished f -> g (g plain, f gone), its lock still there
+
+    awaitLeaseOver();
+    DataLocks.Lock l1 = reader.locks().read(id).orElseThrow();
+    assertTrue(l1.interruptedMove(System.currentTimeMillis()), l1.toString());
+    FaultInjectingBlobStore m2 = faults();
+    Fault readSource = m2.on(Op.READ).keys("n/a/f").nth(1).pause();
+    Future<Object> settler1 = threads.submit(() -> MoveSettler.settle(namespace(m2), l1));
+    readSource.awaitReached(); // S1 read /a/g (the file, plain); about to read /a/f
+
+    awaitLeaseOver(); // S1's lease runs out
+    assertTrue(reader.rename(g, f), "M2 (settling S1's lock first) renames g back to f");
+    FaultInjectingBlobStore m3 = faults();
+    Fault incoming3 = m3.on(Op.PUT).keys("n/a/g").nth(1).pause();
+    Future<Object> mover3 = renameInThread(m3, f, g);
+    incoming3.awaitReached(); // M3 marked /a/f MOVING to /a/g
+
+    readSource.release();
+    Object s1 = settler1.get(30, TimeUnit.SECONDS);
+    incoming3.release();
+    Object out3 = mover3.get(30, TimeUnit.SECONDS);
+    release1.release();
+    Object out1 = mover1.get(30, TimeUnit.SECONDS);
+    awaitLeaseOver();
+    reader.finishInterruptedRenames();
+
+    List<FsPath> names = namesOf(id, f, g);
+    String state = "S1: " + s1 + "; M3: " + out3 + "; M1: " + out1 + "; names " + names;
+    assertEquals(1, names.size(), state);
+    assertArrayEquals(bytes, readAll(names.get(0)), state);
+  }
 }
