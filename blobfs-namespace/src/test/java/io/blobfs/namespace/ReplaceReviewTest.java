@@ -145,4 +145,46 @@ class ReplaceReviewTest extends StalledMoveFixture {
     assertEquals(1, names.size(), state);
     assertArrayEquals(bytes, readAll(names.get(0)), state);
   }
+
+  /**
+   * FINE (passes): the settler's fence of the target against a third client's overwrite of
+   * it. M stalls at its commit; S reads both names and pauses before its fence; a client
+   * overwrites /a/t (taking over M's lapsed lock on the old /a/t). S's fence, conditional
+   * on exactly the version M's lock records, conflicts: it reads again and only takes the
+   * mark off; nothing older is put back, and M's late commit changes nothing.
+   */
+  @Test
+  void theFenceNeverPutsBackATargetOverwrittenMeanwhile() throws Exception {
+    byte[] sBytes = write(S, 3 * 4096 + 5);
+    write(T, 2 * 4096 + 7);
+    String sId = reader.probe(S).get().record().fileId();
+    String tId = reader.probe(T).get().record().fileId();
+    FaultInjectingBlobStore m1 = faults();
+    Fault commit1 = m1.on(Op.PUT).keys("n/a/t").nth(1).pause();
+    Future<Object> mover1 = renameOverInThread(m1);
+    commit1.awaitReached();
+    awaitLeaseOver();
+    DataLocks.Lock l1 = reader.locks().read(sId).orElseThrow();
+    FaultInjectingBlobStore m2 = faults();
+    Fault fence = m2.on(Op.PUT).keys("n/a/t").nth(1).pause();
+    Future<Object> settler = threads.submit(() -> MoveSettler.settle(namespace(m2), l1));
+    fence.awaitReached();
+    byte[] zBytes = new byte[4096 + 3];
+    new java.util.Random(9).nextBytes(zBytes);
+    try (FileWriter w = reader.create(T, true)) {
+      w.write(zBytes, 0, zBytes.length);
+    }
+    fence.release();
+    Object settled = settler.get(30, TimeUnit.SECONDS);
+    commit1.release();
+    Object out1 = mover1.get(30, TimeUnit.SECONDS);
+    String state = "S: " + settled + "; M: " + out1;
+    assertEquals(List.of(S), namesOf(sId, S, T), state);
+    assertArrayEquals(sBytes, readAll(S), state);
+    assertArrayEquals(zBytes, readAll(T), state);
+    assertEquals(List.of(), namesOf(tId, S, T), state);
+    assertEquals(FileRecord.Mark.NONE,
+        reader.readStored("n/a/s", false).orElseThrow().record().mark(), state);
+    assertTrue(out1 instanceof TargetChangedException, state);
+  }
 }
