@@ -51,12 +51,15 @@ final class MarkedReplace {
   private final FsPath src;
   private final FsPath dst;
   private final long token;
+  /** The source's lock, taken for this move. */
+  private final DataLocks.Lock lock;
   /** False while the source may carry a mark of this move that nobody will settle. */
   private boolean settled = true;
 
   MarkedReplace(BlobNamespace ns, String from, String to, VersionedRecord read,
-      VersionedRecord replaced, FsPath src, FsPath dst) {
+      VersionedRecord replaced, FsPath src, FsPath dst, DataLocks.Lock lock) {
     this.ns = ns;
+    this.lock = lock;
     this.from = from;
     this.to = to;
     this.file = read.record().unmarked();
@@ -126,18 +129,19 @@ final class MarkedReplace {
       ns.calls().putIfVersion(to, file.encode(), replacedVersion);
       return;
     } catch (TransactionConflictException lost) {
-      // The destination changed (another writer), or a settler fenced this stalled move.
-      // A conflict answered did not apply and never will: undone, and which one it was told.
-      rollBack(marked);
+      // The destination changed (another writer), or a settler fenced it. Undone, unless
+      // the file is found there after all.
+      if (!rollBack(marked)) {
+        committedAfterConflict();
+        return;
+      }
       Optional<VersionedRecord> now = ns.readStored(to, false);
       if (now.isEmpty() || !now.get().record().fileId().equals(replacedId)) {
         throw new TargetChangedException(dst + " no longer holds the file the rename was"
             + " to replace (written, replaced or removed meanwhile); nothing was changed");
       }
-      // The same file at a new version: rewritten unchanged, which only a settler does.
-      throw BlobNamespace.lostRace(what(), new TransactionConflictException(what()
-          + " was fenced: it stalled past its lease, and a settler of its lock rewrote " + dst
-          + " so that this late commit could not apply; nothing was changed"));
+      throw new TargetRewrittenException(what() + ": " + dst + " was rewritten unchanged"
+          + " before the commit; nothing was changed", lost);
     } catch (IOException unknown) {
       if (holdsFile(readBack(to, unknown))) {
         return;
@@ -146,6 +150,26 @@ final class MarkedReplace {
         throw changedNothing(unknown);
       }
       // the commit whose answer was lost applied late, before the fence: committed
+    }
+  }
+
+  /**
+   * The destination holds this move's file although its commit conflicted. With the
+   * source's lock still this move's, no other rename of the file can have put it there:
+   * the commit applied (a call resent by the store's client whose first try landed
+   * unseen), and the source is removed as after any commit. Before, a
+   * TargetChangedException was thrown with the file under both names and the lock left
+   * unsettled (review of rados-replace, should 2). With the lock lost (this move stalled
+   * past its lease), a later rename of the same file over the same name may have done it:
+   * which one did is unknown, so this one reports a lost race and leaves the source to
+   * the lock's holder.
+   */
+  private void committedAfterConflict() throws IOException {
+    if (!ns.locks().stillHeld(lock)) {
+      settled = true; // the lock's holder settles the source, not this move
+      throw BlobNamespace.lostRace(what(), new TransactionConflictException(what()
+          + " stalled past its lease; " + dst + " holds the file, put there by this"
+          + " rename or a later one; " + src + " is left to the later holder of its lock"));
     }
   }
 
@@ -179,6 +203,25 @@ final class MarkedReplace {
     }
     settled = true;
     return true;
+  }
+
+  /**
+   * The commit conflicted with the replaced file rewritten unchanged (still the same file,
+   * at a new version), and nothing was changed. That is a settler's fence: of this move,
+   * if it stalled past its lease, or of an earlier rename over the same file whose lock ran
+   * out, settled only now. Which one cannot be told from the names, and either way the
+   * target is still the file the caller meant to replace: {@link Replacer} tries again
+   * under fresh locks recording its new version, as it does when it sees that rewrite
+   * before the move runs. Before, this was always reported as "this move was fenced",
+   * untrue in the second case (review of rados-replace, should 3).
+   */
+  static final class TargetRewrittenException extends TransactionConflictException {
+    private static final long serialVersionUID = 1L;
+
+    TargetRewrittenException(String message, Throwable cause) {
+      super(message);
+      initCause(cause);
+    }
   }
 
   private boolean ownMark(VersionedRecord r) {

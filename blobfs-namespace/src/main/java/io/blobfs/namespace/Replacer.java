@@ -193,8 +193,12 @@ final class Replacer {
       if (readTarget(to, old.record().fileId(), dst).version() != old.version()) {
         return retargeted(to, old, dst, mayRetry);
       }
-      replace = new MarkedReplace(ns, from, to, read, old, src, dst);
-      replace.run();
+      replace = new MarkedReplace(ns, from, to, read, old, src, dst, srcLock);
+      try {
+        replace.run();
+      } catch (MarkedReplace.TargetRewrittenException fenced) {
+        return retargeted(to, old, dst, mayRetry); // changed nothing: the same file again
+      }
       DataLocks.Lock done = targetLock;
       targetLock = null; // handed to the caller
       return new Locked(done, null, null);
