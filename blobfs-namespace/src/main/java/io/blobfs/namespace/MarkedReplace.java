@@ -13,7 +13,7 @@ import java.util.Optional;
  * move with the version of the destination's record it replaces ({@link DataLocks.Move}):
  *
  * <ol>
- *   <li>the source is marked {@link Mark#MOVING} to the destination, conditionally on the
+ *   <li>the source is marked {@link Mark#REPLACING} to the destination, conditionally on the
  *       version read: readers still see it;
  *   <li>the commit point: the source's file is put over the destination, conditionally on
  *       the replaced version. From then on the destination holds the new file; the source,
@@ -105,7 +105,7 @@ final class MarkedReplace {
 
   private long mark() throws IOException {
     try {
-      ns.calls().putIfVersion(from, file.marked(Mark.MOVING, to, token).encode(), readVersion);
+      ns.calls().putIfVersion(from, file.marked(Mark.REPLACING, to, token).encode(), readVersion);
     } catch (TransactionConflictException lost) {
       settled = true; // fenced by a settler, or changed by a client that takes no lock
       throw BlobNamespace.lostRace(what(), lost);
@@ -225,7 +225,7 @@ final class MarkedReplace {
   }
 
   private boolean ownMark(VersionedRecord r) {
-    return r.record().is(Mark.MOVING, to, file.fileId(), token);
+    return r.record().is(Mark.REPLACING, to, file.fileId(), token);
   }
 
   /** Whether the destination holds this move's file, plain: the commit applied. */

@@ -149,7 +149,7 @@ final class MoveSettler {
     // mover that can still commit, and the settler holds it now: checked below, after
     // both reads, so that no mark read can be a later mover's.
     boolean moving = src.isPresent()
-        && src.get().record().isAnyMove(Mark.MOVING, move.toKey(), id);
+        && src.get().record().isAnyMove(sourceMark(move), move.toKey(), id);
     boolean moved = src.isPresent()
         && src.get().record().isAnyMove(Mark.MOVED, move.toKey(), id);
     boolean incoming = dst.isPresent()
@@ -214,6 +214,11 @@ final class MoveSettler {
     // left nothing (the review of rados-move5, M1: released unfenced, a stalled mover
     // marked, committed and finished with the lock in another client's hands).
     return moving ? Optional.of(true) : Optional.empty();
+  }
+
+  /** The mark its mover puts on the source: a rename over a file has its own. */
+  private static Mark sourceMark(DataLocks.Move move) {
+    return move.replacing() ? Mark.REPLACING : Mark.MOVING;
   }
 
   /** Whether {@code dst} holds the file {@code id} unmarked: a rename over it committed. */
@@ -284,8 +289,8 @@ final class MoveSettler {
         return true; // reads as gone: no mover read this version as its source
       case INCOMING:
         return finishedOrInvisible(ns, move.fromKey(), src.get());
-      case MOVING:
-        if (r.isAnyMove(Mark.MOVING, move.toKey(), id)) {
+      case MOVING, REPLACING:
+        if (r.isAnyMove(sourceMark(move), move.toKey(), id)) {
           return false; // this move's mark, made after settleMarked read it: settled again
         }
         break; // a stray mark of an earlier move that gave up: rewritten as it is

@@ -438,4 +438,31 @@ class StalledReplaceTest extends StalledMoveFixture {
     assertEquals(FileRecord.Mark.NONE,
         reader.readStored("n/a/s", false).orElseThrow().record().mark(), state);
   }
+
+  /**
+   * Should 1 of the review of rados-replace: while a rename over /a/t is under way, /a/s
+   * carries a mark a client of stage 6 cannot read. Its record decoder refuses a mark byte
+   * outside 1..3 (MOVING, MOVED, INCOMING: "unknown move mark"), so it fails loudly on the
+   * name instead of taking the mark for a plain rename's and taking it off, which would
+   * leave two names on one file once the commit applies. This version's readers still
+   * see /a/s, and the rename then completes.
+   */
+  @Test
+  void aRenamedOverSourceCarriesAMarkAStage6ClientRefuses() throws Exception {
+    writeBoth();
+    FaultInjectingBlobStore m = faults();
+    Fault put = m.on(Op.PUT).keys("n/a/t").nth(1).pause();
+    Future<Object> mover = renameOverInThread(m);
+    put.awaitReached();
+    FileRecord.Mark mark = reader.readStored("n/a/s", false).orElseThrow().record().mark();
+    int stage6Marks = 4; // NONE, MOVING, MOVED, INCOMING: the mark is stored as its ordinal
+    assertEquals(FileRecord.Mark.REPLACING, mark);
+    assertTrue(mark.ordinal() >= stage6Marks, "a byte stage 6 refuses: " + mark.ordinal());
+    assertArrayEquals(sBytes, readAll(S), "readers of this version still see the source");
+    assertArrayEquals(tBytes, readAll(T), "and the target, not committed yet");
+    put.release();
+    assertEquals("renamed", mover.get(30, TimeUnit.SECONDS));
+    assertEquals(List.of(T), namesOf(sId, S, T));
+    assertArrayEquals(sBytes, readAll(T));
+  }
 }
