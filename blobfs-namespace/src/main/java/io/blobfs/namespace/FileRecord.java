@@ -21,10 +21,10 @@ import java.nio.charset.StandardCharsets;
  *
  * <p>The records of a file rename without transactions carry its {@link Mark} and the
  * other name's record key ({@code moveKey}; magic "BFS2", then after the inline length the
- * key's length and UTF-8, the mark's byte and the move's token): the source is marked {@link Mark#MOVING}
- * ({@link Mark#REPLACING} for a rename over a file, {@link MarkedReplace}),
- * the destination created {@link Mark#INCOMING}, and the commit point is the conditional
- * rewrite of the source as {@link Mark#MOVED} ({@link Renamer}). Readers see the one name
+ * key's length and UTF-8, the mark's byte and the move's token): the source is marked
+ * {@link Mark#MOVING} ({@link Mark#REPLACING} for a rename over a file,
+ * {@link MarkedReplace}), the destination created {@link Mark#INCOMING}, and the commit
+ * point is the conditional rewrite of the source as {@link Mark#MOVED} ({@link Renamer}). Readers see the one name
  * that the source's mark says ({@link BlobNamespace#readRecord}). The token (64 random
  * bits per move) tells which move a mark belongs to: two renames of one file to the same
  * name (one of them fenced, slower than its lease) write records that differ only by it,

@@ -171,12 +171,14 @@ class StalledReplaceTest extends StalledMoveFixture {
 
   /**
    * From the review of rados-replace (MF1, the reviewer's {@code ReplaceReviewTest} on
-   * branch rev-replace): a stalled settler and a second one. A settler that stalls past its own lease, then resumes, takes the mark of a
-   * later rename over (another token, another replaced version) off the source without
-   * fencing that rename's commit: MarkedReplace's commit is conditional on the target's
-   * version, not the source's, so taking the mark off does not stop it. The later rename
-   * commits, its delete of the source conflicts, it takes that for "a settler rolled me
-   * forward" and returns: /a/s and /a/t both name one file for good.
+   * branch rev-replace): a stalled settler and a second one. Before the fix, a settler
+   * that stalled past its own lease, then resumed, took the mark of a later rename over
+   * (another token, another replaced version) off the source without fencing that
+   * rename's commit: MarkedReplace's commit is conditional on the target's version, not
+   * the source's, so taking the mark off did not stop it. The later rename committed, its
+   * delete of the source conflicted, it took that for "a settler rolled me forward" and
+   * returned: /a/s and /a/t both named one file for good. Now S1 finds, after reading the
+   * names again, that its lock is no longer its own, and gives up.
    *
    * <p>M1 marks /a/s and stalls at its commit; S1 takes M1's expired lock, reads /a/t
    * (at M1's replaced version) and /a/s (M1's mark), stalls before its fence past its
@@ -230,15 +232,15 @@ class StalledReplaceTest extends StalledMoveFixture {
 
   /**
    * From the review of rados-replace (MF2, the reviewer's test): a regression of the plain
-   * file rename. MoveSettler's new roll-forward
-   * ({@code moving && holdsPlain(dst, id)}: "a rename over a file that committed") applies
-   * to every move, and the settler reads the destination BEFORE the source. A settler
-   * that read /a/g holding the file plain (a finished rename f -> g), then stalled past
-   * its lease, reads /a/f marked MOVING by a LATER plain rename f -> g (the file went g ->
-   * f and is moving again) and takes it for a committed rename over: it deletes /a/f. The
-   * later rename's commit (the source rewritten MOVED, conditional on its mark) then
-   * conflicts and it takes its incoming /a/g back: the file has no name at all. Before the
-   * branch the same settler took the mark off /a/f (a fence): the file stayed at /a/f.
+   * file rename. Before the fix, MoveSettler's new roll-forward ({@code moving &&
+   * holdsPlain(dst, id)}: "a rename over a file that committed") applied to every move,
+   * and the settler reads the destination BEFORE the source. A settler that read /a/g
+   * holding the file plain (a finished rename f -> g), then stalled past its lease, read
+   * /a/f marked MOVING by a LATER plain rename f -> g (the file went g -> f and is moving
+   * again) and took it for a committed rename over: it deleted /a/f. The later rename's
+   * commit (the source rewritten MOVED, conditional on its mark) then conflicted and it
+   * took its incoming /a/g back: the file had no name at all. On stage 6 the same settler
+   * took the mark off /a/f (a fence): the file stayed at /a/f.
    * This is what MarkedMoveStressTest's "one name, not neither" failures are (2 of 6 runs
    * of it on rados-replace here, 0 of 6 on stage6).
    */
