@@ -539,7 +539,9 @@ class BadInputTest {
       "read.policy=bogus", "permission=999", "permission=rwx", "write.buffer.size=-1",
       "inline.threshold=1t", "list.page.size=0", "read.buffer.size=4q",
       "read.buffer.size=1", "read.buffer.size=4095", "read.random.min=1",
-      "writer.lease=30s", "writer.lease=soon", "rename.lease=500ms", "rename.lease=soon"})
+      "writer.lease=30s", "writer.lease=soon", "rename.lease=500ms", "rename.lease=soon",
+      // above the writer lease, which caps it: refused rather than silently shortened
+      "rename.lease=2d"})
   void malformedFileSystemValuesNameTheKey(String setting) {
     String key = "fs.blob." + setting.substring(0, setting.indexOf('='));
     String value = setting.substring(setting.indexOf('=') + 1);

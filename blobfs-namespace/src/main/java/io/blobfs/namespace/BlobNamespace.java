@@ -614,7 +614,7 @@ public final class BlobNamespace {
       }
       FileRecord r = stored.get().record();
       boolean seen = switch (r.mark()) {
-        case NONE, MOVING -> true;
+        case NONE, MOVING, REPLACING -> true;
         case MOVED -> {
           removeMovedSource(key, stored.get());
           yield false;

@@ -64,8 +64,23 @@ final class DataLocks {
    * key, and the version of the source record being moved. Written with the lock, before
    * the copy, so that a rename cut off between its copy and the source's removal is
    * recognisable from the lock alone and can be rolled forward ({@link MoveSettler}).
+   * A rename over an existing file ({@link MarkedReplace}) also records the version of
+   * the destination's record it replaces ({@code replacedVersion}, else
+   * {@link #NOT_REPLACING}): its commit is a write conditional on that version, which a
+   * settler of a move that has not committed rewrites (the replaced file unchanged) to
+   * fence the commit of a stalled mover.
    */
-  record Move(String fromKey, String toKey, long version) {}
+  record Move(String fromKey, String toKey, long version, long replacedVersion) {
+    static final long NOT_REPLACING = -1;
+
+    Move(String fromKey, String toKey, long version) {
+      this(fromKey, toKey, version, NOT_REPLACING);
+    }
+
+    boolean replacing() {
+      return replacedVersion != NOT_REPLACING;
+    }
+  }
 
   /**
    * A lock as read or taken: who holds it, until when (wall clock of its holder), the
@@ -100,7 +115,7 @@ final class DataLocks {
     try {
       // A move holds two record keys, each at most the store's key limit.
       got = ns.calls().readWithVersion(key,
-          (int) Math.min(Integer.MAX_VALUE, ENCODED + 16 + 2L * ns.layout().maxKeyBytes()));
+          (int) Math.min(Integer.MAX_VALUE, ENCODED + 24 + 2L * ns.layout().maxKeyBytes()));
     } catch (FileNotFoundException e) {
       return Optional.empty();
     }
@@ -116,7 +131,10 @@ final class DataLocks {
       try {
         long version = b.getLong();
         String from = string(b);
-        move = new Move(from, string(b), version);
+        String to = string(b);
+        // a rename over a file appends the replaced version; older versions wrote none
+        move = new Move(from, to, version,
+            b.remaining() >= 8 ? b.getLong() : Move.NOT_REPLACING);
       } catch (RuntimeException e) {
         return Optional.of(unreadable(fileId, key, got.version()));
       }
@@ -445,16 +463,24 @@ final class DataLocks {
         : now + d.toMillis();
   }
 
-  /** The lock's 18 bytes, then for a rename its move: version, and both keys' lengths and UTF-8. */
+  /**
+   * The lock's 18 bytes, then for a rename its move: version, both keys' lengths and
+   * UTF-8, and for a rename over a file the replaced record's version.
+   */
   private static ByteBuffer encode(Owner owner, long expiresMillis, long nonce, Move move) {
     byte[] from = move == null ? new byte[0] : move.fromKey().getBytes(StandardCharsets.UTF_8);
     byte[] to = move == null ? new byte[0] : move.toKey().getBytes(StandardCharsets.UTF_8);
-    ByteBuffer b = ByteBuffer.allocate(ENCODED + (move == null ? 0 : 16 + from.length + to.length));
+    int replaced = move != null && move.replacing() ? 8 : 0;
+    ByteBuffer b = ByteBuffer.allocate(
+        ENCODED + (move == null ? 0 : 16 + from.length + to.length + replaced));
     b.put(MAGIC).put((byte) (owner == Owner.WRITER ? 'W' : owner == Owner.RENAMER ? 'R' : 'S'))
         .putLong(expiresMillis)
         .putLong(nonce);
     if (move != null) {
       b.putLong(move.version()).putInt(from.length).put(from).putInt(to.length).put(to);
+      if (replaced > 0) {
+        b.putLong(move.replacedVersion());
+      }
     }
     return b.flip();
   }

@@ -21,9 +21,10 @@ import java.nio.charset.StandardCharsets;
  *
  * <p>The records of a file rename without transactions carry its {@link Mark} and the
  * other name's record key ({@code moveKey}; magic "BFS2", then after the inline length the
- * key's length and UTF-8, the mark's byte and the move's token): the source is marked {@link Mark#MOVING},
- * the destination created {@link Mark#INCOMING}, and the commit point is the conditional
- * rewrite of the source as {@link Mark#MOVED} ({@link Renamer}). Readers see the one name
+ * key's length and UTF-8, the mark's byte and the move's token): the source is marked
+ * {@link Mark#MOVING} ({@link Mark#REPLACING} for a rename over a file,
+ * {@link MarkedReplace}), the destination created {@link Mark#INCOMING}, and the commit
+ * point is the conditional rewrite of the source as {@link Mark#MOVED} ({@link Renamer}). Readers see the one name
  * that the source's mark says ({@link BlobNamespace#readRecord}). The token (64 random
  * bits per move) tells which move a mark belongs to: two renames of one file to the same
  * name (one of them fenced, slower than its lease) write records that differ only by it,
@@ -45,7 +46,16 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
     /** A source whose move to {@code moveKey} committed: readers take it for gone. */
     MOVED,
     /** A destination made by a move from {@code moveKey}: seen only once that source is MOVED. */
-    INCOMING
+    INCOMING,
+    /**
+     * A source being renamed over the file at {@code moveKey} ({@link MarkedReplace}), not
+     * committed: readers see it. Not {@link #MOVING}, which a client of stage 6 or older
+     * would take for a plain rename it may settle by taking the mark off, leaving two
+     * names on one file once the commit has applied: this value, unknown to it, makes it
+     * fail on the name instead (its record decoder refuses an unknown mark). Last, so that
+     * the earlier values keep their bytes (the mark is stored as its ordinal).
+     */
+    REPLACING
   }
 
   static final int MAGIC = 0x42465331; // "BFS1"

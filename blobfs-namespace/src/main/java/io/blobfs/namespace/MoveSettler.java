@@ -40,11 +40,24 @@ import java.util.Optional;
  * conflicts whenever it arrives ({@link #fenced}): no mover whose lock was taken can mark,
  * commit or finish afterwards.
  *
- * The two-step move (the copy put as a plain record, then the source deleted) is what a
- * rename over an existing file ({@link Replacer}) still does, and what a directory rename
- * of a client before the fifth review did.
+ * A rename over an existing file is marked too ({@link MarkedReplace}): its commit is the
+ * put over the destination, conditional on the replaced version its lock records; the
+ * destination holding the file means committed (rolled forward), else the replaced record
+ * is rewritten unchanged, fencing that commit, before the mark comes off.
  *
- * The settler first takes the lock over (same move, fresh lease), then acts. Having
+ * The two-step move (the copy put as a plain record, then the source deleted) is what a
+ * rename over an existing file and a directory rename of a client of stage 6 or older
+ * (before the fifth review, for the directory rename) did.
+ *
+ * The settler first takes the lock over (same move, fresh lease), then reads the names,
+ * then checks that the lock is still its own before each write ({@link #verifyHeld}): a
+ * settler that outlived its own lease gives up instead of acting on what a later mover,
+ * holding the lock after it, has marked or committed meanwhile (review of rados-replace,
+ * MF1 and MF2). What it read before that check predates any later mover: a mover marks
+ * only under the lock. Each write is conditional on a version read, so a later mover that
+ * takes the lock between the check and the write conflicts with it, or it with the mover.
+ *
+ * <p>Having
  * rolled a two-step move forward it leaves the lock behind as a tombstone (same move,
  * already expired) instead of removing it: a rename that only stalled past its lease then
  * learns from it that its copy was adopted and its move completed, rather than taking the copy
@@ -63,10 +76,11 @@ final class MoveSettler {
    * next taker), true if this call settled it.
    */
   static boolean settle(BlobNamespace ns, DataLocks.Lock expired) throws IOException {
-    Optional<DataLocks.Lock> mine = ns.locks().takeOver(expired);
-    if (mine.isEmpty()) {
+    Optional<DataLocks.Lock> taken = ns.locks().takeOver(expired);
+    if (taken.isEmpty()) {
       return false;
     }
+    DataLocks.Lock mine = taken.get();
     boolean adopted = false;
     // Until the move is known settled, the taken-over lock (same move, fresh lease) is
     // kept: released with a mark still on, nobody would know of the move any more, and a
@@ -85,7 +99,7 @@ final class MoveSettler {
         // Settled again from what is there now: an incoming record left by a move no
         // longer marked is removed. Before, a source found unmarked ended it there, the
         // incoming record left behind.
-        Optional<Boolean> marked = settleMarked(ns, move, id);
+        Optional<Boolean> marked = settleMarked(ns, move, id, mine);
         if (marked.isPresent()) {
           if (!marked.get()) {
             continue;
@@ -94,16 +108,18 @@ final class MoveSettler {
           // conditional commit, which either applied or conflicts.
           break;
         }
-        adopted = settleTwoStep(ns, move, id);
-        if (adopted || fenced(ns, move, id)) {
+        adopted = settleTwoStep(ns, move, id, mine);
+        if (adopted || fenced(ns, move, id, mine)) {
           break;
         }
       }
       keep = false;
       return true;
+    } catch (LockLost lost) {
+      return false; // the lock and the names are a later holder's: nothing of it to keep
     } finally {
-      if (!keep && (!adopted || !ns.locks().markSettled(mine.get()))) {
-        ns.locks().release(mine.get());
+      if (!keep && (!adopted || !ns.locks().markSettled(mine))) {
+        ns.locks().release(mine);
       }
     }
   }
@@ -126,19 +142,48 @@ final class MoveSettler {
    * and the file had no name (third review, {@code MarkedMoveRaceTest}).
    */
   private static Optional<Boolean> settleMarked(BlobNamespace ns, DataLocks.Move move,
-      String id) throws IOException {
+      String id, DataLocks.Lock mine) throws IOException, LockLost {
     Optional<VersionedRecord> dst = ns.readStored(move.toKey(), true);
     Optional<VersionedRecord> src = ns.readStored(move.fromKey(), true);
     // Any move's marks of this file between these names: the lock's holder is the only
-    // mover that can still commit, and the settler holds it now.
+    // mover that can still commit, and the settler holds it now: checked below, after
+    // both reads, so that no mark read can be a later mover's.
     boolean moving = src.isPresent()
-        && src.get().record().isAnyMove(Mark.MOVING, move.toKey(), id);
+        && src.get().record().isAnyMove(sourceMark(move), move.toKey(), id);
     boolean moved = src.isPresent()
         && src.get().record().isAnyMove(Mark.MOVED, move.toKey(), id);
     boolean incoming = dst.isPresent()
         && dst.get().record().isAnyMove(Mark.INCOMING, move.fromKey(), id);
     if (!moving && !moved && !incoming) {
       return Optional.empty();
+    }
+    verifyHeld(ns, mine);
+    if (moving && move.replacing() && holdsPlain(dst, id)) {
+      // A rename over a file that committed ({@link MarkedReplace}: its file put over the
+      // destination) and stopped before it removed its source: rolled forward. Taking the
+      // mark off instead would leave two names on one file. Only a rename over a file
+      // commits so: for a plain rename, the destination holding the file plain is what an
+      // earlier rename left, and the source's mark a later one's, not committed (review
+      // of rados-replace, MF2: applied to every move, it deleted that source, and the
+      // file had no name).
+      ignoringConflict(() -> deleteIfThere(ns, move.fromKey(), src.get().version()));
+      return Optional.of(true);
+    }
+    if (moving && move.replacing() && dst.isPresent()
+        && dst.get().version() == move.replacedVersion()) {
+      // A rename over a file that has not committed: the replaced record is rewritten
+      // unchanged first, so that the stalled mover's commit, conditional on that version,
+      // can never apply once the mark is off. A conflict means that commit (or another
+      // writer) got there first: looked at again by the caller.
+      boolean[] fenced = {false};
+      ignoringConflict(() -> {
+        ns.calls().putIfVersion(move.toKey(), dst.get().record().encode(),
+            move.replacedVersion());
+        fenced[0] = true;
+      });
+      if (!fenced[0]) {
+        return Optional.of(false);
+      }
     }
     if (moved) {
       // Only the committed move's own record becomes the name (its token). Read before
@@ -171,13 +216,33 @@ final class MoveSettler {
     return moving ? Optional.of(true) : Optional.empty();
   }
 
+  /** The mark its mover puts on the source: a rename over a file has its own. */
+  private static Mark sourceMark(DataLocks.Move move) {
+    return move.replacing() ? Mark.REPLACING : Mark.MOVING;
+  }
+
+  /** Whether {@code dst} holds the file {@code id} unmarked: a rename over it committed. */
+  private static boolean holdsPlain(Optional<VersionedRecord> dst, String id) {
+    return dst.isPresent() && dst.get().record().mark() == Mark.NONE
+        && dst.get().record().fileId().equals(id);
+  }
+
+  private static void deleteIfThere(BlobNamespace ns, String key, long version)
+      throws IOException {
+    try {
+      ns.calls().deleteIfVersion(key, version);
+    } catch (java.io.FileNotFoundException gone) {
+      // removed by the mover or another settler meanwhile
+    }
+  }
+
   /**
-   * Settles a two-step move of one file ({@link Replacer}, an older client's directory
-   * rename): both names holding the file means the copy was made and the removal not, so
+   * Settles a two-step move of one file (an older client's rename over a file or
+   * directory rename): both names holding the file means the copy was made and the removal not, so
    * the source is removed. Returns whether it was (rolled forward).
    */
-  private static boolean settleTwoStep(BlobNamespace ns, DataLocks.Move move, String id)
-      throws IOException {
+  private static boolean settleTwoStep(BlobNamespace ns, DataLocks.Move move, String id,
+      DataLocks.Lock mine) throws IOException, LockLost {
     Optional<VersionedRecord> src = ns.readStored(move.fromKey(), false);
     Optional<VersionedRecord> dst = ns.readStored(move.toKey(), false);
     boolean srcHolds = src.isPresent() && src.get().version() == move.version()
@@ -186,6 +251,7 @@ final class MoveSettler {
     if (!srcHolds || !dstHolds) {
       return false;
     }
+    verifyHeld(ns, mine);
     try {
       ns.calls().deleteIfVersion(move.fromKey(), move.version());
       return true;
@@ -207,23 +273,24 @@ final class MoveSettler {
    * orphan sweeper, which had taken the free lock, scanned for names (fourth review: the
    * sweeper deleted the data of the file the new name held), or a delete of the new name
    * took the lock between the commit and the mover's finish (the old name then blocked).
-   * A two-step move that stalled before its copy is fenced too: its delete of the source
-   * conflicts and it takes its copy back ({@link Renamer#afterLostLock}).
+   * An older client's two-step move that stalled before its copy is fenced too: its delete
+   * of the source conflicts and it takes its copy back.
    */
-  private static boolean fenced(BlobNamespace ns, DataLocks.Move move, String id)
-      throws IOException {
+  private static boolean fenced(BlobNamespace ns, DataLocks.Move move, String id,
+      DataLocks.Lock mine) throws IOException, LockLost {
     Optional<VersionedRecord> src = ns.readStored(move.fromKey(), true);
     if (src.isEmpty() || !src.get().record().fileId().equals(id)) {
       return true;
     }
+    verifyHeld(ns, mine);
     FileRecord r = src.get().record();
     switch (r.mark()) {
       case MOVED:
         return true; // reads as gone: no mover read this version as its source
       case INCOMING:
         return finishedOrInvisible(ns, move.fromKey(), src.get());
-      case MOVING:
-        if (r.isAnyMove(Mark.MOVING, move.toKey(), id)) {
+      case MOVING, REPLACING:
+        if (r.isAnyMove(sourceMark(move), move.toKey(), id)) {
           return false; // this move's mark, made after settleMarked read it: settled again
         }
         break; // a stray mark of an earlier move that gave up: rewritten as it is
@@ -254,6 +321,24 @@ final class MoveSettler {
       CommittedMove.finish(ns, r.moveKey(), origin.get(), Optional.of(incoming));
     }
     return true;
+  }
+
+  /** The settler's lock was taken over by a later holder while it read the names. */
+  private static final class LockLost extends Exception {
+    LockLost() {
+      super(null, null, false, false); // a signal within this class, never shown
+    }
+  }
+
+  /**
+   * Throws {@link LockLost} unless {@code mine} is still the lock as this settler took it:
+   * called after the names are read and before acting on them.
+   */
+  private static void verifyHeld(BlobNamespace ns, DataLocks.Lock mine)
+      throws IOException, LockLost {
+    if (!ns.locks().stillHeld(mine)) {
+      throw new LockLost();
+    }
   }
 
   private interface StoreStep {

@@ -75,6 +75,22 @@ public record NamespaceOptions(long stripeSize, int writeBufferSize, long maxWri
         keepDirectoryMarkers, scanPageSize, false);
   }
 
+  /**
+   * Refuses a rename lease set explicitly above the writer lease, naming both keys. The
+   * namespace caps the rename lease to the writer lease ({@code DataLocks.renameLease}: a
+   * rename's lock must not outlive the claim on the data it guards), so such a setting
+   * would be ignored; an error at start says so where a warning in an executor's log would
+   * go unread (the review of rados-move5, S-e). The default rename lease is still capped
+   * without a word when the writer lease is set shorter: nobody asked for it.
+   */
+  public static void checkRenameLease(io.blobfs.store.StoreOptions fs, String renameKey,
+      String writerKey, Duration rename, Duration writer) {
+    if (fs.get(renameKey).isPresent() && rename.compareTo(writer) > 0) {
+      throw fs.bad(renameKey, fs.getString(renameKey, ""), "at most " + fs.fullKey(writerKey)
+          + " (" + writer + "), which caps it");
+    }
+  }
+
   public NamespaceOptions withWriterLease(Duration lease) {
     return new NamespaceOptions(stripeSize, writeBufferSize, maxWriteBytesInFlight,
         inlineThreshold, keepDirectoryMarkers, scanPageSize, createPerformance, lease,

@@ -21,15 +21,15 @@ import java.util.Optional;
  *       (conditional on the destination's version, the probed file), the source removed
  *       (conditional on its version), the source's data lock checked as a plain rename
  *       does. Readers see the old file or the new one, never none.
- *   <li>Without transactions, the rename's order that never loses data: under the locks
- *       of both files (taken in file-id order, so that two renames over each other wait
- *       instead of deadlocking), the source's record is put over the destination's
- *       conditional on the probed version, then the source removed. The source's lock
- *       records the move, so a crash between the two steps is rolled forward by the next
- *       client that takes it ({@link MoveSettler}): both names hold one file id, exactly
- *       the state a cut-off plain rename leaves. A step that loses a race puts the
- *       replaced record back. Readers on other clients see the old or the new file at the
- *       destination, never none; for a moment both names may hold the new one.
+ *   <li>Without transactions, a marked move ({@link MarkedReplace}) under the locks of
+ *       both files (taken in file-id order, so that two renames over each other wait
+ *       instead of deadlocking): the source marked, then its record put over the
+ *       destination's conditionally on the probed version (the commit point), then the
+ *       source removed. The source's lock records the move and the replaced version, so
+ *       that a crash or a stall at any step is rolled forward or back exactly by the next
+ *       client that takes it ({@link MoveSettler}), which fences a stalled mover. Readers
+ *       on other clients see the old or the new file at the destination, never none; for
+ *       a moment both names may hold the new one.
  * </ul>
  *
  * The replaced file's data is removed after the commit, as an overwrite removes the data
@@ -85,11 +85,13 @@ final class Replacer {
       for (int attempt = 1; ; attempt++) {
         Locked locked = replaceLocked(from, to, read, old, src, dst,
             attempt < BlobNamespace.RACE_ATTEMPTS);
-        if (locked.rewritten() == null) {
+        if (locked.rewritten() == null && locked.target() == null) {
           targetLock = locked.targetLock();
           break;
         }
-        read = locked.rewritten(); // under a lock that records this version, again
+        // under locks that record these versions, again
+        read = locked.rewritten() == null ? read : locked.rewritten();
+        old = locked.target() == null ? old : locked.target();
       }
     }
     try {
@@ -152,9 +154,10 @@ final class Replacer {
   private Locked replaceLocked(String from, String to, VersionedRecord read,
       VersionedRecord old, FsPath src, FsPath dst, boolean mayRetry) throws IOException {
     String srcId = read.record().fileId();
-    DataLocks.Move move = new DataLocks.Move(from, to, read.version());
+    DataLocks.Move move = MarkedReplace.move(from, to, read, old);
     DataLocks.Lock srcLock = null;
     DataLocks.Lock targetLock = null;
+    MarkedReplace replace = null;
     boolean targetFirst = old.record().fileId().compareTo(srcId) < 0;
     try {
       if (!targetFirst) {
@@ -162,7 +165,7 @@ final class Replacer {
       }
       DataLocks.Held held = ns.locks().takeForReplace(to, old, dst);
       if (held.changed()) {
-        throw changed(dst);
+        return retargeted(to, old, dst, mayRetry);
       }
       targetLock = held.lock();
       if (targetFirst) {
@@ -180,18 +183,29 @@ final class Replacer {
         // which a settler of this rename checks before rolling it forward.
         if (mayRetry && source.get().record().fileId().equals(srcId)
             && source.get().record().mark() == FileRecord.Mark.NONE) {
-          return new Locked(null, source.get());
+          return new Locked(null, source.get(), null);
         }
         throw BlobNamespace.lostRace("rename " + src + " over " + dst,
             new TransactionConflictException(src + " changed after it was read"));
       }
-      readTarget(to, old.record().fileId(), dst); // an inline target takes no lock
-      putOver(from, to, read, old, src, dst, srcLock, targetLock);
+      // An inline target takes no lock: read again. The source's lock records the probed
+      // version, which the commit is conditional on.
+      if (readTarget(to, old.record().fileId(), dst).version() != old.version()) {
+        return retargeted(to, old, dst, mayRetry);
+      }
+      replace = new MarkedReplace(ns, from, to, read, old, src, dst, srcLock);
+      try {
+        replace.run();
+      } catch (MarkedReplace.TargetRewrittenException fenced) {
+        return retargeted(to, old, dst, mayRetry); // changed nothing: the same file again
+      }
       DataLocks.Lock done = targetLock;
       targetLock = null; // handed to the caller
-      return new Locked(done, null);
+      return new Locked(done, null, null);
     } finally {
-      if (srcLock != null) {
+      // A mark this move may have left is settled by the lock's next taker once the lease
+      // runs out; released now, nobody would know of it.
+      if (srcLock != null && (replace == null || replace.settled())) {
         ns.locks().release(srcLock);
       }
       if (targetLock != null) {
@@ -200,119 +214,25 @@ final class Replacer {
     }
   }
 
-  /** The target's lock, still held; or, nothing held, the source as rewritten since read. */
-  private record Locked(DataLocks.Lock targetLock, VersionedRecord rewritten) {}
+  /**
+   * The target's lock, still held; or, nothing held, the source or the target as rewritten
+   * since read, to try again with.
+   */
+  private record Locked(DataLocks.Lock targetLock, VersionedRecord rewritten,
+      VersionedRecord target) {}
 
   /**
-   * The two steps, as {@link Renamer}'s move but with the destination's record replaced
-   * instead of created, and on failure the replaced record put back instead of the copy
-   * removed. An outcome that cannot be read back is reported with both names.
+   * The destination changed under the locks. Still the probed file (a settler of a rename
+   * over it rewrote it unchanged to fence that rename's commit, {@link MarkedReplace}),
+   * it is tried again at its new version; another file there is a changed target.
    */
-  private void putOver(String from, String to, VersionedRecord read, VersionedRecord old,
-      FsPath src, FsPath dst, DataLocks.Lock srcLock, DataLocks.Lock targetLock)
+  private Locked retargeted(String to, VersionedRecord old, FsPath dst, boolean mayRetry)
       throws IOException {
-    try {
-      ns.calls().putIfVersion(to, read.record().encode(), old.version());
-    } catch (TransactionConflictException e) {
-      throw changed(dst);
-    } catch (IOException e) {
-      putBack(to, read, old, src, dst, e); // it may have applied before it failed
-      throw new IOException("rename " + src + " over " + dst + " failed and changed nothing", e);
+    VersionedRecord now = readTarget(to, old.record().fileId(), dst);
+    if (!mayRetry) {
+      throw BlobNamespace.lostRace("rename over " + dst, new TransactionConflictException(
+          dst + " kept being rewritten while a rename over it was tried"));
     }
-    if (!ns.locks().stillHeld(srcLock)) {
-      settleLostLock(from, to, read, old, src, dst, srcLock, targetLock);
-      return;
-    }
-    try {
-      ns.calls().deleteIfVersion(from, read.version());
-    } catch (TransactionConflictException lost) {
-      if (!ns.locks().stillHeld(srcLock)) {
-        settleLostLock(from, to, read, old, src, dst, srcLock, targetLock);
-        return;
-      }
-      putBack(to, read, old, src, dst, lost);
-      throw BlobNamespace.lostRace("rename " + src + " over " + dst, lost);
-    } catch (IOException unknown) {
-      Optional<VersionedRecord> now;
-      try {
-        now = ns.readRecord(from, false);
-      } catch (IOException e) {
-        unknown.addSuppressed(e);
-        throw Renamer.bothNamed(src, dst, unknown);
-      }
-      if (now.isEmpty()) {
-        return; // the delete applied
-      }
-      if (now.get().version() == read.version()) {
-        putBack(to, read, old, src, dst, unknown);
-        throw new IOException("rename " + src + " over " + dst + " failed and changed nothing",
-            unknown);
-      }
-      throw Renamer.bothNamed(src, dst, unknown);
-    }
-  }
-
-  /**
-   * The source's lock was taken over after the put (this rename stalled past its lease):
-   * the plain rename's rules decide under the lock taken again. If they take the copy
-   * back, no name holds the replaced file until it is put back, and the target's lock,
-   * with the same lease, may have lapsed too: a sweeper could then have taken it and
-   * removed the data. So the replaced record goes back only while this rename still holds
-   * the target's lock (none for a file kept in its record) and every data blob is there;
-   * otherwise, or if the put-back is refused, the loss is reported as such.
-   */
-  private void settleLostLock(String from, String to, VersionedRecord read, VersionedRecord old,
-      FsPath src, FsPath dst, DataLocks.Lock lost, DataLocks.Lock targetLock)
-      throws IOException {
-    try {
-      ns.renamer().afterLostLock(from, to, read, src, dst, lost);
-    } catch (IOException e) {
-      String why;
-      try {
-        why = whyNotToPutBack(old, targetLock);
-        if (why == null) {
-          ns.calls().put(to, old.record().encode(), PutMode.CREATE);
-        }
-      } catch (IOException | RuntimeException again) {
-        e.addSuppressed(again);
-        why = "checking or putting it back failed (" + again + ")";
-      }
-      if (why == null) {
-        throw e; // put back: neither name changed
-      }
-      throw new ReplacedFileLostException("rename " + src + " over " + dst + " outlived its"
-          + " locks and failed (see the cause), and the file " + dst + " held ("
-          + old.record().fileId() + ") was not put back: " + why + ". " + dst + " no longer"
-          + " names it; what is left of its data goes to the orphan sweeper", e);
-    }
-  }
-
-  /** Why the replaced file must not be put back, or null if it may. */
-  private String whyNotToPutBack(VersionedRecord old, DataLocks.Lock targetLock)
-      throws IOException {
-    if (targetLock != null && !ns.locks().stillHeld(targetLock)) {
-      return "its lock (" + targetLock.key() + ") was taken over meanwhile, so its data may"
-          + " have been removed";
-    }
-    if (!ns.renamer().dataWhole(old.record())) {
-      return "its data is no longer whole";
-    }
-    return null;
-  }
-
-  /** Puts the replaced record back over this rename's copy if the copy is there. */
-  private void putBack(String to, VersionedRecord read, VersionedRecord old, FsPath src,
-      FsPath dst, IOException cause) throws IOException {
-    try {
-      Optional<VersionedRecord> copy = ns.readRecord(to, false);
-      if (copy.isPresent() && copy.get().record().fileId().equals(read.record().fileId())) {
-        ns.calls().putIfVersion(to, old.record().encode(), copy.get().version());
-      }
-    } catch (TransactionConflictException replaced) {
-      cause.addSuppressed(replaced); // a newer file is there now: not ours to replace
-    } catch (IOException e) {
-      cause.addSuppressed(e);
-      throw Renamer.bothNamed(src, dst, cause);
-    }
+    return new Locked(null, null, now);
   }
 }

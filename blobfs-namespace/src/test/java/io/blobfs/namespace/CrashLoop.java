@@ -119,6 +119,15 @@ public final class CrashLoop {
         ns.rename(victim.path(), dir.child("r" + n));
         return "rename-file";
       }
+      if (dice < 72) {
+        // A new version made aside, then renamed over the file: the group keeps its count
+        // whether the rename over happened or not, and one cut off must leave neither two
+        // names on a file nor a name without data.
+        FsPath made = FsPath.parse(NEW + seed + "-" + n).child("o");
+        write(ns, made, groupOf(ns, victim), ++writes, rnd);
+        ns.renameOver(made, victim);
+        return "rename-over";
+      }
       write(ns, victim.path(), groupOf(ns, victim), ++writes, rnd);
       return "overwrite";
     }

@@ -101,16 +101,17 @@ class DirectoryMoveFencingTest extends StalledMoveFixture {
    * lock fences /a/s and releases. Before, the late put still applied (the target was
    * unchanged): a client renamed the new /a/t to /x before the mover went on, the mover
    * found its copy gone, put the replaced record back at /a/t, and /a/s and /x both named
-   * the source's file. Now the mover, finding its copy renamed on and its fenced source
-   * still there, removes the source: the rename over is complete (the replaced file goes)
-   * and its file's one name is /x, where the client moved it.
+   * the source's file. Now the settler rewrites the replaced /a/t unchanged before it
+   * takes the mark off /a/s ({@link MarkedReplace}), so the late put, conditional on the
+   * probed version, never applies: the rename over did not happen, the client moved the
+   * old /a/t to /x, and each file keeps one name.
    */
   @Test
   void aFencedRenameOversLatePutNeverBecomesASecondName() throws Exception {
     FsPath s = FsPath.parse("/a/s");
     FsPath t = FsPath.parse("/a/t");
     byte[] sBytes = write(s, 3 * 4096 + 5);
-    write(t, 2 * 4096 + 7);
+    byte[] tBytes = write(t, 2 * 4096 + 7);
     String sId = reader.probe(s).get().record().fileId();
     String tId = reader.probe(t).get().record().fileId();
     FaultInjectingBlobStore m = faults();
@@ -131,7 +132,7 @@ class DirectoryMoveFencingTest extends StalledMoveFixture {
     assertTrue(MoveSettler.settle(reader, lock.get()), "a settler fences /a/s, releases");
     Fault next = m.on(Op.READ, Op.STAT).nth(1).pause(); // the mover's next call
     put.release();
-    next.awaitReached(); // /a/t holds the source's file: the mover is about to go on
+    next.awaitReached(); // the late put refused: the mover is about to look at /a/t
     boolean renamedOn = reader.rename(t, X);
     next.release();
     Object outcome = mover.get(30, TimeUnit.SECONDS);
@@ -140,20 +141,22 @@ class DirectoryMoveFencingTest extends StalledMoveFixture {
     String state = "names of /a/s's file " + sNames + ", of /a/t's " + tNames
         + "; C's rename of /a/t: " + renamedOn + "; the rename over: " + outcome;
     assertTrue(renamedOn, state);
-    assertEquals(List.of(X), sNames, state);
-    assertArrayEquals(sBytes, readAll(X), state);
-    assertEquals(List.of(), tNames, state);
-    assertEquals("renamed", outcome, state);
+    assertEquals(List.of(s), sNames, state);
+    assertArrayEquals(sBytes, readAll(s), state);
+    assertEquals(List.of(X), tNames, state);
+    assertArrayEquals(tBytes, readAll(X), state);
+    assertTrue(outcome instanceof TargetChangedException, state);
   }
 
   /**
-   * S4. The same stalled rename over a file, its late put left alone: the mover finds its
-   * source fenced (still the file, at a new version) and takes its copy back, and says
-   * so. Before, its scan for the file's other names found the source itself: "meanwhile
-   * /a/s was renamed to /a/s".
+   * S4. The same stalled rename over a file, its late put left alone: the put conflicts
+   * with the fence (/a/t still the file it meant to replace, at a new version), which
+   * changed nothing, and the rename is tried again under fresh locks and done (review of
+   * rados-replace, should 3: a fence cannot be told from an earlier rename's settler's, so
+   * "this move was fenced" may be untrue). Before the marked rename over, its scan for
+   * the file's other names found the source itself: "meanwhile /a/s was renamed to /a/s".
    */
-  @Test
-  void aFencedRenameOverTakesItsCopyBackAndSaysItWasFenced() throws Exception {
+  void aFencedRenameOverIsTriedAgainAndDone() throws Exception {
     FsPath s = FsPath.parse("/a/s");
     FsPath t = FsPath.parse("/a/t");
     byte[] sBytes = write(s, 3 * 4096 + 5);
@@ -175,12 +178,11 @@ class DirectoryMoveFencingTest extends StalledMoveFixture {
     assertTrue(MoveSettler.settle(reader, reader.locks().read(sId).get()));
     put.release();
     Object outcome = mover.get(30, TimeUnit.SECONDS);
-    String message = String.valueOf(outcome instanceof Exception e && e.getCause() != null
-        ? e.getCause().getMessage() : outcome);
-    assertTrue(message.contains("was fenced: it stalled past its lease")
-        && !message.contains("renamed to"), message);
-    assertArrayEquals(sBytes, readAll(s));
-    assertArrayEquals(tBytes, readAll(t));
+    String state = "the rename over: " + outcome + "; /a/s's file at "
+        + namesOf(sId, s, t) + "; /a/t had " + tBytes.length + " bytes";
+    assertEquals("renamed", outcome, state);
+    assertEquals(List.of(t), namesOf(sId, s, t), state);
+    assertArrayEquals(sBytes, readAll(t), state);
   }
 
   /**
@@ -269,17 +271,5 @@ class DirectoryMoveFencingTest extends StalledMoveFixture {
     FileRecord plain = FileRecord.decode(from, raw.bytes(), raw.bytes().length, true);
     memory.put(key, plain.marked(FileRecord.Mark.INCOMING, from, 42).encode(),
         PutMode.CREATE);
-  }
-
-  /** The paths among {@code candidates} that hold the file {@code id}. */
-  private List<FsPath> namesOf(String id, FsPath... candidates) throws IOException {
-    List<FsPath> names = new ArrayList<>();
-    for (FsPath p : candidates) {
-      Optional<FileInfo> i = reader.probe(p);
-      if (i.isPresent() && i.get().isFile() && i.get().record().fileId().equals(id)) {
-        names.add(p);
-      }
-    }
-    return names;
   }
 }

@@ -7,6 +7,9 @@ import io.blobfs.store.memory.InMemoryBlobStore;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
 import java.util.Random;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
@@ -85,5 +88,17 @@ abstract class StalledMoveFixture {
       }
     };
     return threads.submit(rename);
+  }
+
+  /** The paths among {@code candidates} that hold the file {@code id}. */
+  List<FsPath> namesOf(String id, FsPath... candidates) throws IOException {
+    List<FsPath> names = new ArrayList<>();
+    for (FsPath p : candidates) {
+      Optional<FileInfo> i = reader.probe(p);
+      if (i.isPresent() && i.get().isFile() && i.get().record().fileId().equals(id)) {
+        names.add(p);
+      }
+    }
+    return names;
   }
 }

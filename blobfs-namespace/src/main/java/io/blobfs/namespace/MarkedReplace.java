@@ -1,0 +1,257 @@
+package io.blobfs.namespace;
+
+import io.blobfs.namespace.FileRecord.Mark;
+import io.blobfs.store.TransactionConflictException;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.security.SecureRandom;
+import java.util.Optional;
+
+/**
+ * A rename over an existing file without transactions ({@link Replacer}), as a marked move
+ * like {@link MarkedMove}, under the locks of both files; the source's lock records the
+ * move with the version of the destination's record it replaces ({@link DataLocks.Move}):
+ *
+ * <ol>
+ *   <li>the source is marked {@link Mark#REPLACING} to the destination, conditionally on the
+ *       version read: readers still see it;
+ *   <li>the commit point: the source's file is put over the destination, conditionally on
+ *       the replaced version. From then on the destination holds the new file; the source,
+ *       still marked moving, holds it too until the next step (both names one file for a
+ *       moment, as readers on other clients always could see);
+ *   <li>the source deleted, conditionally on its marked version.
+ * </ol>
+ *
+ * A settler of the lock ({@link MoveSettler}) reads how far it got: the destination
+ * holding the source's file id means committed, and the source is removed (rolled
+ * forward); otherwise it rewrites the replaced record unchanged if it is still at the
+ * replaced version, then takes the mark off the source (rolled back). That rewrite fences
+ * a stalled mover: its commit, conditional on the replaced version, conflicts whenever it
+ * arrives, and its delete of the source conflicts with the unmarked version. A late step
+ * of a fenced mover changes nothing. Before, the commit was an unconditional two-step
+ * move that a settler could not stop, and a mover that lost its lock put the replaced
+ * record back on any failure, even after a client had deleted its late copy (the review
+ * of rados-move5, S-b: the replaced file came back under the deleted name).
+ *
+ * <p>Nothing is ever put back: before the commit the destination is untouched, after it
+ * the move is final. A failure whose outcome cannot be read back leaves the lock unsettled
+ * ({@link #settled}) for its next taker.
+ */
+final class MarkedReplace {
+  private static final SecureRandom TOKENS = new SecureRandom();
+  private final BlobNamespace ns;
+  private final String from;
+  private final String to;
+  /** The source as read under the lock, unmarked, with its inline bytes. */
+  private final FileRecord file;
+  private final long readVersion;
+  /** The version of the destination's record this rename replaces (the probed file's). */
+  private final long replacedVersion;
+  private final String replacedId;
+  private final FsPath src;
+  private final FsPath dst;
+  private final long token;
+  /** The source's lock, taken for this move. */
+  private final DataLocks.Lock lock;
+  /** False while the source may carry a mark of this move that nobody will settle. */
+  private boolean settled = true;
+
+  MarkedReplace(BlobNamespace ns, String from, String to, VersionedRecord read,
+      VersionedRecord replaced, FsPath src, FsPath dst, DataLocks.Lock lock) {
+    this.ns = ns;
+    this.lock = lock;
+    this.from = from;
+    this.to = to;
+    this.file = read.record().unmarked();
+    this.readVersion = read.version();
+    this.replacedVersion = replaced.version();
+    this.replacedId = replaced.record().fileId();
+    this.src = src;
+    this.dst = dst;
+    long t;
+    do {
+      t = TOKENS.nextLong();
+    } while (t == 0);
+    this.token = t;
+  }
+
+  /** The move its lock records, replaced version included. */
+  static DataLocks.Move move(String from, String to, VersionedRecord read,
+      VersionedRecord replaced) {
+    return new DataLocks.Move(from, to, read.version(), replaced.version());
+  }
+
+  boolean settled() {
+    return settled;
+  }
+
+  /**
+   * Runs the move. Returns once it has committed (the source's removal may be left to the
+   * lock's next taker); throws if it did not, having changed nothing.
+   */
+  void run() throws IOException {
+    settled = false;
+    long marked = mark();
+    commit(marked);
+    try {
+      ns.calls().deleteIfVersion(from, marked);
+    } catch (TransactionConflictException | FileNotFoundException gone) {
+      // a settler rolled the committed move forward meanwhile (this mover stalled)
+    } catch (IOException e) {
+      return; // committed: the lock's next taker removes the source (settled stays false)
+    }
+    settled = true;
+  }
+
+  private long mark() throws IOException {
+    try {
+      ns.calls().putIfVersion(from, file.marked(Mark.REPLACING, to, token).encode(), readVersion);
+    } catch (TransactionConflictException lost) {
+      settled = true; // fenced by a settler, or changed by a client that takes no lock
+      throw BlobNamespace.lostRace(what(), lost);
+    } catch (IOException unknown) {
+      if (readBack(from, unknown).filter(this::ownMark).isEmpty()) {
+        settled = true;
+        throw changedNothing(unknown);
+      }
+    }
+    Optional<VersionedRecord> now = ns.readStored(from, false);
+    if (now.isEmpty() || !ownMark(now.get())) {
+      settled = true;
+      throw BlobNamespace.lostRace(what(),
+          new TransactionConflictException(src + " changed right after it was marked"));
+    }
+    return now.get().version();
+  }
+
+  private void commit(long marked) throws IOException {
+    try {
+      ns.calls().putIfVersion(to, file.encode(), replacedVersion);
+      return;
+    } catch (TransactionConflictException lost) {
+      // The destination changed (another writer), or a settler fenced it. Undone, unless
+      // the file is found there after all.
+      if (!rollBack(marked)) {
+        committedAfterConflict();
+        return;
+      }
+      Optional<VersionedRecord> now = ns.readStored(to, false);
+      if (now.isEmpty() || !now.get().record().fileId().equals(replacedId)) {
+        throw new TargetChangedException(dst + " no longer holds the file the rename was"
+            + " to replace (written, replaced or removed meanwhile); nothing was changed");
+      }
+      throw new TargetRewrittenException(what() + ": " + dst + " was rewritten unchanged"
+          + " before the commit; nothing was changed", lost);
+    } catch (IOException unknown) {
+      if (holdsFile(readBack(to, unknown))) {
+        return;
+      }
+      if (rollBack(marked)) {
+        throw changedNothing(unknown);
+      }
+      // the commit whose answer was lost applied late, before the fence: committed
+    }
+  }
+
+  /**
+   * The destination holds this move's file although its commit conflicted. With the
+   * source's lock still this move's, no other rename of the file can have put it there:
+   * the commit applied (a call resent by the store's client whose first try landed
+   * unseen), and the source is removed as after any commit. Before, a
+   * TargetChangedException was thrown with the file under both names and the lock left
+   * unsettled (review of rados-replace, should 2). With the lock lost (this move stalled
+   * past its lease), a later rename of the same file over the same name may have done it:
+   * which one did is unknown, so this one reports a lost race and leaves the source to
+   * the lock's holder.
+   */
+  private void committedAfterConflict() throws IOException {
+    if (!ns.locks().stillHeld(lock)) {
+      settled = true; // the lock's holder settles the source, not this move
+      throw BlobNamespace.lostRace(what(), new TransactionConflictException(what()
+          + " stalled past its lease; " + dst + " holds the file, put there by this"
+          + " rename or a later one; " + src + " is left to the later holder of its lock"));
+    }
+  }
+
+  /**
+   * Undoes a move that did not commit. The replaced record is rewritten unchanged first if
+   * it is still at the replaced version, so that this move's commit, if it is still in
+   * flight (a timed-out call may apply late), can never apply; then the mark is taken off
+   * the source. Returns false, undoing nothing, if the commit turns out to have applied.
+   */
+  private boolean rollBack(long marked) throws IOException {
+    Optional<VersionedRecord> there = ns.readStored(to, true);
+    if (holdsFile(there)) {
+      return false;
+    }
+    if (there.isPresent() && there.get().version() == replacedVersion) {
+      try {
+        ns.calls().putIfVersion(to, there.get().record().encode(), replacedVersion);
+      } catch (TransactionConflictException e) {
+        if (holdsFile(ns.readStored(to, false))) {
+          return false; // the late commit won; the replaced version is gone for good
+        }
+      }
+    }
+    Optional<VersionedRecord> source = ns.readStored(from, true);
+    if (source.isPresent() && source.get().version() == marked) {
+      try {
+        ns.calls().putIfVersion(from, source.get().record().unmarked().encode(), marked);
+      } catch (TransactionConflictException e) {
+        // a settler took the mark off meanwhile
+      }
+    }
+    settled = true;
+    return true;
+  }
+
+  /**
+   * The commit conflicted with the replaced file rewritten unchanged (still the same file,
+   * at a new version), and nothing was changed. That is a settler's fence: of this move,
+   * if it stalled past its lease, or of an earlier rename over the same file whose lock ran
+   * out, settled only now. Which one cannot be told from the names, and either way the
+   * target is still the file the caller meant to replace: {@link Replacer} tries again
+   * under fresh locks recording its new version, as it does when it sees that rewrite
+   * before the move runs. Before, this was always reported as "this move was fenced",
+   * untrue in the second case (review of rados-replace, should 3).
+   */
+  static final class TargetRewrittenException extends TransactionConflictException {
+    private static final long serialVersionUID = 1L;
+
+    TargetRewrittenException(String message, Throwable cause) {
+      super(message);
+      initCause(cause);
+    }
+  }
+
+  private boolean ownMark(VersionedRecord r) {
+    return r.record().is(Mark.REPLACING, to, file.fileId(), token);
+  }
+
+  /** Whether the destination holds this move's file, plain: the commit applied. */
+  private boolean holdsFile(Optional<VersionedRecord> there) {
+    return there.isPresent() && there.get().record().mark() == Mark.NONE
+        && there.get().record().fileId().equals(file.fileId());
+  }
+
+  private Optional<VersionedRecord> readBack(String key, IOException unknown)
+      throws IOException {
+    try {
+      return ns.readStored(key, false);
+    } catch (IOException e) {
+      unknown.addSuppressed(e);
+      throw new IOException(what() + " failed part-way and its outcome could not be read"
+          + " back: readers see the old or the new file at " + dst + "; the next operation"
+          + " on the file (after its lock's lease) completes the rename or takes it back",
+          unknown);
+    }
+  }
+
+  private String what() {
+    return "rename " + src + " over " + dst;
+  }
+
+  private IOException changedNothing(IOException cause) {
+    return new IOException(what() + " failed and changed nothing", cause);
+  }
+}
