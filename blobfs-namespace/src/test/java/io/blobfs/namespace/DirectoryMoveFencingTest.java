@@ -156,6 +156,7 @@ class DirectoryMoveFencingTest extends StalledMoveFixture {
    * "this move was fenced" may be untrue). Before the marked rename over, its scan for
    * the file's other names found the source itself: "meanwhile /a/s was renamed to /a/s".
    */
+  @Test
   void aFencedRenameOverIsTriedAgainAndDone() throws Exception {
     FsPath s = FsPath.parse("/a/s");
     FsPath t = FsPath.parse("/a/t");
