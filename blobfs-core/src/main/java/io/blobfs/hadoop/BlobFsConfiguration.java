@@ -181,7 +181,8 @@ public final class BlobFsConfiguration {
     long buffer = Math.min(writeBuffer, stripe);
     NamespaceOptions ns = new NamespaceOptions(stripe, (int) buffer, Math.max(inflight, buffer),
         (int) inline, markers.equals("keep"), page, fs.getBoolean(CREATE_PERFORMANCE, false),
-        writerLease(fs), renameLease(fs, writerLease(fs)));
+        writerLease(fs),
+        NamespaceOptions.renameLease(fs, RENAME_LEASE, WRITER_LEASE, writerLease(fs)));
     return new Settings(storeName, type, typeKey, backend, ns, readBuffer, readAhead, randomMin,
         policy, permission, fs.getBoolean(DOWNGRADE_SYNCABLE_EXCEPTIONS, true),
         (int) fs.getBytes(WRITE_GATHER_SIZE, WRITE_GATHER_SIZE_DEFAULT, 0, 16L << 20));
@@ -194,21 +195,6 @@ public final class BlobFsConfiguration {
     if (lease.compareTo(java.time.Duration.ofMinutes(1)) < 0) {
       throw fs.bad(WRITER_LEASE, fs.getString(WRITER_LEASE, ""), "at least 1m");
     }
-    return lease;
-  }
-
-  /**
-   * At least a second: a lock renewed every quarter lease must not renew all the time.
-   * {@link NamespaceOptions#checkRenameLease} says why one set above the writer lease is
-   * refused.
-   */
-  private static java.time.Duration renameLease(StoreOptions fs, java.time.Duration writer) {
-    java.time.Duration lease =
-        fs.getDuration(RENAME_LEASE, NamespaceOptions.DEFAULT_RENAME_LEASE);
-    if (lease.compareTo(java.time.Duration.ofSeconds(1)) < 0) {
-      throw fs.bad(RENAME_LEASE, fs.getString(RENAME_LEASE, ""), "at least 1s");
-    }
-    NamespaceOptions.checkRenameLease(fs, RENAME_LEASE, WRITER_LEASE, lease, writer);
     return lease;
   }
 

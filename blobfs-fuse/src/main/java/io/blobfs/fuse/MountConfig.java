@@ -38,8 +38,8 @@ record MountConfig(String storeName, String storeType, StoreOptions backend,
 
   private static final List<String> FS_SUFFIXES = List.of("stripe.size", "write.buffer.size",
       "write.max-inflight", "inline.threshold", "directory.markers", "list.page.size",
-      "create.performance", "writer.lease", "rename.lease", "permission", "read.buffer.size", "read.ahead",
-      "read.random.min", "read.policy", "downgrade.syncable.exceptions");
+      "create.performance", "writer.lease", "rename.lease", "permission", "read.buffer.size",
+      "read.ahead", "read.random.min", "read.policy", "downgrade.syncable.exceptions");
 
   /** The properties of a Hadoop-style configuration file. */
   static Map<String, String> readXml(Path file) throws IOException {
@@ -103,11 +103,8 @@ record MountConfig(String storeName, String storeType, StoreOptions backend,
     Duration lease = fs.getDuration("writer.lease", NamespaceOptions.DEFAULT_WRITER_LEASE);
     // The rename lease as blob:// reads it (before, the mount ignored the key and always
     // ran with the default).
-    Duration renameLease = fs.getDuration("rename.lease", NamespaceOptions.DEFAULT_RENAME_LEASE);
-    if (renameLease.compareTo(Duration.ofSeconds(1)) < 0) {
-      throw fs.bad("rename.lease", fs.getString("rename.lease", ""), "at least 1s");
-    }
-    NamespaceOptions.checkRenameLease(fs, "rename.lease", "writer.lease", renameLease, lease);
+    Duration renameLease =
+        NamespaceOptions.renameLease(fs, "rename.lease", "writer.lease", lease);
     NamespaceOptions ns = new NamespaceOptions(stripe, (int) buffer, Math.max(inflight, buffer),
         (int) inline, markers, page, fs.getBoolean("create.performance", false), lease,
         renameLease);

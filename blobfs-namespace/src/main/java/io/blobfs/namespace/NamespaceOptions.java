@@ -76,19 +76,27 @@ public record NamespaceOptions(long stripeSize, int writeBufferSize, long maxWri
   }
 
   /**
-   * Refuses a rename lease set explicitly above the writer lease, naming both keys. The
-   * namespace caps the rename lease to the writer lease ({@code DataLocks.renameLease}: a
-   * rename's lock must not outlive the claim on the data it guards), so such a setting
-   * would be ignored; an error at start says so where a warning in an executor's log would
-   * go unread (the review of rados-move5, S-e). The default rename lease is still capped
-   * without a word when the writer lease is set shorter: nobody asked for it.
+   * The rename lease under {@code renameKey} ({@link #DEFAULT_RENAME_LEASE} if unset), for
+   * blob:// and the FUSE mount alike. At least a second: a lock renewed every quarter lease
+   * must not renew all the time. One set explicitly above the writer lease is refused,
+   * naming both keys: the namespace caps the rename lease to the writer lease
+   * ({@code DataLocks.renameLease}: a rename's lock must not outlive the claim on the data it
+   * guards), so such a setting would be ignored; an error at start says so where a warning
+   * in an executor's log would go unread (the review of rados-move5, S-e). The default
+   * rename lease is still capped without a word when the writer lease is set shorter:
+   * nobody asked for it.
    */
-  public static void checkRenameLease(io.blobfs.store.StoreOptions fs, String renameKey,
-      String writerKey, Duration rename, Duration writer) {
-    if (fs.get(renameKey).isPresent() && rename.compareTo(writer) > 0) {
+  public static Duration renameLease(io.blobfs.store.StoreOptions fs, String renameKey,
+      String writerKey, Duration writer) {
+    Duration lease = fs.getDuration(renameKey, DEFAULT_RENAME_LEASE);
+    if (lease.compareTo(Duration.ofSeconds(1)) < 0) {
+      throw fs.bad(renameKey, fs.getString(renameKey, ""), "at least 1s");
+    }
+    if (fs.get(renameKey).isPresent() && lease.compareTo(writer) > 0) {
       throw fs.bad(renameKey, fs.getString(renameKey, ""), "at most " + fs.fullKey(writerKey)
           + " (" + writer + "), which caps it");
     }
+    return lease;
   }
 
   public NamespaceOptions withWriterLease(Duration lease) {
