@@ -70,6 +70,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
   private final StoreLimits limits;
   private final Duration opTimeout;
   private final ExecutorService completions;
+  private final java.util.Set<Thread> completionThreads = ConcurrentHashMap.newKeySet();
   private final RadosKeys keys;
   private final RadosListings listings;
   private final CephPlacement placement;
@@ -102,6 +103,7 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     this.completions = Executors.newFixedThreadPool(2, r -> {
       Thread t = new Thread(r, "blobfs-rados-" + pool);
       t.setDaemon(true);
+      completionThreads.add(t);
       return t;
     });
   }
@@ -573,11 +575,14 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     final Object buffer;
     final Executor executor;
     final OnDone onDone;
+    /** The handle the call runs on: closed only once every such call has completed. */
+    final RadosCluster cluster;
 
-    Pending(Object buffer, Executor executor, OnDone onDone) {
+    Pending(Object buffer, Executor executor, OnDone onDone, RadosCluster cluster) {
       this.buffer = buffer;
       this.executor = executor;
       this.onDone = onDone;
+      this.cluster = cluster;
     }
   }
 
@@ -612,17 +617,22 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
       } catch (IOException | RuntimeException e) {
         result.completeExceptionally(e);
       }
-    }));
+    }, cluster));
+    // Counted before the call: close() waits for it (under our read lock here, so the
+    // count is up before close can look at it).
+    cluster.aioStarted();
     PointerByReference completion = new PointerByReference();
     int rc = LIB.rados_aio_create_completion2(new Pointer(id), ON_COMPLETE, completion);
     if (rc < 0) {
       PENDING.remove(id);
+      cluster.aioDone();
       return CompletableFuture.failedFuture(RadosErrors.toException(op, key, rc));
     }
     rc = submit.call(io, completion.getValue());
     if (rc < 0) {
       PENDING.remove(id);
       LIB.rados_aio_release(completion.getValue());
+      cluster.aioDone();
       return CompletableFuture.failedFuture(RadosErrors.toException(op, key, rc));
     }
     // librados times out by itself (rados_osd_op_timeout); this is the backstop should a
@@ -647,6 +657,9 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     LIB.rados_aio_release(completion);
     Pending p = PENDING.remove(Pointer.nativeValue(arg));
     if (p != null) {
+      // The call's last use of the handle is behind it: counted done before the hand-off,
+      // so that a close() run by the hand-off itself does not wait for its own call.
+      p.cluster.aioDone();
       try {
         p.executor.execute(() -> p.onDone.accept(rc, version));
       } catch (java.util.concurrent.RejectedExecutionException closing) {
@@ -677,6 +690,18 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     }
     completions.shutdown();
     cluster.release();
+    // Completions already handed to the executor finish before close returns, so a
+    // caller sees every call made before close() settled once it returns (not awaited
+    // when close() runs on that executor: it would wait for itself).
+    if (completionThreads.contains(Thread.currentThread())) {
+      return;
+    }
+    try {
+      completions.awaitTermination(opTimeout.plus(RadosCluster.AIO_DRAIN_SLACK).toMillis(),
+          TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   @Override

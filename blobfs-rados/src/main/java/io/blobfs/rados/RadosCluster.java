@@ -33,12 +33,15 @@ final class RadosCluster {
   record Identity(String confPath, String clientId, String keyring, String monHost,
       Duration opTimeout) {}
 
+  private static final System.Logger LOG = System.getLogger(RadosCluster.class.getName());
   private static final Map<Identity, RadosCluster> OPEN = new HashMap<>();
 
   private final Identity identity;
   private final Handle rados;
   private final Map<String, IoCTX> contexts = new ConcurrentHashMap<>();
   private int users;
+  /** AIO calls submitted on this handle whose completion has not run yet. */
+  private int aioInFlight; // guarded by this
 
   /** rados-java keeps the {@code rados_t} protected; our own librados calls need it. */
   private static final class Handle extends Rados {
@@ -75,13 +78,70 @@ final class RadosCluster {
       }
       OPEN.remove(identity);
     }
+    // A completion that runs after its context is destroyed touches freed memory and
+    // kills the JVM (SIGSEGV in librados, seen in RadosNativeHandlesIT when a store was
+    // closed under reads). rados_aio_flush waits for writes only, so every AIO call is
+    // counted and waited for here; librados times each out (rados_osd_op_timeout).
+    Duration bound = identity.opTimeout().plus(AIO_DRAIN_SLACK);
+    if (!awaitAioDrained(bound)) {
+      // Better a leaked handle than a crashed process: the late completions still
+      // find their context and threads.
+      LOG.log(System.Logger.Level.WARNING, aioInFlight() + " librados calls still in"
+          + " flight " + bound.toSeconds() + " s after close; the cluster handle is left"
+          + " open");
+      return;
+    }
     for (IoCTX io : contexts.values()) {
-      // Completions that came after the context is gone would touch freed memory.
       LibRados.INSTANCE.rados_aio_flush(io.getPointer());
       rados.ioCtxDestroy(io);
     }
     contexts.clear();
     rados.shutDown();
+  }
+
+  /** Beyond librados's own op timeout, before a close gives up waiting for completions. */
+  static final Duration AIO_DRAIN_SLACK = Duration.ofSeconds(10);
+
+  /** Called before an AIO call is submitted on this handle. */
+  synchronized void aioStarted() {
+    aioInFlight++;
+  }
+
+  /**
+   * Called once the AIO call's completion has run, or once its submission failed: the
+   * last use of the handle by that call.
+   */
+  synchronized void aioDone() {
+    if (--aioInFlight == 0) {
+      notifyAll();
+    }
+  }
+
+  synchronized int aioInFlight() {
+    return aioInFlight;
+  }
+
+  private synchronized boolean awaitAioDrained(Duration bound) {
+    long deadline = System.nanoTime() + bound.toNanos();
+    boolean interrupted = false;
+    try {
+      while (aioInFlight > 0) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          return false;
+        }
+        try {
+          TimeUnit.NANOSECONDS.timedWait(this, left);
+        } catch (InterruptedException e) {
+          interrupted = true; // the wait is what keeps the process alive: finish it
+        }
+      }
+      return true;
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
   }
 
   /** The context of a pool with its namespace fixed; made on first use. */

@@ -184,6 +184,40 @@ class RadosNativeHandlesIT {
     closers.shutdown();
   }
 
+  /**
+   * close() returns only once every AIO call it may free the context of has completed:
+   * reads in flight when a store closes used to be left running (rados_aio_flush waits
+   * for writes only), and a completion arriving after the context was destroyed killed
+   * the JVM with SIGSEGV inside librados (CI, 2026-11-25, in the test above).
+   */
+  @Test
+  void closeReturnsOnlyOnceEveryReadInFlightHasCompleted() throws Exception {
+    Map<String, String> o = options("drain-" + System.nanoTime());
+    int objects = 8;
+    int size = 4 << 20;
+    try (RadosBlobStore setup = open(o)) {
+      for (int i = 0; i < objects; i++) {
+        setup.put("d/k" + i, ByteBuffer.wrap(new byte[size]), PutMode.OVERWRITE);
+      }
+    }
+    for (int round = 0; round < 3; round++) {
+      RadosBlobStore store = open(o);
+      List<java.util.concurrent.CompletableFuture<?>> reads = new ArrayList<>();
+      for (int i = 0; i < 64; i++) {
+        reads.add(store.read("d/k" + (i % objects), 0, ByteBuffer.allocateDirect(size)));
+      }
+      store.close();
+      long pending = reads.stream().filter(f -> !f.isDone()).count();
+      assertEquals(0, pending, "reads still in flight after close() returned (round "
+          + round + ")");
+    }
+    try (RadosBlobStore cleanup = open(o)) {
+      for (int i = 0; i < objects; i++) {
+        cleanup.delete("d/k" + i);
+      }
+    }
+  }
+
   private static long count(String procDir) throws IOException {
     try (Stream<Path> s = Files.list(Path.of(procDir))) {
       return s.count();
