@@ -56,12 +56,15 @@ final class MarkedMove {
   private final FsPath dst;
   /** This move's token, in each record it writes (never 0). */
   private final long token;
+  /** The file's lock, taken for this move. */
+  private final DataLocks.Lock lock;
   /** False while the source may carry a mark of this move that nobody will settle. */
   private boolean settled = true;
 
   MarkedMove(BlobNamespace ns, String from, String to, VersionedRecord read, FsPath src,
-      FsPath dst) {
+      FsPath dst, DataLocks.Lock lock) {
     this.ns = ns;
+    this.lock = lock;
     this.from = from;
     this.to = to;
     this.file = read.record().unmarked();
@@ -167,6 +170,24 @@ final class MarkedMove {
       throw BlobNamespace.lostRace(what(), lost);
     } catch (IOException unknown) {
       if (committed(readBack(from, unknown))) {
+        return; // this move's own commit (its token), whoever holds the lock now
+      }
+      // The source is not this move's committed record: the commit did not apply, or it
+      // did and a reader or settler has finished the move since (the destination made
+      // plain, the source removed; CommittedMove). The destination is read, then the lock:
+      // if the lock is still this move's after that read, nobody else has moved the file
+      // since it was taken, so the file plain at the destination is this move's doing.
+      // Before, that case was rolled back with nothing to undo and reported "failed and
+      // changed nothing" with the file under its new name (issue 14, finding 2).
+      Optional<VersionedRecord> there = readBack(to, unknown);
+      if (!ns.locks().stillHeld(lock)) {
+        // Stalled past its lease: a later holder may have settled this move and renamed
+        // the file again, so the names no longer tell what this commit did, and the names
+        // are the holder's: no rollback write, and the caller is told so.
+        settled = true; // the holder of the lock settles the source, not this move
+        throw RenameOutcomeUnknownException.lockLost(what(), src, dst, unknown);
+      }
+      if (finishedByOther(there)) {
         return;
       }
       if (rollBack(marked)) {
@@ -174,6 +195,17 @@ final class MarkedMove {
       }
       // the commit whose answer was lost applied after its read-back: committed
     }
+  }
+
+  /**
+   * Whether the destination holds this move's file plain: its commit applied and a reader
+   * or settler finished it. Only the file id can tell (the plain record carries no token);
+   * the caller checks that the lock is still this move's, so no other move of the file can
+   * have put it there.
+   */
+  private boolean finishedByOther(Optional<VersionedRecord> there) {
+    return there.isPresent() && there.get().record().mark() == Mark.NONE
+        && there.get().record().fileId().equals(file.fileId());
   }
 
   private void finish(long incoming) throws IOException {

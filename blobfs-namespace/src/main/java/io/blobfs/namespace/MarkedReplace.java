@@ -114,6 +114,16 @@ final class MarkedReplace {
         settled = true;
         throw changedNothing(unknown);
       }
+      // Its own mark (the token's) is there, but the call was slow enough to time out: if
+      // the lock was taken meanwhile (read after the mark), the move goes no further, so
+      // that it never commits under a lock that is a later holder's. Nothing is committed;
+      // the holder takes the mark off. Before, it went on to its commit regardless.
+      if (!ns.locks().stillHeld(lock)) {
+        settled = true;
+        throw BlobNamespace.lostRace(what(), new TransactionConflictException(what()
+            + " stalled past its lease while marking " + src + "; nothing was committed and"
+            + " the holder of its lock takes the mark off"));
+      }
     }
     Optional<VersionedRecord> now = ns.readStored(from, false);
     if (now.isEmpty() || !ownMark(now.get())) {
@@ -131,8 +141,8 @@ final class MarkedReplace {
     } catch (TransactionConflictException lost) {
       // The destination changed (another writer), or a settler fenced it. Undone, unless
       // the file is found there after all.
-      if (!rollBack(marked)) {
-        committedAfterConflict();
+      if (!rollBack(marked, lost)) {
+        committedAfterConflict(lost);
         return;
       }
       Optional<VersionedRecord> now = ns.readStored(to, false);
@@ -143,10 +153,25 @@ final class MarkedReplace {
       throw new TargetRewrittenException(what() + ": " + dst + " was rewritten unchanged"
           + " before the commit; nothing was changed", lost);
     } catch (IOException unknown) {
-      if (holdsFile(readBack(to, unknown))) {
+      // The destination is read back, then the lock: still this move's after that read,
+      // nobody else has renamed the file since it was taken, so the file at the
+      // destination is this commit's and anything else there means it has not applied.
+      // Lost, this move stalled past its lease: its settler may have rolled it forward or
+      // back, and a later rename of the file (under the later holder) may have put it
+      // anywhere since, so the names tell nothing about this commit, and they are the
+      // holder's: no rollback write, and the caller learns that the outcome is unknown.
+      // Before, it answered "renamed" on finding the file there whoever put it, or rolled
+      // back on names that were no longer its own and answered "failed and changed
+      // nothing" after its commit had applied (issue 14, finding 1).
+      Optional<VersionedRecord> there = readBack(to, unknown);
+      if (!ns.locks().stillHeld(lock)) {
+        settled = true; // the holder of the lock settles the source, not this move
+        throw RenameOutcomeUnknownException.lockLost(what(), src, dst, unknown);
+      }
+      if (holdsFile(there)) {
         return;
       }
-      if (rollBack(marked)) {
+      if (rollBack(marked, unknown)) {
         throw changedNothing(unknown);
       }
       // the commit whose answer was lost applied late, before the fence: committed
@@ -161,15 +186,14 @@ final class MarkedReplace {
    * TargetChangedException was thrown with the file under both names and the lock left
    * unsettled (review of rados-replace, should 2). With the lock lost (this move stalled
    * past its lease), a later rename of the same file over the same name may have done it:
-   * which one did is unknown, so this one reports a lost race and leaves the source to
-   * the lock's holder.
+   * which one did is unknown: {@link RenameOutcomeUnknownException}, the source left to
+   * the lock's holder. Before, that was a lost race, "not applied; retry", which may be
+   * untrue (issue 14, finding 1).
    */
-  private void committedAfterConflict() throws IOException {
+  private void committedAfterConflict(TransactionConflictException lost) throws IOException {
     if (!ns.locks().stillHeld(lock)) {
       settled = true; // the lock's holder settles the source, not this move
-      throw BlobNamespace.lostRace(what(), new TransactionConflictException(what()
-          + " stalled past its lease; " + dst + " holds the file, put there by this"
-          + " rename or a later one; " + src + " is left to the later holder of its lock"));
+      throw RenameOutcomeUnknownException.lockLost(what(), src, dst, lost);
     }
   }
 
@@ -178,11 +202,22 @@ final class MarkedReplace {
    * it is still at the replaced version, so that this move's commit, if it is still in
    * flight (a timed-out call may apply late), can never apply; then the mark is taken off
    * the source. Returns false, undoing nothing, if the commit turns out to have applied.
+   *
+   * <p>Its writes are made only under this move's lock: checked after the destination is
+   * read, so that a lock still held means nothing else renamed the file meanwhile. With
+   * the lock lost (reachable from a commit that conflicted: a settler's fence of this
+   * stalled move), the names are the later holder's and nothing is written; what the
+   * caller is told is {@link #afterLockLost}. Before, a stalled mover wrote on them (issue
+   * 14, finding 1).
    */
-  private boolean rollBack(long marked) throws IOException {
+  private boolean rollBack(long marked, IOException cause) throws IOException {
     Optional<VersionedRecord> there = ns.readStored(to, true);
     if (holdsFile(there)) {
       return false;
+    }
+    if (!ns.locks().stillHeld(lock)) {
+      settled = true; // the holder of the lock settles the source, not this move
+      throw afterLockLost(there, cause);
     }
     if (there.isPresent() && there.get().version() == replacedVersion) {
       try {
@@ -222,6 +257,36 @@ final class MarkedReplace {
       super(message);
       initCause(cause);
     }
+  }
+
+  /**
+   * What a move that lost its lock, its commit answered with a conflict or of unknown
+   * outcome, can still tell from the names without writing: the destination still the
+   * replaced file (at another version: a settler's fence) means its commit never applied
+   * and never will (once replaced, that file's record is gone for good), and
+   * {@link Replacer} tries again under fresh locks; a third file there with this move's
+   * file still at the source means nothing of it took effect (the target changed).
+   * Anything else may be this move's doing or a later holder's: unknown.
+   */
+  private IOException afterLockLost(Optional<VersionedRecord> there, IOException cause)
+      throws IOException {
+    if (cause instanceof TransactionConflictException) {
+      if (there.isPresent() && there.get().record().fileId().equals(replacedId)
+          && there.get().version() != replacedVersion) {
+        return new TargetRewrittenException(what() + ": " + dst + " was rewritten unchanged"
+            + " by the settler of its lock (it stalled past its lease); nothing was changed",
+            cause);
+      }
+      Optional<VersionedRecord> source = ns.readStored(from, false);
+      if (source.isPresent() && source.get().record().fileId().equals(file.fileId())) {
+        TargetChangedException changed = new TargetChangedException(dst + " no longer holds"
+            + " the file the rename was to replace (written, replaced or removed meanwhile);"
+            + " nothing was changed");
+        changed.initCause(cause);
+        return changed;
+      }
+    }
+    return RenameOutcomeUnknownException.lockLost(what(), src, dst, cause);
   }
 
   private boolean ownMark(VersionedRecord r) {

@@ -1,0 +1,187 @@
+package io.blobfs.namespace;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.blobfs.store.FaultInjectingBlobStore;
+import io.blobfs.store.FaultInjectingBlobStore.Fault;
+import io.blobfs.store.FaultInjectingBlobStore.Op;
+import java.io.IOException;
+import java.util.List;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What a rename without transactions tells its caller when the answer of its commit is
+ * lost (a timeout: the call may or may not have applied) and others act on the file before
+ * the mover reads back (issue 14, "RADOS renames that report their true outcome"). The
+ * commit is held by a pause, then applied or not and answered with a timeout; the
+ * read-back is held by a second pause while a reader, a settler or a later rename acts.
+ * The mover must say "renamed" only when its own move did it, "failed and changed nothing"
+ * only when it did not, and {@link RenameOutcomeUnknownException} when its lock was taken
+ * meanwhile and nothing on the names can tell; in that case it writes nothing.
+ */
+class RenameOutcomeTest extends StalledMoveFixture {
+  private static final FsPath F = FsPath.parse("/a/f");
+  private static final FsPath G = FsPath.parse("/a/g");
+  private static final FsPath H = FsPath.parse("/a/h");
+  private static final FsPath S = FsPath.parse("/a/s");
+  private static final FsPath T = FsPath.parse("/a/t");
+
+  /**
+   * Holds the {@code nth} put on {@code key} of the store {@code m}; once it is reached,
+   * lets it go on applied ({@code applied}) or not, answered with a timeout either way,
+   * and holds the mover's next read of {@code readKey} (its read-back), which is returned
+   * once reached.
+   */
+  private static Fault lostAnswerThenHeldReadBack(FaultInjectingBlobStore m, Fault held,
+      String readKey) throws InterruptedException {
+    held.awaitReached();
+    Fault readBack = m.on(Op.READ, Op.STAT).keys(readKey).pause();
+    held.release();
+    readBack.awaitReached();
+    return readBack;
+  }
+
+  private static Fault holdPut(FaultInjectingBlobStore m, String key, int nth,
+      boolean applied) {
+    Fault held = m.on(Op.PUT).keys(key).nth(nth).pause();
+    Fault lost = m.on(Op.PUT).keys(key).nth(nth);
+    if (applied) {
+      lost.applyThenFail();
+    } else {
+      lost.failBefore();
+    }
+    return held;
+  }
+
+  /**
+   * Finding 2: the plain rename's commit (the source rewritten MOVED, the second put on
+   * /a/f after the mark) applies and its answer is lost; before the mover reads back, a
+   * reader meets the moved source and finishes the move (/a/g made plain, /a/f removed).
+   * The mover's lock is still its own: the file plain at /a/g with its id can only be
+   * this move's. Before the fix the read-back found no source, the rollback found nothing
+   * to undo, and the rename reported "failed and changed nothing" with the file at /a/g.
+   */
+  @Test
+  void aCommitWhoseAnswerIsLostAndThatAReaderFinishedIsReportedAsDone() throws Exception {
+    byte[] bytes = write(F, 2 * 4096 + 3);
+    String id = reader.probe(F).get().record().fileId();
+    FaultInjectingBlobStore m = faults();
+    Fault commit = holdPut(m, "n/a/f", 2, true);
+    Future<Object> mover = renameInThread(m, F, G);
+    Fault readBack = lostAnswerThenHeldReadBack(m, commit, "n/a/f");
+    assertFalse(reader.probe(F).isPresent(), "a reader meets the moved source");
+    assertEquals(FileRecord.Mark.NONE,
+        reader.readStored("n/a/g", false).orElseThrow().record().mark(),
+        "and finishes the move: /a/g plain");
+    assertFalse(reader.readStored("n/a/f", false).isPresent(), "/a/f removed");
+    readBack.release();
+    Object outcome = mover.get(30, TimeUnit.SECONDS);
+    String state = "the rename: " + outcome + "; the file at " + namesOf(id, F, G);
+    assertEquals(Boolean.TRUE, outcome, state);
+    assertEquals(List.of(G), namesOf(id, F, G), state);
+    assertArrayEquals(bytes, readAll(G), state);
+    assertTrue(reader.locks().read(id).isEmpty(), "the mover released its lock");
+  }
+
+  /**
+   * Finding 2, the lock lost: as above, then the mover stalls past its lease and a later
+   * rename of the same file (/a/g to /a/h) takes its lock. Nothing on the names tells
+   * whose rename put the file where it is: the mover says so, typed, and writes nothing.
+   * Before, it said "failed and changed nothing".
+   */
+  @Test
+  void aCommitWhoseAnswerIsLostAndWhoseLockWasTakenIsReportedUnknown() throws Exception {
+    byte[] bytes = write(F, 2 * 4096 + 3);
+    String id = reader.probe(F).get().record().fileId();
+    FaultInjectingBlobStore m = faults();
+    Fault commit = holdPut(m, "n/a/f", 2, true);
+    Future<Object> mover = renameInThread(m, F, G);
+    Fault readBack = lostAnswerThenHeldReadBack(m, commit, "n/a/f");
+    assertFalse(reader.probe(F).isPresent(), "a reader finishes the move");
+    awaitLeaseOver();
+    assertTrue(reader.rename(G, H), "a later rename of the file, under a new lock");
+    readBack.release();
+    Object outcome = mover.get(30, TimeUnit.SECONDS);
+    String state = "the rename: " + outcome + "; the file at " + namesOf(id, F, G, H);
+    assertTrue(outcome instanceof RenameOutcomeUnknownException, state);
+    assertEquals(List.of(H), namesOf(id, F, G, H), state);
+    assertArrayEquals(bytes, readAll(H), state);
+  }
+
+  private Future<Object> renameOverInThread(FaultInjectingBlobStore m) throws IOException {
+    FileInfo target = reader.probe(T).get();
+    return threads.submit(() -> {
+      try {
+        namespace(m).renameOver(S, target);
+        return "renamed";
+      } catch (IOException e) {
+        return e;
+      }
+    });
+  }
+
+  /**
+   * Finding 1(a): the rename over's commit (the put over /a/t) times out unapplied; the
+   * mover stalls past its lease before it reads /a/t back; a settler fences and rolls it
+   * back, and a later rename over puts the same file at /a/t. Before the fix the mover
+   * found its file at /a/t and said "renamed": a later rename's doing, under a lock that
+   * was no longer its own. Now it says the outcome is unknown, and writes nothing.
+   */
+  @Test
+  void aRenameOverThatLostItsLockDoesNotClaimALaterRenamesCommit() throws Exception {
+    byte[] sBytes = write(S, 3 * 4096 + 5);
+    write(T, 2 * 4096 + 7);
+    String sId = reader.probe(S).get().record().fileId();
+    String tId = reader.probe(T).get().record().fileId();
+    FaultInjectingBlobStore m = faults();
+    Fault commit = holdPut(m, "n/a/t", 1, false);
+    Future<Object> mover = renameOverInThread(m);
+    Fault readBack = lostAnswerThenHeldReadBack(m, commit, "n/a/t");
+    awaitLeaseOver();
+    reader.renameOver(S, reader.probe(T).get()); // settles the lock first, then renames
+    readBack.release();
+    Object outcome = mover.get(30, TimeUnit.SECONDS);
+    String state = "the rename over: " + outcome + "; /a/s's file at " + namesOf(sId, S, T);
+    assertTrue(outcome instanceof RenameOutcomeUnknownException, state);
+    assertEquals(List.of(T), namesOf(sId, S, T), state);
+    assertArrayEquals(sBytes, readAll(T), state);
+    assertEquals(List.of(), namesOf(tId, S, T), state);
+  }
+
+  /**
+   * Finding 1(b): the commit applies and its answer is lost; the mover stalls past its
+   * lease; a settler rolls the rename forward and a later rename takes the file back to
+   * /a/s. The mover reads /a/t (not its file any more) and, before the fix, rolled back
+   * and said "failed and changed nothing", although its rename had happened. Now: unknown,
+   * and no write.
+   */
+  @Test
+  void aRenameOverThatLostItsLockDoesNotSayItChangedNothing() throws Exception {
+    byte[] sBytes = write(S, 3 * 4096 + 5);
+    write(T, 2 * 4096 + 7);
+    String sId = reader.probe(S).get().record().fileId();
+    String tId = reader.probe(T).get().record().fileId();
+    FaultInjectingBlobStore m = faults();
+    Fault commit = holdPut(m, "n/a/t", 1, true);
+    Future<Object> mover = renameOverInThread(m);
+    Fault readBack = lostAnswerThenHeldReadBack(m, commit, "n/a/t");
+    awaitLeaseOver();
+    DataLocks.Lock lock = reader.locks().read(sId).orElseThrow();
+    assertTrue(MoveSettler.settle(reader, lock), "a settler rolls the rename forward");
+    assertFalse(reader.probe(S).isPresent(), "rolled forward: /a/s removed");
+    assertTrue(reader.rename(T, S), "another client renames the file back");
+    readBack.release();
+    Object outcome = mover.get(30, TimeUnit.SECONDS);
+    String state = "the rename over: " + outcome + "; /a/s's file at " + namesOf(sId, S, T);
+    assertTrue(outcome instanceof RenameOutcomeUnknownException, state);
+    assertEquals(List.of(S), namesOf(sId, S, T), state);
+    assertArrayEquals(sBytes, readAll(S), state);
+    assertEquals(List.of(), namesOf(tId, S, T), state);
+    assertFalse(reader.probe(T).isPresent(), state);
+  }
+}
