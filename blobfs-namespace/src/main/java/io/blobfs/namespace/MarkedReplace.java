@@ -147,8 +147,7 @@ final class MarkedReplace {
       }
       Optional<VersionedRecord> now = ns.readStored(to, false);
       if (now.isEmpty() || !now.get().record().fileId().equals(replacedId)) {
-        throw new TargetChangedException(dst + " no longer holds the file the rename was"
-            + " to replace (written, replaced or removed meanwhile); nothing was changed");
+        throw Replacer.changed(dst);
       }
       throw new TargetRewrittenException(what() + ": " + dst + " was rewritten unchanged"
           + " before the commit; nothing was changed", lost);
@@ -279,9 +278,7 @@ final class MarkedReplace {
       }
       Optional<VersionedRecord> source = ns.readStored(from, false);
       if (source.isPresent() && source.get().record().fileId().equals(file.fileId())) {
-        TargetChangedException changed = new TargetChangedException(dst + " no longer holds"
-            + " the file the rename was to replace (written, replaced or removed meanwhile);"
-            + " nothing was changed");
+        TargetChangedException changed = Replacer.changed(dst);
         changed.initCause(cause);
         return changed;
       }

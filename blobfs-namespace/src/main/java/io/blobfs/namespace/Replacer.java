@@ -117,7 +117,7 @@ final class Replacer {
     return now.get();
   }
 
-  private static TargetChangedException changed(FsPath dst) {
+  static TargetChangedException changed(FsPath dst) {
     return new TargetChangedException(dst + " no longer holds the file the rename was to"
         + " replace (written, replaced or removed meanwhile); nothing was changed");
   }

@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.blobfs.store.FaultInjectingBlobStore;
 import io.blobfs.store.FaultInjectingBlobStore.Fault;
 import io.blobfs.store.FaultInjectingBlobStore.Op;
-import java.io.IOException;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
@@ -58,6 +58,27 @@ class RenameOutcomeTest extends StalledMoveFixture {
     return held;
   }
 
+  private byte[] bytes;
+  private String id;
+
+  /**
+   * Writes /a/f and starts its rename to /a/g whose commit (the second put on /a/f, after
+   * the mark) applies and is answered with a timeout; returns its read-back, held, once a
+   * reader has met the moved source and so finished the move (the mover in
+   * {@code mover}).
+   */
+  private Fault renameFinishedByAReaderWhileHeldAtItsReadBack(List<Future<Object>> mover)
+      throws Exception {
+    bytes = write(F, 2 * 4096 + 3);
+    id = reader.probe(F).get().record().fileId();
+    FaultInjectingBlobStore m = faults();
+    Fault commit = holdPut(m, "n/a/f", 2, true);
+    mover.add(renameInThread(m, F, G));
+    Fault readBack = lostAnswerThenHeldReadBack(m, commit, "n/a/f");
+    assertFalse(reader.probe(F).isPresent(), "a reader meets the moved source");
+    return readBack;
+  }
+
   /**
    * Finding 2: the plain rename's commit (the source rewritten MOVED, the second put on
    * /a/f after the mark) applies and its answer is lost; before the mover reads back, a
@@ -68,13 +89,9 @@ class RenameOutcomeTest extends StalledMoveFixture {
    */
   @Test
   void aCommitWhoseAnswerIsLostAndThatAReaderFinishedIsReportedAsDone() throws Exception {
-    byte[] bytes = write(F, 2 * 4096 + 3);
-    String id = reader.probe(F).get().record().fileId();
-    FaultInjectingBlobStore m = faults();
-    Fault commit = holdPut(m, "n/a/f", 2, true);
-    Future<Object> mover = renameInThread(m, F, G);
-    Fault readBack = lostAnswerThenHeldReadBack(m, commit, "n/a/f");
-    assertFalse(reader.probe(F).isPresent(), "a reader meets the moved source");
+    List<Future<Object>> movers = new ArrayList<>();
+    Fault readBack = renameFinishedByAReaderWhileHeldAtItsReadBack(movers);
+    Future<Object> mover = movers.get(0);
     assertEquals(FileRecord.Mark.NONE,
         reader.readStored("n/a/g", false).orElseThrow().record().mark(),
         "and finishes the move: /a/g plain");
@@ -96,13 +113,9 @@ class RenameOutcomeTest extends StalledMoveFixture {
    */
   @Test
   void aCommitWhoseAnswerIsLostAndWhoseLockWasTakenIsReportedUnknown() throws Exception {
-    byte[] bytes = write(F, 2 * 4096 + 3);
-    String id = reader.probe(F).get().record().fileId();
-    FaultInjectingBlobStore m = faults();
-    Fault commit = holdPut(m, "n/a/f", 2, true);
-    Future<Object> mover = renameInThread(m, F, G);
-    Fault readBack = lostAnswerThenHeldReadBack(m, commit, "n/a/f");
-    assertFalse(reader.probe(F).isPresent(), "a reader finishes the move");
+    List<Future<Object>> movers = new ArrayList<>();
+    Fault readBack = renameFinishedByAReaderWhileHeldAtItsReadBack(movers);
+    Future<Object> mover = movers.get(0);
     awaitLeaseOver();
     assertTrue(reader.rename(G, H), "a later rename of the file, under a new lock");
     readBack.release();
@@ -113,16 +126,39 @@ class RenameOutcomeTest extends StalledMoveFixture {
     assertArrayEquals(bytes, readAll(H), state);
   }
 
-  private Future<Object> renameOverInThread(FaultInjectingBlobStore m) throws IOException {
-    FileInfo target = reader.probe(T).get();
-    return threads.submit(() -> {
-      try {
-        namespace(m).renameOver(S, target);
-        return "renamed";
-      } catch (IOException e) {
-        return e;
-      }
-    });
+  private byte[] sBytes;
+  private String sId;
+  private String tId;
+
+  /**
+   * Writes /a/s and /a/t and starts a rename of /a/s over /a/t whose commit (the put over
+   * /a/t) is answered with a timeout, {@code applied} or not; returns its read-back of
+   * /a/t, held, with the mover's lease run out.
+   */
+  private Fault renameOverHeldAtItsReadBack(boolean applied, List<Future<Object>> mover)
+      throws Exception {
+    sBytes = write(S, 3 * 4096 + 5);
+    write(T, 2 * 4096 + 7);
+    sId = reader.probe(S).get().record().fileId();
+    tId = reader.probe(T).get().record().fileId();
+    FaultInjectingBlobStore m = faults();
+    Fault commit = holdPut(m, "n/a/t", 1, applied);
+    mover.add(renameOverInThread(m, S, T));
+    Fault readBack = lostAnswerThenHeldReadBack(m, commit, "n/a/t");
+    awaitLeaseOver();
+    return readBack;
+  }
+
+  /** Lets the held read-back go; the mover must answer the unknown outcome. */
+  private void assertUnknownWithTheFileAt(FsPath at, Fault readBack, Future<Object> mover)
+      throws Exception {
+    readBack.release();
+    Object outcome = mover.get(30, TimeUnit.SECONDS);
+    String state = "the rename over: " + outcome + "; /a/s's file at " + namesOf(sId, S, T);
+    assertTrue(outcome instanceof RenameOutcomeUnknownException, state);
+    assertEquals(List.of(at), namesOf(sId, S, T), state);
+    assertArrayEquals(sBytes, readAll(at), state);
+    assertEquals(List.of(), namesOf(tId, S, T), state);
   }
 
   /**
@@ -134,23 +170,10 @@ class RenameOutcomeTest extends StalledMoveFixture {
    */
   @Test
   void aRenameOverThatLostItsLockDoesNotClaimALaterRenamesCommit() throws Exception {
-    byte[] sBytes = write(S, 3 * 4096 + 5);
-    write(T, 2 * 4096 + 7);
-    String sId = reader.probe(S).get().record().fileId();
-    String tId = reader.probe(T).get().record().fileId();
-    FaultInjectingBlobStore m = faults();
-    Fault commit = holdPut(m, "n/a/t", 1, false);
-    Future<Object> mover = renameOverInThread(m);
-    Fault readBack = lostAnswerThenHeldReadBack(m, commit, "n/a/t");
-    awaitLeaseOver();
+    List<Future<Object>> mover = new ArrayList<>();
+    Fault readBack = renameOverHeldAtItsReadBack(false, mover);
     reader.renameOver(S, reader.probe(T).get()); // settles the lock first, then renames
-    readBack.release();
-    Object outcome = mover.get(30, TimeUnit.SECONDS);
-    String state = "the rename over: " + outcome + "; /a/s's file at " + namesOf(sId, S, T);
-    assertTrue(outcome instanceof RenameOutcomeUnknownException, state);
-    assertEquals(List.of(T), namesOf(sId, S, T), state);
-    assertArrayEquals(sBytes, readAll(T), state);
-    assertEquals(List.of(), namesOf(tId, S, T), state);
+    assertUnknownWithTheFileAt(T, readBack, mover.get(0));
   }
 
   /**
@@ -162,26 +185,13 @@ class RenameOutcomeTest extends StalledMoveFixture {
    */
   @Test
   void aRenameOverThatLostItsLockDoesNotSayItChangedNothing() throws Exception {
-    byte[] sBytes = write(S, 3 * 4096 + 5);
-    write(T, 2 * 4096 + 7);
-    String sId = reader.probe(S).get().record().fileId();
-    String tId = reader.probe(T).get().record().fileId();
-    FaultInjectingBlobStore m = faults();
-    Fault commit = holdPut(m, "n/a/t", 1, true);
-    Future<Object> mover = renameOverInThread(m);
-    Fault readBack = lostAnswerThenHeldReadBack(m, commit, "n/a/t");
-    awaitLeaseOver();
+    List<Future<Object>> mover = new ArrayList<>();
+    Fault readBack = renameOverHeldAtItsReadBack(true, mover);
     DataLocks.Lock lock = reader.locks().read(sId).orElseThrow();
     assertTrue(MoveSettler.settle(reader, lock), "a settler rolls the rename forward");
     assertFalse(reader.probe(S).isPresent(), "rolled forward: /a/s removed");
     assertTrue(reader.rename(T, S), "another client renames the file back");
-    readBack.release();
-    Object outcome = mover.get(30, TimeUnit.SECONDS);
-    String state = "the rename over: " + outcome + "; /a/s's file at " + namesOf(sId, S, T);
-    assertTrue(outcome instanceof RenameOutcomeUnknownException, state);
-    assertEquals(List.of(S), namesOf(sId, S, T), state);
-    assertArrayEquals(sBytes, readAll(S), state);
-    assertEquals(List.of(), namesOf(tId, S, T), state);
-    assertFalse(reader.probe(T).isPresent(), state);
+    assertUnknownWithTheFileAt(S, readBack, mover.get(0));
+    assertFalse(reader.probe(T).isPresent());
   }
 }
