@@ -8,10 +8,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.blobfs.store.FaultInjectingBlobStore;
 import io.blobfs.store.FaultInjectingBlobStore.Fault;
 import io.blobfs.store.FaultInjectingBlobStore.Op;
+import java.io.IOException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -60,6 +63,17 @@ class RenameOutcomeTest extends StalledMoveFixture {
 
   private byte[] bytes;
   private String id;
+  /** The mover's view of the store, to count what it writes once its lock is lost. */
+  private FaultInjectingBlobStore moverStore;
+
+  /**
+   * From now on, counts the mover's writes to the names (puts and deletes of records):
+   * with its lock lost, it must make none (its lock's own conditional release aside).
+   */
+  private Fault countNameWrites() {
+    return moverStore.on(Op.PUT, Op.DELETE, Op.WRITE, Op.TRUNCATE).keys("n/.*").always()
+        .delay(Duration.ZERO);
+  }
 
   /**
    * Writes /a/f and starts its rename to /a/g whose commit (the second put on /a/f, after
@@ -72,6 +86,7 @@ class RenameOutcomeTest extends StalledMoveFixture {
     bytes = write(F, 2 * 4096 + 3);
     id = reader.probe(F).get().record().fileId();
     FaultInjectingBlobStore m = faults();
+    moverStore = m;
     Fault commit = holdPut(m, "n/a/f", 2, true);
     mover.add(renameInThread(m, F, G));
     Fault readBack = lostAnswerThenHeldReadBack(m, commit, "n/a/f");
@@ -118,10 +133,12 @@ class RenameOutcomeTest extends StalledMoveFixture {
     Future<Object> mover = movers.get(0);
     awaitLeaseOver();
     assertTrue(reader.rename(G, H), "a later rename of the file, under a new lock");
+    Fault writes = countNameWrites();
     readBack.release();
     Object outcome = mover.get(30, TimeUnit.SECONDS);
     String state = "the rename: " + outcome + "; the file at " + namesOf(id, F, G, H);
     assertTrue(outcome instanceof RenameOutcomeUnknownException, state);
+    assertEquals(0, writes.fired(), "writes nothing after its lock is lost; " + state);
     assertEquals(List.of(H), namesOf(id, F, G, H), state);
     assertArrayEquals(bytes, readAll(H), state);
   }
@@ -142,6 +159,7 @@ class RenameOutcomeTest extends StalledMoveFixture {
     sId = reader.probe(S).get().record().fileId();
     tId = reader.probe(T).get().record().fileId();
     FaultInjectingBlobStore m = faults();
+    moverStore = m;
     Fault commit = holdPut(m, "n/a/t", 1, applied);
     mover.add(renameOverInThread(m, S, T));
     Fault readBack = lostAnswerThenHeldReadBack(m, commit, "n/a/t");
@@ -152,10 +170,12 @@ class RenameOutcomeTest extends StalledMoveFixture {
   /** Lets the held read-back go; the mover must answer the unknown outcome. */
   private void assertUnknownWithTheFileAt(FsPath at, Fault readBack, Future<Object> mover)
       throws Exception {
+    Fault writes = countNameWrites();
     readBack.release();
     Object outcome = mover.get(30, TimeUnit.SECONDS);
     String state = "the rename over: " + outcome + "; /a/s's file at " + namesOf(sId, S, T);
     assertTrue(outcome instanceof RenameOutcomeUnknownException, state);
+    assertEquals(0, writes.fired(), "writes nothing after its lock is lost; " + state);
     assertEquals(List.of(at), namesOf(sId, S, T), state);
     assertArrayEquals(sBytes, readAll(at), state);
     assertEquals(List.of(), namesOf(tId, S, T), state);
@@ -193,5 +213,64 @@ class RenameOutcomeTest extends StalledMoveFixture {
     assertTrue(reader.rename(T, S), "another client renames the file back");
     assertUnknownWithTheFileAt(S, readBack, mover.get(0));
     assertFalse(reader.probe(T).isPresent());
+  }
+
+  /**
+   * Should 4 of the review of rados-outcome: the rename over's commit conflicts (a client
+   * that takes no lock put a third file at /a/t meanwhile); the mover stalls past its
+   * lease before its rollback reads /a/t, and a settler rolls it back. A conflict does not
+   * prove the commit never applied (a resent call may have landed first, then been
+   * overwritten), so the mover cannot say "nothing was changed": before, it threw
+   * TargetChangedException, which BlobFileSystem retries. Now: unknown, and no write.
+   */
+  @Test
+  void aRenameOverWhoseCommitConflictedAndThatLostItsLockIsReportedUnknown() throws Exception {
+    sBytes = write(S, 3 * 4096 + 5);
+    write(T, 2 * 4096 + 7);
+    write(H, 4096 + 1);
+    sId = reader.probe(S).get().record().fileId();
+    FaultInjectingBlobStore m = faults();
+    moverStore = m;
+    Fault commit = m.on(Op.PUT).keys("n/a/t").pause();
+    Future<Object> mover = renameOverInThread(m, S, T);
+    commit.awaitReached();
+    VersionedRecord t = reader.readStored("n/a/t", true).orElseThrow();
+    memory.putIfVersion("n/a/t", reader.readStored("n/a/h", true).orElseThrow().record()
+        .encode(), t.version()); // a third file, put by a client that takes no lock
+    Fault rollBackRead = m.on(Op.READ, Op.STAT).keys("n/a/t").pause();
+    commit.release();
+    rollBackRead.awaitReached(); // the commit conflicted; the rollback's read is held
+    awaitLeaseOver();
+    MoveSettler.settle(reader, reader.locks().read(sId).orElseThrow()); // rolls it back
+    Fault writes = countNameWrites();
+    rollBackRead.release();
+    Object outcome = mover.get(30, TimeUnit.SECONDS);
+    String state = "the rename over: " + outcome + "; /a/s's file at " + namesOf(sId, S, T);
+    assertTrue(outcome instanceof RenameOutcomeUnknownException, state);
+    assertEquals(List.of(S), namesOf(sId, S, T), state);
+    assertArrayEquals(sBytes, readAll(S), state);
+    assertEquals(0, writes.fired(), "writes nothing after its lock is lost; " + state);
+  }
+
+  /**
+   * Should 6 of the review of rados-outcome: the plain rename's commit times out
+   * unapplied, and the read of its lock that follows the read-backs fails too. The caller
+   * is told the outcome could not be read back, and the lock is kept for its next taker.
+   * Before, the raw store error of the lock's read reached the caller.
+   */
+  @Test
+  void aFailedReadOfTheLockAfterALostCommitIsAnOutcomeNotReadBack() throws Exception {
+    write(F, 2 * 4096 + 3);
+    id = reader.probe(F).get().record().fileId();
+    FaultInjectingBlobStore m = faults();
+    Fault commit = holdPut(m, "n/a/f", 2, false);
+    Future<Object> mover = renameInThread(m, F, G);
+    commit.awaitReached();
+    m.on(Op.READ, Op.STAT).keys(Pattern.quote(reader.locks().key(id))).failBefore();
+    commit.release();
+    Object outcome = mover.get(30, TimeUnit.SECONDS);
+    assertTrue(outcome instanceof IOException e
+        && e.getMessage().contains("outcome could not be read back"), "the rename: " + outcome);
+    assertTrue(reader.locks().read(id).isPresent(), "the lock is kept for its next taker");
   }
 }

@@ -94,6 +94,11 @@ class ReplaceStressTest extends StalledMoveFixture {
     }
     assertTrue(outcomes.keySet().stream().anyMatch(k -> k.startsWith("failed")),
         "not vacuous: the faults made some call fail; " + ran);
+    // No caller may be told "two names, one file" (TwoNamesOneFileException): no rename
+    // here leaves one, and a rename over whose target was renamed onto its source meanwhile
+    // must say its target changed (review of rados-outcome, should 2 and 5).
+    assertTrue(!outcomes.containsKey("failed TwoNamesOneFileException"),
+        "a caller was told two names hold one file; " + ran);
 
     System.out.println("ReplaceStressTest seed " + seed + ", " + rounds + " rounds: " + ran);
     checkNames("at the end, " + ran, false);
