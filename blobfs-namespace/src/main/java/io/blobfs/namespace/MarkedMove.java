@@ -56,12 +56,17 @@ final class MarkedMove {
   private final FsPath dst;
   /** This move's token, in each record it writes (never 0). */
   private final long token;
+  /** The file's lock, taken for this move. */
+  private final DataLocks.Lock lock;
+  /** Its reads after a store call whose outcome is unknown. */
+  private final OutcomeReadBack back;
   /** False while the source may carry a mark of this move that nobody will settle. */
   private boolean settled = true;
 
   MarkedMove(BlobNamespace ns, String from, String to, VersionedRecord read, FsPath src,
-      FsPath dst) {
+      FsPath dst, DataLocks.Lock lock) {
     this.ns = ns;
+    this.lock = lock;
     this.from = from;
     this.to = to;
     this.file = read.record().unmarked();
@@ -73,6 +78,7 @@ final class MarkedMove {
       t = TOKENS.nextLong();
     } while (t == 0);
     this.token = t;
+    this.back = new OutcomeReadBack(ns, lock, what(), "one of the two names");
   }
 
   /** Whether the lock can be released: no mark of this move is left unsettled. */
@@ -106,7 +112,7 @@ final class MarkedMove {
       throw BlobNamespace.lostRace(what(), lost);
     } catch (IOException unknown) {
       // only this move's mark: another mover's (this one fenced meanwhile) is not ours
-      if (!readBack(from, unknown)
+      if (!back.read(from, unknown)
           .filter(r -> r.record().is(Mark.MOVING, to, file.fileId(), token)).isPresent()) {
         settled = true; // a mark that did not apply changed nothing
         throw changedNothing(unknown);
@@ -133,12 +139,12 @@ final class MarkedMove {
         if (attempt < BlobNamespace.RACE_ATTEMPTS && ns.removedDeadIncoming(to)) {
           continue; // another move's record that can never commit (its own may, so not it)
         }
-        rollBack(marked);
+        rollBack(marked, null);
         throw new FileAlreadyExistsException(dst.toString(), null, "created meanwhile");
       } catch (IOException unknown) {
-        readBack(to, unknown);
+        back.read(to, unknown);
         if (incomingVersion().isEmpty()) {
-          rollBack(marked);
+          rollBack(marked, null);
           throw changedNothing(unknown);
         }
         break;
@@ -146,7 +152,7 @@ final class MarkedMove {
     }
     Optional<Long> incoming = incomingVersion();
     if (incoming.isEmpty()) { // removed by a settler: this move outlived its lease
-      rollBack(marked);
+      rollBack(marked, null);
       throw BlobNamespace.lostRace(what(), new TransactionConflictException(
           dst + " was settled while this rename stalled"));
     }
@@ -163,17 +169,47 @@ final class MarkedMove {
       // very move, and a commit answered with a conflict did not apply and never will (no
       // layer under the namespace sends a conditional put again once it was answered; one
       // that did could apply this commit late, and this answer would then be wrong).
-      rollBack(marked);
+      rollBack(marked, null);
       throw BlobNamespace.lostRace(what(), lost);
     } catch (IOException unknown) {
-      if (committed(readBack(from, unknown))) {
+      if (committed(back.read(from, unknown))) {
+        return; // this move's own commit (its token), whoever holds the lock now
+      }
+      // The source is not this move's committed record: the commit did not apply, or it
+      // did and a reader or settler has finished the move since (the destination made
+      // plain, the source removed; CommittedMove). The destination is read, then the lock:
+      // if the lock is still this move's after that read, nobody else has moved the file
+      // since it was taken, so the file plain at the destination is this move's doing.
+      // Before, that case was rolled back with nothing to undo and reported "failed and
+      // changed nothing" with the file under its new name (issue 14, finding 2).
+      Optional<VersionedRecord> there = back.read(to, unknown);
+      if (!back.lockHeld(unknown)) {
+        // Stalled past its lease: a later holder may have settled this move and renamed
+        // the file again, so the names no longer tell what this commit did, and the names
+        // are the holder's: no rollback write, and the caller is told so.
+        settled = true; // the holder of the lock settles the source, not this move
+        throw RenameOutcomeUnknownException.lockLost(what(), src, dst, unknown);
+      }
+      if (finishedByOther(there)) {
         return;
       }
-      if (rollBack(marked)) {
+      if (rollBack(marked, unknown)) {
         throw changedNothing(unknown);
       }
-      // the commit whose answer was lost applied after its read-back: committed
+      // the commit whose answer was lost applied after its read-back (rollBack found it,
+      // checking the lock after its own reads): committed
     }
+  }
+
+  /**
+   * Whether the destination holds this move's file plain: its commit applied and a reader
+   * or settler finished it. Only the file id can tell (the plain record carries no token);
+   * the caller checks that the lock is still this move's, so no other move of the file can
+   * have put it there.
+   */
+  private boolean finishedByOther(Optional<VersionedRecord> there) {
+    return there.isPresent() && there.get().record().mark() == Mark.NONE
+        && there.get().record().fileId().equals(file.fileId());
   }
 
   private void finish(long incoming) throws IOException {
@@ -197,11 +233,31 @@ final class MarkedMove {
    * applied after it was read back (a store call that timed out may still apply). Before,
    * a rollback that found the mark changed removed the incoming record all the same, and
    * a late commit then left the file with no name.
+   *
+   * <p>{@code unknownCommit} is the commit's lost answer when the commit may have applied
+   * (null: not sent yet, or answered with a conflict, so it never applies). Then a source
+   * found absent may be that late commit finished by a reader or settler since the
+   * read-back (the destination made plain, the source removed): the destination is read,
+   * then the lock; still this move's after that read, nobody else moved the file, so the
+   * file plain there is this commit's doing and the answer is false. Lost, the names are
+   * a later holder's: {@link RenameOutcomeUnknownException}, nothing written. Before, it
+   * found nothing to undo and the rename said "failed and changed nothing" with the file
+   * under its new name (review of rados-outcome, should 3).
    */
-  private boolean rollBack(long marked) throws IOException {
+  private boolean rollBack(long marked, IOException unknownCommit) throws IOException {
     Optional<VersionedRecord> whole = ns.readStored(from, true);
     if (committed(whole)) {
       return false;
+    }
+    if (whole.isEmpty() && unknownCommit != null) {
+      Optional<VersionedRecord> there = back.read(to, unknownCommit);
+      if (!back.lockHeld(unknownCommit)) {
+        settled = true; // the holder of the lock settles the move, not this mover
+        throw RenameOutcomeUnknownException.lockLost(what(), src, dst, unknownCommit);
+      }
+      if (finishedByOther(there)) {
+        return false;
+      }
     }
     if (whole.isPresent() && whole.get().version() == marked) {
       try {
@@ -235,23 +291,6 @@ final class MarkedMove {
   private Optional<Long> incomingVersion() throws IOException {
     return stored(to).filter(r -> r.record().is(Mark.INCOMING, from, file.fileId(), token))
         .map(VersionedRecord::version);
-  }
-
-  /**
-   * Reads {@code key} back after a step whose outcome is unknown. If that fails too, the
-   * move is undecided: the lock is kept, and its next taker settles the move once the
-   * lease runs out; readers see one of the two names meanwhile.
-   */
-  private Optional<VersionedRecord> readBack(String key, IOException unknown)
-      throws IOException {
-    try {
-      return stored(key);
-    } catch (IOException e) {
-      unknown.addSuppressed(e);
-      throw new IOException(what() + " failed part-way and its outcome could not be read"
-          + " back: readers see one of the two names; the next operation on the file (after"
-          + " its lock's lease) completes the rename or takes it back", unknown);
-    }
   }
 
   private Optional<VersionedRecord> stored(String key) throws IOException {

@@ -53,6 +53,8 @@ final class MarkedReplace {
   private final long token;
   /** The source's lock, taken for this move. */
   private final DataLocks.Lock lock;
+  /** Its reads after a store call whose outcome is unknown. */
+  private final OutcomeReadBack back;
   /** False while the source may carry a mark of this move that nobody will settle. */
   private boolean settled = true;
 
@@ -73,6 +75,7 @@ final class MarkedReplace {
       t = TOKENS.nextLong();
     } while (t == 0);
     this.token = t;
+    this.back = new OutcomeReadBack(ns, lock, what(), "the old or the new file at " + dst);
   }
 
   /** The move its lock records, replaced version included. */
@@ -110,9 +113,19 @@ final class MarkedReplace {
       settled = true; // fenced by a settler, or changed by a client that takes no lock
       throw BlobNamespace.lostRace(what(), lost);
     } catch (IOException unknown) {
-      if (readBack(from, unknown).filter(this::ownMark).isEmpty()) {
+      if (back.read(from, unknown).filter(this::ownMark).isEmpty()) {
         settled = true;
         throw changedNothing(unknown);
+      }
+      // Its own mark (the token's) is there, but the call was slow enough to time out: if
+      // the lock was taken meanwhile (read after the mark), the move goes no further, so
+      // that it never commits under a lock that is a later holder's. Nothing is committed;
+      // the holder takes the mark off. Before, it went on to its commit regardless.
+      if (!back.lockHeld(unknown)) {
+        settled = true;
+        throw BlobNamespace.lostRace(what(), new TransactionConflictException(what()
+            + " stalled past its lease while marking " + src + "; nothing was committed and"
+            + " the holder of its lock takes the mark off"));
       }
     }
     Optional<VersionedRecord> now = ns.readStored(from, false);
@@ -131,45 +144,66 @@ final class MarkedReplace {
     } catch (TransactionConflictException lost) {
       // The destination changed (another writer), or a settler fenced it. Undone, unless
       // the file is found there after all.
-      if (!rollBack(marked)) {
-        committedAfterConflict();
+      if (!rollBack(marked, lost)) {
+        committedAfterConflict(lost);
         return;
       }
       Optional<VersionedRecord> now = ns.readStored(to, false);
       if (now.isEmpty() || !now.get().record().fileId().equals(replacedId)) {
-        throw new TargetChangedException(dst + " no longer holds the file the rename was"
-            + " to replace (written, replaced or removed meanwhile); nothing was changed");
+        throw Replacer.changed(dst);
       }
       throw new TargetRewrittenException(what() + ": " + dst + " was rewritten unchanged"
           + " before the commit; nothing was changed", lost);
     } catch (IOException unknown) {
-      if (holdsFile(readBack(to, unknown))) {
+      // The destination is read back, then the lock: still this move's after that read,
+      // nobody else has renamed the file since it was taken, so the file at the
+      // destination is this commit's and anything else there means it has not applied.
+      // Lost, this move stalled past its lease: its settler may have rolled it forward or
+      // back, and a later rename of the file (under the later holder) may have put it
+      // anywhere since, so the names tell nothing about this commit, and they are the
+      // holder's: no rollback write, and the caller learns that the outcome is unknown.
+      // Before, it answered "renamed" on finding the file there whoever put it, or rolled
+      // back on names that were no longer its own and answered "failed and changed
+      // nothing" after its commit had applied (issue 14, finding 1).
+      Optional<VersionedRecord> there = back.read(to, unknown);
+      if (!back.lockHeld(unknown)) {
+        settled = true; // the holder of the lock settles the source, not this move
+        throw RenameOutcomeUnknownException.lockLost(what(), src, dst, unknown);
+      }
+      if (holdsFile(there)) {
         return;
       }
-      if (rollBack(marked)) {
+      if (rollBack(marked, unknown)) {
         throw changedNothing(unknown);
       }
-      // the commit whose answer was lost applied late, before the fence: committed
+      // rollBack found the file at the destination: the commit whose answer was lost
+      // applied late, or, if this move stalled past its lease after the check above, a
+      // later holder's rename of the file put it there. rollBack's reads come after that
+      // check, so the lock is checked again after them: an answer is only ever drawn from
+      // reads made before a check that found the lock still this move's. Before, this
+      // answered "renamed" for a later holder's rename (review of rados-outcome, must 1).
+      committedAfterConflict(unknown);
     }
   }
 
   /**
-   * The destination holds this move's file although its commit conflicted. With the
+   * The destination holds this move's file although its commit conflicted, or although
+   * its commit's answer was lost and a read after the lock check found it not applied
+   * (rollBack then found it: read after that check, so checked again here). With the
    * source's lock still this move's, no other rename of the file can have put it there:
    * the commit applied (a call resent by the store's client whose first try landed
    * unseen), and the source is removed as after any commit. Before, a
    * TargetChangedException was thrown with the file under both names and the lock left
    * unsettled (review of rados-replace, should 2). With the lock lost (this move stalled
    * past its lease), a later rename of the same file over the same name may have done it:
-   * which one did is unknown, so this one reports a lost race and leaves the source to
-   * the lock's holder.
+   * which one did is unknown: {@link RenameOutcomeUnknownException}, the source left to
+   * the lock's holder. Before, that was a lost race, "not applied; retry", which may be
+   * untrue (issue 14, finding 1).
    */
-  private void committedAfterConflict() throws IOException {
-    if (!ns.locks().stillHeld(lock)) {
+  private void committedAfterConflict(IOException lost) throws IOException {
+    if (!back.lockHeld(lost)) {
       settled = true; // the lock's holder settles the source, not this move
-      throw BlobNamespace.lostRace(what(), new TransactionConflictException(what()
-          + " stalled past its lease; " + dst + " holds the file, put there by this"
-          + " rename or a later one; " + src + " is left to the later holder of its lock"));
+      throw RenameOutcomeUnknownException.lockLost(what(), src, dst, lost);
     }
   }
 
@@ -178,11 +212,22 @@ final class MarkedReplace {
    * it is still at the replaced version, so that this move's commit, if it is still in
    * flight (a timed-out call may apply late), can never apply; then the mark is taken off
    * the source. Returns false, undoing nothing, if the commit turns out to have applied.
+   *
+   * <p>Its writes are made only under this move's lock: checked after the destination is
+   * read, so that a lock still held means nothing else renamed the file meanwhile. With
+   * the lock lost (reachable from a commit that conflicted: a settler's fence of this
+   * stalled move), the names are the later holder's and nothing is written; what the
+   * caller is told is {@link #afterLockLost}. Before, a stalled mover wrote on them (issue
+   * 14, finding 1).
    */
-  private boolean rollBack(long marked) throws IOException {
+  private boolean rollBack(long marked, IOException cause) throws IOException {
     Optional<VersionedRecord> there = ns.readStored(to, true);
     if (holdsFile(there)) {
       return false;
+    }
+    if (!back.lockHeld(cause)) {
+      settled = true; // the holder of the lock settles the source, not this move
+      throw afterLockLost(there, cause);
     }
     if (there.isPresent() && there.get().version() == replacedVersion) {
       try {
@@ -224,6 +269,31 @@ final class MarkedReplace {
     }
   }
 
+  /**
+   * What a move that lost its lock, its commit answered with a conflict or of unknown
+   * outcome, can still tell from the names without writing: the destination still the
+   * replaced file (at another version: a settler's fence) means its commit never applied
+   * and never will (once replaced, that file's record is gone for good), and
+   * {@link Replacer} tries again under fresh locks. Anything else may be this move's doing
+   * or a later holder's: unknown. That includes a third file at the destination with this
+   * move's file still at the source: a conflict does not prove that the commit never
+   * applied (a call resent by the store's client may have landed first, which
+   * {@link #committedAfterConflict} assumes), and a third file written over it since, the
+   * source rolled back by the settler, looks the same. Before, that was a
+   * TargetChangedException, "nothing was changed", which BlobFileSystem retries (review of
+   * rados-outcome, should 4).
+   */
+  private IOException afterLockLost(Optional<VersionedRecord> there, IOException cause) {
+    if (cause instanceof TransactionConflictException && there.isPresent()
+        && there.get().record().fileId().equals(replacedId)
+        && there.get().version() != replacedVersion) {
+      return new TargetRewrittenException(what() + ": " + dst + " was rewritten unchanged"
+          + " by the settler of its lock (it stalled past its lease); nothing was changed",
+          cause);
+    }
+    return RenameOutcomeUnknownException.lockLost(what(), src, dst, cause);
+  }
+
   private boolean ownMark(VersionedRecord r) {
     return r.record().is(Mark.REPLACING, to, file.fileId(), token);
   }
@@ -232,19 +302,6 @@ final class MarkedReplace {
   private boolean holdsFile(Optional<VersionedRecord> there) {
     return there.isPresent() && there.get().record().mark() == Mark.NONE
         && there.get().record().fileId().equals(file.fileId());
-  }
-
-  private Optional<VersionedRecord> readBack(String key, IOException unknown)
-      throws IOException {
-    try {
-      return ns.readStored(key, false);
-    } catch (IOException e) {
-      unknown.addSuppressed(e);
-      throw new IOException(what() + " failed part-way and its outcome could not be read"
-          + " back: readers see the old or the new file at " + dst + "; the next operation"
-          + " on the file (after its lock's lease) completes the rename or takes it back",
-          unknown);
-    }
   }
 
   private String what() {

@@ -237,7 +237,7 @@ final class Renamer {
         boolean same = now.get().version() == read.version() || !followChanges
             && now.get().record().fileId().equals(read.record().fileId());
         if (same) {
-          MarkedMove move = new MarkedMove(ns, from, to, now.get(), src, dst);
+          MarkedMove move = new MarkedMove(ns, from, to, now.get(), src, dst, lock);
           try {
             move.run();
             return true;

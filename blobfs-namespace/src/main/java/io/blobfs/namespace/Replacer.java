@@ -69,6 +69,16 @@ final class Replacer {
       // One file under both names: a plain rename cut off between its copy and the
       // source's removal. A plain rename of it settles that (and is then done).
       if (!ns.renamer().rename(src, dst)) {
+        // The rename may have waited for the file's lock and settled a rename of it: one
+        // over src whose commit was seen (the file at src, dst still marked) and that has
+        // since removed dst. The target is then gone, not a second name of the file, so
+        // dst is probed again. Before, that was "two names on one file; deleting either
+        // removes the data of both" with the file under one name (review of rados-outcome,
+        // should 2).
+        Optional<FileInfo> nowDst = ns.probe(dst);
+        if (nowDst.isEmpty() || !nowDst.get().record().fileId().equals(targetId)) {
+          throw changed(dst);
+        }
         // Nothing was cut off to settle: two names on one file, which no retry changes.
         throw new TwoNamesOneFileException(src + " and " + dst + " both hold one file ("
             + targetId + ") and no interrupted rename of it is recorded; nothing was changed."
@@ -117,7 +127,7 @@ final class Replacer {
     return now.get();
   }
 
-  private static TargetChangedException changed(FsPath dst) {
+  static TargetChangedException changed(FsPath dst) {
     return new TargetChangedException(dst + " no longer holds the file the rename was to"
         + " replace (written, replaced or removed meanwhile); nothing was changed");
   }

@@ -4,14 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.blobfs.store.BlobStore;
 import io.blobfs.store.FaultInjectingBlobStore;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.TransactionalBlobStore;
 import io.blobfs.store.memory.InMemoryBlobStore;
 import java.io.IOException;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -142,22 +139,7 @@ class MarkedMoveStressTest {
 
   /** A client whose store calls take 0-6 ms more, at random, one in four. */
   private static BlobNamespace slowClient(InMemoryBlobStore memory, Random random) {
-    BlobStore rados = FaultInjectingBlobStore.over(memory, TransactionalBlobStore.class).store();
-    BlobStore slow = (BlobStore) Proxy.newProxyInstance(BlobStore.class.getClassLoader(),
-        rados.getClass().getInterfaces(), (proxy, method, args) -> {
-          int pause;
-          synchronized (random) {
-            pause = random.nextInt(4) == 0 ? random.nextInt(7) : 0;
-          }
-          if (pause > 0) {
-            Thread.sleep(pause);
-          }
-          try {
-            return method.invoke(rados, args);
-          } catch (InvocationTargetException e) {
-            throw e.getCause();
-          }
-        });
-    return new BlobNamespace(slow, OPTIONS, StoreCallCounters.NONE);
+    return new BlobNamespace(StalledMoveFixture.unreliable(memory, random,
+        r -> r.nextInt(4) == 0 ? r.nextInt(7) : 0, 0), OPTIONS, StoreCallCounters.NONE);
   }
 }

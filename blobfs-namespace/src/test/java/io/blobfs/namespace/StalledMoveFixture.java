@@ -1,10 +1,14 @@
 package io.blobfs.namespace;
 
+import io.blobfs.store.BlobStore;
 import io.blobfs.store.FaultInjectingBlobStore;
 import io.blobfs.store.StoreLimits;
+import io.blobfs.store.StoreUnavailableException;
 import io.blobfs.store.TransactionalBlobStore;
 import io.blobfs.store.memory.InMemoryBlobStore;
 import java.io.IOException;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -15,6 +19,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.function.ToIntFunction;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 
@@ -75,6 +80,42 @@ abstract class StalledMoveFixture {
     return FaultInjectingBlobStore.over(memory, TransactionalBlobStore.class);
   }
 
+  /**
+   * One client's view of {@code memory} without transactions (RADOS' path), misbehaving at
+   * random (from {@code random}, shared by nobody else): each store call first sleeps
+   * {@code pauseMillis} of it (0: not at all), and, if {@code lostOneIn} is above 0, one
+   * synchronous put or delete in {@code lostOneIn} is applied and then answered with a
+   * timeout, its answer lost, as a RADOS call that timed out after the OSD applied it.
+   */
+  static BlobStore unreliable(InMemoryBlobStore memory, Random random,
+      ToIntFunction<Random> pauseMillis, int lostOneIn) {
+    BlobStore rados = FaultInjectingBlobStore.over(memory, TransactionalBlobStore.class).store();
+    return (BlobStore) Proxy.newProxyInstance(BlobStore.class.getClassLoader(),
+        rados.getClass().getInterfaces(), (proxy, method, args) -> {
+          int pause;
+          boolean lose;
+          synchronized (random) {
+            pause = pauseMillis.applyAsInt(random);
+            lose = lostOneIn > 0 && method.getName().matches("put|putIfVersion|delete"
+                + "|deleteIfVersion") && random.nextInt(lostOneIn) == 0;
+          }
+          if (pause > 0) {
+            Thread.sleep(pause);
+          }
+          Object result;
+          try {
+            result = method.invoke(rados, args);
+          } catch (InvocationTargetException e) {
+            throw e.getCause();
+          }
+          if (lose) {
+            throw new StoreUnavailableException(method.getName() + " " + args[0]
+                + " timed out (applied, answer lost)", null);
+          }
+          return result;
+        });
+  }
+
   static BlobNamespace namespace(FaultInjectingBlobStore store) {
     return new BlobNamespace(store.store(), OPTIONS, StoreCallCounters.NONE);
   }
@@ -88,6 +129,23 @@ abstract class StalledMoveFixture {
       }
     };
     return threads.submit(rename);
+  }
+
+  /**
+   * Renames {@code from} over {@code to} (the file a probe finds there now) on a thread of
+   * its own: "renamed", or the IOException.
+   */
+  Future<Object> renameOverInThread(FaultInjectingBlobStore store, FsPath from, FsPath to)
+      throws IOException {
+    FileInfo target = reader.probe(to).get();
+    return threads.submit(() -> {
+      try {
+        namespace(store).renameOver(from, target);
+        return "renamed";
+      } catch (IOException e) {
+        return e;
+      }
+    });
   }
 
   /** The paths among {@code candidates} that hold the file {@code id}. */
