@@ -89,6 +89,16 @@ final class StagedFile {
    */
   private long seenSize;
   private long seenNanos = Long.MIN_VALUE;
+  /**
+   * With passthrough: the local file as it was at the snapshot of the last publication
+   * that committed, taken by {@link #settledStamp}; null: none to compare with. A forced
+   * {@link #observe} (a writer's close, an fsync) counts no change when the file still
+   * matches it ({@link Stamp#unchangedSince}): a close right after an fsync no longer
+   * uploads the file a second time. Guarded by {@code lengthLock}.
+   */
+  private Stamp lastStamp;
+  /** Whether the staging file system stamps writes through shared mappings ({@link #STAMPING}). */
+  private final boolean stamping;
 
   private StagedFile(Path local, long length, long mtime) throws IOException {
     this.local = local;
@@ -97,6 +107,98 @@ final class StagedFile {
     this.length = length;
     this.mtime = mtime;
     this.early = new EarlyUpload(channel, length);
+    this.stamping = STAMPING.contains(Files.getFileStore(local).type());
+  }
+
+  /**
+   * File systems whose shared writable mappings fault on the first write to a clean page
+   * and set the file's mtime and ctime there ({@code page_mkwrite} calling {@code
+   * file_update_time}); the publication cleans every page first ({@link #settledStamp}),
+   * so no write after its stamp goes unseen. Not tmpfs (shmem's mappings never update the
+   * times), nor overlayfs or anything unknown: there a writer's close and an fsync always
+   * publish, as before.
+   */
+  private static final java.util.Set<String> STAMPING = java.util.Set.of("ext4", "xfs", "btrfs");
+  /**
+   * How far a file's times may lag behind the clock: the kernel stamps writes from a
+   * coarse clock (one tick, 10 ms at HZ=100, 1 ms at HZ=1000) unless the file system asks
+   * for finer; twice the coarsest tick, for margin.
+   */
+  static final long RACY_NANOS = 20_000_000L;
+  /** A file system with whole-second times (ext4 with 128-byte inodes, ...): the same rule. */
+  private static final long COARSE_NANOS = 2_000_000_000L;
+
+  /**
+   * What identifies the local file's contents without reading them: size, mtime and ctime
+   * to the nanosecond, inode and device (as git's index does), and whether both times were
+   * older than the moment the stamp was taken by more than the timestamp granularity
+   * ({@code settled}). Only a settled stamp proves anything: the kernel stamps a write
+   * with a coarse clock, so a write in the same tick as the last change before the stamp
+   * leaves mtime and ctime as they were (git's "racy timestamp" problem); a write after a
+   * settled stamp always moves them.
+   */
+  record Stamp(long size, long mtimeNanos, long ctimeNanos, long ino, long dev, boolean settled) {
+    /** Whether the file, stamped {@code now}, provably did not change since this stamp. */
+    boolean unchangedSince(Stamp now) {
+      return settled && size == now.size && mtimeNanos == now.mtimeNanos
+          && ctimeNanos == now.ctimeNanos && ino == now.ino && dev == now.dev;
+    }
+
+    /** How much longer to wait until the times are older than the granularity; 0: settled. */
+    static long racyFor(long takenAtNanos, long mtimeNanos, long ctimeNanos) {
+      long gran = mtimeNanos % 1_000_000_000L == 0 && ctimeNanos % 1_000_000_000L == 0
+          ? COARSE_NANOS : RACY_NANOS;
+      long newest = Math.max(mtimeNanos, ctimeNanos);
+      return newest < takenAtNanos - gran ? 0 : newest - (takenAtNanos - gran) + 1;
+    }
+  }
+
+  /** Stats the local file; {@code settled} from the clock read before the stat. */
+  private Stamp stamp() throws IOException {
+    java.time.Instant t = java.time.Instant.now(); // before the stat: see Stamp
+    long takenAt = t.getEpochSecond() * 1_000_000_000L + t.getNano();
+    java.util.Map<String, Object> a = Files.readAttributes(local,
+        "unix:size,lastModifiedTime,ctime,ino,dev");
+    long m = ((java.nio.file.attribute.FileTime) a.get("lastModifiedTime"))
+        .to(java.util.concurrent.TimeUnit.NANOSECONDS);
+    long c = ((java.nio.file.attribute.FileTime) a.get("ctime"))
+        .to(java.util.concurrent.TimeUnit.NANOSECONDS);
+    return new Stamp((Long) a.get("size"), m, c, (Long) a.get("ino"), (Long) a.get("dev"),
+        stamping && Stamp.racyFor(takenAt, m, c) == 0);
+  }
+
+  /**
+   * The stamp a publication of a passed-through file takes before its snapshot. First the
+   * local file's dirty pages are written back (fdatasync): writeback write-protects every
+   * page of a shared mapping, so a later write through one (an mmap'ed file written after
+   * an fsync) faults and moves the file's times; a page left dirty and writable takes
+   * writes that change nothing a stat sees. Then, if the file's times are within the
+   * granularity of now (the last write came just before the fsync, as fio's do), waits
+   * out that bit (at most {@link #RACY_NANOS}) so that the stamp is settled: a later
+   * close then finds the file unchanged and publishes nothing, where it uploaded the
+   * whole file again. Costs the local write of the dirty pages, once per publication.
+   */
+  private Stamp settledStamp() throws IOException {
+    if (!stamping) {
+      return null;
+    }
+    channel.force(false);
+    Stamp s = stamp();
+    if (!s.settled()) {
+      java.time.Instant t = java.time.Instant.now();
+      long wait = Stamp.racyFor(t.getEpochSecond() * 1_000_000_000L + t.getNano(),
+          s.mtimeNanos(), s.ctimeNanos());
+      if (wait <= RACY_NANOS) {
+        try {
+          Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return s; // not settled: the next close publishes, as without a stamp
+        }
+        s = stamp();
+      }
+    }
+    return s;
   }
 
   /** Lets writes start uploading the next version in the background ({@link EarlyUpload}). */
@@ -144,12 +246,23 @@ final class StagedFile {
     if (passthrough == null) {
       return;
     }
+    observe(force, stamp());
+  }
+
+  /**
+   * {@link #observe} with the local file's stat {@code now}. A forced look counts no change
+   * when {@code now} matches the stamp of the last publication (settled, see {@link
+   * Stamp}): nothing was written since, so a close right after an fsync (fio's end_fsync,
+   * then its close) publishes nothing where it uploaded the whole file a second time.
+   */
+  private void observe(boolean force, Stamp now) {
     lock.readLock().lock(); // never between a truncate's length and its count
     try {
-      long size = channel.size();
-      long nanos = diskNanos();
+      long size = now.size();
+      long nanos = now.mtimeNanos();
       synchronized (lengthLock) {
-        if (force || size != seenSize || nanos != seenNanos) {
+        boolean moved = size != seenSize || nanos != seenNanos;
+        if (moved || force && (lastStamp == null || !lastStamp.unchangedSince(now))) {
           seenSize = size;
           seenNanos = nanos;
           length = size;
@@ -391,6 +504,17 @@ final class StagedFile {
     try {
       long carried;
       long len;
+      Stamp stamp = null;
+      if (passthrough != null && published < Math.min(needed, changes())) {
+        // Taken before the snapshot and applied to it (a write seen here is in this
+        // version's length): every write after it moves the stamp, so comparing the file
+        // with it later tells whether anything is unpublished. A stamp taken after the
+        // snapshot could hide a write in between, missing from the version.
+        stamp = settledStamp();
+        if (stamp != null) {
+          observe(false, stamp);
+        }
+      }
       synchronized (lengthLock) {
         // every change counted here is complete in the staged file: this version has it
         carried = changes;
@@ -405,6 +529,11 @@ final class StagedFile {
       }
       try {
         published = upload(ns, path, len, carried);
+        if (stamp != null) {
+          synchronized (lengthLock) {
+            lastStamp = stamp; // committed: the file as stamped is what is published
+          }
+        }
       } finally {
         synchronized (lengthLock) {
           reading = null;
