@@ -12,6 +12,8 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.locks.ReadWriteLock;
@@ -90,15 +92,14 @@ final class StagedFile {
   private long seenSize;
   private long seenNanos = Long.MIN_VALUE;
   /**
-   * With passthrough: the local file as it was at the snapshot of the last publication
-   * that committed, taken by {@link #settledStamp}; null: none to compare with. A forced
-   * {@link #observe} (a writer's close, an fsync) counts no change when the file still
-   * matches it ({@link Stamp#unchangedSince}): a close right after an fsync no longer
-   * uploads the file a second time. Guarded by {@code lengthLock}.
+   * With passthrough: the last publication that committed, with the local file's stamp
+   * taken before its snapshot ({@link #settledStamp}) and checksums of the bytes it sent;
+   * null: none to compare with. A forced {@link #observe} (a writer's close, an fsync)
+   * counts no change when the file still matches it ({@link Published#matches}): a close
+   * right after an fsync no longer uploads the file a second time. Guarded by {@code
+   * lengthLock}.
    */
-  private Stamp lastStamp;
-  /** Whether the staging file system stamps writes through shared mappings ({@link #STAMPING}). */
-  private final boolean stamping;
+  private Published lastPublished;
 
   private StagedFile(Path local, long length, long mtime) throws IOException {
     this.local = local;
@@ -107,18 +108,7 @@ final class StagedFile {
     this.length = length;
     this.mtime = mtime;
     this.early = new EarlyUpload(channel, length);
-    this.stamping = STAMPING.contains(Files.getFileStore(local).type());
   }
-
-  /**
-   * File systems whose shared writable mappings fault on the first write to a clean page
-   * and set the file's mtime and ctime there ({@code page_mkwrite} calling {@code
-   * file_update_time}); the publication cleans every page first ({@link #settledStamp}),
-   * so no write after its stamp goes unseen. Not tmpfs (shmem's mappings never update the
-   * times), nor overlayfs or anything unknown: there a writer's close and an fsync always
-   * publish, as before.
-   */
-  private static final java.util.Set<String> STAMPING = java.util.Set.of("ext4", "xfs", "btrfs");
   /**
    * How far a file's times may lag behind the clock: the kernel stamps writes from a
    * coarse clock (one tick, 10 ms at HZ=100, 1 ms at HZ=1000) unless the file system asks
@@ -164,25 +154,17 @@ final class StagedFile {
     long c = ((java.nio.file.attribute.FileTime) a.get("ctime"))
         .to(java.util.concurrent.TimeUnit.NANOSECONDS);
     return new Stamp((Long) a.get("size"), m, c, (Long) a.get("ino"), (Long) a.get("dev"),
-        stamping && Stamp.racyFor(takenAt, m, c) == 0);
+        Stamp.racyFor(takenAt, m, c) == 0);
   }
 
   /**
-   * The stamp a publication of a passed-through file takes before its snapshot. First the
-   * local file's dirty pages are written back (fdatasync): writeback write-protects every
-   * page of a shared mapping, so a later write through one (an mmap'ed file written after
-   * an fsync) faults and moves the file's times; a page left dirty and writable takes
-   * writes that change nothing a stat sees. Then, if the file's times are within the
-   * granularity of now (the last write came just before the fsync, as fio's do), waits
-   * out that bit (at most {@link #RACY_NANOS}) so that the stamp is settled: a later
-   * close then finds the file unchanged and publishes nothing, where it uploaded the
-   * whole file again. Costs the local write of the dirty pages, once per publication.
+   * The stamp a publication of a passed-through file takes before its snapshot. If the
+   * file's times are within the granularity of now (the last write came just before the
+   * fsync, as fio's do), waits out that bit first (at most {@link #RACY_NANOS}) so that the
+   * stamp is settled: a later close then finds the file unchanged and publishes nothing,
+   * where it uploaded the whole file again.
    */
   private Stamp settledStamp() throws IOException {
-    if (!stamping) {
-      return null;
-    }
-    channel.force(false);
     Stamp s = stamp();
     if (!s.settled()) {
       java.time.Instant t = java.time.Instant.now();
@@ -255,14 +237,21 @@ final class StagedFile {
    * Stamp}): nothing was written since, so a close right after an fsync (fio's end_fsync,
    * then its close) publishes nothing where it uploaded the whole file a second time.
    */
-  private void observe(boolean force, Stamp now) {
+  private void observe(boolean force, Stamp now) throws IOException {
     lock.readLock().lock(); // never between a truncate's length and its count
     try {
       long size = now.size();
       long nanos = now.mtimeNanos();
+      Published last;
+      synchronized (lengthLock) {
+        last = lastPublished;
+      }
+      // outside lengthLock: it reads the file (a page-cache read, far cheaper than the
+      // upload it spares); a truncate waits for the read lock held here
+      boolean same = force && last != null && last.matches(now, channel);
       synchronized (lengthLock) {
         boolean moved = size != seenSize || nanos != seenNanos;
-        if (moved || force && (lastStamp == null || !lastStamp.unchangedSince(now))) {
+        if (moved || force && !(same && last == lastPublished)) {
           seenSize = size;
           seenNanos = nanos;
           length = size;
@@ -507,13 +496,12 @@ final class StagedFile {
       Stamp stamp = null;
       if (passthrough != null && published < Math.min(needed, changes())) {
         // Taken before the snapshot and applied to it (a write seen here is in this
-        // version's length): every write after it moves the stamp, so comparing the file
-        // with it later tells whether anything is unpublished. A stamp taken after the
-        // snapshot could hide a write in between, missing from the version.
+        // version's length): a write after it moves the stamp or the bytes the version's
+        // checksums describe, so comparing the file with both later tells whether
+        // anything is unpublished. A stamp taken after the snapshot could hide a write in
+        // between, missing from the version.
         stamp = settledStamp();
-        if (stamp != null) {
-          observe(false, stamp);
-        }
+        observe(false, stamp);
       }
       synchronized (lengthLock) {
         // every change counted here is complete in the staged file: this version has it
@@ -525,13 +513,15 @@ final class StagedFile {
         // at the snapshot: a write finishing after it may extend the file, and the early
         // upload must not claim those bytes (they are past this version)
         early.stopAt(len);
-        reading = new Reading(len);
+        reading = new Reading(len, stamp != null);
       }
       try {
         published = upload(ns, path, len, carried);
         if (stamp != null) {
           synchronized (lengthLock) {
-            lastStamp = stamp; // committed: the file as stamped is what is published
+            // committed: the file as stamped, with the sums of what the version holds
+            Reading.Sums sums = reading.sums;
+            lastPublished = sums == null ? null : new Published(stamp, sums);
           }
         }
       } finally {
@@ -627,6 +617,24 @@ final class StagedFile {
   private record Version(long length, long carried) {}
 
   /**
+   * A committed version of a passed-through file: the local file's {@link Stamp} before its
+   * snapshot and the CRC32C of every byte it sent, read once, as sent.
+   */
+  private record Published(Stamp stamp, Reading.Sums sums) {
+    /**
+     * Whether the local file, stamped {@code now}, provably holds this version still: the
+     * stamp unchanged and settled (a write with {@code write(2)} moves mtime and ctime),
+     * and the bytes the same. The bytes are read again because a write through a shared
+     * mapping moves no time while its page is dirty and writable: the page written before
+     * the fsync's publication stays so, and writes after it through that mapping are seen
+     * only in the bytes (a page-cache read and a CRC32C, far cheaper than an upload).
+     */
+    boolean matches(Stamp now, FileChannel channel) throws IOException {
+      return stamp.unchangedSince(now) && sums.length() == now.size() && sums.matches(channel);
+    }
+  }
+
+  /**
    * Completes a version in {@code w}, which holds {@code sent}'s chunks already (null:
    * nothing), with the rest of the first {@code len} bytes, and any written past them while
    * it read ({@link #MAX_GROWTH}), and publishes it.
@@ -681,10 +689,18 @@ final class StagedFile {
       w.seek(pos);
       while (pos < gapEnd) {
         long to = Math.min(gapEnd, pos + PIECE);
+        Reading.Sums sums;
         synchronized (lengthLock) {
           reading.cursor = to; // before reading them: see Reading
+          sums = reading.sums;
         }
-        w.transferFrom(channel, pos, to - pos);
+        if (sums == null) {
+          w.transferFrom(channel, pos, to - pos);
+        } else {
+          java.util.zip.CRC32C sum = new java.util.zip.CRC32C();
+          w.transferFrom(channel, pos, to - pos, sum); // the sum of exactly what was sent
+          sums.add(pos, to, (int) sum.getValue());
+        }
         pos = to;
       }
     }
@@ -714,9 +730,16 @@ final class StagedFile {
     private long firstMissed = Long.MAX_VALUE;
     /** The first change still to be read but past {@link #length}: carried if it grows. */
     private long firstPast = Long.MAX_VALUE;
+    /**
+     * Checksums of the pieces this pass sent, in order (passthrough only); null: none, or
+     * the version holds bytes this pass did not read (the background upload's chunks).
+     */
+    Sums sums;
+    private final boolean summed;
 
-    Reading(long length) {
+    Reading(long length, boolean summed) {
       this.length = length;
+      this.summed = summed;
     }
 
     /**
@@ -727,6 +750,49 @@ final class StagedFile {
       this.sent = sent;
       this.length = length;
       cursor = 0;
+      sums = summed && sent == null ? new Sums() : null;
+    }
+
+    /** CRC32C of consecutive pieces {@code [start, end)} of a version, from byte 0. */
+    static final class Sums {
+      private final List<long[]> pieces = new ArrayList<>();
+      private long end;
+
+      void add(long start, long to, int crc) {
+        if (start != end) {
+          throw new IllegalStateException("piece at " + start + ", expected " + end);
+        }
+        pieces.add(new long[] {start, to, crc});
+        end = to;
+      }
+
+      /** The bytes summed, from 0. */
+      long length() {
+        return end;
+      }
+
+      /** Whether {@code channel} holds, to its first {@link #length} bytes, what was summed. */
+      boolean matches(FileChannel channel) throws IOException {
+        ByteBuffer buf = ByteBuffer.allocateDirect((int) PIECE);
+        java.util.zip.CRC32C sum = new java.util.zip.CRC32C();
+        for (long[] p : pieces) {
+          buf.clear().limit((int) (p[1] - p[0]));
+          long at = p[0];
+          while (buf.hasRemaining()) {
+            int n = channel.read(buf, at);
+            if (n < 0) {
+              return false; // shorter than the version: changed
+            }
+            at += n;
+          }
+          sum.reset();
+          sum.update(buf.flip());
+          if ((int) sum.getValue() != (int) p[2]) {
+            return false;
+          }
+        }
+        return true;
+      }
     }
 
     /** A write of {@code [start, end)}, change number {@code count}, has finished. */

@@ -206,8 +206,7 @@ class PassthroughTest {
   void aWriteThroughASharedMappingAfterAnFsyncIsPublishedAtClose() throws Exception {
     // A page written through a shared mapping stays dirty and writable after the fsync's
     // publication, so a second write through it faults nowhere and moves no time: the
-    // publication writes the staged file back first, which write-protects the page, so
-    // that the second write faults and stamps the file
+    // stat matches the fsync's stamp, and only the bytes (their checksums) tell
     Opened[] h = new Opened[1];
     Entry e = create("mm", h);
     kernel.write(h[0], 0, "0".repeat(8192));
