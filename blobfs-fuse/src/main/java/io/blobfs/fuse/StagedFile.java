@@ -105,6 +105,8 @@ final class StagedFile {
    * and kept; checks of this file take turns on it.
    */
   private ByteBuffer checkBuffer;
+  /** Tests only: runs after a forced look's re-read, before what the look saw is applied. */
+  volatile Runnable afterCheck;
 
   private StagedFile(Path local, long length, long mtime) throws IOException {
     this.local = local;
@@ -216,6 +218,10 @@ final class StagedFile {
         // the file meanwhile. A truncate or write racing the read moves the stat taken
         // again below, or is a change counted on its own.
         same = matches(last, before);
+        Runnable hook = afterCheck;
+        if (hook != null) {
+          hook.run();
+        }
       }
     }
     lock.readLock().lock(); // never between a truncate's length and its count

@@ -250,6 +250,34 @@ class PassthroughTest {
   }
 
   @Test
+  void aLookThatReadTheFileNeverPutsBackTheSizeItSawBeforeTheRead() throws Exception {
+    // A forced look stats, then reads the whole file to compare it with the last
+    // publication; another look (a getattr, a publication's stamp) records a newer size
+    // meanwhile. The forced look must not apply its older stat over it.
+    StagedFile s = StagedFile.empty(staging);
+    s.passThrough(kernel);
+    Path local = kernel.files.get(s.backingId());
+    Files.write(local, "0123".getBytes(StandardCharsets.UTF_8));
+    s.publish(ns, FsPath.parse("/s2"));
+    assertEquals("0123", published("/s2"));
+    s.afterCheck = () -> {
+      try {
+        Files.write(local, "4567".getBytes(StandardCharsets.UTF_8),
+            StandardOpenOption.APPEND);
+        s.observe(false);
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    };
+    try {
+      s.observe(true);
+      assertEquals(8, s.length(), "the size recorded during the read, not the one before it");
+    } finally {
+      s.discard();
+    }
+  }
+
+  @Test
   void aWriteSeenOnlyAtTheLastReleaseIsPublished() throws Exception {
     // writes through a shared mapping reach the backing file after the descriptor's close
     Opened[] h = new Opened[1];
