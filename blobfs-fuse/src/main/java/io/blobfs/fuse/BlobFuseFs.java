@@ -786,6 +786,14 @@ public final class BlobFuseFs implements LowLevelFs {
     // mount takes the monitor to find its staged file.
     while (true) {
       try {
+        if (!node.unlinked) {
+          // Forced: a write through a shared mapping after the last close(fd), before the
+          // munmap, moves no time when its page was dirty and writable since before that
+          // close's publication (on tmpfs never); only the bytes show it. Unforced, the
+          // look saw no change and the write was lost. With the checksums of the last
+          // publication, a file that did not change costs a read here, not an upload.
+          observe(node.path, s, true);
+        }
         publish(node, s);
       } catch (FuseException e) {
         boolean drop;
@@ -1003,8 +1011,13 @@ public final class BlobFuseFs implements LowLevelFs {
 
   /** {@link StagedFile#observe}, not forced: a stat sees the kernel's passthrough writes. */
   private static void observe(FsPath path, StagedFile s) throws FuseException {
+    observe(path, s, false);
+  }
+
+  /** {@link StagedFile#observe}, its failure as the errno of {@code path}. */
+  private static void observe(FsPath path, StagedFile s, boolean force) throws FuseException {
     try {
-      s.observe(false);
+      s.observe(force);
     } catch (IOException | RuntimeException e) {
       throw errno(path, e);
     }

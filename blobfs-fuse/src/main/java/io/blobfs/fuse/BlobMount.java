@@ -70,6 +70,11 @@ public final class BlobMount implements AutoCloseable {
     return session.writeRequests();
   }
 
+  /** Bytes the publications of staged files sent so far ({@link WriteStats}). */
+  long publishedBytes() {
+    return fs.writeStats().publishBytes();
+  }
+
   /** Blocks until the mount goes away (close, or umount(8) from outside). */
   public void awaitUnmount() throws InterruptedException {
     session.join();

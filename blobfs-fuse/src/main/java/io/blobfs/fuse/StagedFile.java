@@ -89,6 +89,24 @@ final class StagedFile {
    */
   private long seenSize;
   private long seenNanos = Long.MIN_VALUE;
+  /**
+   * With passthrough: the last publication that committed, with the local file's stamp
+   * taken before its snapshot and checksums of the bytes it sent; null: none to compare
+   * with, or a publication is under way (it clears the record at its snapshot and records
+   * only once it committed: a record never describes a version older than the store's).
+   * A forced {@link #observe} (a writer's close, an fsync, the last release) counts no
+   * change when the file still matches it ({@link Published#matches}): a close right
+   * after an fsync no longer uploads the file a second time. Guarded by {@code
+   * lengthLock}.
+   */
+  private Published lastPublished;
+  /**
+   * The buffer {@link Published#matches} reads the file into, allocated at the first check
+   * and kept; checks of this file take turns on it.
+   */
+  private ByteBuffer checkBuffer;
+  /** Tests only: runs after a forced look's re-read, before what the look saw is applied. */
+  volatile Runnable afterCheck;
 
   private StagedFile(Path local, long length, long mtime) throws IOException {
     this.local = local;
@@ -97,6 +115,37 @@ final class StagedFile {
     this.length = length;
     this.mtime = mtime;
     this.early = new EarlyUpload(channel, length);
+  }
+  /**
+   * What identifies the local file's contents without reading them: size, mtime and ctime
+   * to the nanosecond, inode and device (as git's index does). Equal stamps prove nothing
+   * alone: the kernel stamps a write with a coarse clock, so a write in the same tick as
+   * the change before a stamp leaves both times as they were (git's "racy timestamp"
+   * problem), and a write through a shared mapping whose page is still dirty and writable
+   * moves no time at all. They are the cheap pre-check before the checksums
+   * ({@link Published#matches}), which decide.
+   *
+   * <p>Why no "settled" rule (session 12's first version counted a stamp only once its
+   * times were older than 20 ms, and waited for that before every publication, holding
+   * {@code publishing} and the mount's names lock: a close of a just-written small file
+   * took ~34 ms instead of ~2): a skip needs the bytes read again to have the CRC32C of
+   * the bytes the version sent. A write in the same tick as the stamp either finished
+   * before its piece was sent (then it is in the version, and the store has it) or after
+   * (then the bytes differ from what was summed and the check publishes). A racy stamp
+   * thus costs only a re-read, never a lost write; the rule bought nothing the CRC does
+   * not already give.
+   */
+  record Stamp(long size, long mtimeNanos, long ctimeNanos, long ino, long dev) {}
+
+  /** Stats the local file. */
+  private Stamp stamp() throws IOException {
+    java.util.Map<String, Object> a = Files.readAttributes(local,
+        "unix:size,lastModifiedTime,ctime,ino,dev");
+    long m = ((java.nio.file.attribute.FileTime) a.get("lastModifiedTime"))
+        .to(java.util.concurrent.TimeUnit.NANOSECONDS);
+    long c = ((java.nio.file.attribute.FileTime) a.get("ctime"))
+        .to(java.util.concurrent.TimeUnit.NANOSECONDS);
+    return new Stamp((Long) a.get("size"), m, c, (Long) a.get("ino"), (Long) a.get("dev"));
   }
 
   /** Lets writes start uploading the next version in the background ({@link EarlyUpload}). */
@@ -144,12 +193,50 @@ final class StagedFile {
     if (passthrough == null) {
       return;
     }
+    observeStamped(force);
+  }
+
+  /**
+   * {@link #observe}; returns the stamp it applied. A forced look counts no change when
+   * the file matches the last publication ({@link Published#matches}): nothing was written
+   * since, so a close right after an fsync (fio's end_fsync, then its close) publishes
+   * nothing where it uploaded the whole file a second time.
+   */
+  private Stamp observeStamped(boolean force) throws IOException {
+    Published last = null;
+    Stamp before = null;
+    boolean same = false;
+    if (force) {
+      synchronized (lengthLock) {
+        last = lastPublished;
+      }
+      if (last != null) {
+        before = stamp();
+        // Outside every lock: it reads the file (a page-cache read when the file is
+        // cached, a disk read when not; far cheaper than the upload it spares), and a
+        // truncate queued for the write lock would otherwise stop getattr and fsync of
+        // the file meanwhile. A truncate or write racing the read moves the stat taken
+        // again below, or is a change counted on its own.
+        same = matches(last, before);
+        Runnable hook = afterCheck;
+        if (hook != null) {
+          hook.run();
+        }
+      }
+    }
     lock.readLock().lock(); // never between a truncate's length and its count
     try {
-      long size = channel.size();
-      long nanos = diskNanos();
       synchronized (lengthLock) {
-        if (force || size != seenSize || nanos != seenNanos) {
+        // Stat here, under lengthLock, where it is applied: a stat taken before (the one
+        // above, a whole-file read ago) would put back an older size over one recorded
+        // meanwhile by another look or a publication's stamp, and a version could then be
+        // cut short while counted as carrying everything.
+        Stamp now = stamp();
+        long size = now.size();
+        long nanos = now.mtimeNanos();
+        boolean moved = size != seenSize || nanos != seenNanos;
+        boolean unchanged = same && last == lastPublished && now.equals(before);
+        if (moved || force && !unchanged) {
           seenSize = size;
           seenNanos = nanos;
           length = size;
@@ -159,9 +246,23 @@ final class StagedFile {
             reading.missed(changes); // unseen writes may be torn in the version being read
           }
         }
+        return now;
       }
     } finally {
       lock.readLock().unlock();
+    }
+  }
+
+  /** {@link Published#matches} on this file, with its one check buffer. */
+  private boolean matches(Published last, Stamp now) throws IOException {
+    synchronized (lengthLock) {
+      if (checkBuffer == null) {
+        checkBuffer = ByteBuffer.allocateDirect(CHECK_BUFFER);
+      }
+    }
+    ByteBuffer buf = checkBuffer;
+    synchronized (buf) {
+      return last.matches(now, channel, buf);
     }
   }
 
@@ -391,6 +492,18 @@ final class StagedFile {
     try {
       long carried;
       long len;
+      Stamp stamp = null;
+      if (passthrough != null) {
+        // Taken before the snapshot and applied to it (a write seen here is in this
+        // version's length): a write after it moves the stamp or the bytes the version's
+        // checksums describe, so comparing the file with both later tells whether
+        // anything is unpublished. A stamp taken after the snapshot could hide a write in
+        // between, missing from the version. Taken by every publication of a
+        // passed-through file, even one that may find nothing new: a change counted
+        // between a check here and the snapshot below (a concurrent fsync's look) would
+        // otherwise be published with no stamp.
+        stamp = observeStamped(false);
+      }
       synchronized (lengthLock) {
         // every change counted here is complete in the staged file: this version has it
         carried = changes;
@@ -398,13 +511,25 @@ final class StagedFile {
         if (published >= Math.min(needed, carried)) {
           return; // nothing new, or what the caller needs went up with the last version
         }
+        // The record describes the version before this one: cleared now, so that if this
+        // one commits and no record follows (it fails after its commit, or its bytes were
+        // not all summed), no later close is skipped against the older version while the
+        // store holds this one. Recorded again below, only after the commit.
+        lastPublished = null;
         // at the snapshot: a write finishing after it may extend the file, and the early
         // upload must not claim those bytes (they are past this version)
         early.stopAt(len);
-        reading = new Reading(len);
+        reading = new Reading(len, stamp != null);
       }
       try {
         published = upload(ns, path, len, carried);
+        if (stamp != null) {
+          synchronized (lengthLock) {
+            // committed: the file as stamped, with the sums of the bytes this commit sent
+            Reading.Sums sums = reading.sums;
+            lastPublished = sums == null ? null : new Published(stamp, sums);
+          }
+        }
       } finally {
         synchronized (lengthLock) {
           reading = null;
@@ -486,6 +611,8 @@ final class StagedFile {
 
   /** Bytes a publication reads from the staged file at a time (see {@link Reading}). */
   private static final long PIECE = 1 << 20;
+  /** The buffer a check of the file against its last publication reads through. */
+  private static final int CHECK_BUFFER = 64 << 10;
   /**
    * How many times a version grows over what other descriptors wrote past its length
    * while it was read: enough for N writers of one file finishing a moment apart (the one
@@ -496,6 +623,25 @@ final class StagedFile {
 
   /** A version uploaded: its length and the count of changes it carries. */
   private record Version(long length, long carried) {}
+
+  /**
+   * A committed version of a passed-through file: the local file's {@link Stamp} before its
+   * snapshot and the CRC32C of every byte it sent, read once, as sent.
+   */
+  private record Published(Stamp stamp, Reading.Sums sums) {
+    /**
+     * Whether the local file, stamped {@code now}, holds this version still: the stamp
+     * unchanged (a cheap pre-check: a write with {@code write(2)} after the stamp's tick
+     * moves mtime and ctime) and the bytes the same, read again into {@code buf}. The
+     * bytes decide: a write in the stamp's tick moves no time, nor does a write through a
+     * shared mapping while its page is dirty and writable (the page written before the
+     * fsync's publication stays so); both are seen only in the bytes (a read and a
+     * CRC32C, far cheaper than an upload).
+     */
+    boolean matches(Stamp now, FileChannel channel, ByteBuffer buf) throws IOException {
+      return stamp.equals(now) && sums.length() == now.size() && sums.matches(channel, buf);
+    }
+  }
 
   /**
    * Completes a version in {@code w}, which holds {@code sent}'s chunks already (null:
@@ -552,10 +698,18 @@ final class StagedFile {
       w.seek(pos);
       while (pos < gapEnd) {
         long to = Math.min(gapEnd, pos + PIECE);
+        Reading.Sums sums;
         synchronized (lengthLock) {
           reading.cursor = to; // before reading them: see Reading
+          sums = reading.sums;
         }
-        w.transferFrom(channel, pos, to - pos);
+        if (sums == null) {
+          w.transferFrom(channel, pos, to - pos);
+        } else {
+          java.util.zip.CRC32C sum = new java.util.zip.CRC32C();
+          w.transferFrom(channel, pos, to - pos, sum); // the sum of exactly what was sent
+          sums.add(pos, to, (int) sum.getValue());
+        }
         pos = to;
       }
     }
@@ -585,9 +739,16 @@ final class StagedFile {
     private long firstMissed = Long.MAX_VALUE;
     /** The first change still to be read but past {@link #length}: carried if it grows. */
     private long firstPast = Long.MAX_VALUE;
+    /**
+     * Checksums of the pieces this pass sent, in order (passthrough only); null: none, or
+     * the version holds bytes this pass did not read (the background upload's chunks).
+     */
+    Sums sums;
+    private final boolean summed;
 
-    Reading(long length) {
+    Reading(long length, boolean summed) {
       this.length = length;
+      this.summed = summed;
     }
 
     /**
@@ -598,6 +759,65 @@ final class StagedFile {
       this.sent = sent;
       this.length = length;
       cursor = 0;
+      sums = summed && sent == null ? new Sums() : null;
+    }
+
+    /**
+     * CRC32C of consecutive pieces {@code [start, end)} of a version, from byte 0: 8 bytes
+     * per piece of at most {@link #PIECE} (arrays grown by doubling: 8-16 MiB of heap per
+     * TiB of file), where a {@code long[3]} per piece took about 48.
+     */
+    static final class Sums {
+      private int[] crcs = new int[4];
+      private int[] lengths = new int[4];
+      private int count;
+      private long end;
+
+      void add(long start, long to, int crc) {
+        if (start != end) {
+          throw new IllegalStateException("piece at " + start + ", expected " + end);
+        }
+        if (count == crcs.length) {
+          crcs = java.util.Arrays.copyOf(crcs, count * 2);
+          lengths = java.util.Arrays.copyOf(lengths, count * 2);
+        }
+        crcs[count] = crc;
+        lengths[count++] = Math.toIntExact(to - start);
+        end = to;
+      }
+
+      /** The bytes summed, from 0. */
+      long length() {
+        return end;
+      }
+
+      /**
+       * Whether {@code channel} holds, to its first {@link #length} bytes, what was summed;
+       * reads through {@code buf} (any size: a piece's sum is fed a buffer at a time).
+       */
+      boolean matches(FileChannel channel, ByteBuffer buf) throws IOException {
+        java.util.zip.CRC32C sum = new java.util.zip.CRC32C();
+        long at = 0;
+        for (int i = 0; i < count; i++) {
+          long to = at + lengths[i];
+          sum.reset();
+          while (at < to) {
+            buf.clear().limit((int) Math.min(buf.capacity(), to - at));
+            while (buf.hasRemaining()) {
+              int n = channel.read(buf, at + buf.position());
+              if (n < 0) {
+                return false; // shorter than the version: changed
+              }
+            }
+            at += buf.position();
+            sum.update(buf.flip());
+          }
+          if ((int) sum.getValue() != crcs[i]) {
+            return false;
+          }
+        }
+        return true;
+      }
     }
 
     /** A write of {@code [start, end)}, change number {@code count}, has finished. */

@@ -15,16 +15,20 @@ import io.blobfs.namespace.FileReader;
 import io.blobfs.namespace.FsPath;
 import io.blobfs.namespace.NamespaceOptions;
 import io.blobfs.namespace.StoreCallCounters;
+import io.blobfs.store.FaultInjectingBlobStore;
+import io.blobfs.store.FaultInjectingBlobStore.Op;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.memory.InMemoryBlobStore;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.FileTime;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -44,6 +48,7 @@ class PassthroughTest {
   @TempDir
   Path staging;
   private BlobNamespace ns;
+  private FaultInjectingBlobStore store;
   private BlobFuseFs fs;
   private final Kernel kernel = new Kernel();
 
@@ -75,8 +80,9 @@ class PassthroughTest {
 
   @BeforeEach
   void setUp() throws Exception {
-    ns = new BlobNamespace(new InMemoryBlobStore("pt", new StoreLimits(200, 1L << 30,
-        Integer.MAX_VALUE)), new NamespaceOptions(4096, 4096, 16384, 0, false, 100),
+    store = FaultInjectingBlobStore.over(new InMemoryBlobStore("pt", new StoreLimits(200,
+        1L << 30, Integer.MAX_VALUE)));
+    ns = new BlobNamespace(store.store(), new NamespaceOptions(4096, 4096, 16384, 0, false, 100),
         StoreCallCounters.NONE);
     fs = new BlobFuseFs(ns, new BlobFuseFs.Settings(false, 0755, 4096, staging));
     fs.initialized(kernel);
@@ -142,6 +148,133 @@ class PassthroughTest {
     fs.flush(e.node(), h[0].fh());
     assertEquals("bbbb", published("/t"));
     fs.release(e.node(), h[0].fh());
+  }
+
+  /** Counts the store's writes from now on (data, records, commits), failing none. */
+  private FaultInjectingBlobStore.Fault countStoreWrites() {
+    return store.on(Op.WRITE, Op.PUT, Op.COMMIT).always().delay(Duration.ZERO);
+  }
+
+  @Test
+  void aCloseRightAfterAnFsyncPublishesNothing() throws Exception {
+    // fio's end_fsync, then its close: the kernel wrote the file, the fsync published it;
+    // the close found the file as the fsync stamped it, and used to upload it again
+    Opened[] h = new Opened[1];
+    Entry e = create("c", h);
+    kernel.write(h[0], 0, "x".repeat(20_000)); // striped: several data blobs
+    fs.fsync(e.node(), h[0].fh(), false);
+    assertEquals("x".repeat(20_000), published("/c"));
+    FaultInjectingBlobStore.Fault writes = countStoreWrites();
+    fs.flush(e.node(), h[0].fh());
+    fs.release(e.node(), h[0].fh());
+    assertEquals(0, writes.fired(), "nothing written since the fsync: no store write");
+    assertEquals("x".repeat(20_000), published("/c"));
+  }
+
+  @Test
+  void aSecondFsyncAndTheCloseAfterItPublishNothingNew() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("d", h);
+    kernel.write(h[0], 0, "abc");
+    fs.fsync(e.node(), h[0].fh(), false);
+    kernel.write(h[0], 3, "def");
+    fs.fsync(e.node(), h[0].fh(), true);
+    assertEquals("abcdef", published("/d"));
+    FaultInjectingBlobStore.Fault writes = countStoreWrites();
+    fs.fsync(e.node(), h[0].fh(), false);
+    fs.getattr(e.node());
+    fs.flush(e.node(), h[0].fh());
+    fs.release(e.node(), h[0].fh());
+    assertEquals(0, writes.fired());
+  }
+
+  @Test
+  void aWriteInPlaceAfterAnFsyncIsPublishedAtClose() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("w", h);
+    kernel.write(h[0], 0, "aaaa");
+    fs.fsync(e.node(), h[0].fh(), false);
+    FaultInjectingBlobStore.Fault writes = countStoreWrites();
+    kernel.write(h[0], 0, "bbbb"); // same size; the kernel moves mtime and ctime
+    fs.flush(e.node(), h[0].fh());
+    assertTrue(writes.fired() > 0);
+    assertEquals("bbbb", published("/w"));
+    fs.release(e.node(), h[0].fh());
+  }
+
+  @Test
+  void aWriteThroughASharedMappingAfterAnFsyncIsPublishedAtClose() throws Exception {
+    // A page written through a shared mapping stays dirty and writable after the fsync's
+    // publication, so a second write through it faults nowhere and moves no time: the
+    // stat matches the fsync's stamp, and only the bytes (their checksums) tell
+    Opened[] h = new Opened[1];
+    Entry e = create("mm", h);
+    kernel.write(h[0], 0, "0".repeat(8192));
+    Path local = kernel.files.get(h[0].backingId());
+    try (FileChannel c = FileChannel.open(local, StandardOpenOption.READ,
+        StandardOpenOption.WRITE)) {
+      MappedByteBuffer map = c.map(FileChannel.MapMode.READ_WRITE, 0, 8192);
+      map.put(0, "one".getBytes(StandardCharsets.UTF_8));
+      fs.fsync(e.node(), h[0].fh(), false);
+      assertEquals("one", published("/mm").substring(0, 3));
+      fs.getattr(e.node()); // the mount looks at it after the publication
+      map.put(0, "two".getBytes(StandardCharsets.UTF_8));
+      fs.flush(e.node(), h[0].fh());
+      assertEquals("two", published("/mm").substring(0, 3));
+      map.put(4096, "three".getBytes(StandardCharsets.UTF_8)); // after the close, as
+      fs.fsync(e.node(), h[0].fh(), false);                   // sync(1) does, read-only
+      assertEquals("three", published("/mm").substring(4096, 4101));
+    }
+    fs.release(e.node(), h[0].fh());
+  }
+
+  @Test
+  void aWriteThroughASharedMappingAfterTheCloseIsPublishedAtTheLastRelease() throws Exception {
+    // open, write through a shared mapping, close(fd), write through the mapping again,
+    // munmap: the last release comes after the munmap. The page is dirty and writable
+    // since before the close's publication, so the second write moves no time.
+    Opened[] h = new Opened[1];
+    Entry e = create("mr", h);
+    kernel.write(h[0], 0, "0".repeat(8192));
+    Path local = kernel.files.get(h[0].backingId());
+    try (FileChannel c = FileChannel.open(local, StandardOpenOption.READ,
+        StandardOpenOption.WRITE)) {
+      MappedByteBuffer map = c.map(FileChannel.MapMode.READ_WRITE, 0, 8192);
+      map.put(0, "one".getBytes(StandardCharsets.UTF_8));
+      fs.flush(e.node(), h[0].fh());
+      assertEquals("one", published("/mr").substring(0, 3));
+      map.put(0, "two".getBytes(StandardCharsets.UTF_8));
+    }
+    fs.release(e.node(), h[0].fh());
+    assertEquals("two", published("/mr").substring(0, 3), "README: the last release looks too");
+  }
+
+  @Test
+  void aLookThatReadTheFileNeverPutsBackTheSizeItSawBeforeTheRead() throws Exception {
+    // A forced look stats, then reads the whole file to compare it with the last
+    // publication; another look (a getattr, a publication's stamp) records a newer size
+    // meanwhile. The forced look must not apply its older stat over it.
+    StagedFile s = StagedFile.empty(staging);
+    s.passThrough(kernel);
+    Path local = kernel.files.get(s.backingId());
+    Files.write(local, "0123".getBytes(StandardCharsets.UTF_8));
+    s.publish(ns, FsPath.parse("/s2"));
+    assertEquals("0123", published("/s2"));
+    s.afterCheck = () -> {
+      try {
+        Files.write(local, "4567".getBytes(StandardCharsets.UTF_8),
+            StandardOpenOption.APPEND);
+        s.observe(false);
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    };
+    try {
+      s.observe(true);
+      assertEquals(8, s.length(), "the size recorded during the read, not the one before it");
+    } finally {
+      s.discard();
+    }
   }
 
   @Test

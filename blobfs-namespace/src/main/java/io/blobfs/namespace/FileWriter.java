@@ -155,6 +155,17 @@ public final class FileWriter implements Closeable {
    * past the channel's end are zeros (a file extended by truncate ends in a hole).
    */
   public void transferFrom(FileChannel src, long position, long count) throws IOException {
+    transferFrom(src, position, count, null);
+  }
+
+  /**
+   * As {@link #transferFrom(FileChannel, long, long)}, adding the bytes sent to {@code sum}
+   * (null: none): a checksum of exactly what went to the store, read once, where reading
+   * the channel a second time could find other bytes (the FUSE mount compares it with
+   * the staged file later, to tell whether that changed since).
+   */
+  public void transferFrom(FileChannel src, long position, long count,
+      java.util.zip.Checksum sum) throws IOException {
     checkOpen();
     while (count > 0) {
       long limit = chunkLimit();
@@ -173,6 +184,9 @@ public final class FileWriter implements Closeable {
         got = n;
       } else {
         buffer.position(buffer.position() + got);
+      }
+      if (sum != null) {
+        sum.update(buffer.duplicate().flip().position(buffer.position() - got));
       }
       position += got;
       count -= got;

@@ -43,6 +43,26 @@ class FileWriterTransferTest {
   }
 
   @Test
+  void transferFromSumsExactlyTheBytesItSends() throws Exception {
+    BlobNamespace ns = ns(store());
+    byte[] data = new byte[45_678];
+    new Random(6).nextBytes(data);
+    java.util.zip.CRC32C sum = new java.util.zip.CRC32C();
+    try (FileChannel ch = staged(data)) {
+      FileWriter w = ns.create(FsPath.parse("/s"), false);
+      w.transferFrom(ch, 1_000, 30_000, sum); // small heap buffer, then direct ones
+      w.transferFrom(ch, 31_000, data.length - 31_000 + 3_000L, sum); // a hole at the end
+      w.close();
+    }
+    byte[] want = Arrays.copyOf(Arrays.copyOfRange(data, 1_000, data.length),
+        data.length - 1_000 + 3_000);
+    assertArrayEquals(want, readAll(ns, "/s"));
+    java.util.zip.CRC32C expected = new java.util.zip.CRC32C();
+    expected.update(want);
+    org.junit.jupiter.api.Assertions.assertEquals(expected.getValue(), sum.getValue());
+  }
+
+  @Test
   void transferFromAChannelWritesItsBytesAcrossStripesAndZerosPastItsEnd() throws Exception {
     // stripes of 10,000 bytes, 4,096-byte buffers, 100-byte inline threshold: the transfer
     // crosses buffer and stripe boundaries, and the first buffer is the small heap one

@@ -28,7 +28,7 @@ import org.knowm.xchart.style.Styler;
 public final class HpcReport {
   /** The mounts the targets are about; the baselines they are measured against. */
   static final List<String> MOUNTS = List.of("tyr", "rados", "tyr-base", "rados-base", "tyr-pt",
-      "rados-pt");
+      "rados-pt", "tyr-pt-base", "rados-pt-base");
   static final String CEPHFS = "cephfs";
   static final String LOCAL = "local";
 
@@ -49,6 +49,9 @@ public final class HpcReport {
       // scripts/bench-hpc.sh tyr-pt, rados-pt: the same build with FUSE passthrough on
       Map.entry("tyr-pt", "mount over a Týr server, passthrough"),
       Map.entry("rados-pt", "mount over RADOS, passthrough"),
+      // both: the --base build with passthrough on, beside tyr-pt and rados-pt
+      Map.entry("tyr-pt-base", "mount over a Týr server, passthrough, base build"),
+      Map.entry("rados-pt-base", "mount over RADOS, passthrough, base build"),
       Map.entry(CEPHFS, "CephFS (ceph-fuse)"), Map.entry(LOCAL, "local disk"));
 
   /** Raw figures: workload, then back end, then MB/s per round in order. */
