@@ -249,23 +249,20 @@ final class MarkedMove {
     if (committed(whole)) {
       return false;
     }
-    if (whole.isEmpty() && unknownCommit != null) {
-      Optional<VersionedRecord> there = back.read(to, unknownCommit);
-      if (!back.lockHeld(unknownCommit)) {
-        settled = true; // the holder of the lock settles the move, not this mover
-        throw RenameOutcomeUnknownException.lockLost(what(), src, dst, unknownCommit);
-      }
-      if (finishedByOther(there)) {
-        return false;
-      }
+    if (whole.isEmpty() && finishedLate(unknownCommit)) {
+      return false;
     }
     if (whole.isPresent() && whole.get().version() == marked) {
       try {
         ns.calls().putIfVersion(from, whole.get().record().unmarked().encode(), marked);
       } catch (TransactionConflictException e) {
         // changed meanwhile: a settler took the mark back, or this move's late commit
-        // applied; the marked version never comes back, so one more read tells which
-        if (committed(stored(from))) {
+        // applied; the marked version never comes back, so one more read tells which.
+        // The late commit may already be finished by a reader (the source removed): then
+        // the source is absent and the destination tells (second review of
+        // rados-outcome, must 1: it answered "changed nothing" with the file moved).
+        Optional<VersionedRecord> now = stored(from);
+        if (committed(now) || now.isEmpty() && finishedLate(unknownCommit)) {
           return false;
         }
       }
@@ -280,6 +277,25 @@ final class MarkedMove {
     }
     settled = true;
     return true;
+  }
+
+  /**
+   * With the source found absent and the commit's answer lost ({@code unknownCommit}, null
+   * if it never applies): whether that late commit applied and was finished by a reader or
+   * settler (the file plain at the destination). The destination is read, then the lock:
+   * still this move's after that read, nobody else moved the file. Lost: the names are a
+   * later holder's, {@link RenameOutcomeUnknownException}, nothing written.
+   */
+  private boolean finishedLate(IOException unknownCommit) throws IOException {
+    if (unknownCommit == null) {
+      return false;
+    }
+    Optional<VersionedRecord> there = back.read(to, unknownCommit);
+    if (!back.lockHeld(unknownCommit)) {
+      settled = true; // the holder of the lock settles the move, not this mover
+      throw RenameOutcomeUnknownException.lockLost(what(), src, dst, unknownCommit);
+    }
+    return finishedByOther(there);
   }
 
   /** Whether {@code source} is this move's committed source. */

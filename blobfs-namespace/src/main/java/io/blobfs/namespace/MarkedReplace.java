@@ -233,8 +233,19 @@ final class MarkedReplace {
       try {
         ns.calls().putIfVersion(to, there.get().record().encode(), replacedVersion);
       } catch (TransactionConflictException e) {
-        if (holdsFile(ns.readStored(to, false))) {
+        Optional<VersionedRecord> now = ns.readStored(to, false);
+        if (holdsFile(now)) {
           return false; // the late commit won; the replaced version is gone for good
+        }
+        // Changed by someone else: with the lock still this move's after that read, the
+        // commit can no longer apply (the replaced version is gone) and nobody else moved
+        // the file. Lost since the check above (a stall before the fence), a settler may
+        // have rolled a late commit forward and a later rename moved the file on: the
+        // outcome is unknown (second review of rados-outcome, must 2: it answered
+        // "changed nothing" with its commit's file renamed on).
+        if (!back.lockHeld(cause)) {
+          settled = true;
+          throw afterLockLost(now, cause);
         }
       }
     }
