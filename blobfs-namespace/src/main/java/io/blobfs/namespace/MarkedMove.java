@@ -236,8 +236,9 @@ final class MarkedMove {
    *
    * <p>{@code unknownCommit} is the commit's lost answer when the commit may have applied
    * (null: not sent yet, or answered with a conflict, so it never applies). Then a source
-   * found absent may be that late commit finished by a reader or settler since the
-   * read-back (the destination made plain, the source removed): the destination is read,
+   * found absent or no longer at the marked version may be that late commit finished by a
+   * reader or settler since the read-back (the destination made plain, the source removed,
+   * its name perhaps reused by a new file): the destination is read,
    * then the lock; still this move's after that read, nobody else moved the file, so the
    * file plain there is this commit's doing and the answer is false. Lost, the names are
    * a later holder's: {@link RenameOutcomeUnknownException}, nothing written. Before, it
@@ -249,7 +250,11 @@ final class MarkedMove {
     if (committed(whole)) {
       return false;
     }
-    if (whole.isEmpty() && finishedLate(unknownCommit)) {
+    // The source no longer at the marked version (gone, or its name reused by a new file
+    // once a reader finished a late commit): the destination tells (third review of
+    // rados-outcome: a reused name was taken for "nothing to undo").
+    boolean atMark = whole.isPresent() && whole.get().version() == marked;
+    if (!atMark && finishedLate(unknownCommit)) {
       return false;
     }
     if (whole.isPresent() && whole.get().version() == marked) {
@@ -258,11 +263,11 @@ final class MarkedMove {
       } catch (TransactionConflictException e) {
         // changed meanwhile: a settler took the mark back, or this move's late commit
         // applied; the marked version never comes back, so one more read tells which.
-        // The late commit may already be finished by a reader (the source removed): then
-        // the source is absent and the destination tells (second review of
-        // rados-outcome, must 1: it answered "changed nothing" with the file moved).
+        // The late commit may already be finished by a reader (the source removed, its
+        // name perhaps reused since): then the destination tells (second and third
+        // reviews of rados-outcome: it answered "changed nothing" with the file moved).
         Optional<VersionedRecord> now = stored(from);
-        if (committed(now) || now.isEmpty() && finishedLate(unknownCommit)) {
+        if (committed(now) || finishedLate(unknownCommit)) {
           return false;
         }
       }
@@ -280,9 +285,9 @@ final class MarkedMove {
   }
 
   /**
-   * With the source found absent and the commit's answer lost ({@code unknownCommit}, null
-   * if it never applies): whether that late commit applied and was finished by a reader or
-   * settler (the file plain at the destination). The destination is read, then the lock:
+   * With the source found absent or not at the marked version, and the commit's answer
+   * lost ({@code unknownCommit}, null if it never applies): whether that late commit
+   * applied and was finished by a reader or settler (the file plain at the destination). The destination is read, then the lock:
    * still this move's after that read, nobody else moved the file. Lost: the names are a
    * later holder's, {@link RenameOutcomeUnknownException}, nothing written.
    */
