@@ -41,7 +41,10 @@ interface LibRados extends Library {
 
   void rados_aio_release(Pointer completion);
 
-  /** Waits until every AIO on the context has completed (and called back). */
+  /**
+   * Waits until the AIO writes on the context are safe: writes only, not reads
+   * (RadosCluster counts every call to know when none is in flight).
+   */
   int rados_aio_flush(Pointer io);
 
   int rados_aio_read(Pointer io, byte[] oid, Pointer completion, Pointer buf, NativeLong len,

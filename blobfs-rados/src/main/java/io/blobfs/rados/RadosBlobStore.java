@@ -622,17 +622,23 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
     // count is up before close can look at it).
     cluster.aioStarted();
     PointerByReference completion = new PointerByReference();
-    int rc = LIB.rados_aio_create_completion2(new Pointer(id), ON_COMPLETE, completion);
-    if (rc < 0) {
-      PENDING.remove(id);
-      cluster.aioDone();
-      return CompletableFuture.failedFuture(RadosErrors.toException(op, key, rc));
+    int rc;
+    try {
+      rc = LIB.rados_aio_create_completion2(new Pointer(id), ON_COMPLETE, completion);
+      if (rc < 0) {
+        notSubmitted(id);
+        return CompletableFuture.failedFuture(RadosErrors.toException(op, key, rc));
+      }
+      rc = submit.call(io, completion.getValue());
+    } catch (RuntimeException | Error e) {
+      // Thrown, not returned (a JNA link error, no memory): never submitted, and
+      // counted it would hold every later close of the handle for the whole bound.
+      notSubmitted(id);
+      throw e;
     }
-    rc = submit.call(io, completion.getValue());
     if (rc < 0) {
-      PENDING.remove(id);
       LIB.rados_aio_release(completion.getValue());
-      cluster.aioDone();
+      notSubmitted(id);
       return CompletableFuture.failedFuture(RadosErrors.toException(op, key, rc));
     }
     // librados times out by itself (rados_osd_op_timeout); this is the backstop should a
@@ -648,6 +654,16 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
           }
           return CompletableFuture.failedFuture(cause);
         });
+  }
+
+  /**
+   * A call librados never took: uncounted by whoever removes its pending entry, this or
+   * {@link #completed} (never both, so the count cannot drop below the calls in flight).
+   */
+  private void notSubmitted(long id) {
+    if (PENDING.remove(id) != null) {
+      cluster.aioDone();
+    }
   }
 
   /** Runs on a librados thread: collect the code, free the completion, hand off. */
@@ -689,7 +705,12 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
       l.unlock();
     }
     completions.shutdown();
-    cluster.release();
+    // One bound for both waits below (librados's op timeout and a margin).
+    long deadline = System.nanoTime() + opTimeout.plus(RadosCluster.AIO_DRAIN_SLACK).toNanos();
+    // Waits for the calls in flight only when this is the handle's last store: another
+    // store still open keeps the contexts, and this store's late completions then run on
+    // the librados thread that delivers them (its executor is shut down).
+    cluster.release(deadline);
     // Completions already handed to the executor finish before close returns, so a
     // caller sees every call made before close() settled once it returns (not awaited
     // when close() runs on that executor: it would wait for itself).
@@ -697,8 +718,8 @@ public final class RadosBlobStore implements CopiesOnWrite, PlacementAware {
       return;
     }
     try {
-      completions.awaitTermination(opTimeout.plus(RadosCluster.AIO_DRAIN_SLACK).toMillis(),
-          TimeUnit.MILLISECONDS);
+      completions.awaitTermination(Math.max(0, deadline - System.nanoTime()),
+          TimeUnit.NANOSECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }

@@ -72,6 +72,14 @@ final class RadosCluster {
   }
 
   void release() {
+    release(System.nanoTime() + identity.opTimeout().plus(AIO_DRAIN_SLACK).toNanos());
+  }
+
+  /**
+   * As {@link #release()}, waiting for calls in flight until {@code deadline}
+   * ({@link System#nanoTime}) at the latest.
+   */
+  void release(long deadline) {
     synchronized (OPEN) {
       if (--users > 0) {
         return;
@@ -82,13 +90,12 @@ final class RadosCluster {
     // kills the JVM (SIGSEGV in librados, seen in RadosNativeHandlesIT when a store was
     // closed under reads). rados_aio_flush waits for writes only, so every AIO call is
     // counted and waited for here; librados times each out (rados_osd_op_timeout).
-    Duration bound = identity.opTimeout().plus(AIO_DRAIN_SLACK);
-    if (!awaitAioDrained(bound)) {
+    if (!awaitAioDrained(deadline)) {
       // Better a leaked handle than a crashed process: the late completions still
       // find their context and threads.
       LOG.log(System.Logger.Level.WARNING, aioInFlight() + " librados calls still in"
-          + " flight " + bound.toSeconds() + " s after close; the cluster handle is left"
-          + " open");
+          + " flight past librados's op timeout + " + AIO_DRAIN_SLACK.toSeconds()
+          + " s after close; the cluster handle is left open");
       return;
     }
     for (IoCTX io : contexts.values()) {
@@ -121,8 +128,7 @@ final class RadosCluster {
     return aioInFlight;
   }
 
-  private synchronized boolean awaitAioDrained(Duration bound) {
-    long deadline = System.nanoTime() + bound.toNanos();
+  private synchronized boolean awaitAioDrained(long deadline) {
     boolean interrupted = false;
     try {
       while (aioInFlight > 0) {
