@@ -398,9 +398,11 @@ public final class BlobNamespace {
    * keeps it if a record names it after all: the name not holding the record does not
    * prove the put failed, since a rename may have moved it away meanwhile.
    *
-   * <p>{@code renewWriterLock} renews the writer's own lease once more when the publish had
-   * to wait for the replaced file's lock (without transactions), so that a sweeper never
-   * takes the data of a writer that waited past its lease.
+   * <p>{@code renewWriterLock} renews the writer's own lease once more before any put that
+   * may follow a wait: after waiting for the replaced file's lock (without transactions),
+   * and on every attempt after the first (the wait may have ended with the name changed or
+   * deleted), so that a sweeper never takes the data of a writer that waited past its
+   * lease, or the writer learns it did and publishes nothing.
    *
    * <p>An overwrite replaces only the record it read (a put conditional on its version),
    * so the data it then removes is that of the file it replaced, never of one renamed
@@ -426,6 +428,10 @@ public final class BlobNamespace {
         Optional<VersionedRecord> old;
         try {
           old = overwrite ? readRecord(key, false) : Optional.empty();
+          // The writer renewed its lease right before calling this; a later attempt may
+          // follow a long wait (below, for the replaced file's lock, which ended with the
+          // name changed), so it renews again before its put.
+          boolean waited = attempt > 1;
           if (old.isPresent() && locksNames(old.get())) {
             DataLocks.Held taken = locks.takeForReplace(key, old.get(), path);
             if (taken.changed()) {
@@ -436,8 +442,15 @@ public final class BlobNamespace {
                   path + " kept changing while this writer tried to replace it"));
             }
             nameLock = taken.lock();
-            // Taking it may have waited: the writer's own lease is renewed again, so that
-            // the last renewal still comes right before the put.
+            waited = true;
+          }
+          if (waited) {
+            // Taking the lock may have waited, past the writer's own lease: the lease is
+            // renewed again (conditionally: it fails if a sweeper took the data), so that
+            // the last renewal still comes right before the put. Before, only the attempt
+            // that took the lock renewed: one whose wait ended with the name deleted
+            // meanwhile went on to put its record, unrenewed, over data a sweeper had
+            // deleted while it waited (the soak's data loss, seed 5151810870002).
             renewWriterLock.renew();
           }
         } catch (IOException | RuntimeException e) {

@@ -548,6 +548,8 @@ public final class NamespaceSoak {
       for (String f : failures) {
         String kind = f.contains("paused longer than the minimum age")
             ? "data loss: sweeper and idle writer"
+            : f.contains("its writer was still open")
+            ? "data loss: sweeper and writer in close"
             : f.contains("a rename of its name ran during the sweep")
             ? "data loss: sweeper and rename"
             : f.contains("DATA LOSS") ? "data loss: other"

@@ -542,10 +542,19 @@ final class SoakModel {
     return false;
   }
 
-  /** Which of the sweeper's known races fits: an idle writer, or a rename during the sweep. */
+  /**
+   * Which of the sweeper's known races fits: an idle writer, a writer still in close() (its
+   * publish waited, for the replaced file's lock, past its lease), or a rename during the
+   * sweep. Before, a writer not slow but still open was left out, and a rename of the name
+   * that ran meanwhile (of the file it was replacing) was blamed (seed 5151810870002).
+   */
   private static String whySwept(Sweep s, Write w, Set<FsPath> names, List<Op> ops) {
     if (w != null && w.slow && w.op != null && w.op.end > s.start()) {
       return ": its writer, paused longer than the minimum age, was still open";
+    }
+    if (w != null && w.op != null && w.op.start < s.end() && w.op.end > s.start()) {
+      return ": its writer was still open (in close(), its publish may have waited past its"
+          + " lease)";
     }
     for (Op o : ops) {
       if (o.kind == Kind.RENAME && o.start < s.end() && o.end > s.start() && o.touches(names)
