@@ -225,9 +225,13 @@ final class MarkedReplace {
     if (holdsFile(there)) {
       return false;
     }
+    // The source is read after the destination and before the lock check: with the lock
+    // lost, it may still prove that nothing changed (afterLockLost); with the lock held,
+    // it is what the mark is taken off below.
+    Optional<VersionedRecord> source = ns.readStored(from, true);
     if (!back.lockHeld(cause)) {
       settled = true; // the holder of the lock settles the source, not this move
-      throw afterLockLost(there, cause);
+      throw afterLockLost(there, source, marked, cause);
     }
     if (there.isPresent() && there.get().version() == replacedVersion) {
       try {
@@ -245,11 +249,13 @@ final class MarkedReplace {
         // "changed nothing" with its commit's file renamed on).
         if (!back.lockHeld(cause)) {
           settled = true;
-          throw afterLockLost(now, cause);
+          // no source read after `now`: nothing can be proved unchanged (afterLockLost)
+          throw afterLockLost(now, Optional.empty(), marked, cause);
         }
       }
     }
-    Optional<VersionedRecord> source = ns.readStored(from, true);
+    // The source as read before the lock check: the unmark is conditional on the marked
+    // version, so a source changed since (a settler took the mark off) conflicts.
     if (source.isPresent() && source.get().version() == marked) {
       try {
         ns.calls().putIfVersion(from, source.get().record().unmarked().encode(), marked);
@@ -282,25 +288,56 @@ final class MarkedReplace {
 
   /**
    * What a move that lost its lock, its commit answered with a conflict or of unknown
-   * outcome, can still tell from the names without writing: the destination still the
-   * replaced file (at another version: a settler's fence) means its commit never applied
-   * and never will (once replaced, that file's record is gone for good), and
-   * {@link Replacer} tries again under fresh locks. Anything else may be this move's doing
-   * or a later holder's: unknown. That includes a third file at the destination with this
-   * move's file still at the source: a conflict does not prove that the commit never
-   * applied (a call resent by the store's client may have landed first, which
-   * {@link #committedAfterConflict} assumes), and a third file written over it since, the
-   * source rolled back by the settler, looks the same. Before, that was a
-   * TargetChangedException, "nothing was changed", which BlobFileSystem retries (review of
-   * rados-outcome, should 4).
+   * outcome, can still tell from the names without writing; {@code there} is the
+   * destination as read after the commit's answer, {@code source} the source as read
+   * after {@code there} (empty: not read).
+   *
+   * <ul>
+   *   <li>The destination the replaced file at another version (a settler's fence), after
+   *       a conflict: the commit never applied and never will (once replaced, that file's
+   *       record is gone for good), and {@link Replacer} tries again under fresh locks.
+   *   <li>The source still this move's mark, at the marked version, and the destination
+   *       not this move's file and no longer at the replaced version: nothing changed.
+   *       Had the commit applied, the destination would have held this file; to change it
+   *       since, any client goes through this file's lock, whose taker settles the move
+   *       first (rolled forward: the source removed), so the source would have left the
+   *       marked version before the destination changed, and a store's versions never
+   *       repeat; read after the destination, it has not. Nor can the commit apply later:
+   *       it is conditional on the replaced version, which the destination has left. This
+   *       needs no lock: a later holder's writes would show on the source first. The
+   *       mark stays for the lock's holder to take off (this move writes nothing without
+   *       its lock); readers see the source as if unmarked. A third file there is then
+   *       {@link TargetChangedException} ("nothing was changed", which BlobFileSystem's
+   *       rename with OVERWRITE retries on the new target); the fenced
+   *       replaced file, the retry above. Before, both were unknown (leftover B of
+   *       issue 14).
+   *   <li>Anything else may be this move's doing or a later holder's: unknown. That
+   *       includes a third file at the destination with this move's file at the source
+   *       unmarked (or at another version): a conflict does not prove that the commit
+   *       never applied (a call resent by the store's client may have landed first, which
+   *       {@link #committedAfterConflict} assumes), and then a settler rolling it forward,
+   *       a later rename of the file back to the source and a third file written over the
+   *       destination leave the same names as a settler's rollback after a true conflict.
+   *       Before, that was a TargetChangedException, "nothing was changed", which
+   *       BlobFileSystem retries (review of rados-outcome, should 4).
+   * </ul>
    */
-  private IOException afterLockLost(Optional<VersionedRecord> there, IOException cause) {
-    if (cause instanceof TransactionConflictException && there.isPresent()
-        && there.get().record().fileId().equals(replacedId)
-        && there.get().version() != replacedVersion) {
+  private IOException afterLockLost(Optional<VersionedRecord> there,
+      Optional<VersionedRecord> source, long marked, IOException cause) {
+    boolean fenced = there.isPresent() && there.get().record().fileId().equals(replacedId)
+        && there.get().version() != replacedVersion;
+    boolean untouched = source.isPresent() && source.get().version() == marked
+        && ownMark(source.get()) && !holdsFile(there)
+        && (there.isEmpty() || there.get().version() != replacedVersion);
+    if (fenced && (untouched || cause instanceof TransactionConflictException)) {
       return new TargetRewrittenException(what() + ": " + dst + " was rewritten unchanged"
           + " by the settler of its lock (it stalled past its lease); nothing was changed",
           cause);
+    }
+    if (untouched) {
+      TargetChangedException changed = Replacer.changed(dst);
+      changed.initCause(cause);
+      return changed;
     }
     return RenameOutcomeUnknownException.lockLost(what(), src, dst, cause);
   }

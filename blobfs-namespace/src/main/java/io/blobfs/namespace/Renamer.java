@@ -28,26 +28,51 @@ final class Renamer {
     this.ns = ns;
   }
 
-  /** {@link BlobNamespace#rename}. */
+  /**
+   * {@link BlobNamespace#rename}. Without transactions, settling a rename of the same file
+   * that was cut off (both names holding it, below) may change the names this call
+   * decided on: the rename is then decided again on the names as settled, as it is after
+   * finishing a directory operation cut off, so that false means that nothing changed
+   * after the settling (Hadoop's contract: false only when nothing changed).
+   */
   boolean rename(FsPath src, FsPath dst) throws IOException {
     ns.layout().checkPath(src);
     ns.layout().checkPath(dst);
     if (src.isRoot()) {
       return false;
     }
+    for (int attempt = 1; ; attempt++) {
+      Optional<Boolean> answer = renameOnce(src, dst);
+      if (answer.isPresent()) {
+        return answer.get();
+      }
+      if (attempt == BlobNamespace.RACE_ATTEMPTS) {
+        throw BlobNamespace.lostRace("rename " + src + " to " + dst,
+            new TransactionConflictException("the names kept changing while renames of "
+                + src + " cut off earlier were settled"));
+      }
+    }
+  }
+
+  /**
+   * One decision of {@link #rename} on the names as probed: its answer, or empty if
+   * settling a rename cut off earlier changed the names (decided again, nothing done).
+   */
+  private Optional<Boolean> renameOnce(FsPath src, FsPath dst) throws IOException {
     Optional<FileInfo> found = ns.probe(src);
     if (found.isEmpty()) {
       // Without transactions a directory rename that was cut off after its last move
       // leaves only its intent: this same rename, retried, finishes it.
-      return !ns.calls().transactional() && DirectoryMove.finishExactly(ns, this, src)
-          .filter(done -> done.sameAs(src, dst)).isPresent();
+      return Optional.of(!ns.calls().transactional()
+          && DirectoryMove.finishExactly(ns, this, src)
+          .filter(done -> done.sameAs(src, dst)).isPresent());
     }
     FileInfo srcInfo = found.get();
     if (src.equals(dst)) {
-      return srcInfo.isFile();
+      return Optional.of(srcInfo.isFile());
     }
     if (dst.isAtOrUnder(src)) {
-      return false;
+      return Optional.of(false);
     }
     if (srcInfo.isDirectory()) {
       // A rename or delete of this directory or of one below it that was cut off part-way
@@ -61,12 +86,12 @@ final class Renamer {
       }
       if (retried) {
         ns.keepVisible(src.parent());
-        return true;
+        return Optional.of(true);
       }
       if (!finished.isEmpty()) {
         found = ns.probe(src);
         if (found.isEmpty()) {
-          return false;
+          return Optional.of(false);
         }
         srcInfo = found.get();
       }
@@ -77,35 +102,74 @@ final class Renamer {
       if (dstInfo.get().isFile()) {
         if (srcInfo.isFile() && !ns.calls().transactional() && dstInfo.get().record().fileId()
             .equals(srcInfo.record().fileId())) {
-          // Both names hold one file: this rename was cut off between its copy and the
-          // source's removal (or is being: the lock waits for it). The file's lock settles
-          // it; if the source is gone then, the rename asked for is done.
-          ns.locks().release(ns.locks().takeForRename(srcInfo.record().fileId(), src, null));
-          return ns.probe(src).isEmpty();
+          return settleBothNames(src, dst, srcInfo.record().fileId());
         }
-        return false;
+        return Optional.of(false);
       }
       target = dst.child(src.name());
       ns.layout().checkPath(target);
       if (ns.probe(target).isPresent()) {
-        return false;
+        return Optional.of(false);
       }
     } else if (!dst.parent().isRoot() && !dst.parent().equals(src.parent())) {
       Optional<FileInfo> parent = ns.probe(dst.parent());
       if (parent.isPresent() ? parent.get().isFile() : ns.options().keepDirectoryMarkers()) {
-        return false;
+        return Optional.of(false);
       }
     }
     if (srcInfo.isFile()) {
       if (!renameFile(src, target)) {
-        return false; // the destination was created after the probe above
+        return Optional.of(false); // the destination was created after the probe above
       }
     } else {
       renameDirectory(src, target);
       ns.pending().rename(src, target);
     }
     ns.keepVisible(src.parent());
-    return true;
+    return Optional.of(true);
+  }
+
+  /**
+   * Both names hold the file {@code id} (without transactions): a rename of it was cut off
+   * between its commit and the removal of its source, or is under way (the lock waits for
+   * it). The file's lock settles it, then both names are probed again:
+   *
+   * <ul>
+   *   <li>the source gone and the destination holding the file: it was a rename of the
+   *       source to the destination (this one, retried, or another client's), rolled
+   *       forward: the rename asked for is done;
+   *   <li>both still holding it: nothing was recorded to settle (two names on one file,
+   *       which no retry changes): false, nothing changed;
+   *   <li>the destination no longer holding it: it was a rename the other way (the
+   *       destination renamed over the source), rolled forward, which removed the
+   *       destination; or the names changed otherwise meanwhile. The rename is decided
+   *       again on the names as they are now (empty). Before, it answered false, "nothing
+   *       changed", although the settling had removed the destination, and a caller that
+   *       trusted the answer (Hadoop's contract) went on as if the destination still held
+   *       the file;
+   *   <li>the source gone and the destination not holding the file: renamed or deleted
+   *       away meanwhile, as {@link #renameFile} says when it finds its source gone.
+   * </ul>
+   *
+   * A rename over a file ({@link Replacer}) that finds its target's file at its source
+   * settles it here too, and does not decide again.
+   */
+  Optional<Boolean> settleBothNames(FsPath src, FsPath dst, String id)
+      throws IOException {
+    ns.locks().release(ns.locks().takeForRename(id, src, null));
+    Optional<FileInfo> srcNow = ns.probe(src);
+    boolean dstHolds = holds(ns.probe(dst), id);
+    if (srcNow.isEmpty()) {
+      if (dstHolds) {
+        return Optional.of(true);
+      }
+      throw new FileNotFoundException("renamed or deleted meanwhile: " + src);
+    }
+    return dstHolds && holds(srcNow, id) ? Optional.of(false) : Optional.empty();
+  }
+
+  private static boolean holds(Optional<FileInfo> info, String id) {
+    return info.isPresent() && info.get().isFile() && info.get().record().fileId().equals(id);
   }
 
   /**

@@ -66,26 +66,34 @@ final class Replacer {
     VersionedRecord read = found.get();
     String targetId = target.record().fileId();
     if (read.record().fileId().equals(targetId)) {
-      // One file under both names: a plain rename cut off between its copy and the
-      // source's removal. A plain rename of it settles that (and is then done).
-      if (!ns.renamer().rename(src, dst)) {
-        // The rename may have waited for the file's lock and settled a rename of it: one
-        // over src whose commit was seen (the file at src, dst still marked) and that has
-        // since removed dst. The target is then gone, not a second name of the file, so
-        // dst is probed again. Before, that was "two names on one file; deleting either
-        // removes the data of both" with the file under one name (review of rados-outcome,
-        // should 2).
-        Optional<FileInfo> nowDst = ns.probe(dst);
-        if (nowDst.isEmpty() || !nowDst.get().record().fileId().equals(targetId)) {
-          throw changed(dst);
-        }
-        // Nothing was cut off to settle: two names on one file, which no retry changes.
-        throw new TwoNamesOneFileException(src + " and " + dst + " both hold one file ("
-            + targetId + ") and no interrupted rename of it is recorded; nothing was changed."
-            + " Run SweepOrphans -finish-renames, then check both names: deleting either"
-            + " removes the data of both");
+      // One file under both names: a rename of it cut off between its commit and the
+      // source's removal. Its lock settles that; rolled forward from src to dst, the
+      // rename asked for is done. Only settled, not renamed on: a plain rename would
+      // decide again on the settled names and move src to a dst the settling removed,
+      // which is not the target this caller was shown (leftover A of issue 14).
+      Optional<Boolean> settled = ns.calls().transactional() ? Optional.of(false)
+          : ns.renamer().settleBothNames(src, dst, targetId);
+      if (settled.orElse(false)) {
+        return;
       }
-      return;
+      // The settling may have rolled forward a rename of it over src whose commit was seen
+      // (the file at src, dst still marked), which removed dst. The target is then gone,
+      // not a second name of the file, so dst is probed again. Before, that was "two
+      // names on one file; deleting either removes the data of both" with the file under
+      // one name (review of rados-outcome, should 2).
+      Optional<FileInfo> nowDst = ns.probe(dst);
+      if (nowDst.isEmpty() || !nowDst.get().record().fileId().equals(targetId)) {
+        throw changed(dst);
+      }
+      if (settled.isEmpty()) { // the target as shown, the source changed meanwhile
+        throw BlobNamespace.lostRace("rename " + src + " over " + dst,
+            new TransactionConflictException(src + " changed after it was read"));
+      }
+      // Nothing was cut off to settle: two names on one file, which no retry changes.
+      throw new TwoNamesOneFileException(src + " and " + dst + " both hold one file ("
+          + targetId + ") and no interrupted rename of it is recorded; nothing was changed."
+          + " Run SweepOrphans -finish-renames, then check both names: deleting either"
+          + " removes the data of both");
     }
     VersionedRecord old = readTarget(to, targetId, dst);
     DataLocks.Lock targetLock = null;

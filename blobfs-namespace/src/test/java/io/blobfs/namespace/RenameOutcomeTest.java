@@ -216,6 +216,33 @@ class RenameOutcomeTest extends StalledMoveFixture {
   }
 
   /**
+   * Writes /a/s, /a/t and /a/h and starts a rename of /a/s over /a/t whose commit (the put
+   * over /a/t) conflicts: /a/h's record is put at /a/t just before it, by a client that
+   * takes no lock. Returns the rollback's read of /a/t, held, with the mover's lease run
+   * out (the mover in {@code mover}).
+   */
+  private Fault renameOverConflictedByAThirdFileHeldAtItsRollBack(List<Future<Object>> mover)
+      throws Exception {
+    sBytes = write(S, 3 * 4096 + 5);
+    write(T, 2 * 4096 + 7);
+    write(H, 4096 + 1);
+    sId = reader.probe(S).get().record().fileId();
+    FaultInjectingBlobStore m = faults();
+    moverStore = m;
+    Fault commit = m.on(Op.PUT).keys("n/a/t").pause();
+    mover.add(renameOverInThread(m, S, T));
+    commit.awaitReached();
+    VersionedRecord t = reader.readStored("n/a/t", true).orElseThrow();
+    memory.putIfVersion("n/a/t", reader.readStored("n/a/h", true).orElseThrow().record()
+        .encode(), t.version());
+    Fault rollBackRead = m.on(Op.READ, Op.STAT).keys("n/a/t").pause();
+    commit.release();
+    rollBackRead.awaitReached(); // the commit conflicted; the rollback's read is held
+    awaitLeaseOver();
+    return rollBackRead;
+  }
+
+  /**
    * Should 4 of the review of rados-outcome: the rename over's commit conflicts (a client
    * that takes no lock put a third file at /a/t meanwhile); the mover stalls past its
    * lease before its rollback reads /a/t, and a settler rolls it back. A conflict does not
@@ -225,22 +252,9 @@ class RenameOutcomeTest extends StalledMoveFixture {
    */
   @Test
   void aRenameOverWhoseCommitConflictedAndThatLostItsLockIsReportedUnknown() throws Exception {
-    sBytes = write(S, 3 * 4096 + 5);
-    write(T, 2 * 4096 + 7);
-    write(H, 4096 + 1);
-    sId = reader.probe(S).get().record().fileId();
-    FaultInjectingBlobStore m = faults();
-    moverStore = m;
-    Fault commit = m.on(Op.PUT).keys("n/a/t").pause();
-    Future<Object> mover = renameOverInThread(m, S, T);
-    commit.awaitReached();
-    VersionedRecord t = reader.readStored("n/a/t", true).orElseThrow();
-    memory.putIfVersion("n/a/t", reader.readStored("n/a/h", true).orElseThrow().record()
-        .encode(), t.version()); // a third file, put by a client that takes no lock
-    Fault rollBackRead = m.on(Op.READ, Op.STAT).keys("n/a/t").pause();
-    commit.release();
-    rollBackRead.awaitReached(); // the commit conflicted; the rollback's read is held
-    awaitLeaseOver();
+    List<Future<Object>> movers = new ArrayList<>();
+    Fault rollBackRead = renameOverConflictedByAThirdFileHeldAtItsRollBack(movers);
+    Future<Object> mover = movers.get(0);
     MoveSettler.settle(reader, reader.locks().read(sId).orElseThrow()); // rolls it back
     Fault writes = countNameWrites();
     rollBackRead.release();
@@ -250,6 +264,44 @@ class RenameOutcomeTest extends StalledMoveFixture {
     assertEquals(List.of(S), namesOf(sId, S, T), state);
     assertArrayEquals(sBytes, readAll(S), state);
     assertEquals(0, writes.fired(), "writes nothing after its lock is lost; " + state);
+  }
+
+  /**
+   * Leftover B of issue 14: as above, but the lock is taken over by a settler that has not
+   * acted yet when the mover reads (it stalled right after taking the lock). The mover's
+   * rollback reads /a/t (the third file), then /a/s: still its own mark at the marked
+   * version. Had the commit applied, /a/t could have changed since only through the
+   * file's lock, whose taker removes the source first; so nothing changed, and the commit
+   * can no longer apply (/a/t left the replaced version). The mover says so
+   * (TargetChangedException, which BlobFileSystem retries on the new target) and writes
+   * nothing; the holder of the lock takes the mark off. Before: unknown.
+   */
+  @Test
+  void aRenameOverWhoseCommitConflictedAndWhoseMarkIsUntouchedChangedNothing()
+      throws Exception {
+    List<Future<Object>> movers = new ArrayList<>();
+    Fault rollBackRead = renameOverConflictedByAThirdFileHeldAtItsRollBack(movers);
+    Future<Object> mover = movers.get(0);
+    byte[] hBytes = readAll(H);
+    String hId = reader.probe(H).get().record().fileId();
+    DataLocks.Lock expired = reader.locks().read(sId).orElseThrow();
+    assertTrue(reader.locks().takeOver(expired).isPresent(), "a settler takes the lock");
+    Fault writes = countNameWrites();
+    rollBackRead.release();
+    Object outcome = mover.get(30, TimeUnit.SECONDS);
+    String state = "the rename over: " + outcome + "; /a/s's file at " + namesOf(sId, S, T);
+    assertTrue(outcome instanceof TargetChangedException, state);
+    assertEquals(0, writes.fired(), "writes nothing after its lock is lost; " + state);
+    assertEquals(List.of(S), namesOf(sId, S, T), state);
+    assertArrayEquals(sBytes, readAll(S), state);
+    assertEquals(List.of(T), namesOf(hId, T), state);
+    assertArrayEquals(hBytes, readAll(T), state);
+    // the holder of the lock, once its own lease is over, settles: the mark comes off
+    awaitLeaseOver();
+    assertTrue(MoveSettler.settle(reader, reader.locks().read(sId).orElseThrow()), state);
+    assertEquals(FileRecord.Mark.NONE,
+        reader.readStored("n/a/s", false).orElseThrow().record().mark(), state);
+    assertArrayEquals(sBytes, readAll(S), state);
   }
 
   /**
