@@ -160,7 +160,11 @@ final class DataLocks {
   Lock takeForWriter(String fileId, Duration lease) throws IOException {
     long expires = expiry(lease);
     long nonce = NONCES.nextLong();
-    ns.calls().put(key(fileId), encode(Owner.WRITER, expires, nonce, null), PutMode.CREATE);
+    try {
+      ns.calls().put(key(fileId), encode(Owner.WRITER, expires, nonce, null), PutMode.CREATE);
+    } catch (IOException e) {
+      return ownIfApplied(fileId, nonce, e);
+    }
     return stamped(fileId, nonce);
   }
 
@@ -175,8 +179,11 @@ final class DataLocks {
       ns.calls().putIfVersion(held.key(), encode(Owner.WRITER, expires, nonce, null),
           held.version());
     } catch (TransactionConflictException e) {
-      throw new IOException("the writer's lease on its data ran out and the orphan sweeper"
-          + " took it (" + held.key() + "): its data may be gone, so nothing is published", e);
+      return ownIfApplied(held.fileId(), nonce, new IOException("the writer's lease on its"
+          + " data ran out and the orphan sweeper took it (" + held.key() + "): its data may"
+          + " be gone, so nothing is published", e));
+    } catch (IOException e) {
+      return ownIfApplied(held.fileId(), nonce, e);
     }
     return stamped(held.fileId(), nonce);
   }
@@ -197,7 +204,13 @@ final class DataLocks {
         ns.calls().putIfVersion(key(fileId), content, seen.get().version());
       }
     } catch (TransactionConflictException | BlobAlreadyExistsException e) {
-      return Optional.empty();
+      try {
+        return mine(fileId, nonce);
+      } catch (IOException readFailed) {
+        return Optional.empty(); // as any lock it does not hold: looked at again next sweep
+      }
+    } catch (IOException e) {
+      return Optional.of(ownIfApplied(fileId, nonce, e));
     }
     return Optional.of(stamped(fileId, nonce));
   }
@@ -286,7 +299,13 @@ final class DataLocks {
           }
           return stamped(fileId, nonce);
         } catch (TransactionConflictException | BlobAlreadyExistsException e) {
+          Optional<Lock> mine = mine(fileId, nonce);
+          if (mine.isPresent()) {
+            return mine.get(); // a retry of our own write met it: see ownIfApplied
+          }
           continue; // someone else changed it first: look again
+        } catch (IOException e) {
+          return ownIfApplied(fileId, nonce, e);
         }
       }
       if (System.nanoTime() > deadline) {
@@ -445,6 +464,36 @@ final class DataLocks {
   boolean stillHeld(Lock held) throws IOException {
     Optional<Lock> now = read(held.fileId());
     return now.isPresent() && now.get().version() == held.version();
+  }
+
+  /**
+   * After a lock write that failed: the lock, if the write was applied all the same (its
+   * answer lost, or a retry of it conflicting with itself), else {@code failure}. A lock
+   * that carries this call's nonce was written by this call (the nonces are random 64-bit
+   * numbers, one per write), so reading it back tells. Without this, a lock PUT applied
+   * with its answer lost failed its caller and then blocked the file for a whole lease: a
+   * rename, delete or overwrite of it waited for, then gave up on, a lock nobody held.
+   * An expired one is not claimed: others may be taking it over. If the write is still in
+   * flight when this reads, the caller fails as before and the lock expires.
+   */
+  private Lock ownIfApplied(String fileId, long nonce, IOException failure) throws IOException {
+    Optional<Lock> mine;
+    try {
+      mine = mine(fileId, nonce);
+    } catch (IOException readFailed) {
+      failure.addSuppressed(readFailed);
+      throw failure;
+    }
+    if (mine.isEmpty()) {
+      throw failure;
+    }
+    return mine.get();
+  }
+
+  /** The lock, if it is the one this call wrote with {@code nonce} and has not expired. */
+  private Optional<Lock> mine(String fileId, long nonce) throws IOException {
+    return read(fileId).filter(l -> l.nonce() == nonce
+        && !l.expired(System.currentTimeMillis()));
   }
 
   /** The version of a lock just written, read back: put does not return it. */
