@@ -3,6 +3,7 @@ package io.blobfs.namespace;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.blobfs.store.FaultInjectingBlobStore;
@@ -15,7 +16,14 @@ import io.blobfs.store.memory.InMemoryBlobStore;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
 import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -23,20 +31,29 @@ import org.junit.jupiter.api.Test;
  * A write of a file's lock that the store applied but whose answer was lost (a timeout
  * after the OSD applied it) is recognised by its nonce: the call that wrote it holds it
  * and goes on, instead of failing and leaving the file blocked by a lock nobody holds for
- * a whole lease. On a store without transactions (RADOS), where the locks are used. The
- * leases are long here, so that a test passing because a lock expired is not possible.
+ * a whole lease; but only if it is that call's (its nonce) and with half its lease left (a
+ * lost answer comes late; a claim with little left could let the caller's next step outlast
+ * it). On a store without transactions (RADOS), where the locks are used. The first cases'
+ * leases are long, so that none passes because a lock expired.
  */
 class LockAnswerLostTest {
   private static final int STRIPE = 64 << 10;
   private static final FsPath F = FsPath.parse("/f");
   private static final FsPath G = FsPath.parse("/g");
   private static final String LOCKS = "d/.*/" + KeyLayout.LOCK;
+  private static final String ID = "0123456789abcdef0123456789abcdef";
 
   private final InMemoryBlobStore memory =
       new InMemoryBlobStore("locks", new StoreLimits(1024, 1L << 30, Integer.MAX_VALUE));
   private final FaultInjectingBlobStore faults =
       FaultInjectingBlobStore.over(memory, TransactionalBlobStore.class);
+  private final ExecutorService threads = Executors.newCachedThreadPool();
   private BlobNamespace ns;
+
+  @AfterEach
+  void stop() {
+    threads.shutdownNow();
+  }
 
   @BeforeEach
   void open() {
@@ -142,5 +159,122 @@ class LockAnswerLostTest {
     assertEquals(1, lost.fired());
     assertTrue(ns.probe(F).isEmpty());
     assertEquals(0, memory.scan("d/", null, 10_000).keys().size(), "data or lock left");
+  }
+
+  private BlobNamespace namespace(Duration writerLease, boolean faulty) {
+    return new BlobNamespace(faulty ? faults.store() : memory, new NamespaceOptions(STRIPE,
+        16 << 10, 64 << 10, 1024, false, 100, false, writerLease), StoreCallCounters.NONE);
+  }
+
+  /** Pins the nonce check: a writer whose renewal fails must not hold a sweeper's lock. */
+  @Test
+  void aRenewalRefusedBecauseASweeperTookTheLockDoesNotClaimTheSweepersLock() throws Exception {
+    DataLocks locks = namespace(Duration.ofMinutes(10), true).locks();
+    DataLocks.Lock writer = locks.takeForWriter(ID, Duration.ofMillis(20));
+    Thread.sleep(60); // the writer's lease runs out
+    Optional<DataLocks.Lock> sweeper =
+        locks.takeForSweeper(ID, locks.read(ID), Duration.ofMinutes(10));
+    assertTrue(sweeper.isPresent());
+    // refused (a conflict), and failed unapplied (a timeout): neither may hold the lock
+    assertThrows(IOException.class, () -> locks.renew(writer, Duration.ofMinutes(10)));
+    faults.on(Op.PUT).keys(LOCKS).failBefore();
+    assertThrows(IOException.class, () -> locks.renew(writer, Duration.ofMinutes(10)));
+    assertTrue(locks.stillHeld(sweeper.get()));
+  }
+
+  /** Pins the nonce check on the sweeper's side: a live writer's lock is not the sweeper's. */
+  @Test
+  void aSweeperWhoseCreateMeetsALiveWritersLockHoldsNothing() throws Exception {
+    DataLocks locks = namespace(Duration.ofMinutes(10), true).locks();
+    locks.takeForWriter(ID, Duration.ofMinutes(10));
+    assertTrue(locks.takeForSweeper(ID, Optional.empty(), Duration.ofMinutes(10)).isEmpty());
+    faults.on(Op.PUT).keys(LOCKS).failBefore();
+    assertThrows(IOException.class,
+        () -> locks.takeForSweeper(ID, locks.read(ID), Duration.ofMinutes(10)));
+  }
+
+  /** Pins the expiry check: an own lock applied after its lease ran out is not claimed. */
+  @Test
+  void anOwnLockAppliedAlreadyExpiredIsNotClaimed() throws Exception {
+    DataLocks locks = namespace(Duration.ofMinutes(10), true).locks();
+    faults.on(Op.PUT).keys(LOCKS).delay(Duration.ofMillis(80));
+    faults.on(Op.PUT).keys(LOCKS).applyThenFail();
+    assertThrows(IOException.class, () -> locks.takeForWriter(ID, Duration.ofMillis(20)));
+  }
+
+  /**
+   * The renewal before publishing is applied with its answer lost when little of its lease
+   * is left (a lost answer is a timeout: it comes late by construction). Main: close()
+   * fails, nothing published. Branch: the lock is claimed with ~100 ms left, the record put
+   * takes longer, a sweep takes the expired lock and deletes the data, the record lands.
+   */
+  @Test
+  void aRenewalClaimedWithLittleLeaseLeftDoesNotPublishDataASweeperDeleted() throws Exception {
+    lateRenewal(true);
+  }
+
+  /** The same with the renewal answered, only late: main too (stamped() checks no expiry). */
+  @Test
+  void aRenewalAnsweredWithLittleLeaseLeftDoesNotPublishDataASweeperDeleted() throws Exception {
+    lateRenewal(false);
+  }
+
+  private void lateRenewal(boolean answerLost) throws Exception {
+    Duration lease = Duration.ofMillis(1500);
+    BlobNamespace writerNs = namespace(lease, true);
+    BlobNamespace other = namespace(lease, false);
+    byte[] data = new byte[2 * STRIPE + 3];
+    new Random(9).nextBytes(data);
+    FileWriter w = writerNs.create(F, false);
+    w.write(data, 0, data.length);
+    String id = w.fileId();
+    faults.on(Op.PUT).keys(LOCKS).delay(lease.minusMillis(150)); // the renewal, late
+    if (answerLost) {
+      faults.on(Op.PUT).keys(LOCKS).applyThenFail();               // and its answer lost
+    }
+    Fault put = faults.on(Op.PUT).keys(KeyLayout.NAMES + F).pause(); // the record put, slow
+    Future<Object> close = threads.submit(() -> {
+      try {
+        w.close();
+        return "closed";
+      } catch (IOException e) {
+        return e;
+      }
+    });
+    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    while (put.fired() == 0 && !close.isDone() && System.nanoTime() < until) {
+      Thread.sleep(5);
+    }
+    boolean reached = put.fired() > 0;
+    boolean sweptData = false;
+    if (reached) {
+      put.awaitReached();
+    }
+    if (reached) {
+      Thread.sleep(400); // the claimed lease runs out while the put is on its way
+      OrphanSweeper.Report swept =
+          new OrphanSweeper(other, Duration.ofMinutes(1)).sweep(Duration.ZERO, false);
+      put.release();
+      // Either the renewal is taken again with half its lease (the data stays the
+      // writer's), or the sweep takes the data and close() must then publish nothing.
+      sweptData = swept.orphanFileIds().equals(List.of(id));
+    }
+    Object outcome = close.get(30, TimeUnit.SECONDS);
+    if ("closed".equals(outcome)) {
+      assertFalse(sweptData, "DATA LOSS: close() returned after a sweep deleted its data");
+      FileReader r = other.open(F);
+      ByteBuffer back = ByteBuffer.allocate(data.length);
+      try {
+        while (back.hasRemaining()) {
+          assertTrue(Futures.await(r.read(back.position(), back)) > 0, "ended early");
+        }
+      } catch (IOException e) {
+        throw new AssertionError("DATA LOSS: close() returned, " + F + " names data a"
+            + " sweeper deleted: " + e, e);
+      }
+      assertArrayEquals(data, back.array());
+    } else {
+      assertTrue(other.probe(F).isEmpty(), "close() failed: " + outcome);
+    }
   }
 }
