@@ -3,6 +3,7 @@ package io.blobfs.namespace;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -19,6 +20,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.Random;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -220,7 +222,7 @@ class LockAnswerLostTest {
   }
 
   private void lateRenewal(boolean answerLost) throws Exception {
-    Duration lease = Duration.ofMillis(1500);
+    Duration lease = Duration.ofMillis(4000);
     BlobNamespace writerNs = namespace(lease, true);
     BlobNamespace other = namespace(lease, false);
     byte[] data = new byte[2 * STRIPE + 3];
@@ -276,5 +278,78 @@ class LockAnswerLostTest {
     } else {
       assertTrue(other.probe(F).isEmpty(), "close() failed: " + outcome);
     }
+  }
+
+  private DataLocks locks() {
+    return ns.locks();
+  }
+
+  /**
+   * A writer's lock applied with its answer lost, found with less than half its lease left
+   * (the answer came late): not claimed, the call fails (its next step could outlast it).
+   */
+  @Test
+  void anOwnLockFoundWithLessThanHalfItsLeaseLeftIsNotClaimed() throws Exception {
+    Duration lease = Duration.ofMillis(1000);
+    faults.on(Op.PUT).keys(LOCKS).delay(Duration.ofMillis(600));
+    faults.on(Op.PUT).keys(LOCKS).applyThenFail();
+    assertThrows(IOException.class, () -> locks().takeForWriter(ID, lease));
+    assertEquals(ID.length(), locks().read(ID).get().fileId().length()); // it was applied
+  }
+
+  private Fault countLockPuts() {
+    return faults.on(Op.PUT).keys(LOCKS).always().delay(Duration.ZERO);
+  }
+
+  /** One late answer: renewed again, on the version it renewed, and held with margin. */
+  @Test
+  void aRenewalAnsweredLateIsRenewedAgainAndHeld() throws Exception {
+    Duration lease = Duration.ofSeconds(3);
+    DataLocks.Lock writer = locks().takeForWriter(ID, lease);
+    Fault puts = countLockPuts();
+    faults.on(Op.PUT).keys(LOCKS).delay(Duration.ofMillis(2200)); // ~800 ms of 3 s left
+    DataLocks.Lock renewed = locks().renew(writer, lease);
+    assertTrue(puts.fired() >= 2, "the late renewal was not renewed again: " + puts.fired());
+    assertTrue(locks().stillHeld(renewed));
+    assertNotEquals(writer.version(), renewed.version());
+    assertEquals(DataLocks.Owner.WRITER, renewed.owner());
+  }
+
+  /** Always late: exactly three conditional renewals, then the writer fails. */
+  @Test
+  void threeLateRenewalsFailAndNoFourthIsSent() throws Exception {
+    Duration lease = Duration.ofMillis(400);
+    DataLocks.Lock writer = locks().takeForWriter(ID, lease);
+    Fault puts = countLockPuts();
+    faults.on(Op.PUT).keys(LOCKS).always().delay(Duration.ofMillis(300)); // <= 100 ms left
+    IOException e = assertThrows(IOException.class, () -> locks().renew(writer, lease));
+    assertTrue(e.getMessage().contains("answered too late 3 times"), e.getMessage());
+    assertEquals(3, puts.fired());
+  }
+
+  /**
+   * A renewal answered after its lock expired; a sweeper takes that expired lock before the
+   * retry is applied. The retry must conflict and the writer must not hold the lock.
+   */
+  @Test
+  void aSweepBetweenLateRenewalsIsNotClaimed() throws Exception {
+    Duration lease = Duration.ofMillis(200);
+    DataLocks.Lock writer = locks().takeForWriter(ID, lease);
+    faults.on(Op.PUT).keys(LOCKS).delay(Duration.ofMillis(300)); // attempt 1: applied expired
+    Fault retry = faults.on(Op.PUT).keys(LOCKS).nth(2).pause();   // attempt 2: held
+    Future<DataLocks.Lock> renew = threads.submit(() -> locks().renew(writer, lease));
+    retry.awaitReached();
+    Optional<DataLocks.Lock> seen = locks().read(ID);
+    assertTrue(seen.isPresent() && seen.get().expired(System.currentTimeMillis()));
+    Optional<DataLocks.Lock> sweeper =
+        locks().takeForSweeper(ID, seen, Duration.ofMinutes(10));
+    assertTrue(sweeper.isPresent(), "the sweeper could not take the expired lock");
+    retry.release();
+    ExecutionException e = assertThrows(ExecutionException.class,
+        () -> renew.get(30, TimeUnit.SECONDS));
+    assertTrue(e.getCause() instanceof IOException, String.valueOf(e.getCause()));
+    assertTrue(locks().stillHeld(sweeper.get()), "the sweeper lost its lock");
+    assertEquals(DataLocks.Owner.SWEEPER, locks().read(ID).get().owner());
+    assertFalse(locks().read(ID).get().nonce() == writer.nonce());
   }
 }
