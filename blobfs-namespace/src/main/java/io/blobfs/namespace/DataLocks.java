@@ -50,6 +50,8 @@ final class DataLocks {
   private static final int ENCODED = 1 + 1 + 8 + 8;
   /** How long a rename waits for a sweeper to finish looking at a file before failing. */
   static final Duration SWEEPER_WAIT = Duration.ofSeconds(60);
+  /** Renewals answered with less than half the lease left, in a row, before giving up. */
+  private static final int LATE_RENEWALS = 3;
 
   /**
    * RENAMER: without transactions, a client that changes a name of the file: a rename,
@@ -160,7 +162,11 @@ final class DataLocks {
   Lock takeForWriter(String fileId, Duration lease) throws IOException {
     long expires = expiry(lease);
     long nonce = NONCES.nextLong();
-    ns.calls().put(key(fileId), encode(Owner.WRITER, expires, nonce, null), PutMode.CREATE);
+    try {
+      ns.calls().put(key(fileId), encode(Owner.WRITER, expires, nonce, null), PutMode.CREATE);
+    } catch (IOException e) {
+      return ownIfApplied(fileId, nonce, lease, e);
+    }
     return stamped(fileId, nonce);
   }
 
@@ -169,16 +175,41 @@ final class DataLocks {
    * held: it expired and a sweeper took it, so the writer's data may be gone.
    */
   Lock renew(Lock held, Duration lease) throws IOException {
+    // A renewal answered late leaves little of its lease: the writer's next step (its
+    // record's put, right after the renewal before publishing) could then outlast it, and
+    // a sweep meanwhile would delete the data the record names. So half the lease must be
+    // left; a late answer is renewed again (conditionally, on the version it renewed),
+    // since one slow call under load is common and a second one rarely as slow.
+    Lock renewed = held;
+    for (int attempt = 1; ; attempt++) {
+      renewed = renewOnce(renewed, lease);
+      if (hasMargin(renewed, lease)) {
+        return renewed;
+      }
+      if (attempt == LATE_RENEWALS) {
+        throw new IOException("the writer's lease renewals on its data (" + held.key()
+            + ") were answered too late " + LATE_RENEWALS + " times, the last with "
+            + Math.max(0, renewed.expiresMillis() - System.currentTimeMillis()) + " ms of its "
+            + lease + " left: the store is slower than the lease allows"
+            + " (fs.blob.writer.lease), so nothing is published");
+      }
+    }
+  }
+
+  private Lock renewOnce(Lock held, Duration lease) throws IOException {
     long expires = expiry(lease);
     long nonce = NONCES.nextLong();
     try {
       ns.calls().putIfVersion(held.key(), encode(Owner.WRITER, expires, nonce, null),
           held.version());
+      return stamped(held.fileId(), nonce);
     } catch (TransactionConflictException e) {
-      throw new IOException("the writer's lease on its data ran out and the orphan sweeper"
-          + " took it (" + held.key() + "): its data may be gone, so nothing is published", e);
+      return ownIfApplied(held.fileId(), nonce, lease, new IOException("the writer's lease"
+          + " on its data ran out and the orphan sweeper took it (" + held.key() + "): its"
+          + " data may be gone, so nothing is published", e));
+    } catch (IOException e) {
+      return ownIfApplied(held.fileId(), nonce, lease, e);
     }
-    return stamped(held.fileId(), nonce);
   }
 
   /**
@@ -197,7 +228,18 @@ final class DataLocks {
         ns.calls().putIfVersion(key(fileId), content, seen.get().version());
       }
     } catch (TransactionConflictException | BlobAlreadyExistsException e) {
-      return Optional.empty();
+      try {
+        return mine(fileId, nonce, hold);
+      } catch (IOException readFailed) {
+        // As any lock it does not hold; if its write was applied, the lock stays for the
+        // hold, and renames of the file wait for it (or give up) meanwhile.
+        LOG.log(System.Logger.Level.WARNING, "could not read back the sweeper's lock "
+            + key(fileId) + " after a conflict; if it was applied it blocks the file for "
+            + hold.toSeconds() + " s", readFailed);
+        return Optional.empty();
+      }
+    } catch (IOException e) {
+      return Optional.of(ownIfApplied(fileId, nonce, hold, e));
     }
     return Optional.of(stamped(fileId, nonce));
   }
@@ -286,7 +328,13 @@ final class DataLocks {
           }
           return stamped(fileId, nonce);
         } catch (TransactionConflictException | BlobAlreadyExistsException e) {
+          Optional<Lock> mine = mine(fileId, nonce, renameLease());
+          if (mine.isPresent()) {
+            return mine.get(); // a retry of our own write met it: see ownIfApplied
+          }
           continue; // someone else changed it first: look again
+        } catch (IOException e) {
+          return ownIfApplied(fileId, nonce, renameLease(), e);
         }
       }
       if (System.nanoTime() > deadline) {
@@ -445,6 +493,45 @@ final class DataLocks {
   boolean stillHeld(Lock held) throws IOException {
     Optional<Lock> now = read(held.fileId());
     return now.isPresent() && now.get().version() == held.version();
+  }
+
+  /**
+   * After a lock write that failed: the lock, if the write was applied all the same (its
+   * answer lost, or a retry of it conflicting with itself), else {@code failure}. A lock
+   * that carries this call's nonce was written by this call (the nonces are random 64-bit
+   * numbers, one per write), so reading it back tells. Without this, a lock PUT applied
+   * with its answer lost failed its caller and then blocked the file for a whole lease: a
+   * rename, delete or overwrite of it waited for, then gave up on, a lock nobody held.
+   * A lost answer is a timeout, so it comes late: a lock with less than half of its
+   * {@code lease} left is not claimed, since the caller's next step could outlast it and
+   * act after others took it over (a writer's record put over data a sweep deleted). If
+   * the write is still in flight when this reads, the caller fails as before, and the lock,
+   * applied later, holds the file until it expires or is settled.
+   */
+  private Lock ownIfApplied(String fileId, long nonce, Duration lease, IOException failure)
+      throws IOException {
+    Optional<Lock> mine;
+    try {
+      mine = mine(fileId, nonce, lease);
+    } catch (IOException readFailed) {
+      failure.addSuppressed(readFailed);
+      throw failure;
+    }
+    if (mine.isEmpty()) {
+      throw failure;
+    }
+    return mine.get();
+  }
+
+  /** The lock, if this call wrote it ({@code nonce}) and half its {@code lease} is left. */
+  private Optional<Lock> mine(String fileId, long nonce, Duration lease) throws IOException {
+    return read(fileId).filter(l -> l.nonce() == nonce && hasMargin(l, lease));
+  }
+
+  private static boolean hasMargin(Lock lock, Duration lease) {
+    long half = lease.getSeconds() >= Long.MAX_VALUE / 2000 ? Long.MAX_VALUE / 2
+        : lease.toMillis() / 2;
+    return lock.expiresMillis() - System.currentTimeMillis() >= half;
   }
 
   /** The version of a lock just written, read back: put does not return it. */
