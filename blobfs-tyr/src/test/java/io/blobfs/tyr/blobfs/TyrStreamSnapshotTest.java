@@ -86,11 +86,7 @@ class TyrStreamSnapshotTest {
   }
 
   private void awaitNoPins() {
-    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos(); // a loaded machine
-    while (server.engine().pinnedGrants() > 0 && System.nanoTime() < deadline) {
-      Thread.onSpinWait();
-    }
-    assertThat(server.engine().pinnedGrants()).isZero();
+    io.blobfs.tyr.client.LocalSnapshotCheck.awaitNoPins(server.engine());
   }
 
   /**
