@@ -285,6 +285,7 @@ final class BlobInputStream extends FSInputStream
   @Override
   public synchronized void unbuffer() {
     dropReadAhead();
+    reader.close(); // the store's snapshots of its stripes; a later read opens them again
     buffer = null;
     bufferLength = 0;
     stats.incrementCounter(STREAM_READ_UNBUFFERED);
@@ -297,6 +298,7 @@ final class BlobInputStream extends FSInputStream
     }
     closed = true;
     dropReadAhead();
+    reader.close();
     buffer = null;
     stats.incrementCounter(STREAM_READ_CLOSED);
     fsStats.aggregate(stats);

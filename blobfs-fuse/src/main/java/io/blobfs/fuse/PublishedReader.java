@@ -81,5 +81,6 @@ final class PublishedReader {
       ahead.clear();
       ahead = null;
     }
+    reader.close();
   }
 }

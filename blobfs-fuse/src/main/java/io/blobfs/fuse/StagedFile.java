@@ -308,6 +308,8 @@ final class StagedFile {
     } catch (IOException e) {
       f.discard();
       throw e;
+    } finally {
+      reader.close(); // the store's snapshots of the file's stripes, if it took any
     }
     return f;
   }

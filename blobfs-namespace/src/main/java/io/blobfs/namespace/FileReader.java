@@ -4,31 +4,60 @@ import io.blobfs.store.BlobNotFoundException;
 import io.blobfs.store.InProcess;
 import io.blobfs.store.LendsReads;
 import io.blobfs.store.LendsReads.ReadLoan;
+import io.blobfs.store.SnapshotReads.Snapshot;
 import java.io.EOFException;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 
 /**
  * Positioned reads of one file, straight from the blobs that hold the bytes: a read is
- * split at stripe boundaries and the parts are sent together. Stateless and thread-safe;
- * the Hadoop stream adds buffering and the seek position.
+ * split at stripe boundaries and the parts are sent together. Thread-safe; the Hadoop
+ * stream adds buffering and the seek position.
+ *
+ * <p>Where the store offers {@link io.blobfs.store.SnapshotReads} (Týr with local reads),
+ * the reads of one data blob are served by one snapshot of it, opened at its first read
+ * and held until {@link #close} (at most {@value #MAX_SNAPSHOTS} at a time): on Týr, one
+ * grant and one open per segment file for a whole stripe instead of a grant, opens and a
+ * release per read. This is safe only because a data blob never changes once the record
+ * that names it is published: it is written under a fresh file id before the record, and
+ * never written again (no append, truncate or rewrite: a new version of a file is a new
+ * file id), only deleted. So the version a snapshot holds is the only version the blob
+ * ever has while a record names it, and a snapshot's reads are the bytes the store's
+ * reads would give. One difference: a stripe whose snapshot is open stays readable after
+ * the file is deleted or overwritten (as HDFS's open blocks do), where a read through the
+ * store fails with FileNotFoundException once the old data blobs are gone.
  */
 public final class FileReader {
+  /**
+   * Snapshots held at once: the stripe being read and those its read-ahead reaches (a
+   * read-ahead up to two stripes long; evicting one still being read costs its reads in
+   * flight a fallback to the store's reads, never wrong bytes).
+   */
+  static final int MAX_SNAPSHOTS = 4;
+
   private final BlobNamespace ns;
   private final FileInfo info;
   private final FileRecord record;
   private final long maxOp;
+  private final boolean snapshotReads;
+  /** Open snapshots by data key, least recently used first; guarded by itself. */
+  private final Map<String, CompletableFuture<Snapshot>> snapshots =
+      new LinkedHashMap<>(4, 0.75f, true);
 
   FileReader(BlobNamespace ns, FileInfo info) {
     this.ns = ns;
     this.info = info;
     this.record = info.record();
     this.maxOp = ns.calls().store().limits().maxOpBytes();
+    this.snapshotReads = ns.calls().snapshotReads() && !record.isInline();
   }
 
   public FileInfo info() {
@@ -77,7 +106,8 @@ public final class FileReader {
       int n = (int) Math.min(Math.min(total - done, stripeSize - offset), maxOp);
       ByteBuffer slice = dst.slice(start + done, n);
       String key = ns.layout().dataKey(record.fileId(), stripe);
-      parts.add(readPart(key, offset, slice, n));
+      parts.add(snapshotReads ? readFromSnapshot(key, stripe, offset, slice, n)
+          : readPart(key, offset, slice, n));
       done += n;
     }
     return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]))
@@ -103,6 +133,83 @@ public final class FileReader {
       }
       return CompletableFuture.completedFuture(null);
     });
+  }
+
+  /**
+   * Reads exactly {@code n} bytes from the stripe's snapshot, or through the store if it
+   * has none or its read fails (the store's read then says what is wrong, if anything).
+   */
+  private CompletableFuture<Void> readFromSnapshot(String key, long stripe, long offset,
+      ByteBuffer slice, int n) {
+    int before = slice.position();
+    return snapshot(key, stripe).thenCompose(s -> {
+      if (s == null) {
+        return readPart(key, offset, slice, n);
+      }
+      return ns.calls().read(s, offset, slice).handle((got, error) -> {
+        if (error != null || got <= 0) {
+          forget(key, s);
+          slice.position(before);
+          return readPart(key, offset, slice, n);
+        }
+        return got < n ? readPart(key, offset + got, slice, n - got)
+            : CompletableFuture.<Void>completedFuture(null);
+      }).thenCompose(f -> f);
+    });
+  }
+
+  /** The stripe's snapshot, opened at its first read; completes with null if none. */
+  private CompletableFuture<Snapshot> snapshot(String key, long stripe) {
+    List<CompletableFuture<Snapshot>> evicted = new ArrayList<>();
+    CompletableFuture<Snapshot> f;
+    synchronized (snapshots) {
+      f = snapshots.get(key);
+      if (f == null) {
+        long stripeSize = record.stripeSize();
+        long length = Math.min(stripeSize, info.length() - stripe * stripeSize);
+        f = ns.calls().openSnapshot(key, length).exceptionally(e -> null);
+        snapshots.put(key, f);
+        for (Iterator<CompletableFuture<Snapshot>> it = snapshots.values().iterator();
+            snapshots.size() > MAX_SNAPSHOTS && it.hasNext(); ) {
+          evicted.add(it.next());
+          it.remove();
+        }
+      }
+    }
+    evicted.forEach(FileReader::closeWhenOpen);
+    return f;
+  }
+
+  /** A snapshot whose read failed: closed, and the next read of its stripe opens another. */
+  private void forget(String key, Snapshot s) {
+    synchronized (snapshots) {
+      CompletableFuture<Snapshot> f = snapshots.get(key);
+      if (f != null && f.isDone() && f.join() == s) {
+        snapshots.remove(key);
+      }
+    }
+    s.close();
+  }
+
+  private static void closeWhenOpen(CompletableFuture<Snapshot> f) {
+    f.thenAccept(s -> {
+      if (s != null) {
+        s.close();
+      }
+    });
+  }
+
+  /**
+   * Frees what the reader holds (the store's snapshots of its stripes): a stream calls it
+   * at close and at unbuffer. The reader may still be read; it then opens them again.
+   */
+  public void close() {
+    List<CompletableFuture<Snapshot>> open;
+    synchronized (snapshots) {
+      open = new ArrayList<>(snapshots.values());
+      snapshots.clear();
+    }
+    open.forEach(FileReader::closeWhenOpen);
   }
 
   /**

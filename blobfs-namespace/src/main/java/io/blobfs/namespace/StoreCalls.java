@@ -8,6 +8,7 @@ import io.blobfs.store.LendsReads;
 import io.blobfs.store.PlacementAware;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.ScanPage;
+import io.blobfs.store.SnapshotReads;
 import io.blobfs.store.TransactionalBlobStore;
 import io.blobfs.store.VersionedBytes;
 import java.io.IOException;
@@ -47,6 +48,24 @@ final class StoreCalls {
       if (n > 0) {
         counters.increment(StoreCallCounters.BYTES_READ, n);
       }
+      return n;
+    });
+  }
+
+  boolean snapshotReads() {
+    return store instanceof SnapshotReads;
+  }
+
+  /** Not counted: the reads from it are, one READ each, as the store's reads they replace. */
+  CompletableFuture<SnapshotReads.Snapshot> openSnapshot(String key, long length) {
+    return ((SnapshotReads) store).openSnapshot(key, length);
+  }
+
+  CompletableFuture<Integer> read(SnapshotReads.Snapshot snapshot, long offset,
+      ByteBuffer dst) {
+    counters.increment(StoreCallCounters.READ, 1);
+    return snapshot.read(offset, dst).thenApply(n -> {
+      counters.increment(StoreCallCounters.BYTES_READ, n);
       return n;
     });
   }

@@ -9,6 +9,7 @@ import io.blobfs.store.HeadScanning;
 import io.blobfs.store.PlacementAware;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.ScanPage;
+import io.blobfs.store.SnapshotReads;
 import io.blobfs.store.StoreLimits;
 import io.blobfs.store.StoreUnavailableException;
 import io.blobfs.store.TransactionConflictException;
@@ -42,7 +43,7 @@ import java.util.concurrent.CompletionException;
  * set holds the version the caller read.
  */
 public final class TyrBlobStore implements TransactionalBlobStore, PlacementAware,
-    CopiesOnWrite, HeadScanning, LendsReads {
+    CopiesOnWrite, HeadScanning, LendsReads, SnapshotReads {
   private final String name;
   private final TyrClient client;
   private final StoreLimits limits;
@@ -99,6 +100,31 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
   @Override
   public boolean lendsReads() {
     return !client.config().localReads();
+  }
+
+  /**
+   * With local reads: one grant for the whole range, its files opened and the grant
+   * released at once, then reads from those files (see {@code LocalReads#snapshot} for why
+   * each step is safe). Null otherwise, and for a range larger than one grant may be (the
+   * server's frame limit: 64 MiB stripes, the default, fit).
+   */
+  @Override
+  public CompletableFuture<Snapshot> openSnapshot(String key, long length) {
+    if (length <= 0 || length > client.config().maxFrameBytes() - 64L) {
+      return CompletableFuture.completedFuture(null);
+    }
+    return client.localSnapshot(key, (int) length).thenApply(s -> s == null ? null
+        : new Snapshot() {
+          @Override
+          public CompletableFuture<Integer> read(long offset, ByteBuffer dst) {
+            return s.read(offset, dst);
+          }
+
+          @Override
+          public void close() {
+            s.close();
+          }
+        });
   }
 
   @Override

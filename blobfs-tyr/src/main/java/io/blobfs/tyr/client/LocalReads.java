@@ -143,24 +143,125 @@ final class LocalReads {
         readFully(ch, p.position(), dst.slice(dst.position(), p.length()));
         dst.position(dst.position() + p.length());
       }
-      localReads.incrementAndGet();
-      localBytes.addAndGet(g.length());
+      countLocal((int) g.length());
       return g.stat();
     } catch (IOException e) {
       throw new java.io.UncheckedIOException(e);
     } finally {
-      for (FileChannel ch : open.values()) {
-        try {
-          ch.close();
-        } catch (IOException ignored) {
-          // read-only: nothing to lose
-        }
-      }
+      closeAll(open.values());
       calls.release(granted); // the files are read: the node may reclaim them
     }
   }
 
-  private static void readFully(FileChannel ch, long position, ByteBuffer dst)
+  static void closeAll(java.util.Collection<FileChannel> channels) {
+    for (FileChannel ch : channels) {
+      if (ch == null) {
+        continue;
+      }
+      try {
+        ch.close();
+      } catch (IOException ignored) {
+        // read-only: nothing to lose
+      }
+    }
+  }
+
+  void countLocal(int bytes) {
+    localReads.incrementAndGet();
+    localBytes.addAndGet(bytes);
+  }
+
+  /**
+   * A snapshot of the first {@code length} bytes of the newest version of {@code key},
+   * read from the node's files for as long as it is open (see {@link LocalSnapshot});
+   * completes with null where local reads are off or anything fails on the way (the
+   * caller then reads through {@link #read}), never exceptionally. For a caller that
+   * knows the blob does not change while it reads (BlobFS's data blobs): {@link #read}
+   * keeps "one read, the newest version" for every other caller.
+   *
+   * <p>Why each step is safe, on top of what makes {@link #read} safe (an authenticated
+   * connection, the token check, one committed version per grant):
+   * <ol>
+   *   <li>GRANT of the whole range: the node answers the pieces of one committed version
+   *       and pins their segments, exactly as for one read; only the range is larger.
+   *   <li>Every file the grant names is opened before anything else: the pin holds, so no
+   *       segment named can have been deleted, and segment numbers are never given to
+   *       another file, so each open finds the file the grant means. Segments are
+   *       append-only (compaction writes to the log's head, never into a segment), so
+   *       the bytes at the granted positions are that version's for as long as the file
+   *       is open.
+   *   <li>RELEASE at once, unanswered: the pin's only job is that the files exist until
+   *       they are opened. An open file stays readable after compaction deletes it, so a
+   *       snapshot outlives the grant's lease (60 s) and any compaction, and the node
+   *       keeps no state for it. The cost is disk: a segment deleted meanwhile keeps its
+   *       blocks until the snapshot closes, as an HDFS short-circuit reader keeps a
+   *       deleted block file's.
+   *   <li>Reads are positional reads of those files on the reader threads: no call to
+   *       the node, no event loop. A read that fails fails its future; the caller reads
+   *       through the connection instead.
+   * </ol>
+   * A grant shorter than {@code length} (the blob is shorter than the caller thinks)
+   * gives null, files closed: the caller's own read reports it.
+   */
+  CompletableFuture<LocalSnapshot> snapshot(String key, int length) {
+    if (off) {
+      return CompletableFuture.completedFuture(null);
+    }
+    return identity().exceptionally(err -> null).thenCompose(id -> {
+      if (id == null) {
+        return CompletableFuture.<LocalSnapshot>completedFuture(null);
+      }
+      return calls.grant(key, 0, length)
+          .thenApplyAsync(g -> openGranted(id, g, length), readers)
+          .exceptionally(err -> {
+            Throwable e = TyrClient.unwrap(err);
+            if (!(e instanceof TyrException t && (t.code() == ErrorCode.NOT_FOUND
+                || t instanceof io.blobfs.tyr.ring.WrongEpochException))) {
+              fellBack(e); // the caller's reads go over the connection
+            }
+            return null;
+          });
+    });
+  }
+
+  /** Step 2 of {@link #snapshot}: opens every file, then (step 3) releases the grant. */
+  private LocalSnapshot openGranted(LocalIdentity id, Granted granted, int length) {
+    LocalGrant g = granted.grant();
+    Map<String, FileChannel> open = new HashMap<>();
+    boolean done = false;
+    try {
+      if (g.length() != length) {
+        return null; // shorter than the caller thinks: its own read will say so
+      }
+      FileChannel[] channels = new FileChannel[g.pieces().size()];
+      for (int i = 0; i < channels.length; i++) {
+        LocalGrant.Piece p = g.pieces().get(i);
+        if (!p.isHole()) {
+          FileChannel ch = open.get(p.file());
+          if (ch == null) {
+            ch = FileChannel.open(id.directory().resolve(p.file()), StandardOpenOption.READ);
+            open.put(p.file(), ch);
+          }
+          if (ch.size() < p.position() + p.length()) {
+            throw new EOFException(p.file() + " ends at " + ch.size() + " within a granted piece");
+          }
+          channels[i] = ch;
+        }
+      }
+      done = true;
+      return new LocalSnapshot(g.stat(), g.pieces(), channels, readers, this);
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    } finally {
+      if (!done) {
+        closeAll(open.values());
+      }
+      // Every file is open (or the snapshot is abandoned): the pin has done its job.
+      calls.release(granted);
+    }
+  }
+
+  static void readFully(FileChannel ch, long position, ByteBuffer dst)
       throws IOException {
     long at = position;
     while (dst.hasRemaining()) {
@@ -172,7 +273,7 @@ final class LocalReads {
     }
   }
 
-  private static void zeros(ByteBuffer dst, int n) {
+  static void zeros(ByteBuffer dst, int n) {
     while (n > 0) {
       int k = Math.min(n, ZEROS.capacity());
       dst.put(ZEROS.duplicate().limit(k));

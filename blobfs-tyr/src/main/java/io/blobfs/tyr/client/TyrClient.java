@@ -146,6 +146,19 @@ public final class TyrClient implements Closeable {
     return readRemote(key, offset, dst);
   }
 
+  /**
+   * The first {@code length} bytes of the newest version of {@code key}, as a snapshot
+   * read from the node's files until closed: for a caller that knows the blob does not
+   * change while it reads (see {@link LocalReads#snapshot}). Completes with null where
+   * local reads are off or fail; never exceptionally.
+   */
+  public CompletableFuture<LocalSnapshot> localSnapshot(String key, int length) {
+    if (local == null || length <= 0) {
+      return CompletableFuture.completedFuture(null);
+    }
+    return local.snapshot(key, length);
+  }
+
   /** What local reads did (all zeros, off, if the config does not ask for them). */
   public LocalReadStats localReadStats() {
     return local == null ? new LocalReadStats(0, 0, 0, false) : local.stats();

@@ -25,6 +25,11 @@ final class SegmentPins {
     return id;
   }
 
+  /** Pins made so far, released or not. */
+  synchronized long made() {
+    return nextId;
+  }
+
   /** True if the pin was held (not released or expired before). */
   synchronized boolean release(long id) {
     return pins.remove(id) != null;

@@ -286,6 +286,11 @@ public final class TyrEngine implements Closeable {
     return pins.count();
   }
 
+  /** Grants made so far (a local read's cost in calls: tests and measurements). */
+  public long grantsMade() {
+    return pins.made();
+  }
+
   /**
    * The proof that a reader sees this node's directory: a random token the node keeps in
    * a file there (readable by its owner only, like every file of the node). A client that

@@ -165,11 +165,7 @@ class LocalReadsTest {
   }
 
   private void awaitNoPins() {
-    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos(); // a loaded machine
-    while (server.engine().pinnedGrants() > 0 && System.nanoTime() < deadline) {
-      Thread.onSpinWait();
-    }
-    assertThat(server.engine().pinnedGrants()).isZero();
+    LocalSnapshotCheck.awaitNoPins(server.engine());
   }
 
   /**

@@ -133,4 +133,13 @@ public final class LocalSnapshotCheck {
     }
     throw new AssertionError("no write made version " + version);
   }
+
+  /** Waits (bounded: a loaded machine) until the node holds no pin, and checks it. */
+  public static void awaitNoPins(io.blobfs.tyr.engine.TyrEngine engine) {
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    while (engine.pinnedGrants() > 0 && System.nanoTime() < deadline) {
+      Thread.onSpinWait();
+    }
+    assertThat(engine.pinnedGrants()).isZero();
+  }
 }

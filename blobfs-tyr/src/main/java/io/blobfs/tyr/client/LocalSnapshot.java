@@ -1,0 +1,108 @@
+package io.blobfs.tyr.client;
+
+import io.blobfs.tyr.api.BlobStat;
+import io.blobfs.tyr.api.LocalGrant;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * One granted version of a blob's first bytes, read from segment files this client opened
+ * while the grant pinned them ({@link TyrClient#localSnapshot}): reads need no call to the
+ * node, and its files stay open until {@link #close}. Thread-safe.
+ */
+public final class LocalSnapshot {
+  private final BlobStat stat;
+  private final List<LocalGrant.Piece> pieces;
+  /** Where each piece starts in the blob. */
+  private final long[] starts;
+  /** Each piece's open file, null for a hole. */
+  private final FileChannel[] channels;
+  private final long length;
+  private final Executor readers;
+  private final LocalReads counts;
+  private final AtomicBoolean closed = new AtomicBoolean();
+
+  LocalSnapshot(BlobStat stat, List<LocalGrant.Piece> pieces, FileChannel[] channels,
+      Executor readers, LocalReads counts) {
+    this.stat = stat;
+    this.pieces = pieces;
+    this.channels = channels;
+    this.readers = readers;
+    this.counts = counts;
+    this.starts = new long[pieces.size()];
+    long at = 0;
+    for (int i = 0; i < starts.length; i++) {
+      starts[i] = at;
+      at += pieces.get(i).length();
+    }
+    this.length = at;
+  }
+
+  /** The version granted (its size is the blob's). */
+  public BlobStat stat() {
+    return stat;
+  }
+
+  /** The bytes the snapshot holds: the blob's first ones. */
+  public long length() {
+    return length;
+  }
+
+  /**
+   * Reads {@code dst.remaining()} bytes from {@code offset} (within {@link #length}) on a
+   * reader thread, advancing {@code dst}'s position; completes with the count. Never on
+   * the caller's thread: an application thread may be interrupted, and an interrupt during
+   * a read closes the channel for every reader of the snapshot.
+   */
+  public CompletableFuture<Integer> read(long offset, ByteBuffer dst) {
+    int n = dst.remaining();
+    if (offset < 0 || offset > length - n) {
+      return CompletableFuture.failedFuture(new IllegalArgumentException("read of " + n
+          + " bytes at " + offset + " of a snapshot of " + length));
+    }
+    return CompletableFuture.supplyAsync(() -> {
+      try {
+        readNow(offset, dst, n);
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      counts.countLocal(n);
+      return n;
+    }, readers);
+  }
+
+  private void readNow(long offset, ByteBuffer dst, int n) throws IOException {
+    int i = Arrays.binarySearch(starts, offset);
+    if (i < 0) {
+      i = -i - 2; // the piece that starts before offset
+    }
+    long at = offset;
+    for (int left = n; left > 0; i++) {
+      LocalGrant.Piece p = pieces.get(i);
+      long within = at - starts[i];
+      int k = (int) Math.min(p.length() - within, left);
+      if (p.isHole()) {
+        LocalReads.zeros(dst, k);
+      } else {
+        LocalReads.readFully(channels[i], p.position() + within, dst.slice(dst.position(), k));
+        dst.position(dst.position() + k);
+      }
+      at += k;
+      left -= k;
+    }
+  }
+
+  /** Closes the files: the node's disk space of any segment deleted since is freed. */
+  public void close() {
+    if (closed.compareAndSet(false, true)) {
+      LocalReads.closeAll(Arrays.asList(channels));
+    }
+  }
+}
