@@ -285,7 +285,7 @@ final class BlobInputStream extends FSInputStream
   @Override
   public synchronized void unbuffer() {
     dropReadAhead();
-    reader.close(); // the store's snapshots of its stripes; a later read opens them again
+    reader.unbuffer(); // the store's snapshots of its stripes; a later read opens them again
     buffer = null;
     bufferLength = 0;
     stats.incrementCounter(STREAM_READ_UNBUFFERED);

@@ -48,6 +48,8 @@ public final class FileReader {
   private final FileRecord record;
   private final long maxOp;
   private final boolean snapshotReads;
+  /** Set by {@link #close}: no snapshot is opened after it; guarded by snapshots. */
+  private boolean closed;
   /** Open snapshots by data key, least recently used first; guarded by itself. */
   private final Map<String, CompletableFuture<Snapshot>> snapshots =
       new LinkedHashMap<>(4, 0.75f, true);
@@ -163,6 +165,9 @@ public final class FileReader {
     List<CompletableFuture<Snapshot>> evicted = new ArrayList<>();
     CompletableFuture<Snapshot> f;
     synchronized (snapshots) {
+      if (closed) {
+        return CompletableFuture.completedFuture(null); // read through the store instead
+      }
       f = snapshots.get(key);
       if (f == null) {
         long stripeSize = record.stripeSize();
@@ -200,16 +205,28 @@ public final class FileReader {
   }
 
   /**
-   * Frees what the reader holds (the store's snapshots of its stripes): a stream calls it
-   * at close and at unbuffer. The reader may still be read; it then opens them again.
+   * Frees what the reader holds (the store's snapshots of its stripes), for a stream's
+   * unbuffer: the reader may still be read, and then opens them again.
    */
-  public void close() {
+  public void unbuffer() {
     List<CompletableFuture<Snapshot>> open;
     synchronized (snapshots) {
       open = new ArrayList<>(snapshots.values());
       snapshots.clear();
     }
     open.forEach(FileReader::closeWhenOpen);
+  }
+
+  /**
+   * Frees what the reader holds for good: a read still running (a positioned read racing
+   * the stream's close) or made later goes through the store, and opens no snapshot that
+   * nobody would close (its files would stay open until a garbage collection).
+   */
+  public void close() {
+    synchronized (snapshots) {
+      closed = true;
+    }
+    unbuffer();
   }
 
   /**
