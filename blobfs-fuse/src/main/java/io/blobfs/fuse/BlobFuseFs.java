@@ -39,6 +39,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -118,9 +120,68 @@ public final class BlobFuseFs implements LowLevelFs {
     Files.createDirectories(settings.stagingDir());
   }
 
+  /**
+   * How often the sizes of open passed-through files are polled for early upload
+   * ({@link #pollGrowth}); 0: never (tests poll themselves). Set before {@link #initialized}.
+   */
+  long growthPollMillis = GROWTH_POLL_MILLIS;
+  private static final long GROWTH_POLL_MILLIS = 50;
+  private volatile ScheduledExecutorService growthPoll;
+
   @Override
   public void initialized(Passthrough p) {
     passthrough = p;
+    if (p != null && growthPollMillis > 0 && settings.earlyUploadChunk() > 0) {
+      // The kernel writes passed-through files without a WRITE request to this process:
+      // a poll of their sizes (an fstat each) is what starts their early uploads. 50 ms
+      // is ~5 MiB at a GB/s, well under a chunk; an idle mount's poll finds no file.
+      ScheduledExecutorService t = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread th = new Thread(r, "blobfs-growth-poll");
+        th.setDaemon(true);
+        return th;
+      });
+      t.scheduleWithFixedDelay(this::pollGrowth, growthPollMillis, growthPollMillis,
+          TimeUnit.MILLISECONDS);
+      growthPoll = t;
+    }
+  }
+
+  /** Stops the poll of passed-through files' growth (the unmount). */
+  public void stopPolling() {
+    ScheduledExecutorService t = growthPoll;
+    if (t != null) {
+      t.shutdownNow();
+    }
+  }
+
+  /**
+   * One poll: every open passed-through file hands its growth since the last poll to its
+   * early upload ({@link StagedFile#pollGrowth}), under its name now (an unlinked file's
+   * is never published: none). Never throws: a failing stat is logged and polled again.
+   */
+  void pollGrowth() {
+    List<Map.Entry<Long, StagedFile>> open;
+    synchronized (staged) {
+      if (staged.isEmpty()) {
+        return;
+      }
+      open = new ArrayList<>(staged.entrySet());
+    }
+    for (Map.Entry<Long, StagedFile> e : open) {
+      StagedFile s = e.getValue();
+      if (s.backingId() <= 0) {
+        continue; // served here: its writes come through write()
+      }
+      Node n = inodes.get(e.getKey());
+      if (n == null || n.unlinked) {
+        continue;
+      }
+      try {
+        s.pollGrowth(n.path);
+      } catch (IOException | RuntimeException ex) {
+        LOG.log(System.Logger.Level.DEBUG, "growth poll of " + n.path + ": " + ex);
+      }
+    }
   }
 
   /**

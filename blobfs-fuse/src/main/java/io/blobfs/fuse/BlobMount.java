@@ -75,6 +75,16 @@ public final class BlobMount implements AutoCloseable {
     return fs.writeStats().publishBytes();
   }
 
+  /** Bytes the background (early) uploads sent so far ({@link WriteStats}). */
+  long earlyBytes() {
+    return fs.writeStats().earlyBytes();
+  }
+
+  /** Bytes of those that publications sent a second time (changed after their send). */
+  long resentBytes() {
+    return fs.writeStats().resentBytes();
+  }
+
   /** Blocks until the mount goes away (close, or umount(8) from outside). */
   public void awaitUnmount() throws InterruptedException {
     session.join();
@@ -101,6 +111,7 @@ public final class BlobMount implements AutoCloseable {
       fs.publishAll();
       unmount.run();
       List<FsPath> late = fs.publishAll();
+      fs.stopPolling();
       LOG.log(System.Logger.Level.INFO, "writes published: " + fs.writeSummary());
       if (!late.isEmpty()) {
         LOG.log(System.Logger.Level.WARNING, "written during the unmount, published after"

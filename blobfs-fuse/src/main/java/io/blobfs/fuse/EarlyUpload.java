@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.util.ArrayList;
 import java.util.BitSet;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -28,6 +29,13 @@ import java.util.concurrent.Executor;
  * that cuts one, <em>breaks</em> this upload, and the publication writes the file whole
  * as before. A chunk is claimed only once written and with no write in flight into it, so
  * a claimed chunk never changes under the upload.
+ *
+ * <p>Passed-through files ({@link #verifySent}) are written by the kernel, not through the
+ * mount: nothing tells of a write into a claimed chunk, during its send or after. There
+ * the staged file's growth (polled, {@link #grown}) counts as written, each chunk is sent
+ * with the CRC32C of exactly the bytes sent, and the publication reads every sent chunk
+ * again and sends it a second time if its sum differs ({@link Taken#sums}): trusted
+ * bytes are the staged file's as the publication read them, not as they were claimed.
  *
  * <p>Thread-safety: the bookkeeping is under this object's monitor; the writer is used by
  * one background task at a time, then, after {@link #awaitIdle} has waited for it, by the
@@ -52,6 +60,13 @@ final class EarlyUpload {
   private final BitSet uploaded = new BitSet();
   private boolean broken;
   /**
+   * Passed-through file: the mount does not see its writes, so sent chunks are summed and
+   * checked again by the publication instead of protected by {@link #writing}.
+   */
+  private boolean verify;
+  /** With {@link #verify}: the CRC32C of each sent chunk, by index, as sent. */
+  private final Map<Integer, Integer> sums = new HashMap<>();
+  /**
    * While a publication takes this upload (from {@link #stopAt} to {@link #resume}): the
    * version's length; no task starts and the running one ends at its next round. Without
    * it, when other descriptors write faster than the store takes the bytes, the task never
@@ -73,9 +88,12 @@ final class EarlyUpload {
 
   /**
    * What a publication takes over: the writer and the chunks it holds; not {@code usable}:
-   * to be aborted, its chunks are no version's.
+   * to be aborted, its chunks are no version's. {@code sums}: for a passed-through file,
+   * the CRC32C of each chunk as sent (by index), which the publication checks against the
+   * file before trusting the chunk; null: the chunks cannot have changed since sent.
    */
-  record Taken(FileWriter writer, BitSet chunks, long chunk, boolean usable) {
+  record Taken(FileWriter writer, BitSet chunks, long chunk, boolean usable,
+      Map<Integer, Integer> sums) {
     /** The bytes of the chunks, all below the version's length. */
     long bytes() {
       return chunks.cardinality() * chunk;
@@ -95,6 +113,25 @@ final class EarlyUpload {
 
   synchronized void chunk(long bytes) {
     chunk = bytes;
+  }
+
+  /**
+   * From now on the kernel writes the file (FUSE passthrough), unseen: sent chunks carry
+   * their sums for the publication to check ({@link #grown} replaces {@link #written}).
+   */
+  synchronized void verifySent() {
+    verify = true;
+  }
+
+  /**
+   * A passed-through file grew from {@code from} to {@code to} (seen by a poll of its
+   * size): those bytes count as written, and a background upload starts as after
+   * {@link #written} when a whole chunk is ready. Growth may hide holes still to be
+   * filled (another writer's part of the file): a chunk sent with a hole in it differs
+   * from the file at the publication's check and is sent again then, never trusted.
+   */
+  void grown(long from, long to, BlobNamespace ns, FsPath path, Executor executor) {
+    written(new long[] {from, to}, ns, path, executor);
   }
 
   /** Before a write of {@code [offset, end)} touches the file; returns its token. */
@@ -287,7 +324,19 @@ final class EarlyUpload {
         long from = run[0] * chunk;
         long bytes = (run[1] - run[0]) * chunk;
         w.seek(from);
-        w.transferFrom(channel, from, bytes);
+        if (!verify) {
+          w.transferFrom(channel, from, bytes);
+        } else {
+          // the kernel may write into these bytes while they are read, and after: the sum
+          // of exactly what was sent, which the publication compares with the file
+          for (int i = run[0]; i < run[1]; i++) {
+            java.util.zip.CRC32C sum = new java.util.zip.CRC32C();
+            w.transferFrom(channel, i * chunk, chunk, sum);
+            synchronized (this) {
+              sums.put(i, (int) sum.getValue());
+            }
+          }
+        }
         synchronized (this) {
           uploaded.set(run[0], run[1]);
           stats.early(bytes);
@@ -358,13 +407,15 @@ final class EarlyUpload {
     BitSet chunks = (BitSet) uploaded.clone();
     boolean usable = w != null && !broken && w.path().equals(path)
         && chunks.length() * chunk <= length;
+    Map<Integer, Integer> sent = verify ? new HashMap<>(sums) : null;
     writer = null;
     broken = false;
     claimed.clear();
     uploaded.clear();
+    sums.clear();
     // the written ranges stay: the next version's upload claims again every chunk written
     // (holes another writer has yet to fill are not)
-    return w == null ? null : new Taken(w, chunks, chunk, usable);
+    return w == null ? null : new Taken(w, chunks, chunk, usable, sent);
   }
 
   /** The staged file is gone: the upload is dropped, its data removed. */

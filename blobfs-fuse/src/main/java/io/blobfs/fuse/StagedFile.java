@@ -90,6 +90,18 @@ final class StagedFile {
   private long seenSize;
   private long seenNanos = Long.MIN_VALUE;
   /**
+   * With passthrough: the local file's size as {@link #pollGrowth} last handed it to the
+   * early upload (bytes past it, once it grows, count as written there); a truncate sets
+   * it, so that an extension by truncate is a hole, never counted. Guarded by {@code
+   * lengthLock}.
+   */
+  private long grownTo;
+  /**
+   * Bytes the publication under way sent a second time: sent chunks of a passed-through
+   * file that changed after their early send. Used by the publishing thread only.
+   */
+  private long resent;
+  /**
    * With passthrough: the last publication that committed, with the local file's stamp
    * taken before its snapshot and checksums of the bytes it sent; null: none to compare
    * with, or a publication is under way (it clears the record at its snapshot and records
@@ -115,6 +127,7 @@ final class StagedFile {
     this.length = length;
     this.mtime = mtime;
     this.early = new EarlyUpload(channel, length);
+    this.grownTo = length;
   }
   /**
    * What identifies the local file's contents without reading them: size, mtime and ctime
@@ -167,6 +180,7 @@ final class StagedFile {
    */
   int passThrough(Passthrough p) throws IOException {
     int id = p.open(local);
+    early.verifySent(); // before any handle opens: the kernel writes it from the first one
     synchronized (lengthLock) {
       passthrough = p;
       backingId = id;
@@ -174,6 +188,42 @@ final class StagedFile {
       seenNanos = diskNanos();
     }
     return id;
+  }
+
+  /**
+   * With passthrough and early upload, called by the mount's poll ({@code BlobFuseFs}'s
+   * timer) with the file's name now: hands the local file's growth since the last poll
+   * to the early upload as written bytes ({@link EarlyUpload#grown}). The mount sees no
+   * WRITE of a passed-through file; its size, a cheap fstat, is what tells of a file
+   * being written front to back (fio, dd, cp, an HPC code's output). Writes in place
+   * (no growth) are not seen here and go up with the publication, as before.
+   */
+  void pollGrowth(FsPath path) throws IOException {
+    BlobNamespace ns = uploadNs;
+    Executor ex = uploadExecutor;
+    if (passthrough == null || ns == null || ex == null) {
+      return;
+    }
+    // a truncate (the write lock) never runs between the size and its hand-over; tried,
+    // not waited for: a truncate waiting for a publication would hold the mount's one
+    // poll thread, and every other file's early upload with it (polled again next tick)
+    if (!lock.readLock().tryLock()) {
+      return;
+    }
+    try {
+      long size = channel.size();
+      long from;
+      synchronized (lengthLock) {
+        if (size <= grownTo) {
+          return;
+        }
+        from = grownTo;
+        grownTo = size;
+      }
+      early.grown(from, size, ns, path, ex);
+    } finally {
+      lock.readLock().unlock();
+    }
   }
 
   /** The passthrough backing id of this file's handles; 0: they are served here. */
@@ -458,6 +508,7 @@ final class StagedFile {
         length = size;
         mtime = System.currentTimeMillis();
         unowned = ++changes;
+        grownTo = size;
         if (passthrough != null) {
           seenSize = size;
           seenNanos = diskNanos();
@@ -573,6 +624,7 @@ final class StagedFile {
       taken = null;
     }
     long waited = System.nanoTime() - started;
+    resent = 0;
     Version v;
     boolean whole = taken == null;
     if (taken == null) {
@@ -600,12 +652,13 @@ final class StagedFile {
         }
       }
     }
-    long fromEarly = whole ? 0 : taken.bytes();
+    long fromEarly = whole ? 0 : taken.bytes() - resent;
     stats.published(fromEarly, v.length() - fromEarly, whole, waited,
         System.nanoTime() - started);
     Version done = v;
     LOG.log(System.Logger.Level.DEBUG, () -> path + ": published " + done.length() + " bytes ("
-        + fromEarly + " sent before, length " + len + " at the snapshot), changes up to "
+        + fromEarly + " sent before and kept, " + resent + " sent again, length " + len
+        + " at the snapshot), changes up to "
         + done.carried() + " (" + carried + " at the snapshot, " + changes() + " now), waited "
         + waited / 1_000_000 + " ms, took " + (System.nanoTime() - started) / 1_000_000 + " ms");
     return Math.max(carried, v.carried());
@@ -689,7 +742,11 @@ final class StagedFile {
       if (sent != null && pos / sent.chunk() < sent.chunks().length()) {
         int i = (int) (pos / sent.chunk());
         if (sent.chunks().get(i)) {
-          pos = Math.min(end, sent.chunks().nextClearBit(i) * sent.chunk());
+          if (sent.sums() != null) {
+            pos = checkSent(w, sent, i); // passed through: read again, not trusted
+          } else {
+            pos = Math.min(end, sent.chunks().nextClearBit(i) * sent.chunk());
+          }
           continue;
         }
         int next = sent.chunks().nextSetBit(i);
@@ -716,6 +773,78 @@ final class StagedFile {
       }
     }
     return pos;
+  }
+
+  /**
+   * Sent chunk {@code i} of a passed-through file ({@link EarlyUpload.Taken#sums}): the
+   * kernel may have written into it while the background upload read it, or after (a
+   * write(2), or a shared mapping's page, unseen by the mount). It is read again now and
+   * kept only if its CRC32C is the one sent; else it is sent again, so the version holds
+   * the chunk as this publication read it, as for any byte it reads itself. Returns the
+   * chunk's end. (Every sent chunk lies below the version's length: {@code usable}.)
+   */
+  private long checkSent(FileWriter w, EarlyUpload.Taken sent, int i) throws IOException {
+    long start = i * sent.chunk();
+    long to = start + sent.chunk();
+    Reading.Sums sums;
+    synchronized (lengthLock) {
+      reading.cursor = to; // before reading them: see Reading
+      sums = reading.sums;
+    }
+    int crc = crcOf(start, to);
+    Integer was = sent.sums().get(i);
+    if (was == null || was != crc) {
+      // Sent again over the first send, on the same writer (its blob range is overwritten
+      // in place on every store: BlobStoreContract). First every write of that send must
+      // be acknowledged: two writes of one range in flight may land in either order.
+      w.awaitWrites();
+      w.seek(start);
+      java.util.zip.CRC32C sum = new java.util.zip.CRC32C();
+      w.transferFrom(channel, start, to - start, sum); // the sum of exactly what was sent
+      crc = (int) sum.getValue();
+      resent += to - start;
+      stats.resent(to - start);
+    }
+    if (sums != null) {
+      sums.add(start, to, crc);
+    }
+    return to;
+  }
+
+  /**
+   * The CRC32C of the staged file's bytes {@code [start, to)}, zeros past its end (as
+   * FileWriter.transferFrom sends a hole at the end); through the file's check buffer.
+   */
+  private int crcOf(long start, long to) throws IOException {
+    synchronized (lengthLock) {
+      if (checkBuffer == null) {
+        checkBuffer = ByteBuffer.allocateDirect(CHECK_BUFFER);
+      }
+    }
+    ByteBuffer buf = checkBuffer;
+    java.util.zip.CRC32C sum = new java.util.zip.CRC32C();
+    synchronized (buf) {
+      long at = start;
+      while (at < to) {
+        buf.clear().limit((int) Math.min(buf.capacity(), to - at));
+        int n = channel.read(buf, at);
+        if (n < 0) {
+          buf.clear();
+          while (buf.hasRemaining()) {
+            buf.put((byte) 0);
+          }
+          while (at < to) {
+            int k = (int) Math.min(buf.capacity(), to - at);
+            sum.update(buf.clear().limit(k));
+            at += k;
+          }
+          break;
+        }
+        sum.update(buf.flip());
+        at += n;
+      }
+    }
+    return (int) sum.getValue();
   }
 
   /**
@@ -761,7 +890,9 @@ final class StagedFile {
       this.sent = sent;
       this.length = length;
       cursor = 0;
-      sums = summed && sent == null ? new Sums() : null;
+      // the background upload's chunks of a passed-through file are read again and summed
+      // (checkSent): the version's sums then cover every byte, early or not
+      sums = summed && (sent == null || sent.sums() != null) ? new Sums() : null;
     }
 
     /**

@@ -15,6 +15,7 @@ final class WriteStats {
   private final LongAdder wholeUploads = new LongAdder();
   private final LongAdder earlyBytes = new LongAdder();
   private final LongAdder earlyUsedBytes = new LongAdder();
+  private final LongAdder resentBytes = new LongAdder();
   private final LongAdder publishBytes = new LongAdder();
   private final LongAdder waitNanos = new LongAdder();
   private final LongAdder publishNanos = new LongAdder();
@@ -22,6 +23,18 @@ final class WriteStats {
   /** A background round sent {@code bytes} (used or not). */
   void early(long bytes) {
     earlyBytes.add(bytes);
+  }
+
+  /**
+   * A publication sent {@code bytes} of the background upload a second time (chunks of a
+   * passed-through file that changed after their early send); counted in its own bytes.
+   */
+  void resent(long bytes) {
+    resentBytes.add(bytes);
+  }
+
+  long resentBytes() {
+    return resentBytes.sum();
   }
 
   /**
@@ -54,7 +67,8 @@ final class WriteStats {
   String summary() {
     return publications.sum() + " publications (" + wholeUploads.sum() + " whole), "
         + earlyBytes.sum() + " bytes uploaded in the background (" + earlyUsedBytes.sum()
-        + " used), " + publishBytes.sum() + " bytes by the publications, "
+        + " used, " + resentBytes.sum() + " sent again), " + publishBytes.sum()
+        + " bytes by the publications, "
         + waitNanos.sum() / 1_000_000 + " ms waiting for the background upload, "
         + publishNanos.sum() / 1_000_000 + " ms publishing";
   }

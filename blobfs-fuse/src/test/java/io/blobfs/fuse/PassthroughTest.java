@@ -337,4 +337,190 @@ class PassthroughTest {
     assertEquals("x", published("/n"));
     assertEquals(0, kernel.files.size());
   }
+  // ------------------------------------------------ early upload of passed-through files
+
+  private static final int CHUNK = 16384;
+
+  /**
+   * A mount over {@code over} whose passed-through files upload early every 16 KiB, their
+   * growth polled by the test ({@link BlobFuseFs#pollGrowth}), not by the timer.
+   */
+  private BlobFuseFs earlyFs(BlobNamespace over) throws IOException {
+    BlobFuseFs f = new BlobFuseFs(over, new BlobFuseFs.Settings(false, 0755, 4096, staging,
+        CHUNK));
+    f.growthPollMillis = 0;
+    f.initialized(kernel);
+    return f;
+  }
+
+  private static byte[] bytesOf(BlobNamespace from, String path) throws Exception {
+    FileReader r = from.open(FsPath.parse(path));
+    ByteBuffer b = ByteBuffer.allocate((int) r.length());
+    while (b.hasRemaining() && r.read(b.position(), b).get() > 0) { }
+    return b.array();
+  }
+
+  private static byte[] random(int n, long seed) {
+    byte[] b = new byte[n];
+    new java.util.Random(seed).nextBytes(b);
+    return b;
+  }
+
+  /** The kernel writing {@code b} at {@code offset} through a passthrough handle. */
+  private void kernelWrite(Opened h, long offset, byte[] b) throws IOException {
+    try (FileChannel c = FileChannel.open(kernel.files.get(h.backingId()),
+        StandardOpenOption.WRITE)) {
+      ByteBuffer src = ByteBuffer.wrap(b);
+      while (src.hasRemaining()) {
+        c.write(src, offset + src.position());
+      }
+    }
+  }
+
+  private static void awaitUntil(java.util.function.BooleanSupplier done)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+    while (!done.getAsBoolean() && System.nanoTime() < deadline) {
+      Thread.sleep(5);
+    }
+    assertTrue(done.getAsBoolean(), "not within a minute");
+  }
+
+  /**
+   * A passed-through file growing front to back goes up in the background (its growth
+   * polled), so the fsync sends only the rest; a write through a shared mapping into a
+   * chunk already sent (no request, no time moved) is found by the fsync's check of the
+   * sent chunks, and that chunk alone is sent again: the version is the staged bytes.
+   */
+  @Test
+  void aMappedWriteIntoAChunkSentEarlyIsSentAgainAndPublished() throws Exception {
+    fs = earlyFs(ns);
+    Opened[] h = new Opened[1];
+    Entry e = create("early", h);
+    byte[] data = random(4 * CHUNK + 100, 31);
+    kernelWrite(h[0], 0, data);
+    fs.pollGrowth();
+    awaitUntil(() -> fs.writeStats().earlyBytes() == 4L * CHUNK);
+    assertEquals("", published("/early"), "nothing visible before the fsync");
+    byte[] mapped = "MAPPED".getBytes(StandardCharsets.UTF_8);
+    try (FileChannel c = FileChannel.open(kernel.files.get(h[0].backingId()),
+        StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+      MappedByteBuffer map = c.map(FileChannel.MapMode.READ_WRITE, 0, data.length);
+      map.put(CHUNK + 5, mapped); // chunk 1, sent
+      System.arraycopy(mapped, 0, data, CHUNK + 5, mapped.length);
+      fs.fsync(e.node(), h[0].fh(), false);
+    }
+    assertArrayEquals(data, bytesOf(ns, "/early"));
+    assertEquals(CHUNK, fs.writeStats().resentBytes(), "chunk 1 only, sent again");
+    assertEquals(CHUNK + 100, fs.writeStats().publishBytes(),
+        "the fsync sent the changed chunk and the tail; the other three went up before");
+    long before = fs.writeStats().publishBytes();
+    fs.release(e.node(), h[0].fh());
+    assertEquals(before, fs.writeStats().publishBytes(), "the close found the version whole");
+    assertArrayEquals(data, bytesOf(ns, "/early"));
+  }
+
+  /**
+   * A chunk changed while its first send is still in flight (the store applies it late):
+   * the fsync's second send goes out only once the first is acknowledged, so the store
+   * ends with the second bytes. (Sent at once, the late first send landed over it.)
+   */
+  @Test
+  void aChunkChangedWhileItsFirstSendIsInFlightEndsWithTheStagedBytes() throws Exception {
+    java.util.concurrent.atomic.AtomicBoolean slow = new java.util.concurrent.atomic.AtomicBoolean(true);
+    InMemoryBlobStore mem = new InMemoryBlobStore("late", new StoreLimits(200, 1L << 30,
+        Integer.MAX_VALUE));
+    io.blobfs.store.BlobStore late = (io.blobfs.store.BlobStore) java.lang.reflect.Proxy
+        .newProxyInstance(getClass().getClassLoader(),
+            new Class<?>[] {io.blobfs.store.BlobStore.class}, (proxy, m, args) -> {
+              if (m.getName().equals("write") && ((String) args[0]).startsWith("d/")
+                  && slow.get()) {
+                return java.util.concurrent.CompletableFuture.runAsync(() -> {
+                  try {
+                    Thread.sleep(300);
+                  } catch (InterruptedException ex) {
+                    Thread.currentThread().interrupt();
+                  }
+                  mem.write((String) args[0], (Long) args[1], (ByteBuffer) args[2]).join();
+                });
+              }
+              try {
+                return m.invoke(mem, args);
+              } catch (java.lang.reflect.InvocationTargetException ex) {
+                throw ex.getCause();
+              }
+            });
+    BlobNamespace lateNs = new BlobNamespace(late, new NamespaceOptions(4096, 4096, 1 << 20,
+        0, false, 100), StoreCallCounters.NONE);
+    fs = earlyFs(lateNs);
+    Opened[] h = new Opened[1];
+    Entry e = create("inflight", h);
+    byte[] data = random(2 * CHUNK, 32);
+    kernelWrite(h[0], 0, data);
+    fs.pollGrowth();
+    awaitUntil(() -> fs.writeStats().earlyBytes() == 2L * CHUNK); // sent, not yet applied
+    slow.set(false);
+    byte[] changed = "changed while in flight".getBytes(StandardCharsets.UTF_8);
+    kernelWrite(h[0], 100, changed);
+    System.arraycopy(changed, 0, data, 100, changed.length);
+    fs.fsync(e.node(), h[0].fh(), false);
+    assertArrayEquals(data, bytesOf(lateNs, "/inflight"));
+    assertEquals(CHUNK, fs.writeStats().resentBytes());
+    fs.release(e.node(), h[0].fh());
+  }
+
+  /**
+   * Writes through a shared mapping and write(2) racing the background upload, the polls
+   * and an fsync, at random places: after each fsync the store holds exactly the staged
+   * bytes (nothing writes during the fsync: the kernel holds the inode lock then), and at
+   * the close too.
+   */
+  @Test
+  void writesRacingTheEarlyUploadNeverLeaveTheStoreWithOtherBytes() throws Exception {
+    fs = earlyFs(ns);
+    Opened[] h = new Opened[1];
+    Entry e = create("race", h);
+    int size = 12 * CHUNK;
+    java.util.Random rnd = new java.util.Random(33);
+    Path local = kernel.files.get(h[0].backingId());
+    try (FileChannel c = FileChannel.open(local, StandardOpenOption.READ,
+        StandardOpenOption.WRITE)) {
+      for (int round = 0; round < 8; round++) {
+        // grows by a chunk and a half a round, front to back, while a racer scribbles
+        long end = Math.min(size, (round + 1) * (CHUNK + CHUNK / 2));
+        kernelWrite(h[0], c.size(), random((int) (end - c.size()), round));
+        MappedByteBuffer map = c.map(FileChannel.MapMode.READ_WRITE, 0, end);
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        long seed = rnd.nextLong();
+        Thread racer = new Thread(() -> {
+          java.util.Random r = new java.util.Random(seed);
+          while (!stop.get()) {
+            int at = r.nextInt((int) end - 8);
+            if (r.nextBoolean()) {
+              map.putLong(at, r.nextLong());
+            } else {
+              try {
+                c.write(ByteBuffer.wrap(random(8, r.nextLong())), at);
+              } catch (IOException ex) {
+                throw new java.io.UncheckedIOException(ex);
+              }
+            }
+          }
+        });
+        racer.start();
+        for (int poll = 0; poll < 20; poll++) {
+          fs.pollGrowth();
+          Thread.sleep(2);
+        }
+        stop.set(true);
+        racer.join();
+        fs.fsync(e.node(), h[0].fh(), false);
+        byte[] staged = new byte[(int) end];
+        c.read(ByteBuffer.wrap(staged), 0);
+        assertArrayEquals(staged, bytesOf(ns, "/race"), "round " + round);
+      }
+      fs.release(e.node(), h[0].fh());
+    }
+    assertTrue(fs.writeStats().earlyBytes() > 0, "the background upload took part");
+  }
 }

@@ -110,6 +110,27 @@ public final class FileWriter implements Closeable {
     sent = offset;
   }
 
+  /**
+   * Sends what is buffered and waits until the store acknowledged every write so far. A
+   * caller about to write a range a second time ({@link #seek} back over bytes already
+   * sent: the FUSE mount re-sends a chunk of a passed-through file that changed after its
+   * early upload) calls this first, because two writes of one range in flight together may
+   * be applied in either order (RADOS ops to one object on separate ops, a Týr cluster's
+   * replicas, a store's thread pool), and the older bytes could land last. Once the first
+   * write is acknowledged, every store applies a later write of the same range over it
+   * ({@code BlobStoreContract.aSecondWriteOfARangeReplacesTheFirstsBytes}), and the
+   * record committed at {@link #close} names the blob holding the second bytes.
+   */
+  public void awaitWrites() throws IOException {
+    checkOpen();
+    if (buffer != null && buffer.position() > 0) {
+      send();
+    }
+    while (!inFlight.isEmpty()) {
+      awaitOldest();
+    }
+  }
+
   public void write(byte[] b, int off, int len) throws IOException {
     checkOpen();
     Objects.checkFromIndexSize(off, len, b.length);

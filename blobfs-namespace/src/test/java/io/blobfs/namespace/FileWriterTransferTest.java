@@ -42,6 +42,59 @@ class FileWriterTransferTest {
     return b.array();
   }
 
+  /**
+   * A range sent a second time after {@link FileWriter#awaitWrites} holds the second bytes
+   * once committed, even where the store completes the first send late: its writes are
+   * acknowledged before the second goes out. (Without the wait the late first write landed
+   * over the second, and the file published the old bytes.)
+   */
+  @Test
+  void aRangeSentAgainAfterAwaitWritesHoldsTheSecondBytes() throws Exception {
+    InMemoryBlobStore mem = store();
+    java.util.concurrent.atomic.AtomicBoolean slow = new java.util.concurrent.atomic.AtomicBoolean(true);
+    // the store applies the first send's data writes 300 ms late, the second's at once
+    io.blobfs.store.BlobStore late = (io.blobfs.store.BlobStore) java.lang.reflect.Proxy
+        .newProxyInstance(getClass().getClassLoader(),
+            new Class<?>[] {io.blobfs.store.BlobStore.class}, (proxy, m, args) -> {
+              if (m.getName().equals("write") && ((String) args[0]).startsWith("d/")
+                  && slow.get()) {
+                return java.util.concurrent.CompletableFuture.runAsync(() -> {
+                  try {
+                    Thread.sleep(300);
+                  } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                  }
+                  mem.write((String) args[0], (Long) args[1], (ByteBuffer) args[2]).join();
+                });
+              }
+              try {
+                return m.invoke(mem, args);
+              } catch (java.lang.reflect.InvocationTargetException e) {
+                throw e.getCause();
+              }
+            });
+    BlobNamespace ns = new BlobNamespace(late, new NamespaceOptions(10_000, 4096, 1 << 20,
+        100, false, 100), StoreCallCounters.NONE);
+    byte[] data = new byte[30_000];
+    new Random(7).nextBytes(data);
+    byte[] again = new byte[8_000];
+    new Random(8).nextBytes(again);
+    try (FileChannel ch = staged(data)) {
+      FileWriter w = ns.create(FsPath.parse("/again"), false);
+      w.transferFrom(ch, 0, data.length);
+      w.awaitWrites();
+      slow.set(false);
+      ch.write(ByteBuffer.wrap(again), 5_000); // the staged bytes change after their send
+      w.seek(5_000);
+      w.transferFrom(ch, 5_000, again.length);
+      w.seek(data.length);
+      w.close();
+    }
+    byte[] want = data.clone();
+    System.arraycopy(again, 0, want, 5_000, again.length);
+    assertArrayEquals(want, readAll(ns, "/again"));
+  }
+
   @Test
   void transferFromSumsExactlyTheBytesItSends() throws Exception {
     BlobNamespace ns = ns(store());
