@@ -150,7 +150,16 @@ public final class BlobFuseFs implements LowLevelFs {
   public void stopPolling() {
     ScheduledExecutorService t = growthPoll;
     if (t != null) {
-      t.shutdownNow();
+      // Not shutdownNow: its interrupt would close the staged file's channel a poll is
+      // reading (an interruptible channel), failing that file's publication.
+      t.shutdown();
+      try {
+        if (!t.awaitTermination(10, TimeUnit.SECONDS)) {
+          LOG.log(System.Logger.Level.WARNING, "the growth poll did not stop within 10 s");
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 

@@ -111,13 +111,14 @@ public final class BlobMount implements AutoCloseable {
       fs.publishAll();
       unmount.run();
       List<FsPath> late = fs.publishAll();
-      fs.stopPolling();
       LOG.log(System.Logger.Level.INFO, "writes published: " + fs.writeSummary());
       if (!late.isEmpty()) {
         LOG.log(System.Logger.Level.WARNING, "written during the unmount, published after"
             + " it (their descriptors were still open): " + late);
       }
     } finally {
+      // Also when a publication failed: no poll may start an upload on a closed store.
+      fs.stopPolling();
       store.close();
     }
   }

@@ -572,6 +572,9 @@ final class StagedFile {
         // at the snapshot: a write finishing after it may extend the file, and the early
         // upload must not claim those bytes (they are past this version)
         early.stopAt(len);
+        // Growth up to the snapshot is in this version: a poll
+        // seeing it only now must not start the next version's upload of unchanged bytes
+        grownTo = Math.max(grownTo, len);
         reading = new Reading(len, stamp != null);
       }
       try {

@@ -115,7 +115,10 @@ class PassthroughEarlyIT {
   void fioVerifiesWhatEarlyUploadPublished(Backend backend) throws Exception {
     Path mnt = mount(backend);
     String job = "fio --ioengine=psync --verify=crc32c --verify_fatal=1"
-        + " --output-format=normal --name=seq --filename=seq --rw=write --bs=1M --size=64M";
+        + " --output-format=normal --name=seq --filename=seq --rw=write --bs=1M --size=64M"
+        // 2 s of writing, so that the 50 ms growth poll has seen whole chunks before the
+        // fsync on every store (at full speed the fsync could come first: nothing early)
+        + " --rate=32m";
     String out = Mounts.sh(mnt, job + " --do_verify=1 --end_fsync=1");
     assertTrue(out.contains("err= 0"), out);
     assertTrue(mount.mount().earlyBytes() > 0, "uploaded early");

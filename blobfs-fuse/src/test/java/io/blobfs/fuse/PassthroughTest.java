@@ -523,4 +523,29 @@ class PassthroughTest {
     }
     assertTrue(fs.writeStats().earlyBytes() > 0, "the background upload took part");
   }
+
+  /**
+   * Review (rev-fuse-early): growth the poll had not seen yet when an fsync published it
+   * (a file written and fsynced within one 50 ms tick, then kept open) is handed to the
+   * early upload after the publication, which starts a background upload of the whole file
+   * again, with a fresh writer, though nothing changed since the committed version. Its
+   * bytes are aborted at the close: a second full upload of every such file.
+   */
+  @Test
+  void growthAlreadyPublishedStartsNoSecondUpload() throws Exception {
+    fs = earlyFs(ns);
+    Opened[] h = new Opened[1];
+    Entry e = create("stale", h);
+    byte[] data = random(4 * CHUNK, 41);
+    kernelWrite(h[0], 0, data);
+    fs.fsync(e.node(), h[0].fh(), false); // before any poll: the publication sends it all
+    assertArrayEquals(data, bytesOf(ns, "/stale"));
+    long published = fs.writeStats().publishBytes();
+    fs.pollGrowth(); // the next tick: nothing was written since the committed version
+    Thread.sleep(500);
+    assertEquals(0L, fs.writeStats().earlyBytes(),
+        "already-published bytes uploaded again in the background");
+    fs.release(e.node(), h[0].fh());
+    assertEquals(published, fs.writeStats().publishBytes(), "the close found the version whole");
+  }
 }
