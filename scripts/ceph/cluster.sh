@@ -162,11 +162,15 @@ daemons() {
 
 # pid of a running daemon of THIS cluster (checked against its command line), or fail
 daemon_pid() {
-  local pf=$DIR/run/$1.pid pid
+  local pf=$DIR/run/$1.pid pid cmd
   [ -f "$pf" ] || return 1
   pid=$(cat "$pf" 2>/dev/null) || return 1
   [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$CONF" || return 1
+  cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  # The daemon itself, as start_daemon runs it: a stale pid file's pid reused by another
+  # process naming this ceph.conf (a `ceph -c ...` probe) is not it; taking it for the
+  # daemon left osd.0 of a cluster unstarted once, and the start timed out.
+  [[ "$cmd" == "ceph-${1%%.*} -c $CONF -i ${1#*.} "* ]] || return 1
   echo "$pid"
 }
 
