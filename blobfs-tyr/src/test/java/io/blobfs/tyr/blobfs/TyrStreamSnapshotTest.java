@@ -2,19 +2,23 @@ package io.blobfs.tyr.blobfs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-
 import io.blobfs.tyr.engine.EngineConfig;
 import io.blobfs.tyr.engine.SyncPolicy;
 import io.blobfs.tyr.server.ServerConfig;
 import io.blobfs.tyr.server.TyrServer;
+import java.io.FileNotFoundException;
+import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
@@ -28,7 +32,10 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * blob:// streams on a Týr server with local reads: each stripe is read from one grant
  * whose files the stream keeps open (a snapshot), released at once, so neither the lease
- * nor compaction nor the file's overwrite changes the bytes a stream reads.
+ * nor compaction nor the file's overwrite changes the bytes a stream reads; and the file
+ * descriptors the snapshots hold (from the review of tyr-localread2): freed at close, also
+ * by a positioned read racing the close, with exact bytes under eviction, unbuffer,
+ * overwrite and compaction.
  */
 class TyrStreamSnapshotTest {
   @TempDir
@@ -48,14 +55,23 @@ class TyrStreamSnapshotTest {
   }
 
   private FileSystem fs(String stripe) throws Exception {
+    return fs(stripe, "1m", "4m");
+  }
+
+  /** Small read buffers and read-ahead: many stripes and snapshots per stream. */
+  private FileSystem fdFs(String stripe) throws Exception {
+    return fs(stripe, "256k", "1m");
+  }
+
+  private FileSystem fs(String stripe, String readBuffer, String readAhead) throws Exception {
     Configuration c = new Configuration();
     c.set("fs.blob.impl", "io.blobfs.hadoop.BlobFileSystem");
     String p = "fs.blob.store.loc.";
     c.set(p + "type", "tyr");
     c.set(p + "address", "127.0.0.1:" + server.port());
     c.set(p + "stripe.size", stripe);
-    c.set(p + "read.buffer.size", "1m");
-    c.set(p + "read.ahead", "4m");
+    c.set(p + "read.buffer.size", readBuffer);
+    c.set(p + "read.ahead", readAhead);
     return FileSystem.newInstance(URI.create("blob://loc/"), c);
   }
 
@@ -196,6 +212,221 @@ class TyrStreamSnapshotTest {
   private List<Path> segments() throws Exception {
     try (Stream<Path> s = Files.list(dir)) {
       return s.filter(p -> p.toString().endsWith(".tyrlog")).toList();
+    }
+  }
+
+  /** Open fds of this process on the node's segment files: all, and deleted ones. */
+  private long[] segmentFds() throws IOException {
+    long all = 0;
+    long deleted = 0;
+    try (Stream<Path> s = Files.list(Path.of("/proc/self/fd"))) {
+      for (Path fd : s.toList()) {
+        String t;
+        try {
+          t = Files.readSymbolicLink(fd).toString();
+        } catch (IOException e) {
+          continue;
+        }
+        if (t.startsWith(dir.toString()) && t.contains(".tyrlog")) {
+          all++;
+          if (t.endsWith("(deleted)")) {
+            deleted++;
+          }
+        }
+      }
+    }
+    return new long[] {all, deleted};
+  }
+
+  @Test
+  void closeFreesEverySnapshotFd() throws Exception {
+    byte[] data = random(8 << 20, 1);
+    try (FileSystem fs = fdFs("1m")) {
+      org.apache.hadoop.fs.Path f = new org.apache.hadoop.fs.Path("/d/f");
+      write(fs, f, data);
+      long base = segmentFds()[0];
+      FSDataInputStream in = fs.open(f);
+      byte[] buf = new byte[1 << 20];
+      for (long pos = 0; pos < data.length; pos += buf.length) {
+        in.readFully(pos, buf);
+        assertThat(Arrays.equals(buf, 0, buf.length, data, (int) pos, (int) pos + buf.length)).isTrue();
+      }
+      long during = segmentFds()[0];
+      System.out.println("REVIEW fds base=" + base + " during=" + during);
+      for (int g = 0; g < 4; g++) {
+        write(fs, f, random(8 << 20, 10 + g));
+      }
+      for (int i = 0; i < 5; i++) {
+        server.engine().compact();
+      }
+      System.out.println("REVIEW fds after overwrite+compact, open stream: "
+          + Arrays.toString(segmentFds()));
+      in.close();
+      long[] after = segmentFds();
+      System.out.println("REVIEW fds after close: " + Arrays.toString(after));
+      assertThat(after[1]).as("deleted segments still open after close").isZero();
+    }
+  }
+
+  /** Concurrent preads over 16 stripes (eviction) with unbuffer racing: bytes exact. */
+  @Test
+  void concurrentPreadsWithEvictionAndUnbufferServeExactBytes() throws Exception {
+    byte[] data = random(16 << 18, 2); // 16 stripes of 256 KiB
+    try (FileSystem fs = fdFs("256k")) {
+      org.apache.hadoop.fs.Path f = new org.apache.hadoop.fs.Path("/d/f");
+      write(fs, f, data);
+      long base = segmentFds()[0];
+      AtomicBoolean stop = new AtomicBoolean();
+      AtomicReference<Throwable> failure = new AtomicReference<>();
+      AtomicLong reads = new AtomicLong();
+      FSDataInputStream in = fs.open(f);
+      List<Thread> threads = new ArrayList<>();
+      for (int t = 0; t < 6; t++) {
+        long seed = t;
+        threads.add(new Thread(() -> {
+          Random r = new Random(seed);
+          byte[] buf = new byte[700 << 10];
+          while (!stop.get() && failure.get() == null) {
+            int len = 1 + r.nextInt(buf.length);
+            long pos = (long) r.nextInt(data.length - len);
+            try {
+              in.readFully(pos, buf, 0, len);
+              if (!Arrays.equals(buf, 0, len, data, (int) pos, (int) pos + len)) {
+                failure.set(new AssertionError("wrong bytes at " + pos + " len " + len));
+              }
+              reads.incrementAndGet();
+            } catch (Throwable e) {
+              failure.set(e);
+            }
+          }
+        }));
+      }
+      threads.add(new Thread(() -> {
+        while (!stop.get()) {
+          in.unbuffer();
+          Thread.onSpinWait();
+          try {
+            Thread.sleep(0, 200_000);
+          } catch (InterruptedException e) {
+            return;
+          }
+        }
+      }));
+      threads.forEach(Thread::start);
+      Thread.sleep(6000);
+      stop.set(true);
+      for (Thread t : threads) {
+        t.join();
+      }
+      System.out.println("REVIEW preads " + reads.get() + " failure " + failure.get());
+      if (failure.get() != null) {
+        throw new AssertionError(failure.get());
+      }
+      in.close();
+      System.out.println("REVIEW fds base=" + base + " after=" + Arrays.toString(segmentFds()));
+      assertThat(segmentFds()[0]).isEqualTo(base);
+    }
+  }
+
+  /** A pread racing close() may open a snapshot after close cleared them: never freed. */
+  @Test
+  void preadRacingCloseLeaksNoFd() throws Exception {
+    byte[] data = random(4 << 20, 3);
+    try (FileSystem fs = fdFs("1m")) {
+      org.apache.hadoop.fs.Path f = new org.apache.hadoop.fs.Path("/d/f");
+      write(fs, f, data);
+      long base = segmentFds()[0];
+      for (int i = 0; i < 300; i++) {
+        FSDataInputStream in = fs.open(f);
+        AtomicBoolean go = new AtomicBoolean(true);
+        Thread reader = new Thread(() -> {
+          byte[] b = new byte[4096];
+          Random r = new Random();
+          while (go.get()) {
+            try {
+              in.readFully(r.nextInt(4) * (1L << 20), b);
+            } catch (IOException e) {
+              return; // closed
+            }
+          }
+        });
+        reader.start();
+        Thread.sleep(0, 100_000 + (i % 10) * 50_000);
+        in.close();
+        go.set(false);
+        reader.join();
+      }
+      long[] after = segmentFds();
+      System.out.println("REVIEW race fds base=" + base + " after=" + Arrays.toString(after));
+      for (int k = 0; k < 3; k++) {
+        System.gc();
+        Thread.sleep(300);
+      }
+      System.out.println("REVIEW race fds after GC=" + Arrays.toString(segmentFds()));
+      assertThat(after[0]).as("segment fds left open by closed streams").isEqualTo(base);
+    }
+  }
+
+  /** Preads over 16 stripes with unbuffer, while the file is overwritten and compacted. */
+  @Test
+  void preadsDuringOverwriteAndCompactionAreExactOrFileNotFound() throws Exception {
+    byte[] data = random(16 << 18, 4);
+    try (FileSystem fs = fdFs("256k")) {
+      org.apache.hadoop.fs.Path f = new org.apache.hadoop.fs.Path("/d/f");
+      write(fs, f, data);
+      AtomicBoolean stop = new AtomicBoolean();
+      AtomicReference<Throwable> failure = new AtomicReference<>();
+      AtomicLong reads = new AtomicLong();
+      AtomicLong notFound = new AtomicLong();
+      FSDataInputStream in = fs.open(f);
+      List<Thread> threads = new ArrayList<>();
+      for (int t = 0; t < 4; t++) {
+        long seed = 100 + t;
+        threads.add(new Thread(() -> {
+          Random r = new Random(seed);
+          byte[] buf = new byte[600 << 10];
+          while (!stop.get() && failure.get() == null) {
+            int len = 1 + r.nextInt(buf.length);
+            long pos = (long) r.nextInt(data.length - len);
+            try {
+              in.readFully(pos, buf, 0, len);
+              if (!Arrays.equals(buf, 0, len, data, (int) pos, (int) pos + len)) {
+                failure.set(new AssertionError("wrong bytes at " + pos + " len " + len));
+              }
+              reads.incrementAndGet();
+            } catch (FileNotFoundException e) {
+              notFound.incrementAndGet();
+            } catch (Throwable e) {
+              failure.set(e);
+            }
+          }
+        }));
+      }
+      threads.add(new Thread(() -> {
+        int g = 0;
+        while (!stop.get()) {
+          try {
+            in.unbuffer();
+            write(fs, f, random(16 << 18, 1000 + g++));
+            server.engine().compact();
+          } catch (Exception e) {
+            failure.compareAndSet(null, e);
+            return;
+          }
+        }
+      }));
+      threads.forEach(Thread::start);
+      Thread.sleep(8000);
+      stop.set(true);
+      for (Thread t : threads) {
+        t.join();
+      }
+      System.out.println("REVIEW overwrite preads " + reads.get() + " notFound " + notFound.get()
+          + " failure " + failure.get());
+      in.close();
+      if (failure.get() != null) {
+        throw new AssertionError(failure.get());
+      }
     }
   }
 }
