@@ -249,21 +249,19 @@ class TyrStreamSnapshotTest {
       byte[] buf = new byte[1 << 20];
       for (long pos = 0; pos < data.length; pos += buf.length) {
         in.readFully(pos, buf);
-        assertThat(Arrays.equals(buf, 0, buf.length, data, (int) pos, (int) pos + buf.length)).isTrue();
+        assertThat(Arrays.equals(buf, 0, buf.length, data, (int) pos, (int) pos + buf.length))
+            .isTrue();
       }
-      long during = segmentFds()[0];
-      System.out.println("REVIEW fds base=" + base + " during=" + during);
+      assertThat(segmentFds()[0]).as("segment fds the open stream's snapshots hold")
+          .isGreaterThan(base);
       for (int g = 0; g < 4; g++) {
         write(fs, f, random(8 << 20, 10 + g));
       }
       for (int i = 0; i < 5; i++) {
         server.engine().compact();
       }
-      System.out.println("REVIEW fds after overwrite+compact, open stream: "
-          + Arrays.toString(segmentFds()));
       in.close();
       long[] after = segmentFds();
-      System.out.println("REVIEW fds after close: " + Arrays.toString(after));
       assertThat(after[1]).as("deleted segments still open after close").isZero();
     }
   }
@@ -280,27 +278,7 @@ class TyrStreamSnapshotTest {
       AtomicReference<Throwable> failure = new AtomicReference<>();
       AtomicLong reads = new AtomicLong();
       FSDataInputStream in = fs.open(f);
-      List<Thread> threads = new ArrayList<>();
-      for (int t = 0; t < 6; t++) {
-        long seed = t;
-        threads.add(new Thread(() -> {
-          Random r = new Random(seed);
-          byte[] buf = new byte[700 << 10];
-          while (!stop.get() && failure.get() == null) {
-            int len = 1 + r.nextInt(buf.length);
-            long pos = (long) r.nextInt(data.length - len);
-            try {
-              in.readFully(pos, buf, 0, len);
-              if (!Arrays.equals(buf, 0, len, data, (int) pos, (int) pos + len)) {
-                failure.set(new AssertionError("wrong bytes at " + pos + " len " + len));
-              }
-              reads.incrementAndGet();
-            } catch (Throwable e) {
-              failure.set(e);
-            }
-          }
-        }));
-      }
+      List<Thread> threads = preadThreads(in, data, 6, 0, 700 << 10, stop, failure, reads, null);
       threads.add(new Thread(() -> {
         while (!stop.get()) {
           in.unbuffer();
@@ -318,13 +296,12 @@ class TyrStreamSnapshotTest {
       for (Thread t : threads) {
         t.join();
       }
-      System.out.println("REVIEW preads " + reads.get() + " failure " + failure.get());
       if (failure.get() != null) {
         throw new AssertionError(failure.get());
       }
+      assertThat(reads.get()).as("positioned reads made").isPositive();
       in.close();
-      System.out.println("REVIEW fds base=" + base + " after=" + Arrays.toString(segmentFds()));
-      assertThat(segmentFds()[0]).isEqualTo(base);
+      assertThat(segmentFds()[0]).as("segment fds left open after close").isEqualTo(base);
     }
   }
 
@@ -357,12 +334,6 @@ class TyrStreamSnapshotTest {
         reader.join();
       }
       long[] after = segmentFds();
-      System.out.println("REVIEW race fds base=" + base + " after=" + Arrays.toString(after));
-      for (int k = 0; k < 3; k++) {
-        System.gc();
-        Thread.sleep(300);
-      }
-      System.out.println("REVIEW race fds after GC=" + Arrays.toString(segmentFds()));
       assertThat(after[0]).as("segment fds left open by closed streams").isEqualTo(base);
     }
   }
@@ -379,29 +350,8 @@ class TyrStreamSnapshotTest {
       AtomicLong reads = new AtomicLong();
       AtomicLong notFound = new AtomicLong();
       FSDataInputStream in = fs.open(f);
-      List<Thread> threads = new ArrayList<>();
-      for (int t = 0; t < 4; t++) {
-        long seed = 100 + t;
-        threads.add(new Thread(() -> {
-          Random r = new Random(seed);
-          byte[] buf = new byte[600 << 10];
-          while (!stop.get() && failure.get() == null) {
-            int len = 1 + r.nextInt(buf.length);
-            long pos = (long) r.nextInt(data.length - len);
-            try {
-              in.readFully(pos, buf, 0, len);
-              if (!Arrays.equals(buf, 0, len, data, (int) pos, (int) pos + len)) {
-                failure.set(new AssertionError("wrong bytes at " + pos + " len " + len));
-              }
-              reads.incrementAndGet();
-            } catch (FileNotFoundException e) {
-              notFound.incrementAndGet();
-            } catch (Throwable e) {
-              failure.set(e);
-            }
-          }
-        }));
-      }
+      List<Thread> threads =
+          preadThreads(in, data, 4, 100, 600 << 10, stop, failure, reads, notFound);
       threads.add(new Thread(() -> {
         int g = 0;
         while (!stop.get()) {
@@ -421,12 +371,49 @@ class TyrStreamSnapshotTest {
       for (Thread t : threads) {
         t.join();
       }
-      System.out.println("REVIEW overwrite preads " + reads.get() + " notFound " + notFound.get()
-          + " failure " + failure.get());
       in.close();
       if (failure.get() != null) {
         throw new AssertionError(failure.get());
       }
+      assertThat(reads.get() + notFound.get()).as("positioned reads made").isPositive();
     }
+  }
+
+  /**
+   * {@code count} threads reading random ranges of {@code data} from {@code in} until
+   * {@code stop}: wrong bytes or an error go to {@code failure}, except a
+   * FileNotFoundException where {@code notFound} counts them (null: it is a failure too).
+   */
+  private static List<Thread> preadThreads(FSDataInputStream in, byte[] data, int count,
+      long seedBase, int maxLength, AtomicBoolean stop, AtomicReference<Throwable> failure,
+      AtomicLong reads, AtomicLong notFound) {
+    List<Thread> threads = new ArrayList<>();
+    for (int t = 0; t < count; t++) {
+      long seed = seedBase + t;
+      threads.add(new Thread(() -> {
+        Random r = new Random(seed);
+        byte[] buf = new byte[maxLength];
+        while (!stop.get() && failure.get() == null) {
+          int len = 1 + r.nextInt(buf.length);
+          long pos = r.nextInt(data.length - len);
+          try {
+            in.readFully(pos, buf, 0, len);
+            if (!Arrays.equals(buf, 0, len, data, (int) pos, (int) pos + len)) {
+              failure.set(new AssertionError("wrong bytes at " + pos + " len " + len));
+            }
+            reads.incrementAndGet();
+          } catch (FileNotFoundException e) {
+            if (notFound == null) {
+              failure.set(e);
+            } else {
+              notFound.incrementAndGet();
+            }
+          } catch (Throwable e) {
+            failure.set(e);
+          }
+        }
+      }));
+    }
+    return threads;
   }
 }
