@@ -25,9 +25,8 @@ import java.util.concurrent.CompletionException;
  * <p>Where the store offers {@link io.blobfs.store.SnapshotReads} (Týr with local reads),
  * the reads of one data blob are served by one snapshot of it, opened at its first read
  * and held until {@link #close} or {@link #unbuffer} (at most {@value #MAX_SNAPSHOTS}):
- * on Týr, one
- * grant and one open per segment file for a whole stripe instead of a grant, opens and a
- * release per read. This is safe only because a data blob never changes once the record
+ * on Týr, one grant and one open per segment file for a whole stripe instead of a grant,
+ * opens and a release per read. This is safe only because a data blob never changes once the record
  * that names it is published: it is written under a fresh file id before the record, and
  * never written again (no append, truncate or rewrite: a new version of a file is a new
  * file id), only deleted. So the version a snapshot holds is the only version the blob
