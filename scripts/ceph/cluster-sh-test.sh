@@ -4,7 +4,7 @@
 # control (group/world-writable, or owned by someone else) is refused before anything
 # is written into it, and a running cluster whose OSD was frozen (SIGSTOP, then
 # SIGCONT or not) fails `status` and is replaced by `start` with one that serves I/O,
-# and a cluster made for another port base is made anew on this one. Uses its own root
+# as is one whose OSD is frozen while its manager is dead, and a cluster made for another port base is made anew on this one. Uses its own root
 # under a fresh temporary directory and port bases 16300 and 16305, so it never meets
 # the shared clusters; stops and deletes what it made.
 #
@@ -136,6 +136,28 @@ if BLOBFS_CEPH_ROOT=$WORK/root timeout 300 bash "$HERE/cluster.sh" status >/dev/
 else
   fail "status exits non-zero on the replaced cluster"
 fi
+
+# A frozen OSD while the manager is dead: not every daemon runs, so the probe that
+# replaces a frozen cluster does not run; start must not wait on the frozen OSD until its
+# deadline (it did: only the dead daemons were started).
+pid=$(cat "$WORK/root/single-cephx/run/osd.0.pid")
+mgr=$(cat "$WORK/root/single-cephx/run/mgr.x.pid")
+kill -KILL "$mgr"
+kill -STOP "$pid"
+rc=0
+out=$(BLOBFS_CEPH_ROOT=$WORK/root BLOBFS_CEPH_BLOCK_SIZE=2G timeout 600 bash "$HERE/cluster.sh" start \
+  2>"$WORK/start.err") || rc=$?
+echo "$out" >"$ENV_FILE"
+if [ "$rc" -ne 0 ]; then
+  fail "OSD frozen, manager dead: start exited $rc: $(tail -20 "$WORK/start.err")"
+elif ! serves_io; then
+  fail "OSD frozen, manager dead: start exited 0 but no write+read+delete: $(cat "$WORK/start.err")"
+elif ! grep -q "is stopped (SIGSTOP)" "$WORK/start.err"; then
+  fail "OSD frozen, manager dead: start did not say it stopped the frozen daemon: $(cat "$WORK/start.err")"
+else
+  pass "OSD frozen, manager dead: start restarts every daemon and serves I/O"
+fi
+kill -CONT "$pid" 2>/dev/null || true
 
 # Another port base on the same root (another checkout's, or an older cluster.sh's
 # default): the monmap keeps the address the cluster was made with, so a restart on its

@@ -40,7 +40,9 @@
 #   is stopped and created anew: its monmap keeps the address it was made with. A cluster whose daemons all
 #   run but that fails the probe (e.g. an OSD that was SIGSTOPped, and SIGCONTed or not,
 #   stays up in the osdmap while no op completes) is stopped and restarted on its data,
-#   and created anew if that does not serve I/O either; stderr says so. Waits (bounded)
+#   and created anew if that does not serve I/O either; stderr says so. One with some
+#   daemons dead and another frozen (SIGSTOP) is stopped whole and restarted on its
+#   data. Waits (bounded)
 #   until all OSDs are up and in, every PG is active+clean, health is OK (or only
 #   harmless warnings) and the probe passes; on failure it prints logs and stops the
 #   daemons it started.
@@ -179,6 +181,19 @@ alive() {
   local st
   st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
   [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
+# a daemon stopped by a signal (SIGSTOP in fault tests: state T, or t when traced)
+frozen() {
+  local st
+  st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ "$st" = T ] || [ "$st" = t ]
+}
+
+any_frozen() {
+  local d pid
+  for d in $(daemons); do pid=$(daemon_pid "$d") && frozen "$pid" && return 0; done
+  return 1
 }
 
 all_running() {
@@ -608,6 +623,14 @@ do_start() {
   # a failed start leaves no half-started daemons behind (data and logs stay)
   [ -n "${BLOBFS_CEPH_KEEP_ON_FAIL:-}" ] ||
     trap 'rc=$?; if [ $rc -ne 0 ]; then log "start failed: stopping its daemons"; do_stop; fi' EXIT
+  if [ -f "$DIR/.created" ] && any_frozen; then
+    # Some daemons dead and one frozen: the restart below starts only the dead ones and
+    # would wait on the frozen one until its deadline (a SIGCONTed OSD can stay laggy
+    # too, see io_reason); the probe above, which replaces such a cluster, runs only when
+    # every daemon runs. Stopping them all makes it a restart of every daemon.
+    log "a daemon is stopped (SIGSTOP) while others are not running: stopping them all first"
+    do_stop
+  fi
   if [ -f "$DIR/.created" ]; then
     log "restarting daemons on existing data in $DIR"
     # regenerate ceph.conf (same fsid) so option changes in this script apply
