@@ -33,9 +33,10 @@ import java.util.concurrent.Executor;
  * <p>Passed-through files ({@link #verifySent}) are written by the kernel, not through the
  * mount: nothing tells of a write into a claimed chunk, during its send or after. There
  * the staged file's growth (polled, {@link #grown}) counts as written, each chunk is sent
- * with the CRC32C of exactly the bytes sent, and the publication reads every sent chunk
- * again and sends it a second time if its sum differs ({@link Taken#sums}): trusted
- * bytes are the staged file's as the publication read them, not as they were claimed.
+ * with the SHA-256 of exactly the bytes sent ({@link SentDigest}), and the publication
+ * reads every sent chunk again and sends it a second time if its digest differs
+ * ({@link Taken#digests}): trusted bytes are the staged file's as the publication read
+ * them, not as they were claimed.
  *
  * <p>Thread-safety: the bookkeeping is under this object's monitor; the writer is used by
  * one background task at a time, then, after {@link #awaitIdle} has waited for it, by the
@@ -64,8 +65,11 @@ final class EarlyUpload {
    * checked again by the publication instead of protected by {@link #writing}.
    */
   private boolean verify;
-  /** With {@link #verify}: the CRC32C of each sent chunk, by index, as sent. */
-  private final Map<Integer, Integer> sums = new HashMap<>();
+  /**
+   * With {@link #verify}: the SHA-256 of each sent chunk, by index, as sent (32 bytes per
+   * 8 MiB chunk until the publication takes them). Not a CRC32C: see {@link SentDigest}.
+   */
+  private final Map<Integer, byte[]> digests = new HashMap<>();
   /**
    * While a publication takes this upload (from {@link #stopAt} to {@link #resume}): the
    * version's length; no task starts and the running one ends at its next round. Without
@@ -88,12 +92,13 @@ final class EarlyUpload {
 
   /**
    * What a publication takes over: the writer and the chunks it holds; not {@code usable}:
-   * to be aborted, its chunks are no version's. {@code sums}: for a passed-through file,
-   * the CRC32C of each chunk as sent (by index), which the publication checks against the
-   * file before trusting the chunk; null: the chunks cannot have changed since sent.
+   * to be aborted, its chunks are no version's. {@code digests}: for a passed-through
+   * file, the SHA-256 of each chunk as sent (by index), which the publication checks
+   * against the file before trusting the chunk; null: the chunks cannot have changed since
+   * sent.
    */
   record Taken(FileWriter writer, BitSet chunks, long chunk, boolean usable,
-      Map<Integer, Integer> sums) {
+      Map<Integer, byte[]> digests) {
     /** The bytes of the chunks, all below the version's length. */
     long bytes() {
       return chunks.cardinality() * chunk;
@@ -117,7 +122,7 @@ final class EarlyUpload {
 
   /**
    * From now on the kernel writes the file (FUSE passthrough), unseen: sent chunks carry
-   * their sums for the publication to check ({@link #grown} replaces {@link #written}).
+   * their digests for the publication to check ({@link #grown} replaces {@link #written}).
    */
   synchronized void verifySent() {
     verify = true;
@@ -327,13 +332,14 @@ final class EarlyUpload {
         if (!verify) {
           w.transferFrom(channel, from, bytes);
         } else {
-          // the kernel may write into these bytes while they are read, and after: the sum
-          // of exactly what was sent, which the publication compares with the file
+          // the kernel may write into these bytes while they are read, and after: the
+          // digest of exactly what was sent, which the publication compares with the file
           for (int i = run[0]; i < run[1]; i++) {
-            java.util.zip.CRC32C sum = new java.util.zip.CRC32C();
-            w.transferFrom(channel, i * chunk, chunk, sum);
+            SentDigest digest = new SentDigest();
+            w.transferFrom(channel, i * chunk, chunk, digest);
+            byte[] d = digest.digest();
             synchronized (this) {
-              sums.put(i, (int) sum.getValue());
+              digests.put(i, d);
             }
           }
         }
@@ -407,12 +413,12 @@ final class EarlyUpload {
     BitSet chunks = (BitSet) uploaded.clone();
     boolean usable = w != null && !broken && w.path().equals(path)
         && chunks.length() * chunk <= length;
-    Map<Integer, Integer> sent = verify ? new HashMap<>(sums) : null;
+    Map<Integer, byte[]> sent = verify ? new HashMap<>(digests) : null;
     writer = null;
     broken = false;
     claimed.clear();
     uploaded.clear();
-    sums.clear();
+    digests.clear();
     // the written ranges stay: the next version's upload claims again every chunk written
     // (holes another writer has yet to fill are not)
     return w == null ? null : new Taken(w, chunks, chunk, usable, sent);

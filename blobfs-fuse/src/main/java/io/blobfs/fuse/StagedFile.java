@@ -745,7 +745,7 @@ final class StagedFile {
       if (sent != null && pos / sent.chunk() < sent.chunks().length()) {
         int i = (int) (pos / sent.chunk());
         if (sent.chunks().get(i)) {
-          if (sent.sums() != null) {
+          if (sent.digests() != null) {
             pos = checkSent(w, sent, i); // passed through: read again, not trusted
           } else {
             pos = Math.min(end, sent.chunks().nextClearBit(i) * sent.chunk());
@@ -779,12 +779,18 @@ final class StagedFile {
   }
 
   /**
-   * Sent chunk {@code i} of a passed-through file ({@link EarlyUpload.Taken#sums}): the
+   * Sent chunk {@code i} of a passed-through file ({@link EarlyUpload.Taken#digests}): the
    * kernel may have written into it while the background upload read it, or after (a
    * write(2), or a shared mapping's page, unseen by the mount). It is read again now and
-   * kept only if its CRC32C is the one sent; else it is sent again, so the version holds
-   * the chunk as this publication read it, as for any byte it reads itself. Returns the
+   * kept only if its SHA-256 is the one of the bytes sent; else it is sent again, so the
+   * version holds the chunk as this publication read it, as for any byte it reads itself.
+   * The same read gives the CRC32C the version's {@link Reading.Sums} keep. Returns the
    * chunk's end. (Every sent chunk lies below the version's length: {@code usable}.)
+   *
+   * <p>Why SHA-256 and not the CRC32C (session 13): a CRC32C of 8 MiB lets a changed chunk
+   * pass with a chance of 2^-32 (only changes within 32 bits are always caught), and that
+   * chunk was then published stale with no trace; keeping the sent bytes to compare would
+   * cost 8 MiB of memory per chunk in flight. A SHA-256 collision is out of reach.
    */
   private long checkSent(FileWriter w, EarlyUpload.Taken sent, int i) throws IOException {
     long start = i * sent.chunk();
@@ -794,9 +800,11 @@ final class StagedFile {
       reading.cursor = to; // before reading them: see Reading
       sums = reading.sums;
     }
-    int crc = crcOf(start, to);
-    Integer was = sent.sums().get(i);
-    if (was == null || was != crc) {
+    java.util.zip.CRC32C read = new java.util.zip.CRC32C();
+    byte[] digest = digestOf(start, to, read);
+    int crc = (int) read.getValue();
+    byte[] was = sent.digests().get(i);
+    if (was == null || !java.security.MessageDigest.isEqual(was, digest)) {
       // Sent again over the first send, on the same writer (its blob range is overwritten
       // in place on every store: BlobStoreContract). First every write of that send must
       // be acknowledged: two writes of one range in flight may land in either order.
@@ -815,17 +823,18 @@ final class StagedFile {
   }
 
   /**
-   * The CRC32C of the staged file's bytes {@code [start, to)}, zeros past its end (as
-   * FileWriter.transferFrom sends a hole at the end); through the file's check buffer.
+   * The SHA-256 of the staged file's bytes {@code [start, to)}, zeros past its end (as
+   * FileWriter.transferFrom sends a hole at the end), feeding {@code crc} the same bytes;
+   * one read, through the file's check buffer.
    */
-  private int crcOf(long start, long to) throws IOException {
+  private byte[] digestOf(long start, long to, java.util.zip.CRC32C crc) throws IOException {
     synchronized (lengthLock) {
       if (checkBuffer == null) {
         checkBuffer = ByteBuffer.allocateDirect(CHECK_BUFFER);
       }
     }
     ByteBuffer buf = checkBuffer;
-    java.util.zip.CRC32C sum = new java.util.zip.CRC32C();
+    SentDigest sum = new SentDigest();
     synchronized (buf) {
       long at = start;
       while (at < to) {
@@ -838,16 +847,18 @@ final class StagedFile {
           }
           while (at < to) {
             int k = (int) Math.min(buf.capacity(), to - at);
+            crc.update(buf.clear().limit(k));
             sum.update(buf.clear().limit(k));
             at += k;
           }
           break;
         }
-        sum.update(buf.flip());
+        crc.update(buf.flip());
+        sum.update(buf.rewind());
         at += n;
       }
     }
-    return (int) sum.getValue();
+    return sum.digest();
   }
 
   /**
@@ -895,7 +906,7 @@ final class StagedFile {
       cursor = 0;
       // the background upload's chunks of a passed-through file are read again and summed
       // (checkSent): the version's sums then cover every byte, early or not
-      sums = summed && (sent == null || sent.sums() != null) ? new Sums() : null;
+      sums = summed && (sent == null || sent.digests() != null) ? new Sums() : null;
     }
 
     /**

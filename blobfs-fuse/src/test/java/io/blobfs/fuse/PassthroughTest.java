@@ -421,6 +421,89 @@ class PassthroughTest {
   }
 
   /**
+   * {@code chunk} with {@code change} put at {@code at} and 4 bytes at {@code fixAt}
+   * chosen so that the whole keeps its CRC32C: a CRC is affine over GF(2), so the bits
+   * to flip at {@code fixAt} solve a 32 x 32 linear system.
+   */
+  private static byte[] sameCrc32c(byte[] chunk, int at, byte[] change, int fixAt) {
+    byte[] forged = chunk.clone();
+    System.arraycopy(change, 0, forged, at, change.length);
+    int zero = crc32c(new byte[chunk.length]);
+    int target = crc32c(forged) ^ crc32c(chunk); // the CRC of the difference, less zero's
+    // basis[b]: a combination (mask over the 32 bits at fixAt) whose CRC effect has top bit b
+    int[] vec = new int[32];
+    int[] mask = new int[32];
+    boolean[] has = new boolean[32];
+    for (int k = 0; k < 32; k++) {
+      byte[] e = new byte[chunk.length];
+      e[fixAt + k / 8] = (byte) (1 << (k % 8));
+      int v = crc32c(e) ^ zero;
+      int m = 1 << k;
+      for (int b = 31; b >= 0 && v != 0; b--) {
+        if ((v >>> b & 1) == 0) {
+          continue;
+        }
+        if (!has[b]) {
+          has[b] = true;
+          vec[b] = v;
+          mask[b] = m;
+          break;
+        }
+        v ^= vec[b];
+        m ^= mask[b];
+      }
+    }
+    int flip = 0;
+    for (int b = 31; b >= 0; b--) {
+      if ((target >>> b & 1) != 0) {
+        assertTrue(has[b], "4 consecutive bytes can always fix a CRC32C");
+        target ^= vec[b];
+        flip ^= mask[b];
+      }
+    }
+    for (int k = 0; k < 32; k++) {
+      if ((flip >>> k & 1) != 0) {
+        forged[fixAt + k / 8] ^= (byte) (1 << (k % 8));
+      }
+    }
+    assertEquals(crc32c(chunk), crc32c(forged), "forged");
+    return forged;
+  }
+
+  private static int crc32c(byte[] b) {
+    java.util.zip.CRC32C c = new java.util.zip.CRC32C();
+    c.update(b);
+    return (int) c.getValue();
+  }
+
+  /**
+   * Review (rev-fuse-early, should-fix): a sent chunk was kept when its CRC32C was the one
+   * sent, so a change that keeps the CRC32C (a chance of 2^-32 for any change, certain
+   * for one made to) was published stale. Now its SHA-256 decides: sent again.
+   */
+  @Test
+  void aChangedChunkWithTheSentCrc32cIsStillSentAgain() throws Exception {
+    fs = earlyFs(ns);
+    Opened[] h = new Opened[1];
+    Entry e = create("collide", h);
+    byte[] data = random(2 * CHUNK, 35);
+    kernelWrite(h[0], 0, data);
+    fs.pollGrowth();
+    awaitUntil(() -> fs.writeStats().earlyBytes() == 2L * CHUNK);
+    byte[] chunk0 = java.util.Arrays.copyOf(data, CHUNK);
+    byte[] forged = sameCrc32c(chunk0, 100, "CHANGED, SAME CRC32C".getBytes(
+        StandardCharsets.UTF_8), 200);
+    assertTrue(!java.util.Arrays.equals(chunk0, forged));
+    kernelWrite(h[0], 0, forged);
+    System.arraycopy(forged, 0, data, 0, CHUNK);
+    fs.fsync(e.node(), h[0].fh(), false);
+    assertArrayEquals(data, bytesOf(ns, "/collide"), "the staged bytes, not the chunk as sent");
+    assertEquals(CHUNK, fs.writeStats().resentBytes(), "chunk 0 sent again");
+    fs.release(e.node(), h[0].fh());
+    assertArrayEquals(data, bytesOf(ns, "/collide"));
+  }
+
+  /**
    * A chunk changed while its first send is still in flight (the store applies it late):
    * the fsync's second send goes out only once the first is acknowledged, so the store
    * ends with the second bytes. (Sent at once, the late first send landed over it.)
