@@ -99,9 +99,14 @@ final class EarlyUpload {
    */
   record Taken(FileWriter writer, BitSet chunks, long chunk, boolean usable,
       Map<Integer, byte[]> digests) {
-    /** The bytes of the chunks, all below the version's length. */
+    /** The bytes of the chunks. */
     long bytes() {
       return chunks.cardinality() * chunk;
+    }
+
+    /** The end of the last chunk: where a version holding them all ends at the least. */
+    long end() {
+      return chunks.length() * chunk;
     }
   }
 
@@ -400,19 +405,25 @@ final class EarlyUpload {
    * to complete, and resets this upload ({@code claimed} cleared: from here on a write into
    * a sent chunk no longer breaks anything, so the caller must already be tracking such
    * writes, see StagedFile's Reading). Returns null if there is no writer. The writer is
-   * {@link Taken#usable} unless broken, made for another name, or past {@code length}; an
-   * unusable one is the caller's to abort, outside its locks (a store call). Either way
-   * this upload is over; once the publication calls {@link #resume}, the next writes start
-   * another, with a writer of its own.
+   * {@link Taken#usable} unless broken or made for another name; an unusable one is the
+   * caller's to abort, outside its locks (a store call). Either way this upload is over;
+   * once the publication calls {@link #resume}, the next writes start another, with a
+   * writer of its own.
+   *
+   * <p>Its chunks may reach past the version's length: a passed-through file's growth
+   * polled between the publication's stamp and its {@link #stopAt} (another process
+   * appending during an fsync) is claimed and sent before the limit is set. Such a writer
+   * is still usable (the publication grows the version over those chunks, see StagedFile's
+   * upload); until session 14 it was not, and the publication aborted every chunk sent
+   * and uploaded the whole file.
    */
-  synchronized Taken take(FsPath path, long length) {
+  synchronized Taken take(FsPath path) {
     if (!withdrawOrRunning().isDone()) {
       throw new IllegalStateException("take() before awaitIdle(): a task still runs");
     }
     FileWriter w = writer;
     BitSet chunks = (BitSet) uploaded.clone();
-    boolean usable = w != null && !broken && w.path().equals(path)
-        && chunks.length() * chunk <= length;
+    boolean usable = w != null && !broken && w.path().equals(path);
     Map<Integer, byte[]> sent = verify ? new HashMap<>(digests) : null;
     writer = null;
     broken = false;

@@ -631,4 +631,45 @@ class PassthroughTest {
     fs.release(e.node(), h[0].fh());
     assertEquals(published, fs.writeStats().publishBytes(), "the close found the version whole");
   }
+
+  /**
+   * Review (rev-fuse-early, should-fix): a poll between a publication's stamp and its
+   * stopAt (another process appending during an fsync) let the background upload claim
+   * and send chunks past the version's length; the publication then found the early
+   * upload unusable, aborted every chunk it had sent and uploaded the whole file. Now the
+   * version grows over those chunks and keeps them all.
+   */
+  @Test
+  void chunksSentPastTheSnapshotDuringAPublicationKeepTheEarlyUpload() throws Exception {
+    WriteStats stats = new WriteStats();
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+    StagedFile s = StagedFile.empty(staging).uploadEarly(ns, pool, CHUNK, stats);
+    FsPath path = FsPath.parse("/appended");
+    try {
+      s.passThrough(kernel);
+      Path local = kernel.files.get(s.backingId());
+      byte[] data = random(6 * CHUNK, 36);
+      try (FileChannel c = FileChannel.open(local, StandardOpenOption.WRITE)) {
+        c.write(ByteBuffer.wrap(data, 0, 4 * CHUNK), 0);
+        s.pollGrowth(path);
+        awaitUntil(() -> stats.earlyBytes() == 4L * CHUNK);
+        s.afterStamp = () -> { // the fsync stamped 4 chunks; another process appends 2
+          try {
+            c.write(ByteBuffer.wrap(data, 4 * CHUNK, 2 * CHUNK), 4 * CHUNK);
+            s.pollGrowth(path);
+            awaitUntil(() -> stats.earlyBytes() == 6L * CHUNK);
+          } catch (IOException | InterruptedException e) {
+            throw new IllegalStateException(e);
+          }
+        };
+        s.publish(ns, path);
+      }
+      assertEquals(0L, stats.wholeUploads(), "the early upload was used");
+      assertEquals(0L, stats.publishBytes(), "every chunk went up before, and was kept");
+      assertArrayEquals(data, bytesOf(ns, "/appended"), "the version grew over them");
+    } finally {
+      s.discard();
+      pool.shutdown();
+    }
+  }
 }
