@@ -672,4 +672,54 @@ class PassthroughTest {
       pool.shutdown();
     }
   }
+
+  /**
+   * Review (rev-fuse-early, should-fix): the 50 ms growth poll copied the mount's whole map
+   * of staged files under its monitor, which every read, write, open and release takes.
+   * Now it reads a concurrent map of the passed-through files only: a poll runs, and
+   * starts the early upload, while another thread holds the monitor.
+   */
+  @Test
+  void theGrowthPollNeitherTakesTheMountsMonitorNorLooksAtOtherFiles() throws Exception {
+    fs = earlyFs(ns);
+    Opened[] h = new Opened[1];
+    Entry e = create("polled", h);
+    kernelWrite(h[0], 0, random(2 * CHUNK, 37));
+    java.lang.reflect.Field f = BlobFuseFs.class.getDeclaredField("staged");
+    f.setAccessible(true);
+    Object monitor = f.get(fs);
+    java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+    Thread holder = new Thread(() -> {
+      synchronized (monitor) {
+        held.countDown();
+        try {
+          done.await(60, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (InterruptedException ex) {
+          Thread.currentThread().interrupt();
+        }
+      }
+    });
+    holder.start();
+    held.await();
+    try {
+      java.util.concurrent.CompletableFuture.runAsync(fs::pollGrowth)
+          .get(10, java.util.concurrent.TimeUnit.SECONDS);
+      awaitUntil(() -> fs.writeStats().earlyBytes() == 2L * CHUNK);
+    } finally {
+      done.countDown();
+      holder.join();
+    }
+    fs.release(e.node(), h[0].fh());
+    assertEquals(0, fs.polledFiles(), "a released file leaves the poll's map");
+    Opened[] p = new Opened[1];
+    Entry pe = create("page-cached", p);
+    fs.release(pe.node(), p[0].fh());
+    Opened cached = fs.open(pe.node(), 0); // through the page cache: no passthrough beside it
+    Opened w = fs.open(pe.node(), RW);
+    assertEquals(0, w.backingId());
+    assertEquals(0, fs.polledFiles(), "a staged file served here is not polled");
+    fs.release(pe.node(), w.fh());
+    fs.release(pe.node(), cached.fh());
+  }
 }
