@@ -608,6 +608,83 @@ class PassthroughTest {
   }
 
   /**
+   * Review (rev-fuse-early, should-fix): the racer above stops before each fsync, so no
+   * write races the check-to-commit window. Here write(2) and mapped writes (in every
+   * other round mapped writes only, which move no time once their pages are dirty) into
+   * the first half of the file go on through the polls, the background sends and the fsync, and
+   * stop only after it: the fsync's version holds the half nobody wrote exactly, and the
+   * close after it (a writer's close) finds what the racer changed and republishes
+   * exactly the final bytes, in every round.
+   */
+  @Test
+  void writesRacingThroughTheFsyncArePublishedExactlyByTheCloseAfterIt() throws Exception {
+    fs = earlyFs(ns);
+    Opened[] h = new Opened[1];
+    Entry e = create("through", h);
+    int size = 12 * CHUNK;
+    java.util.Random rnd = new java.util.Random(38);
+    Path local = kernel.files.get(h[0].backingId());
+    try (FileChannel c = FileChannel.open(local, StandardOpenOption.READ,
+        StandardOpenOption.WRITE)) {
+      for (int round = 0; round < 8; round++) {
+        long end = Math.min(size, (round + 1) * (CHUNK + CHUNK / 2));
+        kernelWrite(h[0], c.size(), random((int) (end - c.size()), 100 + round));
+        int raced = (int) end / 2; // the racer writes [0, raced) only
+        MappedByteBuffer map = c.map(FileChannel.MapMode.READ_WRITE, 0, end);
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.atomic.AtomicLong writes = new java.util.concurrent.atomic.AtomicLong();
+        long seed = rnd.nextLong();
+        boolean mappedOnly = round % 2 == 1; // moves no time once its pages are dirty
+        Thread racer = new Thread(() -> {
+          java.util.Random r = new java.util.Random(seed);
+          while (!stop.get()) {
+            int at = r.nextInt(raced - 8);
+            if (mappedOnly || r.nextBoolean()) {
+              map.putLong(at, r.nextLong());
+            } else {
+              try {
+                c.write(ByteBuffer.wrap(random(8, r.nextLong())), at);
+              } catch (IOException ex) {
+                throw new java.io.UncheckedIOException(ex);
+              }
+            }
+            writes.incrementAndGet();
+          }
+        });
+        racer.start();
+        for (int poll = 0; poll < 10; poll++) {
+          fs.pollGrowth();
+          Thread.sleep(2);
+        }
+        long before = writes.get();
+        fs.fsync(e.node(), h[0].fh(), false); // the racer still writes
+        for (int poll = 0; poll < 5; poll++) {
+          fs.pollGrowth();
+          Thread.sleep(2);
+        }
+        stop.set(true);
+        racer.join();
+        assertTrue(writes.get() > before, "round " + round + ": the racer wrote through the fsync");
+        byte[] staged = new byte[(int) end];
+        c.read(ByteBuffer.wrap(staged), 0);
+        byte[] synced = bytesOf(ns, "/through");
+        assertEquals(end, synced.length, "round " + round);
+        assertArrayEquals(java.util.Arrays.copyOfRange(staged, raced, (int) end),
+            java.util.Arrays.copyOfRange(synced, raced, (int) end),
+            "round " + round + ": the fsync's version, where nobody wrote during it");
+        fs.flush(e.node(), h[0].fh()); // the writer's close
+        assertArrayEquals(staged, bytesOf(ns, "/through"),
+            "round " + round + ": the close republished exactly the final bytes");
+      }
+      fs.release(e.node(), h[0].fh());
+      byte[] staged = new byte[size];
+      c.read(ByteBuffer.wrap(staged), 0);
+      assertArrayEquals(staged, bytesOf(ns, "/through"));
+    }
+    assertTrue(fs.writeStats().earlyBytes() > 0, "the background upload took part");
+  }
+
+  /**
    * Review (rev-fuse-early): growth the poll had not seen yet when an fsync published it
    * (a file written and fsynced within one 50 ms tick, then kept open) is handed to the
    * early upload after the publication, which starts a background upload of the whole file
