@@ -593,6 +593,38 @@ class PassthroughTest {
   }
 
   /**
+   * Starts a thread writing 8 random bytes at a time at random places of {@code [0,
+   * bound)} of the file {@code c}, mapped to {@code end}, half through the shared mapping,
+   * half with write(2) ({@code mappedOnly}: all mapped), until {@code stop}; counts its
+   * writes in {@code writes} (null: not counted).
+   */
+  private static Thread racer(FileChannel c, long end, int bound, long seed, boolean mappedOnly,
+      java.util.concurrent.atomic.AtomicBoolean stop,
+      java.util.concurrent.atomic.AtomicLong writes) throws IOException {
+    MappedByteBuffer map = c.map(FileChannel.MapMode.READ_WRITE, 0, end);
+    Thread racer = new Thread(() -> {
+      java.util.Random r = new java.util.Random(seed);
+      while (!stop.get()) {
+        int at = r.nextInt(bound - 8);
+        if (mappedOnly || r.nextBoolean()) {
+          map.putLong(at, r.nextLong());
+        } else {
+          try {
+            c.write(ByteBuffer.wrap(random(8, r.nextLong())), at);
+          } catch (IOException ex) {
+            throw new java.io.UncheckedIOException(ex);
+          }
+        }
+        if (writes != null) {
+          writes.incrementAndGet();
+        }
+      }
+    });
+    racer.start();
+    return racer;
+  }
+
+  /**
    * Writes through a shared mapping and write(2) racing the background upload, the polls
    * and an fsync, at random places: after each fsync the store holds exactly the staged
    * bytes (nothing writes during the fsync: the kernel holds the inode lock then), and at
@@ -612,25 +644,8 @@ class PassthroughTest {
         // grows by a chunk and a half a round, front to back, while a racer scribbles
         long end = Math.min(size, (round + 1) * (CHUNK + CHUNK / 2));
         kernelWrite(h[0], c.size(), random((int) (end - c.size()), round));
-        MappedByteBuffer map = c.map(FileChannel.MapMode.READ_WRITE, 0, end);
         java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
-        long seed = rnd.nextLong();
-        Thread racer = new Thread(() -> {
-          java.util.Random r = new java.util.Random(seed);
-          while (!stop.get()) {
-            int at = r.nextInt((int) end - 8);
-            if (r.nextBoolean()) {
-              map.putLong(at, r.nextLong());
-            } else {
-              try {
-                c.write(ByteBuffer.wrap(random(8, r.nextLong())), at);
-              } catch (IOException ex) {
-                throw new java.io.UncheckedIOException(ex);
-              }
-            }
-          }
-        });
-        racer.start();
+        Thread racer = racer(c, end, (int) end, rnd.nextLong(), false, stop, null);
         for (int poll = 0; poll < 20; poll++) {
           fs.pollGrowth();
           Thread.sleep(2);
@@ -670,28 +685,10 @@ class PassthroughTest {
         long end = Math.min(size, (round + 1) * (CHUNK + CHUNK / 2));
         kernelWrite(h[0], c.size(), random((int) (end - c.size()), 100 + round));
         int raced = (int) end / 2; // the racer writes [0, raced) only
-        MappedByteBuffer map = c.map(FileChannel.MapMode.READ_WRITE, 0, end);
         java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
         java.util.concurrent.atomic.AtomicLong writes = new java.util.concurrent.atomic.AtomicLong();
-        long seed = rnd.nextLong();
-        boolean mappedOnly = round % 2 == 1; // moves no time once its pages are dirty
-        Thread racer = new Thread(() -> {
-          java.util.Random r = new java.util.Random(seed);
-          while (!stop.get()) {
-            int at = r.nextInt(raced - 8);
-            if (mappedOnly || r.nextBoolean()) {
-              map.putLong(at, r.nextLong());
-            } else {
-              try {
-                c.write(ByteBuffer.wrap(random(8, r.nextLong())), at);
-              } catch (IOException ex) {
-                throw new java.io.UncheckedIOException(ex);
-              }
-            }
-            writes.incrementAndGet();
-          }
-        });
-        racer.start();
+        // in odd rounds mapped writes only: they move no time once their pages are dirty
+        Thread racer = racer(c, end, raced, rnd.nextLong(), round % 2 == 1, stop, writes);
         for (int poll = 0; poll < 10; poll++) {
           fs.pollGrowth();
           Thread.sleep(2);
