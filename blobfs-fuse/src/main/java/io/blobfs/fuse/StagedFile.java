@@ -105,17 +105,13 @@ final class StagedFile {
    * With passthrough: the last publication that committed, with the local file's stamp
    * taken before its snapshot and checksums of the bytes it sent; null: none to compare
    * with, or a publication is under way (it clears the record at its snapshot and records
-   * only once it committed: a record never describes a version older than this mount
-   * published). Before this file's first publication: the version it was copied from
-   * ({@link #copyOf}), or the empty file create published ({@link #publishedEmpty}).
+   * only once it committed: a record never describes a version older than the store's).
    * A forced {@link #observe} (a writer's close, an fsync, the last release) counts no
    * change when the file still matches it ({@link Published#matches}): a close right
-   * after an fsync no longer uploads the file a second time, nor does the close of a
-   * writer that wrote nothing. Guarded by {@code lengthLock}.
+   * after an fsync no longer uploads the file a second time. Guarded by {@code
+   * lengthLock}.
    */
   private Published lastPublished;
-  /** {@link #empty}'s file as created: the record {@link #publishedEmpty} installs. */
-  private Published asCreated;
   /**
    * The buffer {@link Published#matches} reads the file into, allocated at the first check
    * and kept; checks of this file take turns on it.
@@ -333,7 +329,6 @@ final class StagedFile {
         System.currentTimeMillis());
     f.changes = 1;
     f.unowned = 1; // an O_TRUNC of a published file: any descriptor's close publishes it
-    f.asCreated = new Published(f.stamp(), new Reading.Sums()); // nothing wrote it yet
     return f;
   }
 
@@ -343,7 +338,6 @@ final class StagedFile {
         reader.info().modificationTime());
     ByteBuffer buf = ByteBuffer.allocateDirect(1 << 20);
     long pos = 0;
-    Reading.Sums sums = new Reading.Sums();
     try {
       while (pos < reader.length()) {
         buf.clear();
@@ -352,27 +346,8 @@ final class StagedFile {
           break;
         }
         buf.flip();
-        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
-        crc.update(buf.duplicate());
-        sums.add(pos, pos + n, (int) crc.getValue());
         while (buf.hasRemaining()) {
           pos += f.channel.write(buf, pos);
-        }
-      }
-      if (pos == reader.length()) {
-        // The copy is the published version (the one the record read named): recorded as
-        // if this file had published it, so that the close of a writer that writes
-        // nothing (fio's verify pass opens its file O_RDWR, reads it and closes) finds
-        // the file unchanged and publishes nothing. Until session 14 such a close of a
-        // passed-through file uploaded the whole file again, as a new version with the
-        // same bytes (PassthroughEarlyIT's fio run sent 64 MiB twice: "4 publications, 3
-        // whole"), and put the copy's bytes back over any version another client had
-        // published since. Without passthrough such a close publishes nothing either
-        // (no write of its descriptor). Stamped now: nothing but this copy wrote the file
-        // yet (it is in no map, the kernel has no handle on it).
-        Stamp stamp = f.stamp();
-        synchronized (f.lengthLock) {
-          f.lastPublished = new Published(stamp, sums);
         }
       }
     } catch (InterruptedException e) {
@@ -403,17 +378,9 @@ final class StagedFile {
     }
   }
 
-  /**
-   * The empty file was published at create, with {@link #mtime}: nothing to publish yet,
-   * and a passed-through file's close without a write (fio lays its file out with an
-   * open, a fallocate the mount refuses, and a close) publishes nothing: see
-   * {@link #lastPublished}.
-   */
+  /** The empty file was published at create, with {@link #mtime}: nothing to publish yet. */
   void publishedEmpty() {
     published = changes();
-    synchronized (lengthLock) {
-      lastPublished = asCreated;
-    }
   }
 
   /** The count of changes so far: a descriptor that just wrote needs a version this new. */

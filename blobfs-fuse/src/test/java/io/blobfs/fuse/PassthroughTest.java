@@ -171,46 +171,6 @@ class PassthroughTest {
     assertEquals("x".repeat(20_000), published("/c"));
   }
 
-  /**
-   * fio's verify pass (session 14, the cause of PassthroughEarlyIT's "4 publications, 3
-   * whole"): it opens its file O_RDWR again after the write pass's close, reads it and
-   * closes it. The fresh staged copy had no published record, so that close uploaded the
-   * whole file again, unchanged.
-   */
-  @Test
-  void aWriterThatOpensAPublishedFileAndWritesNothingPublishesNothing() throws Exception {
-    Opened[] h = new Opened[1];
-    Entry e = create("v", h);
-    kernel.write(h[0], 0, "v".repeat(20_000)); // striped: several data blobs
-    fs.release(e.node(), h[0].fh());
-    assertEquals("v".repeat(20_000), published("/v"));
-    Opened w = fs.open(e.node(), RW); // a fresh copy of the published file
-    assertTrue(w.backingId() > 0, "passed through");
-    FaultInjectingBlobStore.Fault writes = countStoreWrites();
-    fs.flush(e.node(), w.fh());
-    fs.release(e.node(), w.fh());
-    assertEquals(0, writes.fired(), "nothing written: no store write");
-    Opened again = fs.open(e.node(), RW); // the record still guards a real change
-    kernel.write(again, 0, "w");
-    fs.flush(e.node(), again.fh());
-    fs.release(e.node(), again.fh());
-    assertEquals("w" + "v".repeat(19_999), published("/v"));
-  }
-
-  /** fio's layout open: a create, a fallocate the mount refuses, a close: one publication. */
-  @Test
-  void aCreateClosedWithoutAWritePublishesOnlyAtTheCreate() throws Exception {
-    Opened[] h = new Opened[1];
-    FaultInjectingBlobStore.Fault writes = countStoreWrites();
-    Entry e = create("empty", h);
-    int atCreate = writes.fired();
-    assertTrue(atCreate > 0, "create publishes the empty file");
-    fs.flush(e.node(), h[0].fh());
-    fs.release(e.node(), h[0].fh());
-    assertEquals(atCreate, writes.fired(), "the close and release publish nothing more");
-    assertEquals("", published("/empty"));
-  }
-
   @Test
   void aSecondFsyncAndTheCloseAfterItPublishNothingNew() throws Exception {
     Opened[] h = new Opened[1];
