@@ -249,6 +249,42 @@ class PassthroughTest {
     assertEquals("two", published("/mr").substring(0, 3), "README: the last release looks too");
   }
 
+  /**
+   * Review must-fix 1 (rev-fuse-early2), the copy path: a writer that opens a published
+   * file (a fresh staged copy) and changes a piece keeping its CRC32C publishes the change
+   * at its close: no CRC32C-only check decides a copy's close (d532376 made it decide,
+   * and was reverted: on a kernel without multigrain times a change in the copy's tick
+   * keeps the stamp). A copy closed without a write publishes too (the known cost: fio's
+   * verify pass); with d532376 it published nothing, and that part fails. On this
+   * machine's 6.18 kernel the mapped write moves ctime, so the change is seen either way.
+   */
+  @Test
+  void aChangeToACopyKeepingAPiecesCrc32cIsPublishedAtItsClose() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("copied", h);
+    kernel.write(h[0], 0, "0".repeat(8192));
+    fs.release(e.node(), h[0].fh());
+    assertEquals("0".repeat(8192), published("/copied"));
+    Opened idle = fs.open(e.node(), RW); // a copy whose writer writes nothing
+    long before = fs.writeStats().publications();
+    fs.flush(e.node(), idle.fh());
+    fs.release(e.node(), idle.fh());
+    assertEquals(before + 1, fs.writeStats().publications(), "the copy's close publishes");
+    Opened w = fs.open(e.node(), RW); // a fresh copy of the published file
+    assertTrue(w.backingId() > 0, "passed through");
+    Path local = kernel.files.get(w.backingId());
+    byte[] want = sameCrc32c(Files.readAllBytes(local), 100,
+        "CHANGED".getBytes(StandardCharsets.UTF_8), 200);
+    try (FileChannel c = FileChannel.open(local, StandardOpenOption.READ,
+        StandardOpenOption.WRITE)) {
+      c.map(FileChannel.MapMode.READ_WRITE, 0, 8192).put(0, want, 0, 4096);
+    }
+    assertArrayEquals(want, Files.readAllBytes(local));
+    fs.flush(e.node(), w.fh());
+    fs.release(e.node(), w.fh()); // the last release
+    assertArrayEquals(want, bytesOf(ns, "/copied"), "the change is published");
+  }
+
   @Test
   void aLookThatReadTheFileNeverPutsBackTheSizeItSawBeforeTheRead() throws Exception {
     // A forced look stats, then reads the whole file to compare it with the last
