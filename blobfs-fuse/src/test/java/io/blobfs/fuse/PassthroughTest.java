@@ -2,6 +2,7 @@ package io.blobfs.fuse;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.blobfs.fuse.kernel.Entry;
@@ -751,6 +752,68 @@ class PassthroughTest {
    */
   @Test
   void chunksSentPastTheSnapshotDuringAPublicationKeepTheEarlyUpload() throws Exception {
+    byte[] data = random(6 * CHUNK, 36);
+    appendedDuringAPublication(data, c -> { }, (s, stats) -> {
+      assertEquals(0L, stats.wholeUploads(), "the early upload was used");
+      assertEquals(0L, stats.publishBytes(), "every chunk went up before, and was kept");
+      assertEquals(0L, stats.resentBytes());
+      assertArrayEquals(data, bytesOf(ns, "/appended"), "the version grew over them");
+    });
+  }
+
+  /**
+   * Review S2 (rev-fuse-early2): a chunk sent past the snapshot's length, then written
+   * again (inside the publication, after its send), is sent again: the check reads it as
+   * it reads the others.
+   */
+  @Test
+  void aChunkSentPastTheSnapshotAndWrittenAfterItsSendIsSentAgain() throws Exception {
+    byte[] data = random(6 * CHUNK, 38);
+    appendedDuringAPublication(data, c -> {
+      byte[] change = "CHANGED AFTER ITS SEND".getBytes(StandardCharsets.UTF_8);
+      c.write(ByteBuffer.wrap(change), 5L * CHUNK + 100);
+      System.arraycopy(change, 0, data, 5 * CHUNK + 100, change.length);
+    }, (s, stats) -> {
+      assertEquals(0L, stats.wholeUploads(), "the early upload was used");
+      assertEquals((long) CHUNK, stats.resentBytes(), "exactly the changed chunk again");
+      assertArrayEquals(data, bytesOf(ns, "/appended"), "the version holds the change");
+    });
+  }
+
+  /**
+   * Review S2 (rev-fuse-early2): README says the next close after such a publication
+   * publishes again (its record, the stamp of 4 chunks and sums of 6, never matches).
+   */
+  @Test
+  void aCloseAfterChunksSentPastTheSnapshotPublishesAgain() throws Exception {
+    byte[] data = random(6 * CHUNK, 39);
+    appendedDuringAPublication(data, c -> { }, (s, stats) -> {
+      assertEquals(1L, stats.publications());
+      s.observe(true); // a writer's close (flush) looks, forced
+      assertTrue(s.dirty(), "the close publishes again");
+      s.publish(ns, FsPath.parse("/appended"));
+      assertEquals(2L, stats.publications());
+      assertArrayEquals(data, bytesOf(ns, "/appended"));
+      s.observe(true); // the next close finds that version
+      assertFalse(s.dirty(), "and then nothing more");
+    });
+  }
+
+  interface ChannelAction {
+    void run(FileChannel c) throws IOException;
+  }
+
+  interface PublishedCheck {
+    void check(StagedFile s, WriteStats stats) throws Exception;
+  }
+
+  /**
+   * Writes and sends 4 of {@code data}'s 6 chunks; an fsync publishes, and between its
+   * stamp and its stopAt another process appends the last 2, which are polled and sent,
+   * then {@code afterSend} runs; {@code then} checks the outcome.
+   */
+  private void appendedDuringAPublication(byte[] data, ChannelAction afterSend,
+      PublishedCheck then) throws Exception {
     WriteStats stats = new WriteStats();
     java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(2);
     StagedFile s = StagedFile.empty(staging).uploadEarly(ns, pool, CHUNK, stats);
@@ -758,7 +821,6 @@ class PassthroughTest {
     try {
       s.passThrough(kernel);
       Path local = kernel.files.get(s.backingId());
-      byte[] data = random(6 * CHUNK, 36);
       try (FileChannel c = FileChannel.open(local, StandardOpenOption.WRITE)) {
         c.write(ByteBuffer.wrap(data, 0, 4 * CHUNK), 0);
         s.pollGrowth(path);
@@ -768,15 +830,15 @@ class PassthroughTest {
             c.write(ByteBuffer.wrap(data, 4 * CHUNK, 2 * CHUNK), 4 * CHUNK);
             s.pollGrowth(path);
             awaitUntil(() -> stats.earlyBytes() == 6L * CHUNK);
+            afterSend.run(c);
           } catch (IOException | InterruptedException e) {
             throw new IllegalStateException(e);
           }
         };
         s.publish(ns, path);
+        s.afterStamp = null;
       }
-      assertEquals(0L, stats.wholeUploads(), "the early upload was used");
-      assertEquals(0L, stats.publishBytes(), "every chunk went up before, and was kept");
-      assertArrayEquals(data, bytesOf(ns, "/appended"), "the version grew over them");
+      then.check(s, stats);
     } finally {
       s.discard();
       pool.shutdown();
