@@ -34,6 +34,9 @@ import org.junit.jupiter.api.io.TempDir;
  * failed on a loaded machine with nothing wrong. It counts instead: the store calls of
  * each file, against the same files written without passthrough. (The wait itself made no
  * store call: `PassthroughIT` still times a mount's small files, with a wide margin.)
+ * The counts cannot catch a wait that makes no store call, such as that one: only the
+ * loose bound below (50 ms per file on average, twice that wait, five times the old
+ * bound) does, and only for a wait that long.
  */
 class SmallFileCloseTest {
   private static final int FILES = 20;
@@ -72,8 +75,9 @@ class SmallFileCloseTest {
     for (int i = 0; i < FILES; i++) {
       one(pt, files, "f" + i);
     }
-    System.out.printf("SmallFileCloseTest: %.2f ms per create+write+close+release"
-        + " (not asserted)%n", (System.nanoTime() - t0) / 1e6 / FILES);
+    double perFile = (System.nanoTime() - t0) / 1e6 / FILES;
+    System.out.printf("SmallFileCloseTest: %.2f ms per create+write+close+release%n", perFile);
+    assertTrue(perFile < 50, perFile + " ms per small file: a wait per publication?");
     for (int i = 0; i < FILES; i++) {
       one(plain, null, "f" + i);
     }
