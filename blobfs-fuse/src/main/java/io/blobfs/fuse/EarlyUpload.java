@@ -33,9 +33,10 @@ import java.util.concurrent.Executor;
  * <p>Passed-through files ({@link #verifySent}) are written by the kernel, not through the
  * mount: nothing tells of a write into a claimed chunk, during its send or after. There
  * the staged file's growth (polled, {@link #grown}) counts as written, each chunk is sent
- * with the CRC32C of exactly the bytes sent, and the publication reads every sent chunk
- * again and sends it a second time if its sum differs ({@link Taken#sums}): trusted
- * bytes are the staged file's as the publication read them, not as they were claimed.
+ * with the SHA-256 of exactly the bytes sent ({@link SentDigest}), and the publication
+ * reads every sent chunk again and sends it a second time if its digest differs
+ * ({@link Taken#digests}): trusted bytes are the staged file's as the publication read
+ * them, not as they were claimed.
  *
  * <p>Thread-safety: the bookkeeping is under this object's monitor; the writer is used by
  * one background task at a time, then, after {@link #awaitIdle} has waited for it, by the
@@ -64,8 +65,11 @@ final class EarlyUpload {
    * checked again by the publication instead of protected by {@link #writing}.
    */
   private boolean verify;
-  /** With {@link #verify}: the CRC32C of each sent chunk, by index, as sent. */
-  private final Map<Integer, Integer> sums = new HashMap<>();
+  /**
+   * With {@link #verify}: the SHA-256 of each sent chunk, by index, as sent (32 bytes per
+   * 8 MiB chunk until the publication takes them). Not a CRC32C: see {@link SentDigest}.
+   */
+  private final Map<Integer, byte[]> digests = new HashMap<>();
   /**
    * While a publication takes this upload (from {@link #stopAt} to {@link #resume}): the
    * version's length; no task starts and the running one ends at its next round. Without
@@ -88,15 +92,21 @@ final class EarlyUpload {
 
   /**
    * What a publication takes over: the writer and the chunks it holds; not {@code usable}:
-   * to be aborted, its chunks are no version's. {@code sums}: for a passed-through file,
-   * the CRC32C of each chunk as sent (by index), which the publication checks against the
-   * file before trusting the chunk; null: the chunks cannot have changed since sent.
+   * to be aborted, its chunks are no version's. {@code digests}: for a passed-through
+   * file, the SHA-256 of each chunk as sent (by index), which the publication checks
+   * against the file before trusting the chunk; null: the chunks cannot have changed since
+   * sent.
    */
   record Taken(FileWriter writer, BitSet chunks, long chunk, boolean usable,
-      Map<Integer, Integer> sums) {
-    /** The bytes of the chunks, all below the version's length. */
+      Map<Integer, byte[]> digests) {
+    /** The bytes of the chunks. */
     long bytes() {
       return chunks.cardinality() * chunk;
+    }
+
+    /** The end of the last chunk: where a version holding them all ends at the least. */
+    long end() {
+      return chunks.length() * chunk;
     }
   }
 
@@ -117,7 +127,7 @@ final class EarlyUpload {
 
   /**
    * From now on the kernel writes the file (FUSE passthrough), unseen: sent chunks carry
-   * their sums for the publication to check ({@link #grown} replaces {@link #written}).
+   * their digests for the publication to check ({@link #grown} replaces {@link #written}).
    */
   synchronized void verifySent() {
     verify = true;
@@ -327,13 +337,14 @@ final class EarlyUpload {
         if (!verify) {
           w.transferFrom(channel, from, bytes);
         } else {
-          // the kernel may write into these bytes while they are read, and after: the sum
-          // of exactly what was sent, which the publication compares with the file
+          // the kernel may write into these bytes while they are read, and after: the
+          // digest of exactly what was sent, which the publication compares with the file
           for (int i = run[0]; i < run[1]; i++) {
-            java.util.zip.CRC32C sum = new java.util.zip.CRC32C();
-            w.transferFrom(channel, i * chunk, chunk, sum);
+            SentDigest digest = new SentDigest();
+            w.transferFrom(channel, i * chunk, chunk, digest);
+            byte[] d = digest.digest();
             synchronized (this) {
-              sums.put(i, (int) sum.getValue());
+              digests.put(i, d);
             }
           }
         }
@@ -394,25 +405,31 @@ final class EarlyUpload {
    * to complete, and resets this upload ({@code claimed} cleared: from here on a write into
    * a sent chunk no longer breaks anything, so the caller must already be tracking such
    * writes, see StagedFile's Reading). Returns null if there is no writer. The writer is
-   * {@link Taken#usable} unless broken, made for another name, or past {@code length}; an
-   * unusable one is the caller's to abort, outside its locks (a store call). Either way
-   * this upload is over; once the publication calls {@link #resume}, the next writes start
-   * another, with a writer of its own.
+   * {@link Taken#usable} unless broken or made for another name; an unusable one is the
+   * caller's to abort, outside its locks (a store call). Either way this upload is over;
+   * once the publication calls {@link #resume}, the next writes start another, with a
+   * writer of its own.
+   *
+   * <p>Its chunks may reach past the version's length: a passed-through file's growth
+   * polled between the publication's stamp and its {@link #stopAt} (another process
+   * appending during an fsync) is claimed and sent before the limit is set. Such a writer
+   * is still usable (the publication grows the version over those chunks, see StagedFile's
+   * upload); until session 14 it was not, and the publication aborted every chunk sent
+   * and uploaded the whole file.
    */
-  synchronized Taken take(FsPath path, long length) {
+  synchronized Taken take(FsPath path) {
     if (!withdrawOrRunning().isDone()) {
       throw new IllegalStateException("take() before awaitIdle(): a task still runs");
     }
     FileWriter w = writer;
     BitSet chunks = (BitSet) uploaded.clone();
-    boolean usable = w != null && !broken && w.path().equals(path)
-        && chunks.length() * chunk <= length;
-    Map<Integer, Integer> sent = verify ? new HashMap<>(sums) : null;
+    boolean usable = w != null && !broken && w.path().equals(path);
+    Map<Integer, byte[]> sent = verify ? new HashMap<>(digests) : null;
     writer = null;
     broken = false;
     claimed.clear();
     uploaded.clear();
-    sums.clear();
+    digests.clear();
     // the written ranges stay: the next version's upload claims again every chunk written
     // (holes another writer has yet to fill are not)
     return w == null ? null : new Taken(w, chunks, chunk, usable, sent);

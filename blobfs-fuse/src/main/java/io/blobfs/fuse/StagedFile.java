@@ -119,6 +119,8 @@ final class StagedFile {
   private ByteBuffer checkBuffer;
   /** Tests only: runs after a forced look's re-read, before what the look saw is applied. */
   volatile Runnable afterCheck;
+  /** Tests only: runs in a publication of a passed-through file after its stamp, before its snapshot. */
+  volatile Runnable afterStamp;
 
   private StagedFile(Path local, long length, long mtime) throws IOException {
     this.local = local;
@@ -556,6 +558,10 @@ final class StagedFile {
         // between a check here and the snapshot below (a concurrent fsync's look) would
         // otherwise be published with no stamp.
         stamp = observeStamped(false);
+        Runnable hook = afterStamp;
+        if (hook != null) {
+          hook.run();
+        }
       }
       synchronized (lengthLock) {
         // every change counted here is complete in the staged file: this version has it
@@ -607,6 +613,8 @@ final class StagedFile {
     long started = System.nanoTime();
     early.awaitIdle(len); // the background round under way: outside every lock
     EarlyUpload.Taken taken;
+    boolean use;
+    long end = len;
     synchronized (lengthLock) {
       // The take (which clears the claimed chunks) and the reading's restart (which makes
       // a write into a sent chunk count as missed) are one step under lengthLock, under
@@ -619,10 +627,25 @@ final class StagedFile {
       // monitor alone: a write in between, into a sent chunk, broke nothing and was
       // counted as carried, its bytes skipped: acknowledged, closed and never published.
       // Lock order lengthLock -> EarlyUpload's monitor, as stopAt in publish.
-      taken = early.take(path, len);
-      reading.restart(taken != null && taken.usable() ? taken : null, len);
+      taken = early.take(path);
+      use = taken != null && taken.usable();
+      if (use && taken.end() > len) {
+        // A poll between this publication's stamp and its stopAt (another process
+        // appending during the fsync) handed growth past len to the early upload, which
+        // sent chunks past it. The version grows over them instead of dropping the whole
+        // upload (all its chunks aborted, the file sent whole): bytes past len are bytes
+        // written after the snapshot, which a version may hold (as in write()'s growth);
+        // the file holds them (only a truncate shrinks it: it breaks an upload with a
+        // claimed chunk past the new size, and waits for this publication), and a passed-
+        // through file's sent chunks are read again and checked (checkSent) like the rest.
+        // The stamp then no longer matches the version's length, so the next close
+        // publishes again, as it must for an appender's later bytes.
+        use = channel.size() >= taken.end(); // defensive: never a version past the file
+        end = use ? taken.end() : len;
+      }
+      reading.restart(use ? taken : null, end);
     }
-    if (taken != null && !taken.usable()) {
+    if (taken != null && !use) {
       taken.writer().abort();
       taken = null;
     }
@@ -634,7 +657,7 @@ final class StagedFile {
       v = write(ns.create(path, true), null, len);
     } else {
       try {
-        v = write(taken.writer(), taken, len); // the rest after what went up in the background
+        v = write(taken.writer(), taken, end); // the rest after what went up in the background
       } catch (IOException first) {
         // Only a failure of the early writer's own state (its lease lapsed while the file
         // sat open, a write it sent failed) is worth the whole file once more. A failed
@@ -745,7 +768,7 @@ final class StagedFile {
       if (sent != null && pos / sent.chunk() < sent.chunks().length()) {
         int i = (int) (pos / sent.chunk());
         if (sent.chunks().get(i)) {
-          if (sent.sums() != null) {
+          if (sent.digests() != null) {
             pos = checkSent(w, sent, i); // passed through: read again, not trusted
           } else {
             pos = Math.min(end, sent.chunks().nextClearBit(i) * sent.chunk());
@@ -779,12 +802,18 @@ final class StagedFile {
   }
 
   /**
-   * Sent chunk {@code i} of a passed-through file ({@link EarlyUpload.Taken#sums}): the
+   * Sent chunk {@code i} of a passed-through file ({@link EarlyUpload.Taken#digests}): the
    * kernel may have written into it while the background upload read it, or after (a
    * write(2), or a shared mapping's page, unseen by the mount). It is read again now and
-   * kept only if its CRC32C is the one sent; else it is sent again, so the version holds
-   * the chunk as this publication read it, as for any byte it reads itself. Returns the
-   * chunk's end. (Every sent chunk lies below the version's length: {@code usable}.)
+   * kept only if its SHA-256 is the one of the bytes sent; else it is sent again, so the
+   * version holds the chunk as this publication read it, as for any byte it reads itself.
+   * The same read gives the CRC32C the version's {@link Reading.Sums} keep. Returns the
+   * chunk's end. (The version's length covers every sent chunk: see {@link #upload}.)
+   *
+   * <p>Why SHA-256 and not the CRC32C (session 13): a CRC32C of 8 MiB lets a changed chunk
+   * pass with a chance of 2^-32 (only changes within 32 bits are always caught), and that
+   * chunk was then published stale with no trace; keeping the sent bytes to compare would
+   * cost 8 MiB of memory per chunk in flight. A SHA-256 collision is out of reach.
    */
   private long checkSent(FileWriter w, EarlyUpload.Taken sent, int i) throws IOException {
     long start = i * sent.chunk();
@@ -794,9 +823,11 @@ final class StagedFile {
       reading.cursor = to; // before reading them: see Reading
       sums = reading.sums;
     }
-    int crc = crcOf(start, to);
-    Integer was = sent.sums().get(i);
-    if (was == null || was != crc) {
+    java.util.zip.CRC32C read = new java.util.zip.CRC32C();
+    byte[] digest = digestOf(start, to, read);
+    int crc = (int) read.getValue();
+    byte[] was = sent.digests().get(i);
+    if (was == null || !java.security.MessageDigest.isEqual(was, digest)) {
       // Sent again over the first send, on the same writer (its blob range is overwritten
       // in place on every store: BlobStoreContract). First every write of that send must
       // be acknowledged: two writes of one range in flight may land in either order.
@@ -815,17 +846,18 @@ final class StagedFile {
   }
 
   /**
-   * The CRC32C of the staged file's bytes {@code [start, to)}, zeros past its end (as
-   * FileWriter.transferFrom sends a hole at the end); through the file's check buffer.
+   * The SHA-256 of the staged file's bytes {@code [start, to)}, zeros past its end (as
+   * FileWriter.transferFrom sends a hole at the end), feeding {@code crc} the same bytes;
+   * one read, through the file's check buffer.
    */
-  private int crcOf(long start, long to) throws IOException {
+  private byte[] digestOf(long start, long to, java.util.zip.CRC32C crc) throws IOException {
     synchronized (lengthLock) {
       if (checkBuffer == null) {
         checkBuffer = ByteBuffer.allocateDirect(CHECK_BUFFER);
       }
     }
     ByteBuffer buf = checkBuffer;
-    java.util.zip.CRC32C sum = new java.util.zip.CRC32C();
+    SentDigest sum = new SentDigest();
     synchronized (buf) {
       long at = start;
       while (at < to) {
@@ -838,16 +870,18 @@ final class StagedFile {
           }
           while (at < to) {
             int k = (int) Math.min(buf.capacity(), to - at);
+            crc.update(buf.clear().limit(k));
             sum.update(buf.clear().limit(k));
             at += k;
           }
           break;
         }
-        sum.update(buf.flip());
+        crc.update(buf.flip());
+        sum.update(buf.rewind());
         at += n;
       }
     }
-    return (int) sum.getValue();
+    return sum.digest();
   }
 
   /**
@@ -895,7 +929,7 @@ final class StagedFile {
       cursor = 0;
       // the background upload's chunks of a passed-through file are read again and summed
       // (checkSent): the version's sums then cover every byte, early or not
-      sums = summed && (sent == null || sent.sums() != null) ? new Sums() : null;
+      sums = summed && (sent == null || sent.digests() != null) ? new Sums() : null;
     }
 
     /**

@@ -56,6 +56,10 @@ final class WriteStats {
     return publications.sum();
   }
 
+  long wholeUploads() {
+    return wholeUploads.sum();
+  }
+
   long publishBytes() {
     return publishBytes.sum();
   }

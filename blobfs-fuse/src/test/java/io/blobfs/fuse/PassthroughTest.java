@@ -2,6 +2,7 @@ package io.blobfs.fuse;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.blobfs.fuse.kernel.Entry;
@@ -249,6 +250,42 @@ class PassthroughTest {
     assertEquals("two", published("/mr").substring(0, 3), "README: the last release looks too");
   }
 
+  /**
+   * Review must-fix 1 (rev-fuse-early2), the copy path: a writer that opens a published
+   * file (a fresh staged copy) and changes a piece keeping its CRC32C publishes the change
+   * at its close: no CRC32C-only check decides a copy's close (d532376 made it decide,
+   * and was reverted: on a kernel without multigrain times a change in the copy's tick
+   * keeps the stamp). A copy closed without a write publishes too (the known cost: fio's
+   * verify pass); with d532376 it published nothing, and that part fails. On this
+   * machine's 6.18 kernel the mapped write moves ctime, so the change is seen either way.
+   */
+  @Test
+  void aChangeToACopyKeepingAPiecesCrc32cIsPublishedAtItsClose() throws Exception {
+    Opened[] h = new Opened[1];
+    Entry e = create("copied", h);
+    kernel.write(h[0], 0, "0".repeat(8192));
+    fs.release(e.node(), h[0].fh());
+    assertEquals("0".repeat(8192), published("/copied"));
+    Opened idle = fs.open(e.node(), RW); // a copy whose writer writes nothing
+    long before = fs.writeStats().publications();
+    fs.flush(e.node(), idle.fh());
+    fs.release(e.node(), idle.fh());
+    assertEquals(before + 1, fs.writeStats().publications(), "the copy's close publishes");
+    Opened w = fs.open(e.node(), RW); // a fresh copy of the published file
+    assertTrue(w.backingId() > 0, "passed through");
+    Path local = kernel.files.get(w.backingId());
+    byte[] want = sameCrc32c(Files.readAllBytes(local), 100,
+        "CHANGED".getBytes(StandardCharsets.UTF_8), 200);
+    try (FileChannel c = FileChannel.open(local, StandardOpenOption.READ,
+        StandardOpenOption.WRITE)) {
+      c.map(FileChannel.MapMode.READ_WRITE, 0, 8192).put(0, want, 0, 4096);
+    }
+    assertArrayEquals(want, Files.readAllBytes(local));
+    fs.flush(e.node(), w.fh());
+    fs.release(e.node(), w.fh()); // the last release
+    assertArrayEquals(want, bytesOf(ns, "/copied"), "the change is published");
+  }
+
   @Test
   void aLookThatReadTheFileNeverPutsBackTheSizeItSawBeforeTheRead() throws Exception {
     // A forced look stats, then reads the whole file to compare it with the last
@@ -421,6 +458,89 @@ class PassthroughTest {
   }
 
   /**
+   * {@code chunk} with {@code change} put at {@code at} and 4 bytes at {@code fixAt}
+   * chosen so that the whole keeps its CRC32C: a CRC is affine over GF(2), so the bits
+   * to flip at {@code fixAt} solve a 32 x 32 linear system.
+   */
+  private static byte[] sameCrc32c(byte[] chunk, int at, byte[] change, int fixAt) {
+    byte[] forged = chunk.clone();
+    System.arraycopy(change, 0, forged, at, change.length);
+    int zero = crc32c(new byte[chunk.length]);
+    int target = crc32c(forged) ^ crc32c(chunk); // the CRC of the difference, less zero's
+    // basis[b]: a combination (mask over the 32 bits at fixAt) whose CRC effect has top bit b
+    int[] vec = new int[32];
+    int[] mask = new int[32];
+    boolean[] has = new boolean[32];
+    for (int k = 0; k < 32; k++) {
+      byte[] e = new byte[chunk.length];
+      e[fixAt + k / 8] = (byte) (1 << (k % 8));
+      int v = crc32c(e) ^ zero;
+      int m = 1 << k;
+      for (int b = 31; b >= 0 && v != 0; b--) {
+        if ((v >>> b & 1) == 0) {
+          continue;
+        }
+        if (!has[b]) {
+          has[b] = true;
+          vec[b] = v;
+          mask[b] = m;
+          break;
+        }
+        v ^= vec[b];
+        m ^= mask[b];
+      }
+    }
+    int flip = 0;
+    for (int b = 31; b >= 0; b--) {
+      if ((target >>> b & 1) != 0) {
+        assertTrue(has[b], "4 consecutive bytes can always fix a CRC32C");
+        target ^= vec[b];
+        flip ^= mask[b];
+      }
+    }
+    for (int k = 0; k < 32; k++) {
+      if ((flip >>> k & 1) != 0) {
+        forged[fixAt + k / 8] ^= (byte) (1 << (k % 8));
+      }
+    }
+    assertEquals(crc32c(chunk), crc32c(forged), "forged");
+    return forged;
+  }
+
+  private static int crc32c(byte[] b) {
+    java.util.zip.CRC32C c = new java.util.zip.CRC32C();
+    c.update(b);
+    return (int) c.getValue();
+  }
+
+  /**
+   * Review (rev-fuse-early, should-fix): a sent chunk was kept when its CRC32C was the one
+   * sent, so a change that keeps the CRC32C (a chance of 2^-32 for any change, certain
+   * for one made to) was published stale. Now its SHA-256 decides: sent again.
+   */
+  @Test
+  void aChangedChunkWithTheSentCrc32cIsStillSentAgain() throws Exception {
+    fs = earlyFs(ns);
+    Opened[] h = new Opened[1];
+    Entry e = create("collide", h);
+    byte[] data = random(2 * CHUNK, 35);
+    kernelWrite(h[0], 0, data);
+    fs.pollGrowth();
+    awaitUntil(() -> fs.writeStats().earlyBytes() == 2L * CHUNK);
+    byte[] chunk0 = java.util.Arrays.copyOf(data, CHUNK);
+    byte[] forged = sameCrc32c(chunk0, 100, "CHANGED, SAME CRC32C".getBytes(
+        StandardCharsets.UTF_8), 200);
+    assertTrue(!java.util.Arrays.equals(chunk0, forged));
+    kernelWrite(h[0], 0, forged);
+    System.arraycopy(forged, 0, data, 0, CHUNK);
+    fs.fsync(e.node(), h[0].fh(), false);
+    assertArrayEquals(data, bytesOf(ns, "/collide"), "the staged bytes, not the chunk as sent");
+    assertEquals(CHUNK, fs.writeStats().resentBytes(), "chunk 0 sent again");
+    fs.release(e.node(), h[0].fh());
+    assertArrayEquals(data, bytesOf(ns, "/collide"));
+  }
+
+  /**
    * A chunk changed while its first send is still in flight (the store applies it late):
    * the fsync's second send goes out only once the first is acknowledged, so the store
    * ends with the second bytes. (Sent at once, the late first send landed over it.)
@@ -470,6 +590,38 @@ class PassthroughTest {
   }
 
   /**
+   * Starts a thread writing 8 random bytes at a time at random places of {@code [0,
+   * bound)} of the file {@code c}, mapped to {@code end}, half through the shared mapping,
+   * half with write(2) ({@code mappedOnly}: all mapped), until {@code stop}; counts its
+   * writes in {@code writes} (null: not counted).
+   */
+  private static Thread racer(FileChannel c, long end, int bound, long seed, boolean mappedOnly,
+      java.util.concurrent.atomic.AtomicBoolean stop,
+      java.util.concurrent.atomic.AtomicLong writes) throws IOException {
+    MappedByteBuffer map = c.map(FileChannel.MapMode.READ_WRITE, 0, end);
+    Thread racer = new Thread(() -> {
+      java.util.Random r = new java.util.Random(seed);
+      while (!stop.get()) {
+        int at = r.nextInt(bound - 8);
+        if (mappedOnly || r.nextBoolean()) {
+          map.putLong(at, r.nextLong());
+        } else {
+          try {
+            c.write(ByteBuffer.wrap(random(8, r.nextLong())), at);
+          } catch (IOException ex) {
+            throw new java.io.UncheckedIOException(ex);
+          }
+        }
+        if (writes != null) {
+          writes.incrementAndGet();
+        }
+      }
+    });
+    racer.start();
+    return racer;
+  }
+
+  /**
    * Writes through a shared mapping and write(2) racing the background upload, the polls
    * and an fsync, at random places: after each fsync the store holds exactly the staged
    * bytes (nothing writes during the fsync: the kernel holds the inode lock then), and at
@@ -489,25 +641,8 @@ class PassthroughTest {
         // grows by a chunk and a half a round, front to back, while a racer scribbles
         long end = Math.min(size, (round + 1) * (CHUNK + CHUNK / 2));
         kernelWrite(h[0], c.size(), random((int) (end - c.size()), round));
-        MappedByteBuffer map = c.map(FileChannel.MapMode.READ_WRITE, 0, end);
         java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
-        long seed = rnd.nextLong();
-        Thread racer = new Thread(() -> {
-          java.util.Random r = new java.util.Random(seed);
-          while (!stop.get()) {
-            int at = r.nextInt((int) end - 8);
-            if (r.nextBoolean()) {
-              map.putLong(at, r.nextLong());
-            } else {
-              try {
-                c.write(ByteBuffer.wrap(random(8, r.nextLong())), at);
-              } catch (IOException ex) {
-                throw new java.io.UncheckedIOException(ex);
-              }
-            }
-          }
-        });
-        racer.start();
+        Thread racer = racer(c, end, (int) end, rnd.nextLong(), false, stop, null);
         for (int poll = 0; poll < 20; poll++) {
           fs.pollGrowth();
           Thread.sleep(2);
@@ -520,6 +655,65 @@ class PassthroughTest {
         assertArrayEquals(staged, bytesOf(ns, "/race"), "round " + round);
       }
       fs.release(e.node(), h[0].fh());
+    }
+    assertTrue(fs.writeStats().earlyBytes() > 0, "the background upload took part");
+  }
+
+  /**
+   * Review (rev-fuse-early, should-fix): the racer above stops before each fsync, so no
+   * write races the check-to-commit window. Here write(2) and mapped writes (in every
+   * other round mapped writes only, which move no time once their pages are dirty) into
+   * the first half of the file go on through the polls, the background sends and the fsync, and
+   * stop only after it: the fsync's version holds the half nobody wrote exactly, and the
+   * close after it (a writer's close) finds what the racer changed and republishes
+   * exactly the final bytes, in every round.
+   */
+  @Test
+  void writesRacingThroughTheFsyncArePublishedExactlyByTheCloseAfterIt() throws Exception {
+    fs = earlyFs(ns);
+    Opened[] h = new Opened[1];
+    Entry e = create("through", h);
+    int size = 12 * CHUNK;
+    java.util.Random rnd = new java.util.Random(38);
+    Path local = kernel.files.get(h[0].backingId());
+    try (FileChannel c = FileChannel.open(local, StandardOpenOption.READ,
+        StandardOpenOption.WRITE)) {
+      for (int round = 0; round < 8; round++) {
+        long end = Math.min(size, (round + 1) * (CHUNK + CHUNK / 2));
+        kernelWrite(h[0], c.size(), random((int) (end - c.size()), 100 + round));
+        int raced = (int) end / 2; // the racer writes [0, raced) only
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.atomic.AtomicLong writes = new java.util.concurrent.atomic.AtomicLong();
+        // in odd rounds mapped writes only: they move no time once their pages are dirty
+        Thread racer = racer(c, end, raced, rnd.nextLong(), round % 2 == 1, stop, writes);
+        for (int poll = 0; poll < 10; poll++) {
+          fs.pollGrowth();
+          Thread.sleep(2);
+        }
+        long before = writes.get();
+        fs.fsync(e.node(), h[0].fh(), false); // the racer still writes
+        for (int poll = 0; poll < 5; poll++) {
+          fs.pollGrowth();
+          Thread.sleep(2);
+        }
+        stop.set(true);
+        racer.join();
+        assertTrue(writes.get() > before, "round " + round + ": the racer wrote through the fsync");
+        byte[] staged = new byte[(int) end];
+        c.read(ByteBuffer.wrap(staged), 0);
+        byte[] synced = bytesOf(ns, "/through");
+        assertEquals(end, synced.length, "round " + round);
+        assertArrayEquals(java.util.Arrays.copyOfRange(staged, raced, (int) end),
+            java.util.Arrays.copyOfRange(synced, raced, (int) end),
+            "round " + round + ": the fsync's version, where nobody wrote during it");
+        fs.flush(e.node(), h[0].fh()); // the writer's close
+        assertArrayEquals(staged, bytesOf(ns, "/through"),
+            "round " + round + ": the close republished exactly the final bytes");
+      }
+      fs.release(e.node(), h[0].fh());
+      byte[] staged = new byte[size];
+      c.read(ByteBuffer.wrap(staged), 0);
+      assertArrayEquals(staged, bytesOf(ns, "/through"));
     }
     assertTrue(fs.writeStats().earlyBytes() > 0, "the background upload took part");
   }
@@ -547,5 +741,157 @@ class PassthroughTest {
         "already-published bytes uploaded again in the background");
     fs.release(e.node(), h[0].fh());
     assertEquals(published, fs.writeStats().publishBytes(), "the close found the version whole");
+  }
+
+  /**
+   * Review (rev-fuse-early, should-fix): a poll between a publication's stamp and its
+   * stopAt (another process appending during an fsync) let the background upload claim
+   * and send chunks past the version's length; the publication then found the early
+   * upload unusable, aborted every chunk it had sent and uploaded the whole file. Now the
+   * version grows over those chunks and keeps them all.
+   */
+  @Test
+  void chunksSentPastTheSnapshotDuringAPublicationKeepTheEarlyUpload() throws Exception {
+    byte[] data = random(6 * CHUNK, 36);
+    appendedDuringAPublication(data, c -> { }, (s, stats) -> {
+      assertEquals(0L, stats.wholeUploads(), "the early upload was used");
+      assertEquals(0L, stats.publishBytes(), "every chunk went up before, and was kept");
+      assertEquals(0L, stats.resentBytes());
+      assertArrayEquals(data, bytesOf(ns, "/appended"), "the version grew over them");
+    });
+  }
+
+  /**
+   * Review S2 (rev-fuse-early2): a chunk sent past the snapshot's length, then written
+   * again (inside the publication, after its send), is sent again: the check reads it as
+   * it reads the others.
+   */
+  @Test
+  void aChunkSentPastTheSnapshotAndWrittenAfterItsSendIsSentAgain() throws Exception {
+    byte[] data = random(6 * CHUNK, 38);
+    appendedDuringAPublication(data, c -> {
+      byte[] change = "CHANGED AFTER ITS SEND".getBytes(StandardCharsets.UTF_8);
+      c.write(ByteBuffer.wrap(change), 5L * CHUNK + 100);
+      System.arraycopy(change, 0, data, 5 * CHUNK + 100, change.length);
+    }, (s, stats) -> {
+      assertEquals(0L, stats.wholeUploads(), "the early upload was used");
+      assertEquals((long) CHUNK, stats.resentBytes(), "exactly the changed chunk again");
+      assertArrayEquals(data, bytesOf(ns, "/appended"), "the version holds the change");
+    });
+  }
+
+  /**
+   * Review S2 (rev-fuse-early2): README says the next close after such a publication
+   * publishes again (its record, the stamp of 4 chunks and sums of 6, never matches).
+   */
+  @Test
+  void aCloseAfterChunksSentPastTheSnapshotPublishesAgain() throws Exception {
+    byte[] data = random(6 * CHUNK, 39);
+    appendedDuringAPublication(data, c -> { }, (s, stats) -> {
+      assertEquals(1L, stats.publications());
+      s.observe(true); // a writer's close (flush) looks, forced
+      assertTrue(s.dirty(), "the close publishes again");
+      s.publish(ns, FsPath.parse("/appended"));
+      assertEquals(2L, stats.publications());
+      assertArrayEquals(data, bytesOf(ns, "/appended"));
+      s.observe(true); // the next close finds that version
+      assertFalse(s.dirty(), "and then nothing more");
+    });
+  }
+
+  interface ChannelAction {
+    void run(FileChannel c) throws IOException;
+  }
+
+  interface PublishedCheck {
+    void check(StagedFile s, WriteStats stats) throws Exception;
+  }
+
+  /**
+   * Writes and sends 4 of {@code data}'s 6 chunks; an fsync publishes, and between its
+   * stamp and its stopAt another process appends the last 2, which are polled and sent,
+   * then {@code afterSend} runs; {@code then} checks the outcome.
+   */
+  private void appendedDuringAPublication(byte[] data, ChannelAction afterSend,
+      PublishedCheck then) throws Exception {
+    WriteStats stats = new WriteStats();
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+    StagedFile s = StagedFile.empty(staging).uploadEarly(ns, pool, CHUNK, stats);
+    FsPath path = FsPath.parse("/appended");
+    try {
+      s.passThrough(kernel);
+      Path local = kernel.files.get(s.backingId());
+      try (FileChannel c = FileChannel.open(local, StandardOpenOption.WRITE)) {
+        c.write(ByteBuffer.wrap(data, 0, 4 * CHUNK), 0);
+        s.pollGrowth(path);
+        awaitUntil(() -> stats.earlyBytes() == 4L * CHUNK);
+        s.afterStamp = () -> { // the fsync stamped 4 chunks; another process appends 2
+          try {
+            c.write(ByteBuffer.wrap(data, 4 * CHUNK, 2 * CHUNK), 4 * CHUNK);
+            s.pollGrowth(path);
+            awaitUntil(() -> stats.earlyBytes() == 6L * CHUNK);
+            afterSend.run(c);
+          } catch (IOException | InterruptedException e) {
+            throw new IllegalStateException(e);
+          }
+        };
+        s.publish(ns, path);
+        s.afterStamp = null;
+      }
+      then.check(s, stats);
+    } finally {
+      s.discard();
+      pool.shutdown();
+    }
+  }
+
+  /**
+   * Review (rev-fuse-early, should-fix): the 50 ms growth poll copied the mount's whole map
+   * of staged files under its monitor, which every read, write, open and release takes.
+   * Now it reads a concurrent map of the passed-through files only: a poll runs, and
+   * starts the early upload, while another thread holds the monitor.
+   */
+  @Test
+  void theGrowthPollNeitherTakesTheMountsMonitorNorLooksAtOtherFiles() throws Exception {
+    fs = earlyFs(ns);
+    Opened[] h = new Opened[1];
+    Entry e = create("polled", h);
+    kernelWrite(h[0], 0, random(2 * CHUNK, 37));
+    java.lang.reflect.Field f = BlobFuseFs.class.getDeclaredField("staged");
+    f.setAccessible(true);
+    Object monitor = f.get(fs);
+    java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+    Thread holder = new Thread(() -> {
+      synchronized (monitor) {
+        held.countDown();
+        try {
+          done.await(60, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (InterruptedException ex) {
+          Thread.currentThread().interrupt();
+        }
+      }
+    });
+    holder.start();
+    held.await();
+    try {
+      java.util.concurrent.CompletableFuture.runAsync(fs::pollGrowth)
+          .get(10, java.util.concurrent.TimeUnit.SECONDS);
+      awaitUntil(() -> fs.writeStats().earlyBytes() == 2L * CHUNK);
+    } finally {
+      done.countDown();
+      holder.join();
+    }
+    fs.release(e.node(), h[0].fh());
+    assertEquals(0, fs.polledFiles(), "a released file leaves the poll's map");
+    Opened[] p = new Opened[1];
+    Entry pe = create("page-cached", p);
+    fs.release(pe.node(), p[0].fh());
+    Opened cached = fs.open(pe.node(), 0); // through the page cache: no passthrough beside it
+    Opened w = fs.open(pe.node(), RW);
+    assertEquals(0, w.backingId());
+    assertEquals(0, fs.polledFiles(), "a staged file served here is not polled");
+    fs.release(pe.node(), w.fh());
+    fs.release(pe.node(), cached.fh());
   }
 }
