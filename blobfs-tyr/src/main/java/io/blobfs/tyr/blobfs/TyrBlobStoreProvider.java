@@ -49,6 +49,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * fs.blob.store.NAME.tls-trust        PEM certificates to trust: TLS to the server
  * fs.blob.store.NAME.local-reads      true  read from the node's files when this process
  *                                     sees them (same host and user), else over TCP
+ * fs.blob.store.NAME.local-reads.max-fds 256  segment files the client's snapshots of
+ *                                     stripes may hold open at once; past it, over TCP
  * </pre>
  *
  * Clients are shared per address within a JVM (Spark opens many file systems), and an
@@ -69,6 +71,7 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
   public static final String MAX_KEY_BYTES = "max-key-bytes";
   public static final String TLS_TRUST = "tls-trust";
   public static final String LOCAL_READS = "local-reads";
+  public static final String LOCAL_READS_MAX_FDS = "local-reads.max-fds";
   public static final String NODES = "nodes";
 
   private static final Map<Path, TyrServer> EMBEDDED = new ConcurrentHashMap<>();
@@ -189,7 +192,8 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
         o.get(TLS_TRUST).map(Path::of).orElse(null),
         // On by default: it acts only where the node's token proves this process sees its
         // files, and any failure reads over the connection as before.
-        o.getBoolean(LOCAL_READS, true));
+        o.getBoolean(LOCAL_READS, true),
+        (int) o.getLong(LOCAL_READS_MAX_FDS, ClientConfig.DEFAULT_LOCAL_READ_FDS, 0, 1 << 20));
   }
 
   /**
@@ -231,7 +235,7 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
   private static String keyOf(ClientConfig c) {
     return c.address() + "|" + java.util.Arrays.hashCode(c.secret()) + "|" + c.connectTimeout()
         + "|" + c.requestTimeout() + "|" + c.connections() + "|" + c.maxFrameBytes() + "|"
-        + c.tlsTrust() + "|" + c.localReads();
+        + c.tlsTrust() + "|" + c.localReads() + "|" + c.localReadFds();
   }
 
   private static TyrClient acquire(ClientConfig config) {

@@ -21,10 +21,23 @@ import java.util.Objects;
  * @param localReads read blobs from the node's files directly when this process sees them
  *     (same host and file system, same user), falling back to the connection otherwise;
  *     see {@link LocalReads}
+ * @param localReadFds the segment files this client's local-read snapshots may hold open at
+ *     once ({@link #DEFAULT_LOCAL_READ_FDS}, as HDFS's short-circuit cache); a snapshot that
+ *     would hold more is not opened and its reads go over the connection
  */
 public record ClientConfig(String host, int port, byte[] secret, Duration connectTimeout,
     Duration requestTimeout, int connections, int maxFrameBytes, Path tlsTrust,
-    boolean localReads) {
+    boolean localReads, int localReadFds) {
+  /** HDFS's dfs.client.read.shortcircuit.streams.cache.size: 256 file descriptors. */
+  public static final int DEFAULT_LOCAL_READ_FDS = 256;
+
+  /** With the default limits of local reads. */
+  public ClientConfig(String host, int port, byte[] secret, Duration connectTimeout,
+      Duration requestTimeout, int connections, int maxFrameBytes, Path tlsTrust,
+      boolean localReads) {
+    this(host, port, secret, connectTimeout, requestTimeout, connections, maxFrameBytes,
+        tlsTrust, localReads, DEFAULT_LOCAL_READ_FDS);
+  }
 
   /** Without local reads. */
   public ClientConfig(String host, int port, byte[] secret, Duration connectTimeout,
@@ -39,9 +52,10 @@ public record ClientConfig(String host, int port, byte[] secret, Duration connec
     Objects.requireNonNull(requestTimeout, "requestTimeout");
     secret = Authenticator.checked(secret, "the Týr client's secret");
     boolean portOk = Transport.inJvm(host) || (port >= 1 && port <= 65535);
-    if (!portOk || connections < 1 || maxFrameBytes < 4096) {
+    if (!portOk || connections < 1 || maxFrameBytes < 4096 || localReadFds < 0) {
       throw new IllegalArgumentException("bad client settings: port " + port
-          + ", connections " + connections + ", max frame " + maxFrameBytes);
+          + ", connections " + connections + ", max frame " + maxFrameBytes
+          + ", local-read fds " + localReadFds);
     }
   }
 
@@ -52,32 +66,38 @@ public record ClientConfig(String host, int port, byte[] secret, Duration connec
 
   public ClientConfig withSecret(byte[] s) {
     return new ClientConfig(host, port, s, connectTimeout, requestTimeout, connections,
-        maxFrameBytes, tlsTrust, localReads);
+        maxFrameBytes, tlsTrust, localReads, localReadFds);
   }
 
   public ClientConfig withTimeouts(Duration connect, Duration request) {
     return new ClientConfig(host, port, secret, connect, request, connections, maxFrameBytes,
-        tlsTrust, localReads);
+        tlsTrust, localReads, localReadFds);
   }
 
   public ClientConfig withConnections(int n) {
     return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, n,
-        maxFrameBytes, tlsTrust, localReads);
+        maxFrameBytes, tlsTrust, localReads, localReadFds);
   }
 
   public ClientConfig withMaxFrameBytes(int n) {
     return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, connections,
-        n, tlsTrust, localReads);
+        n, tlsTrust, localReads, localReadFds);
   }
 
   public ClientConfig withTlsTrust(Path pem) {
     return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, connections,
-        maxFrameBytes, pem, localReads);
+        maxFrameBytes, pem, localReads, localReadFds);
   }
 
   public ClientConfig withLocalReads(boolean on) {
     return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, connections,
-        maxFrameBytes, tlsTrust, on);
+        maxFrameBytes, tlsTrust, on, localReadFds);
+  }
+
+  /** At most {@code fds} segment files held open by local-read snapshots (0: none). */
+  public ClientConfig withLocalReadFds(int fds) {
+    return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, connections,
+        maxFrameBytes, tlsTrust, localReads, fds);
   }
 
   public String address() {

@@ -59,6 +59,17 @@ final class LocalReads {
 
   private final Calls calls;
   private final String address;
+  /**
+   * The budget of segment files open in snapshots at once, and what open snapshots hold of
+   * it (guarded by budgetLock). Why a budget: each open stream holds a snapshot per stripe
+   * it reads, each with its segment files open, for as long as the stream is open; without
+   * a bound, many open streams (FUSE handles, a Spark executor's readers) take the process
+   * to its {@code ulimit -n}, and then sockets and staging files fail too, not only
+   * snapshots. A snapshot over budget is simply not opened (its reads take a grant each).
+   */
+  private final int maxFds;
+  private int fdsHeld;
+  private final Object budgetLock = new Object();
   private final AtomicLong localReads = new AtomicLong();
   private final AtomicLong localBytes = new AtomicLong();
   private final AtomicLong fallbacks = new AtomicLong();
@@ -72,9 +83,41 @@ final class LocalReads {
   private final java.util.concurrent.atomic.AtomicBoolean prepared =
       new java.util.concurrent.atomic.AtomicBoolean();
 
-  LocalReads(Calls calls, String address) {
+  LocalReads(Calls calls, String address, int maxFds) {
     this.calls = calls;
     this.address = address;
+    this.maxFds = maxFds;
+  }
+
+  /** Segment files open in snapshots now: for tests. */
+  int fdsHeld() {
+    synchronized (budgetLock) {
+      return fdsHeld;
+    }
+  }
+
+  /** Takes {@code n} files of the budget, or none and false if that would pass it. */
+  private boolean takeFds(int n) {
+    synchronized (budgetLock) {
+      if (fdsHeld + n > maxFds) {
+        return false;
+      }
+      fdsHeld += n;
+      return true;
+    }
+  }
+
+  /** A snapshot's files are closed: they go back to the budget. */
+  void returnFds(int n) {
+    synchronized (budgetLock) {
+      fdsHeld -= n;
+    }
+  }
+
+  private boolean budgetFull() {
+    synchronized (budgetLock) {
+      return fdsHeld >= maxFds;
+    }
   }
 
   LocalReadStats stats() {
@@ -201,10 +244,13 @@ final class LocalReads {
    *       through the connection instead.
    * </ol>
    * A grant shorter than {@code length} (the blob is shorter than the caller thinks)
-   * gives null, files closed: the caller's own read reports it.
+   * gives null, files closed: the caller's own read reports it. So does a snapshot whose
+   * files would pass the client's budget of open files ({@link ClientConfig#localReadFds}):
+   * checked before the grant when the budget is spent already (no round trip), and taken
+   * for the files the grant names before any is opened.
    */
   CompletableFuture<LocalSnapshot> snapshot(String key, int length) {
-    if (off) {
+    if (off || budgetFull()) {
       return CompletableFuture.completedFuture(null);
     }
     return identity().exceptionally(err -> null).thenCompose(id -> {
@@ -228,11 +274,18 @@ final class LocalReads {
   private LocalSnapshot openGranted(LocalIdentity id, Granted granted, int length) {
     LocalGrant g = granted.grant();
     Map<String, FileChannel> open = new HashMap<>();
+    int taken = 0;
     boolean done = false;
     try {
       if (g.length() != length) {
         return null; // shorter than the caller thinks: its own read will say so
       }
+      int files = (int) g.pieces().stream().filter(p -> !p.isHole())
+          .map(LocalGrant.Piece::file).distinct().count();
+      if (!takeFds(files)) {
+        return null; // over budget: the caller reads without a snapshot
+      }
+      taken = files;
       FileChannel[] channels = new FileChannel[g.pieces().size()];
       for (int i = 0; i < channels.length; i++) {
         LocalGrant.Piece p = g.pieces().get(i);
@@ -249,12 +302,13 @@ final class LocalReads {
         }
       }
       done = true;
-      return new LocalSnapshot(g.stat(), g.pieces(), channels, readers, this);
+      return new LocalSnapshot(g.stat(), g.pieces(), channels, taken, readers, this);
     } catch (IOException e) {
       throw new java.io.UncheckedIOException(e);
     } finally {
       if (!done) {
         closeAll(open.values());
+        returnFds(taken);
       }
       // Every file is open (or the snapshot is abandoned): the pin has done its job.
       calls.release(granted);

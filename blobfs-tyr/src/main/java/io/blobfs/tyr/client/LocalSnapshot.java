@@ -25,13 +25,16 @@ public final class LocalSnapshot {
   /** Each piece's open file, null for a hole. */
   private final FileChannel[] channels;
   private final long length;
+  /** The distinct files open: what the snapshot holds of the client's budget. */
+  private final int files;
   private final Executor readers;
   private final LocalReads counts;
   private final AtomicBoolean closed = new AtomicBoolean();
 
   LocalSnapshot(BlobStat stat, List<LocalGrant.Piece> pieces, FileChannel[] channels,
-      Executor readers, LocalReads counts) {
+      int files, Executor readers, LocalReads counts) {
     this.stat = stat;
+    this.files = files;
     this.pieces = pieces;
     this.channels = channels;
     this.readers = readers;
@@ -103,6 +106,7 @@ public final class LocalSnapshot {
   public void close() {
     if (closed.compareAndSet(false, true)) {
       LocalReads.closeAll(Arrays.asList(channels));
+      counts.returnFds(files);
     }
   }
 }

@@ -76,7 +76,8 @@ public final class TyrClient implements Closeable {
     this.group = new NioEventLoopGroup(Math.min(config.connections(), 4),
         new DefaultThreadFactory("tyr-client", true));
     this.slots = new Connection[config.connections()];
-    this.local = config.localReads() ? new LocalReads(new LocalCalls(), config.address()) : null;
+    this.local = config.localReads() ? new LocalReads(new LocalCalls(), config.address(),
+        config.localReadFds()) : null;
   }
 
   public ClientConfig config() {
@@ -157,6 +158,11 @@ public final class TyrClient implements Closeable {
       return CompletableFuture.completedFuture(null);
     }
     return local.snapshot(key, length);
+  }
+
+  /** Segment files held open by this client's local snapshots now: for tests. */
+  int localFdsHeld() {
+    return local == null ? 0 : local.fdsHeld();
   }
 
   /** What local reads did (all zeros, off, if the config does not ask for them). */

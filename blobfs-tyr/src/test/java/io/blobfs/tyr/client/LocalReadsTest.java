@@ -164,6 +164,42 @@ class LocalReadsTest {
     }
   }
 
+  /**
+   * The client's budget of snapshot files: a snapshot that would pass it is not opened (null,
+   * the caller reads without one), and a closed snapshot gives its files back.
+   */
+  @Test
+  void snapshotsOverTheFileBudgetAreNotOpenedAndClosingGivesFilesBack() throws Exception {
+    byte[] data = random(50_000, 8);
+    try (TyrClient c = new TyrClient(ClientConfig.of("127.0.0.1", server.port())
+        .withLocalReads(true).withLocalReadFds(2))) {
+      for (String k : new String[] {"a", "b", "c"}) {
+        put(c, k, data); // small: one segment file each
+      }
+      LocalSnapshot a = c.localSnapshot("a", data.length).get(60, TimeUnit.SECONDS);
+      LocalSnapshot b = c.localSnapshot("b", data.length).get(60, TimeUnit.SECONDS);
+      assertThat(a).isNotNull();
+      assertThat(b).isNotNull();
+      assertThat(c.localFdsHeld()).isEqualTo(2);
+      assertThat(c.localSnapshot("c", data.length).get(60, TimeUnit.SECONDS))
+          .as("a third file is over the budget of 2").isNull();
+      // Its reads go on without a snapshot, exactly.
+      assertArrayEquals(data, read(c, "c", 0, data.length, false));
+      a.close();
+      assertThat(c.localFdsHeld()).isEqualTo(1);
+      LocalSnapshot s = c.localSnapshot("c", data.length).get(60, TimeUnit.SECONDS);
+      assertThat(s).as("a's files were given back").isNotNull();
+      ByteBuffer dst = ByteBuffer.allocate(data.length);
+      assertThat(s.read(0, dst).get(60, TimeUnit.SECONDS)).isEqualTo(data.length);
+      assertArrayEquals(data, dst.array());
+      b.close();
+      s.close();
+      s.close(); // idempotent: given back once
+      assertThat(c.localFdsHeld()).isZero();
+      awaitNoPins();
+    }
+  }
+
   private void awaitNoPins() {
     LocalSnapshotCheck.awaitNoPins(server.engine());
   }
