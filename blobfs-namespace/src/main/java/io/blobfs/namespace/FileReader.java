@@ -37,9 +37,12 @@ import java.util.concurrent.CompletionException;
  */
 public final class FileReader {
   /**
-   * Snapshots held at once: the stripe being read and those its read-ahead reaches (a
-   * read-ahead up to two stripes long; evicting one still being read costs its reads in
-   * flight a fallback to the store's reads, never wrong bytes).
+   * Snapshots held at once: the stripe being read and those its read-ahead reaches. Fixed,
+   * not derived from the read-ahead or stripe size, because evicting a snapshot does not
+   * cost its reads in flight anything: a store's snapshot lets reads it has accepted
+   * finish before its files close (Týr's refcounts them), so a small stripe or a long
+   * read-ahead only costs a later read of an evicted stripe a new snapshot. A larger bound
+   * would only hold more files open per stream (the client's file budget bounds them all).
    */
   static final int MAX_SNAPSHOTS = 4;
 

@@ -31,7 +31,10 @@ public interface SnapshotReads extends BlobStore {
      */
     CompletableFuture<Integer> read(long offset, ByteBuffer dst);
 
-    /** Frees what the snapshot holds; reads in flight or later fail. Idempotent. */
+    /**
+     * Frees what the snapshot holds; later reads fail. Reads already accepted either finish
+     * first (Týr's snapshots hold their files until they are done) or fail. Idempotent.
+     */
     @Override
     void close();
   }

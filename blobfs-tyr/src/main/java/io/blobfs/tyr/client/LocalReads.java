@@ -89,6 +89,11 @@ final class LocalReads {
     this.maxFds = maxFds;
   }
 
+  /** The reader threads, once local reads are on: for tests. */
+  ExecutorService readers() {
+    return readers;
+  }
+
   /** Segment files open in snapshots now: for tests. */
   int fdsHeld() {
     synchronized (budgetLock) {

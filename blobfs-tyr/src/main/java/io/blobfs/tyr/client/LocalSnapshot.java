@@ -1,7 +1,9 @@
 package io.blobfs.tyr.client;
 
 import io.blobfs.tyr.api.BlobStat;
+import io.blobfs.tyr.api.ErrorCode;
 import io.blobfs.tyr.api.LocalGrant;
+import io.blobfs.tyr.api.TyrException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -29,7 +31,12 @@ public final class LocalSnapshot {
   private final int files;
   private final Executor readers;
   private final LocalReads counts;
-  private final AtomicBoolean closed = new AtomicBoolean();
+  /** Set by {@link #close}; guarded by this. */
+  private boolean closed;
+  /** Reads accepted and not finished; guarded by this. */
+  private int inFlight;
+  /** The files are closed and given back (once: closed and no read in flight). */
+  private final AtomicBoolean released = new AtomicBoolean();
 
   LocalSnapshot(BlobStat stat, List<LocalGrant.Piece> pieces, FileChannel[] channels,
       int files, Executor readers, LocalReads counts) {
@@ -70,15 +77,48 @@ public final class LocalSnapshot {
       return CompletableFuture.failedFuture(new IllegalArgumentException("read of " + n
           + " bytes at " + offset + " of a snapshot of " + length));
     }
+    if (!enter()) {
+      return CompletableFuture.failedFuture(closedError());
+    }
     return CompletableFuture.supplyAsync(() -> {
       try {
         readNow(offset, dst, n);
       } catch (IOException e) {
         throw new UncheckedIOException(e);
+      } finally {
+        exit();
       }
       counts.countLocal(n);
       return n;
     }, readers);
+  }
+
+  static TyrException closedError() {
+    return new TyrException(ErrorCode.UNAVAILABLE, "the local snapshot is closed");
+  }
+
+  /**
+   * A read accepted now holds the files open until it is done, however the snapshot is
+   * closed meanwhile: a reader that evicts a stripe's snapshot (FileReader keeps a few) or
+   * closes its stream while a read of it is queued or running would otherwise close the
+   * channel under that read, which then fails and goes over the connection instead.
+   */
+  private synchronized boolean enter() {
+    if (closed) {
+      return false;
+    }
+    inFlight++;
+    return true;
+  }
+
+  private void exit() {
+    boolean last;
+    synchronized (this) {
+      last = --inFlight == 0 && closed;
+    }
+    if (last) {
+      release();
+    }
   }
 
   private void readNow(long offset, ByteBuffer dst, int n) throws IOException {
@@ -102,9 +142,29 @@ public final class LocalSnapshot {
     }
   }
 
-  /** Closes the files: the node's disk space of any segment deleted since is freed. */
+  /**
+   * Closes the files, once no read accepted before is still running: the node's disk space
+   * of any segment deleted since is then freed. Reads after it fail (a {@link TyrException}
+   * {@code UNAVAILABLE}).
+   */
   public void close() {
-    if (closed.compareAndSet(false, true)) {
+    boolean now;
+    synchronized (this) {
+      now = !closed && inFlight == 0;
+      closed = true;
+    }
+    if (now) {
+      release();
+    }
+  }
+
+  /** True once {@link #close}d (its files may still be open for reads in flight). */
+  public synchronized boolean isClosed() {
+    return closed;
+  }
+
+  private void release() {
+    if (released.compareAndSet(false, true)) {
       LocalReads.closeAll(Arrays.asList(channels));
       counts.returnFds(files);
     }

@@ -160,6 +160,11 @@ public final class TyrClient implements Closeable {
     return local.snapshot(key, length);
   }
 
+  /** The local reader threads (null until local reads are on): for tests. */
+  java.util.concurrent.ExecutorService localReaders() {
+    return local == null ? null : local.readers();
+  }
+
   /** Segment files held open by this client's local snapshots now: for tests. */
   int localFdsHeld() {
     return local == null ? 0 : local.fdsHeld();

@@ -200,6 +200,54 @@ class LocalReadsTest {
     }
   }
 
+  /**
+   * A snapshot closed while a read of it waits for a reader thread (a stream's close, or
+   * FileReader evicting the stripe): the read still gets its bytes from the snapshot, and
+   * the files close when it is done.
+   */
+  @Test
+  void aReadAcceptedBeforeCloseFinishesFromTheSnapshot() throws Exception {
+    byte[] data = random(200_000, 9);
+    try (TyrClient c = client(true)) {
+      put(c, "k", data);
+      LocalSnapshot s = c.localSnapshot("k", data.length).get(60, TimeUnit.SECONDS);
+      assertThat(s).isNotNull();
+      java.util.concurrent.CountDownLatch hold = new java.util.concurrent.CountDownLatch(1);
+      java.util.concurrent.ExecutorService readers = c.localReaders();
+      for (int i = 0; i < 4; i++) { // every reader thread busy: the read below queues
+        readers.execute(() -> {
+          try {
+            hold.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        });
+      }
+      ByteBuffer dst = ByteBuffer.allocate(data.length);
+      CompletableFuture<Integer> read = s.read(0, dst);
+      s.close();
+      assertThat(s.isClosed()).isTrue();
+      assertThat(c.localFdsHeld()).as("held for the read in flight").isEqualTo(1);
+      hold.countDown();
+      assertThat(read.get(60, TimeUnit.SECONDS)).isEqualTo(data.length);
+      assertArrayEquals(data, dst.array());
+      assertThat(c.localFdsHeld()).as("given back once the read is done").isZero();
+      assertClosedError(s.read(0, ByteBuffer.allocate(10)));
+    }
+  }
+
+  /** The future fails with the typed "closed" error, UNAVAILABLE. */
+  private static void assertClosedError(CompletableFuture<?> f) throws Exception {
+    try {
+      f.get(60, TimeUnit.SECONDS);
+      throw new AssertionError("completed: " + f.join());
+    } catch (java.util.concurrent.ExecutionException e) {
+      assertThat(e.getCause()).isInstanceOf(io.blobfs.tyr.api.TyrException.class);
+      assertThat(((io.blobfs.tyr.api.TyrException) e.getCause()).code())
+          .isEqualTo(io.blobfs.tyr.api.ErrorCode.UNAVAILABLE);
+    }
+  }
+
   private void awaitNoPins() {
     LocalSnapshotCheck.awaitNoPins(server.engine());
   }
