@@ -79,6 +79,15 @@ final class LocalReads {
    */
   private volatile CompletableFuture<LocalIdentity> identity;
   private volatile boolean off;
+  /**
+   * Set by {@link #close}: no snapshot is opened after it, and reads fail with the client's
+   * "closed" error. The snapshots open are tracked so that close closes them: a stream left
+   * open past its client's close would otherwise keep segment files (and a deleted
+   * segment's disk) open until a garbage collection.
+   */
+  private volatile boolean closed;
+  private final java.util.Set<LocalSnapshot> handedOut =
+      java.util.concurrent.ConcurrentHashMap.newKeySet();
   private volatile ExecutorService readers;
   private final java.util.concurrent.atomic.AtomicBoolean prepared =
       new java.util.concurrent.atomic.AtomicBoolean();
@@ -113,9 +122,33 @@ final class LocalReads {
   }
 
   /** A snapshot's files are closed: they go back to the budget. */
-  void returnFds(int n) {
+  void closed(LocalSnapshot s, int files) {
+    handedOut.remove(s);
+    synchronized (budgetLock) {
+      fdsHeld -= files;
+    }
+  }
+
+  private void returnFds(int n) {
     synchronized (budgetLock) {
       fdsHeld -= n;
+    }
+  }
+
+  static TyrException clientClosed() {
+    return new TyrException(ErrorCode.UNAVAILABLE, "the Týr client is closed");
+  }
+
+  /**
+   * The reader threads, or this thread once they are shut down (the client closed while
+   * a grant was under way): the step then sees {@link #closed} and ends at once. Without
+   * this, a rejected step would leave its future never completed.
+   */
+  private void onReaders(Runnable step) {
+    try {
+      readers.execute(step);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      step.run();
     }
   }
 
@@ -138,6 +171,9 @@ final class LocalReads {
    */
   CompletableFuture<BlobStat> read(String key, long offset, ByteBuffer dst,
       Supplier<CompletableFuture<BlobStat>> remote) {
+    if (closed) {
+      return CompletableFuture.failedFuture(clientClosed());
+    }
     if (off) {
       return remote.get();
     }
@@ -153,7 +189,7 @@ final class LocalReads {
       }
       int before = dst.position();
       return calls.grant(key, offset, dst.remaining())
-          .thenApplyAsync(g -> readGranted(id, g, dst), readers)
+          .thenApplyAsync(g -> readGranted(id, g, dst), this::onReaders)
           .handle((stat, err) -> {
             if (err == null) {
               return CompletableFuture.completedFuture(stat);
@@ -175,6 +211,9 @@ final class LocalReads {
     LocalGrant g = granted.grant();
     Map<String, FileChannel> open = new HashMap<>();
     try {
+      if (closed) {
+        throw clientClosed();
+      }
       if (g.length() > dst.remaining()) {
         throw new IOException("grant of " + g.length() + " bytes for " + dst.remaining());
       }
@@ -255,7 +294,7 @@ final class LocalReads {
    * for the files the grant names before any is opened.
    */
   CompletableFuture<LocalSnapshot> snapshot(String key, int length) {
-    if (off || budgetFull()) {
+    if (off || closed || budgetFull()) {
       return CompletableFuture.completedFuture(null);
     }
     return identity().exceptionally(err -> null).thenCompose(id -> {
@@ -263,7 +302,7 @@ final class LocalReads {
         return CompletableFuture.<LocalSnapshot>completedFuture(null);
       }
       return calls.grant(key, 0, length)
-          .thenApplyAsync(g -> openGranted(id, g, length), readers)
+          .thenApplyAsync(g -> openGranted(id, g, length), this::onReaders)
           .exceptionally(err -> {
             Throwable e = TyrClient.unwrap(err);
             if (!(e instanceof TyrException t && (t.code() == ErrorCode.NOT_FOUND
@@ -282,7 +321,7 @@ final class LocalReads {
     int taken = 0;
     boolean done = false;
     try {
-      if (g.length() != length) {
+      if (closed || g.length() != length) {
         return null; // shorter than the caller thinks: its own read will say so
       }
       int files = (int) g.pieces().stream().filter(p -> !p.isHole())
@@ -307,7 +346,13 @@ final class LocalReads {
         }
       }
       done = true;
-      return new LocalSnapshot(g.stat(), g.pieces(), channels, taken, readers, this);
+      LocalSnapshot s = new LocalSnapshot(g.stat(), g.pieces(), channels, taken, readers, this);
+      handedOut.add(s);
+      if (closed) { // close() may have looked before the add: one of the two closes it
+        s.close();
+        return null;
+      }
+      return s;
     } catch (IOException e) {
       throw new java.io.UncheckedIOException(e);
     } finally {
@@ -423,7 +468,15 @@ final class LocalReads {
     }
   }
 
+  /**
+   * Closes every snapshot handed out (each once its reads in flight are done) and then the
+   * reader threads; reads after it fail with the client's "closed" error, as its calls do.
+   */
   void close() {
+    closed = true;
+    for (LocalSnapshot s : handedOut) {
+      s.close();
+    }
     ExecutorService r = readers;
     if (r != null) {
       r.shutdown();

@@ -80,17 +80,22 @@ public final class LocalSnapshot {
     if (!enter()) {
       return CompletableFuture.failedFuture(closedError());
     }
-    return CompletableFuture.supplyAsync(() -> {
-      try {
-        readNow(offset, dst, n);
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      } finally {
-        exit();
-      }
-      counts.countLocal(n);
-      return n;
-    }, readers);
+    try {
+      return CompletableFuture.supplyAsync(() -> {
+        try {
+          readNow(offset, dst, n);
+        } catch (IOException e) {
+          throw new UncheckedIOException(e);
+        } finally {
+          exit();
+        }
+        counts.countLocal(n);
+        return n;
+      }, readers);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      exit(); // the client closed its reader threads: a failed future, not a throw
+      return CompletableFuture.failedFuture(LocalReads.clientClosed());
+    }
   }
 
   static TyrException closedError() {
@@ -166,7 +171,7 @@ public final class LocalSnapshot {
   private void release() {
     if (released.compareAndSet(false, true)) {
       LocalReads.closeAll(Arrays.asList(channels));
-      counts.returnFds(files);
+      counts.closed(this, files);
     }
   }
 }

@@ -236,6 +236,28 @@ class LocalReadsTest {
     }
   }
 
+  /**
+   * The client's close closes the snapshots it handed out (their files go back), and a
+   * read after it, of a snapshot or of the client, is a failed future with the typed
+   * "closed" error: never a RejectedExecutionException thrown at the caller.
+   */
+  @Test
+  void closingTheClientClosesItsSnapshotsAndLaterReadsFailTyped() throws Exception {
+    byte[] data = random(100_000, 10);
+    TyrClient c = client(true);
+    put(c, "k", data);
+    LocalSnapshot s = c.localSnapshot("k", data.length).get(60, TimeUnit.SECONDS);
+    assertThat(s).isNotNull();
+    assertThat(c.localFdsHeld()).isEqualTo(1);
+    c.close();
+    assertThat(c.localFdsHeld()).as("files of the snapshot left open").isZero();
+    assertThat(s.isClosed()).isTrue();
+    assertClosedError(s.read(0, ByteBuffer.allocate(10)));
+    assertClosedError(c.read("k", 0, ByteBuffer.allocate(10)));
+    assertThat(c.localSnapshot("k", data.length).get(60, TimeUnit.SECONDS)).isNull();
+    awaitNoPins();
+  }
+
   /** The future fails with the typed "closed" error, UNAVAILABLE. */
   private static void assertClosedError(CompletableFuture<?> f) throws Exception {
     try {
