@@ -172,6 +172,13 @@ public final class FileReader {
         return CompletableFuture.completedFuture(null); // read through the store instead
       }
       f = snapshots.get(key);
+      Snapshot held = f != null && f.isDone() ? f.join() : null;
+      if (held != null && held.isClosed()) {
+        // Closed by the store (idle too long, or its client closed): this read opens
+        // another rather than failing over to the store's reads.
+        snapshots.remove(key);
+        f = null;
+      }
       if (f == null) {
         long stripeSize = record.stripeSize();
         long length = Math.min(stripeSize, info.length() - stripe * stripeSize);

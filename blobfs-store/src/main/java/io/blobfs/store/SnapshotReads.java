@@ -37,5 +37,13 @@ public interface SnapshotReads extends BlobStore {
      */
     @Override
     void close();
+
+    /**
+     * True once closed, by {@link #close} or by the store itself (Týr closes a snapshot
+     * nobody has read for a while): the caller then opens another instead of reading it.
+     */
+    default boolean isClosed() {
+      return false;
+    }
   }
 }

@@ -124,6 +124,11 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
           public void close() {
             s.close();
           }
+
+          @Override
+          public boolean isClosed() {
+            return s.isClosed();
+          }
         });
   }
 

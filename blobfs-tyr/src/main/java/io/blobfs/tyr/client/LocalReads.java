@@ -11,11 +11,14 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.StandardOpenOption;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -69,6 +72,15 @@ final class LocalReads {
    */
   private final int maxFds;
   private int fdsHeld;
+  /**
+   * A snapshot not read for this long is closed (0: never), checked by {@link #sweeper}.
+   * Why: a snapshot keeps its segment files open, and one stripe (64 MiB) keeps its whole
+   * segment's disk (1 GiB by default) once compaction deletes it, counted by no one; a
+   * stream held open and idle (an HBase or LLAP cache, a FUSE handle) would keep it for
+   * its whole life. Its next read opens another snapshot: a grant and the opens again.
+   */
+  private final long idleNanos;
+  private volatile ScheduledExecutorService sweeper;
   private final Object budgetLock = new Object();
   private final AtomicLong localReads = new AtomicLong();
   private final AtomicLong localBytes = new AtomicLong();
@@ -92,10 +104,11 @@ final class LocalReads {
   private final java.util.concurrent.atomic.AtomicBoolean prepared =
       new java.util.concurrent.atomic.AtomicBoolean();
 
-  LocalReads(Calls calls, String address, int maxFds) {
+  LocalReads(Calls calls, String address, int maxFds, Duration idle) {
     this.calls = calls;
     this.address = address;
     this.maxFds = maxFds;
+    this.idleNanos = idle.toNanos();
   }
 
   /** The reader threads, once local reads are on: for tests. */
@@ -443,6 +456,16 @@ final class LocalReads {
           t.setDaemon(true);
           return t;
         });
+        if (idleNanos > 0) {
+          sweeper = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "tyr-local-read-idle");
+            t.setDaemon(true);
+            return t;
+          });
+          long every = Math.max(idleNanos / 4, TimeUnit.MILLISECONDS.toNanos(10));
+          sweeper.scheduleWithFixedDelay(this::closeIdle, every, every,
+              TimeUnit.NANOSECONDS);
+        }
       }
     }
     LOG.info("Týr {}: reading from the node's files in {}", address, id.directory());
@@ -468,6 +491,14 @@ final class LocalReads {
     }
   }
 
+  /** Closes the snapshots handed out that nobody has read for {@link #idleNanos}. */
+  private void closeIdle() {
+    long now = System.nanoTime();
+    for (LocalSnapshot s : handedOut) {
+      s.closeIfIdle(idleNanos, now);
+    }
+  }
+
   /**
    * Closes every snapshot handed out (each once its reads in flight are done) and then the
    * reader threads; reads after it fail with the client's "closed" error, as its calls do.
@@ -480,6 +511,10 @@ final class LocalReads {
     ExecutorService r = readers;
     if (r != null) {
       r.shutdown();
+    }
+    ScheduledExecutorService w = sweeper;
+    if (w != null) {
+      w.shutdownNow();
     }
   }
 }

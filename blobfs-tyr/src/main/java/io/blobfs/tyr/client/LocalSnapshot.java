@@ -35,6 +35,8 @@ public final class LocalSnapshot {
   private boolean closed;
   /** Reads accepted and not finished; guarded by this. */
   private int inFlight;
+  /** When a read last started or ended (System.nanoTime); guarded by this. */
+  private long lastUsed = System.nanoTime();
   /** The files are closed and given back (once: closed and no read in flight). */
   private final AtomicBoolean released = new AtomicBoolean();
 
@@ -113,6 +115,7 @@ public final class LocalSnapshot {
       return false;
     }
     inFlight++;
+    lastUsed = System.nanoTime();
     return true;
   }
 
@@ -120,6 +123,7 @@ public final class LocalSnapshot {
     boolean last;
     synchronized (this) {
       last = --inFlight == 0 && closed;
+      lastUsed = System.nanoTime();
     }
     if (last) {
       release();
@@ -161,6 +165,17 @@ public final class LocalSnapshot {
     if (now) {
       release();
     }
+  }
+
+  /** Closes the snapshot if no read is in flight and none started for {@code nanos}. */
+  void closeIfIdle(long nanos, long now) {
+    synchronized (this) {
+      if (closed || inFlight > 0 || now - lastUsed < nanos) {
+        return;
+      }
+      closed = true;
+    }
+    release();
   }
 
   /** True once {@link #close}d (its files may still be open for reads in flight). */

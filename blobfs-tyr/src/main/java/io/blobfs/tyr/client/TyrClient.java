@@ -77,7 +77,7 @@ public final class TyrClient implements Closeable {
         new DefaultThreadFactory("tyr-client", true));
     this.slots = new Connection[config.connections()];
     this.local = config.localReads() ? new LocalReads(new LocalCalls(), config.address(),
-        config.localReadFds()) : null;
+        config.localReadFds(), config.localReadIdle()) : null;
   }
 
   public ClientConfig config() {

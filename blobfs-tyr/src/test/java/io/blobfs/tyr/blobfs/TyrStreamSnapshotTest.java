@@ -64,7 +64,15 @@ class TyrStreamSnapshotTest {
   }
 
   private FileSystem fs(String stripe, String readBuffer, String readAhead) throws Exception {
+    return fs(stripe, readBuffer, readAhead, null);
+  }
+
+  private FileSystem fs(String stripe, String readBuffer, String readAhead, String idle)
+      throws Exception {
     Configuration c = new Configuration();
+    if (idle != null) {
+      c.set("fs.blob.store.loc.local-reads.idle-timeout", idle);
+    }
     c.set("fs.blob.impl", "io.blobfs.hadoop.BlobFileSystem");
     String p = "fs.blob.store.loc.";
     c.set(p + "type", "tyr");
@@ -127,6 +135,37 @@ class TyrStreamSnapshotTest {
       assertArrayEquals(data, back);
       assertThat(server.engine().grantsMade() - before).as("grants for 5 stripes")
           .isEqualTo(5);
+      awaitNoPins();
+    }
+  }
+
+  /**
+   * A snapshot nobody reads for local-reads.idle-timeout is closed (a stream left open
+   * holds no segment for ever), and the stream's next read of that stripe opens another:
+   * one new grant for the stripe, not one per read.
+   */
+  @Test
+  void anIdleSnapshotIsClosedAndTheNextReadOpensAnother() throws Exception {
+    byte[] data = random(2 << 20, 11);
+    try (FileSystem fs = fs("1m", "256k", "1m", "300ms")) {
+      org.apache.hadoop.fs.Path f = new org.apache.hadoop.fs.Path("/d/idle");
+      write(fs, f, data);
+      try (FSDataInputStream in = fs.open(f)) {
+        long before = server.engine().grantsMade();
+        byte[] b = new byte[1000];
+        for (int pos : new int[] {0, 1000, 2000}) {
+          in.readFully(pos, b);
+          assertArrayEquals(Arrays.copyOfRange(data, pos, pos + 1000), b);
+        }
+        assertThat(server.engine().grantsMade() - before).as("one snapshot").isEqualTo(1);
+        Thread.sleep(1500); // 5 idle timeouts: closed by now
+        for (int pos : new int[] {3000, 4000, 5000}) {
+          in.readFully(pos, b);
+          assertArrayEquals(Arrays.copyOfRange(data, pos, pos + 1000), b);
+        }
+        assertThat(server.engine().grantsMade() - before)
+            .as("the idle snapshot closed, one new one for the next reads").isEqualTo(2);
+      }
       awaitNoPins();
     }
   }

@@ -258,6 +258,32 @@ class LocalReadsTest {
     awaitNoPins();
   }
 
+  /** A snapshot read within the idle time stays open; left unread, it is closed. */
+  @Test
+  void aSnapshotLeftUnreadIsClosedAndGivesItsFilesBack() throws Exception {
+    byte[] data = random(100_000, 12);
+    try (TyrClient c = new TyrClient(ClientConfig.of("127.0.0.1", server.port())
+        .withLocalReads(true).withLocalReadIdle(Duration.ofMillis(300)))) {
+      put(c, "k", data);
+      LocalSnapshot s = c.localSnapshot("k", data.length).get(60, TimeUnit.SECONDS);
+      assertThat(s).isNotNull();
+      for (int i = 0; i < 8; i++) { // 800 ms of reads every 100 ms: never idle
+        ByteBuffer dst = ByteBuffer.allocate(data.length);
+        assertThat(s.read(0, dst).get(60, TimeUnit.SECONDS)).isEqualTo(data.length);
+        assertArrayEquals(data, dst.array());
+        Thread.sleep(100);
+      }
+      assertThat(s.isClosed()).as("read every 100 ms").isFalse();
+      long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+      while (!s.isClosed() && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      assertThat(s.isClosed()).as("idle for 300 ms").isTrue();
+      assertThat(c.localFdsHeld()).isZero();
+      assertClosedError(s.read(0, ByteBuffer.allocate(10)));
+    }
+  }
+
   /** The future fails with the typed "closed" error, UNAVAILABLE. */
   private static void assertClosedError(CompletableFuture<?> f) throws Exception {
     try {
