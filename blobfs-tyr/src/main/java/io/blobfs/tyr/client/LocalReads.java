@@ -311,7 +311,9 @@ final class LocalReads {
       return CompletableFuture.completedFuture(null);
     }
     return identity().exceptionally(err -> null).thenCompose(id -> {
-      if (id == null) {
+      if (id == null || (id.maxGrantBytes() > 0 && length > id.maxGrantBytes())) {
+        // Longer than the node grants at once (its frame limit may be below this
+        // client's): it would answer TOO_LARGE, so ask nothing; the reads take their own.
         return CompletableFuture.<LocalSnapshot>completedFuture(null);
       }
       return calls.grant(key, 0, length)

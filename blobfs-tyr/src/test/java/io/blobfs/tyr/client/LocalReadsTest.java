@@ -284,6 +284,31 @@ class LocalReadsTest {
     }
   }
 
+  /**
+   * A server whose frame limit is below the client's: a snapshot longer than its grants
+   * may be is refused without asking (no TOO_LARGE round trip counted as a fallback), and
+   * one that fits is opened.
+   */
+  @Test
+  void aSnapshotLongerThanTheServersGrantsIsNotAskedFor() throws Exception {
+    Path small = dir.resolve("small");
+    Files.createDirectories(small);
+    try (TyrServer s1 = TyrServer.start(ServerConfig.local(new EngineConfig(small, 64 << 10,
+        1 << 20, SyncPolicy.INTERVAL, Duration.ofMillis(20), 1024, 1L << 30, 64,
+        Duration.ZERO, 0.5)).withMaxFrameBytes(1 << 20));
+        TyrClient c = new TyrClient(ClientConfig.of("127.0.0.1", s1.port())
+            .withLocalReads(true))) {
+      byte[] data = random(100_000, 13);
+      put(c, "k", data);
+      assertThat(c.localSnapshot("k", 2 << 20).get(60, TimeUnit.SECONDS)).isNull();
+      assertThat(c.localReadStats().fallbacks()).as("a TOO_LARGE round trip").isZero();
+      LocalSnapshot fits = c.localSnapshot("k", data.length).get(60, TimeUnit.SECONDS);
+      assertThat(fits).isNotNull();
+      fits.close();
+      assertThat(c.localReadStats().fallbacks()).isZero();
+    }
+  }
+
   /** The future fails with the typed "closed" error, UNAVAILABLE. */
   private static void assertClosedError(CompletableFuture<?> f) throws Exception {
     try {
