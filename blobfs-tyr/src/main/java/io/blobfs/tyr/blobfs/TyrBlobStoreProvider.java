@@ -52,7 +52,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * fs.blob.store.NAME.local-reads.max-fds 256  segment files the client's snapshots of
  *                                     stripes may hold open at once; past it, over TCP
  * fs.blob.store.NAME.local-reads.idle-timeout 30s  a snapshot not read for this long is
- *                                     closed (its next read opens another); 0: never
+ *                                     closed (its next read opens another); 0 (or 0s): never
  * </pre>
  *
  * Clients are shared per address within a JVM (Spark opens many file systems), and an
@@ -197,7 +197,9 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
         // files, and any failure reads over the connection as before.
         o.getBoolean(LOCAL_READS, true),
         (int) o.getLong(LOCAL_READS_MAX_FDS, ClientConfig.DEFAULT_LOCAL_READ_FDS, 0, 1 << 20),
-        o.get(LOCAL_READS_IDLE).filter(v -> v.trim().equals("0")).isPresent() ? Duration.ZERO
+        // Any zero ("0", "0s", "0ms") means never: getDuration takes only positive ones.
+        o.get(LOCAL_READS_IDLE).filter(v -> v.trim().matches("0+\\s*[A-Za-z]*")).isPresent()
+            ? Duration.ZERO
             : o.getDuration(LOCAL_READS_IDLE, ClientConfig.DEFAULT_LOCAL_READ_IDLE));
   }
 

@@ -98,8 +98,16 @@ final class LocalReads {
    * segment's disk) open until a garbage collection.
    */
   private volatile boolean closed;
-  private final java.util.Set<LocalSnapshot> handedOut =
-      java.util.concurrent.ConcurrentHashMap.newKeySet();
+  /**
+   * The snapshots handed out and not yet released, by their files, held weakly: a snapshot
+   * dropped unclosed is then collected and its {@link LocalSnapshot.Files} (its Cleaner
+   * action) gives its files back, where a strong set would keep it, and its share of the
+   * budget, for the client's life when no idle timeout closes it.
+   */
+  private final Map<LocalSnapshot.Files, java.lang.ref.WeakReference<LocalSnapshot>> handedOut =
+      new java.util.concurrent.ConcurrentHashMap<>();
+  /** Snapshots not opened because the file budget was spent (see {@link #refusedForBudget}). */
+  private final AtomicLong refusedForBudget = new AtomicLong();
   private volatile ExecutorService readers;
   private final java.util.concurrent.atomic.AtomicBoolean prepared =
       new java.util.concurrent.atomic.AtomicBoolean();
@@ -108,7 +116,9 @@ final class LocalReads {
     this.calls = calls;
     this.address = address;
     this.maxFds = maxFds;
-    this.idleNanos = idle.toNanos();
+    // Saturated: a huge timeout (200000d) is "practically never", not an overflow at start.
+    this.idleNanos = idle.compareTo(Duration.ofNanos(Long.MAX_VALUE)) >= 0 ? Long.MAX_VALUE
+        : idle.toNanos();
   }
 
   /** The reader threads, once local reads are on: for tests. */
@@ -135,7 +145,7 @@ final class LocalReads {
   }
 
   /** A snapshot's files are closed: they go back to the budget. */
-  void closed(LocalSnapshot s, int files) {
+  void closed(LocalSnapshot.Files s, int files) {
     handedOut.remove(s);
     synchronized (budgetLock) {
       fdsHeld -= files;
@@ -175,7 +185,8 @@ final class LocalReads {
     CompletableFuture<LocalIdentity> id = identity;
     boolean on = !off && id != null && id.isDone() && !id.isCompletedExceptionally()
         && id.join() != null;
-    return new LocalReadStats(localReads.get(), localBytes.get(), fallbacks.get(), on);
+    return new LocalReadStats(localReads.get(), localBytes.get(), fallbacks.get(),
+        refusedForBudget.get(), on);
   }
 
   /**
@@ -307,7 +318,11 @@ final class LocalReads {
    * for the files the grant names before any is opened.
    */
   CompletableFuture<LocalSnapshot> snapshot(String key, int length) {
-    if (off || closed || budgetFull()) {
+    if (off || closed) {
+      return CompletableFuture.completedFuture(null);
+    }
+    if (budgetFull()) {
+      refusedForBudget();
       return CompletableFuture.completedFuture(null);
     }
     return identity().exceptionally(err -> null).thenCompose(id -> {
@@ -342,6 +357,7 @@ final class LocalReads {
       int files = (int) g.pieces().stream().filter(p -> !p.isHole())
           .map(LocalGrant.Piece::file).distinct().count();
       if (!takeFds(files)) {
+        refusedForBudget();
         return null; // over budget: the caller reads without a snapshot
       }
       taken = files;
@@ -360,9 +376,10 @@ final class LocalReads {
           channels[i] = ch;
         }
       }
-      done = true;
-      LocalSnapshot s = new LocalSnapshot(g.stat(), g.pieces(), channels, taken, readers, this);
-      handedOut.add(s);
+      LocalSnapshot.Files held = new LocalSnapshot.Files(channels, taken, this);
+      LocalSnapshot s = new LocalSnapshot(g.stat(), g.pieces(), held, readers, this);
+      handedOut.put(held, new java.lang.ref.WeakReference<>(s));
+      done = true; // from here the snapshot (or its Cleaner) gives the files back
       if (closed) { // close() may have looked before the add: one of the two closes it
         s.close();
         return null;
@@ -486,6 +503,18 @@ final class LocalReads {
     }
   }
 
+  /**
+   * Counts a snapshot not opened for the budget, and says so once per client: a spent
+   * budget makes reads slower (a grant per read) and would otherwise be silent.
+   */
+  private void refusedForBudget() {
+    if (refusedForBudget.incrementAndGet() == 1) {
+      LOG.info("Týr {}: the budget of {} segment files for local snapshots is spent; reads "
+          + "without a snapshot take a grant each (local-reads.max-fds, counted in "
+          + "LocalReadStats.snapshotsRefused)", address, maxFds);
+    }
+  }
+
   private void turnOff(String why) {
     if (!off) {
       off = true;
@@ -496,8 +525,11 @@ final class LocalReads {
   /** Closes the snapshots handed out that nobody has read for {@link #idleNanos}. */
   private void closeIdle() {
     long now = System.nanoTime();
-    for (LocalSnapshot s : handedOut) {
-      s.closeIfIdle(idleNanos, now);
+    for (java.lang.ref.WeakReference<LocalSnapshot> r : handedOut.values()) {
+      LocalSnapshot s = r.get();
+      if (s != null) { // else collected: its Cleaner gives its files back
+        s.closeIfIdle(idleNanos, now);
+      }
     }
   }
 
@@ -507,8 +539,11 @@ final class LocalReads {
    */
   void close() {
     closed = true;
-    for (LocalSnapshot s : handedOut) {
-      s.close();
+    for (java.lang.ref.WeakReference<LocalSnapshot> r : handedOut.values()) {
+      LocalSnapshot s = r.get();
+      if (s != null) {
+        s.close();
+      }
     }
     ExecutorService r = readers;
     if (r != null) {

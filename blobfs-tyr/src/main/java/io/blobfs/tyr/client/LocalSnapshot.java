@@ -6,18 +6,19 @@ import io.blobfs.tyr.api.LocalGrant;
 import io.blobfs.tyr.api.TyrException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * One granted version of a blob's first bytes, read from segment files this client opened
  * while the grant pinned them ({@link TyrClient#localSnapshot}): reads need no call to the
- * node, and its files stay open until {@link #close}. Thread-safe.
+ * node, and its files stay open until {@link #close} (or until it is collected unclosed).
+ * Thread-safe.
  */
 public final class LocalSnapshot {
   private final BlobStat stat;
@@ -28,7 +29,7 @@ public final class LocalSnapshot {
   private final FileChannel[] channels;
   private final long length;
   /** The distinct files open: what the snapshot holds of the client's budget. */
-  private final int files;
+  private final Files files;
   private final Executor readers;
   private final LocalReads counts;
   /** Set by {@link #close}; guarded by this. */
@@ -37,15 +38,42 @@ public final class LocalSnapshot {
   private int inFlight;
   /** When a read last started or ended (System.nanoTime); guarded by this. */
   private long lastUsed = System.nanoTime();
-  /** The files are closed and given back (once: closed and no read in flight). */
-  private final AtomicBoolean released = new AtomicBoolean();
+  /**
+   * Closes the files and gives them back to the client's budget, at most once: when the
+   * snapshot is closed with no read in flight, or when it is collected unclosed. Why the
+   * second: the client tracks snapshots only weakly (so that its close and idle sweeper
+   * reach the live ones), and a snapshot dropped unclosed (a leaked stream, with the idle
+   * timeout 0) would otherwise hold its files and its share of the budget for the
+   * client's life. Collected means no read is in flight: a read holds the snapshot.
+   */
+  private final Cleaner.Cleanable release;
+  private static final Cleaner CLEANER = Cleaner.create();
 
-  LocalSnapshot(BlobStat stat, List<LocalGrant.Piece> pieces, FileChannel[] channels,
-      int files, Executor readers, LocalReads counts) {
+  /** The files of a snapshot: its clean-up action, which must not reach the snapshot. */
+  static final class Files implements Runnable {
+    private final FileChannel[] channels;
+    private final int count;
+    private final LocalReads counts;
+
+    Files(FileChannel[] channels, int count, LocalReads counts) {
+      this.channels = channels;
+      this.count = count;
+      this.counts = counts;
+    }
+
+    @Override
+    public void run() {
+      LocalReads.closeAll(Arrays.asList(channels));
+      counts.closed(this, count);
+    }
+  }
+
+  LocalSnapshot(BlobStat stat, List<LocalGrant.Piece> pieces, Files files,
+      Executor readers, LocalReads counts) {
     this.stat = stat;
     this.files = files;
     this.pieces = pieces;
-    this.channels = channels;
+    this.channels = files.channels;
     this.readers = readers;
     this.counts = counts;
     this.starts = new long[pieces.size()];
@@ -55,6 +83,11 @@ public final class LocalSnapshot {
       at += pieces.get(i).length();
     }
     this.length = at;
+    this.release = CLEANER.register(this, files);
+  }
+
+  Files files() {
+    return files;
   }
 
   /** The version granted (its size is the blob's). */
@@ -184,9 +217,6 @@ public final class LocalSnapshot {
   }
 
   private void release() {
-    if (released.compareAndSet(false, true)) {
-      LocalReads.closeAll(Arrays.asList(channels));
-      counts.closed(this, files);
-    }
+    release.clean(); // runs the action once, however often called (or collected)
   }
 }

@@ -172,7 +172,7 @@ public final class TyrClient implements Closeable {
 
   /** What local reads did (all zeros, off, if the config does not ask for them). */
   public LocalReadStats localReadStats() {
-    return local == null ? new LocalReadStats(0, 0, 0, false) : local.stats();
+    return local == null ? new LocalReadStats(0, 0, 0, 0, false) : local.stats();
   }
 
   private CompletableFuture<BlobStat> readRemote(String key, long offset, ByteBuffer dst) {
