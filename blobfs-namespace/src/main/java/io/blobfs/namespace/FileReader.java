@@ -37,11 +37,26 @@ import java.util.concurrent.CompletionException;
  */
 public final class FileReader {
   /**
-   * Snapshots held at once: the stripe being read and those its read-ahead reaches (a
-   * read-ahead up to two stripes long; evicting one still being read costs its reads in
-   * flight a fallback to the store's reads, never wrong bytes).
+   * Snapshots held at once: the stripe being read and those its read-ahead reaches. Fixed,
+   * not derived from the read-ahead or stripe size, because evicting a snapshot does not
+   * cost its reads in flight anything: a store's snapshot lets reads it has accepted
+   * finish before its files close (Týr's refcounts them), so a small stripe or a long
+   * read-ahead only costs a later read of an evicted stripe a new snapshot. A larger bound
+   * would only hold more files open per stream (the client's file budget bounds them all).
    */
   static final int MAX_SNAPSHOTS = 4;
+
+  /**
+   * How long a stripe the store gave no snapshot (null: its file budget spent, or the
+   * open failed) reads without one before its next read asks again. Why not never: the
+   * budget frees as other streams close or go idle, and a long-lived stream opened while
+   * it was spent (HBase, LLAP: hundreds of open files) would otherwise take a grant per
+   * read on that stripe for its life. Why not every read: a refusal after the grant
+   * (the grant named more files than the budget has left) or a failed open costs a round
+   * trip, which asking once a second bounds; a refusal before it (budget already spent,
+   * local reads off) costs nothing.
+   */
+  static final long SNAPSHOT_RETRY_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(1);
 
   private final BlobNamespace ns;
   private final FileInfo info;
@@ -51,8 +66,10 @@ public final class FileReader {
   /** Set by {@link #close}: no snapshot is opened after it; guarded by snapshots. */
   private boolean closed;
   /** Open snapshots by data key, least recently used first; guarded by itself. */
-  private final Map<String, CompletableFuture<Snapshot>> snapshots =
-      new LinkedHashMap<>(4, 0.75f, true);
+  private final Map<String, Asked> snapshots = new LinkedHashMap<>(4, 0.75f, true);
+
+  /** A stripe's snapshot as asked of the store, and when (System.nanoTime). */
+  private record Asked(CompletableFuture<Snapshot> future, long at) {}
 
   FileReader(BlobNamespace ns, FileInfo info) {
     this.ns = ns;
@@ -168,15 +185,29 @@ public final class FileReader {
       if (closed) {
         return CompletableFuture.completedFuture(null); // read through the store instead
       }
-      f = snapshots.get(key);
+      Asked asked = snapshots.get(key);
+      f = asked == null ? null : asked.future();
+      Snapshot held = f != null && f.isDone() ? f.join() : null;
+      if (held != null && held.isClosed()) {
+        // Closed by the store (idle too long, or its client closed): this read opens
+        // another rather than failing over to the store's reads.
+        snapshots.remove(key);
+        f = null;
+      } else if (f != null && f.isDone() && held == null
+          && System.nanoTime() - asked.at() >= SNAPSHOT_RETRY_NANOS) {
+        // None given (budget spent, or a failed open) a while ago: ask again (see
+        // SNAPSHOT_RETRY_NANOS).
+        snapshots.remove(key);
+        f = null;
+      }
       if (f == null) {
         long stripeSize = record.stripeSize();
         long length = Math.min(stripeSize, info.length() - stripe * stripeSize);
         f = ns.calls().openSnapshot(key, length).exceptionally(e -> null);
-        snapshots.put(key, f);
-        for (Iterator<CompletableFuture<Snapshot>> it = snapshots.values().iterator();
+        snapshots.put(key, new Asked(f, System.nanoTime()));
+        for (Iterator<Asked> it = snapshots.values().iterator();
             snapshots.size() > MAX_SNAPSHOTS && it.hasNext(); ) {
-          evicted.add(it.next());
+          evicted.add(it.next().future());
           it.remove();
         }
       }
@@ -188,7 +219,8 @@ public final class FileReader {
   /** A snapshot whose read failed: closed, and the next read of its stripe opens another. */
   private void forget(String key, Snapshot s) {
     synchronized (snapshots) {
-      CompletableFuture<Snapshot> f = snapshots.get(key);
+      Asked asked = snapshots.get(key);
+      CompletableFuture<Snapshot> f = asked == null ? null : asked.future();
       if (f != null && f.isDone() && f.join() == s) {
         snapshots.remove(key);
       }
@@ -211,7 +243,8 @@ public final class FileReader {
   public void unbuffer() {
     List<CompletableFuture<Snapshot>> open;
     synchronized (snapshots) {
-      open = new ArrayList<>(snapshots.values());
+      open = new ArrayList<>();
+      snapshots.values().forEach(a -> open.add(a.future()));
       snapshots.clear();
     }
     open.forEach(FileReader::closeWhenOpen);

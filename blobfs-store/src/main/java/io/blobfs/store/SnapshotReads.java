@@ -31,8 +31,19 @@ public interface SnapshotReads extends BlobStore {
      */
     CompletableFuture<Integer> read(long offset, ByteBuffer dst);
 
-    /** Frees what the snapshot holds; reads in flight or later fail. Idempotent. */
+    /**
+     * Frees what the snapshot holds; later reads fail. Reads already accepted either finish
+     * first (Týr's snapshots hold their files until they are done) or fail. Idempotent.
+     */
     @Override
     void close();
+
+    /**
+     * True once closed, by {@link #close} or by the store itself (Týr closes a snapshot
+     * nobody has read for a while): the caller then opens another instead of reading it.
+     */
+    default boolean isClosed() {
+      return false;
+    }
   }
 }

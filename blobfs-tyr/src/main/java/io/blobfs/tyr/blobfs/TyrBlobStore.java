@@ -105,8 +105,10 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
   /**
    * With local reads: one grant for the whole range, its files opened and the grant
    * released at once, then reads from those files (see {@code LocalReads#snapshot} for why
-   * each step is safe). Null otherwise, and for a range larger than one grant may be (the
-   * server's frame limit: 64 MiB stripes, the default, fit).
+   * each step is safe). Null otherwise, and for a range larger than one grant may be: the
+   * smaller of this client's frame limit (checked here) and the server's (checked by
+   * {@code LocalReads#snapshot}, from what the server said of it; 64 MiB stripes, the
+   * default, fit both defaults).
    */
   @Override
   public CompletableFuture<Snapshot> openSnapshot(String key, long length) {
@@ -123,6 +125,11 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
           @Override
           public void close() {
             s.close();
+          }
+
+          @Override
+          public boolean isClosed() {
+            return s.isClosed();
           }
         });
   }

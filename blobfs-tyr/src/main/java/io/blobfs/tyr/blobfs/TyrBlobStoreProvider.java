@@ -49,6 +49,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * fs.blob.store.NAME.tls-trust        PEM certificates to trust: TLS to the server
  * fs.blob.store.NAME.local-reads      true  read from the node's files when this process
  *                                     sees them (same host and user), else over TCP
+ * fs.blob.store.NAME.local-reads.max-fds 256  segment files the client's snapshots of
+ *                                     stripes may hold open at once; past it, over TCP
+ * fs.blob.store.NAME.local-reads.idle-timeout 30s  a snapshot not read for this long is
+ *                                     closed (its next read opens another); 0 (or 0s): never
  * </pre>
  *
  * Clients are shared per address within a JVM (Spark opens many file systems), and an
@@ -69,6 +73,8 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
   public static final String MAX_KEY_BYTES = "max-key-bytes";
   public static final String TLS_TRUST = "tls-trust";
   public static final String LOCAL_READS = "local-reads";
+  public static final String LOCAL_READS_MAX_FDS = "local-reads.max-fds";
+  public static final String LOCAL_READS_IDLE = "local-reads.idle-timeout";
   public static final String NODES = "nodes";
 
   private static final Map<Path, TyrServer> EMBEDDED = new ConcurrentHashMap<>();
@@ -93,7 +99,7 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
   public Set<String> optionKeys() {
     return Set.of(ADDRESS, EMBEDDED_DIR, EMBEDDED_SYNC, SECRET_FILE, CONNECT_TIMEOUT,
         OP_TIMEOUT, CONNECTIONS, MAX_OP_BYTES, MAX_OBJECT_BYTES, MAX_KEY_BYTES, TLS_TRUST,
-        LOCAL_READS, NODES);
+        LOCAL_READS, LOCAL_READS_MAX_FDS, LOCAL_READS_IDLE, NODES);
   }
 
   /**
@@ -189,7 +195,12 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
         o.get(TLS_TRUST).map(Path::of).orElse(null),
         // On by default: it acts only where the node's token proves this process sees its
         // files, and any failure reads over the connection as before.
-        o.getBoolean(LOCAL_READS, true));
+        o.getBoolean(LOCAL_READS, true),
+        (int) o.getLong(LOCAL_READS_MAX_FDS, ClientConfig.DEFAULT_LOCAL_READ_FDS, 0, 1 << 20),
+        // Any zero ("0", "0s", "0ms") means never: getDuration takes only positive ones.
+        o.get(LOCAL_READS_IDLE).filter(v -> v.trim().matches("0+\\s*[A-Za-z]*")).isPresent()
+            ? Duration.ZERO
+            : o.getDuration(LOCAL_READS_IDLE, ClientConfig.DEFAULT_LOCAL_READ_IDLE));
   }
 
   /**
@@ -231,7 +242,7 @@ public final class TyrBlobStoreProvider implements BlobStoreProvider {
   private static String keyOf(ClientConfig c) {
     return c.address() + "|" + java.util.Arrays.hashCode(c.secret()) + "|" + c.connectTimeout()
         + "|" + c.requestTimeout() + "|" + c.connections() + "|" + c.maxFrameBytes() + "|"
-        + c.tlsTrust() + "|" + c.localReads();
+        + c.tlsTrust() + "|" + c.localReads() + "|" + c.localReadFds() + "|" + c.localReadIdle();
   }
 
   private static TyrClient acquire(ClientConfig config) {

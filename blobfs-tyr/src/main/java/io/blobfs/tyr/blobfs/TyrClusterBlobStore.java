@@ -124,7 +124,8 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
 
   private static ClientConfig at(ClientConfig t, Member m) {
     return new ClientConfig(m.host(), m.port(), t.secret(), t.connectTimeout(),
-        t.requestTimeout(), t.connections(), t.maxFrameBytes(), t.tlsTrust(), t.localReads());
+        t.requestTimeout(), t.connections(), t.maxFrameBytes(), t.tlsTrust(), t.localReads(),
+        t.localReadFds(), t.localReadIdle());
   }
 
   /** The ring this client routes by now. */

@@ -21,10 +21,27 @@ import java.util.Objects;
  * @param localReads read blobs from the node's files directly when this process sees them
  *     (same host and file system, same user), falling back to the connection otherwise;
  *     see {@link LocalReads}
+ * @param localReadFds the segment files this client's local-read snapshots may hold open at
+ *     once ({@link #DEFAULT_LOCAL_READ_FDS}, as HDFS's short-circuit cache); a snapshot that
+ *     would hold more is not opened and its reads go over the connection
+ * @param localReadIdle a local-read snapshot not read for this long is closed, so that a
+ *     stream left open does not hold a deleted segment's disk for ever; its next read opens
+ *     another ({@link #DEFAULT_LOCAL_READ_IDLE}; zero: never)
  */
 public record ClientConfig(String host, int port, byte[] secret, Duration connectTimeout,
     Duration requestTimeout, int connections, int maxFrameBytes, Path tlsTrust,
-    boolean localReads) {
+    boolean localReads, int localReadFds, Duration localReadIdle) {
+  /** HDFS's dfs.client.read.shortcircuit.streams.cache.size: 256 file descriptors. */
+  public static final int DEFAULT_LOCAL_READ_FDS = 256;
+  public static final Duration DEFAULT_LOCAL_READ_IDLE = Duration.ofSeconds(30);
+
+  /** With the default limits of local reads. */
+  public ClientConfig(String host, int port, byte[] secret, Duration connectTimeout,
+      Duration requestTimeout, int connections, int maxFrameBytes, Path tlsTrust,
+      boolean localReads) {
+    this(host, port, secret, connectTimeout, requestTimeout, connections, maxFrameBytes,
+        tlsTrust, localReads, DEFAULT_LOCAL_READ_FDS, DEFAULT_LOCAL_READ_IDLE);
+  }
 
   /** Without local reads. */
   public ClientConfig(String host, int port, byte[] secret, Duration connectTimeout,
@@ -37,11 +54,14 @@ public record ClientConfig(String host, int port, byte[] secret, Duration connec
     Objects.requireNonNull(host, "host");
     Objects.requireNonNull(connectTimeout, "connectTimeout");
     Objects.requireNonNull(requestTimeout, "requestTimeout");
+    Objects.requireNonNull(localReadIdle, "localReadIdle");
     secret = Authenticator.checked(secret, "the Týr client's secret");
     boolean portOk = Transport.inJvm(host) || (port >= 1 && port <= 65535);
-    if (!portOk || connections < 1 || maxFrameBytes < 4096) {
+    if (!portOk || connections < 1 || maxFrameBytes < 4096 || localReadFds < 0
+        || localReadIdle.isNegative()) {
       throw new IllegalArgumentException("bad client settings: port " + port
-          + ", connections " + connections + ", max frame " + maxFrameBytes);
+          + ", connections " + connections + ", max frame " + maxFrameBytes
+          + ", local-read fds " + localReadFds + ", local-read idle " + localReadIdle);
     }
   }
 
@@ -52,32 +72,44 @@ public record ClientConfig(String host, int port, byte[] secret, Duration connec
 
   public ClientConfig withSecret(byte[] s) {
     return new ClientConfig(host, port, s, connectTimeout, requestTimeout, connections,
-        maxFrameBytes, tlsTrust, localReads);
+        maxFrameBytes, tlsTrust, localReads, localReadFds, localReadIdle);
   }
 
   public ClientConfig withTimeouts(Duration connect, Duration request) {
     return new ClientConfig(host, port, secret, connect, request, connections, maxFrameBytes,
-        tlsTrust, localReads);
+        tlsTrust, localReads, localReadFds, localReadIdle);
   }
 
   public ClientConfig withConnections(int n) {
     return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, n,
-        maxFrameBytes, tlsTrust, localReads);
+        maxFrameBytes, tlsTrust, localReads, localReadFds, localReadIdle);
   }
 
   public ClientConfig withMaxFrameBytes(int n) {
     return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, connections,
-        n, tlsTrust, localReads);
+        n, tlsTrust, localReads, localReadFds, localReadIdle);
   }
 
   public ClientConfig withTlsTrust(Path pem) {
     return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, connections,
-        maxFrameBytes, pem, localReads);
+        maxFrameBytes, pem, localReads, localReadFds, localReadIdle);
   }
 
   public ClientConfig withLocalReads(boolean on) {
     return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, connections,
-        maxFrameBytes, tlsTrust, on);
+        maxFrameBytes, tlsTrust, on, localReadFds, localReadIdle);
+  }
+
+  /** At most {@code fds} segment files held open by local-read snapshots (0: none). */
+  public ClientConfig withLocalReadFds(int fds) {
+    return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, connections,
+        maxFrameBytes, tlsTrust, localReads, fds, localReadIdle);
+  }
+
+  /** Local-read snapshots not read for {@code idle} are closed (zero: never). */
+  public ClientConfig withLocalReadIdle(Duration idle) {
+    return new ClientConfig(host, port, secret, connectTimeout, requestTimeout, connections,
+        maxFrameBytes, tlsTrust, localReads, localReadFds, idle);
   }
 
   public String address() {

@@ -11,11 +11,14 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.StandardOpenOption;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -59,6 +62,26 @@ final class LocalReads {
 
   private final Calls calls;
   private final String address;
+  /**
+   * The budget of segment files open in snapshots at once, and what open snapshots hold of
+   * it (guarded by budgetLock). Why a budget: each open stream holds a snapshot per stripe
+   * it reads, each with its segment files open, for as long as the stream is open; without
+   * a bound, many open streams (FUSE handles, a Spark executor's readers) take the process
+   * to its {@code ulimit -n}, and then sockets and staging files fail too, not only
+   * snapshots. A snapshot over budget is simply not opened (its reads take a grant each).
+   */
+  private final int maxFds;
+  private int fdsHeld;
+  /**
+   * A snapshot not read for this long is closed (0: never), checked by {@link #sweeper}.
+   * Why: a snapshot keeps its segment files open, and one stripe (64 MiB) keeps its whole
+   * segment's disk (1 GiB by default) once compaction deletes it, counted by no one; a
+   * stream held open and idle (an HBase or LLAP cache, a FUSE handle) would keep it for
+   * its whole life. Its next read opens another snapshot: a grant and the opens again.
+   */
+  private final long idleNanos;
+  private volatile ScheduledExecutorService sweeper;
+  private final Object budgetLock = new Object();
   private final AtomicLong localReads = new AtomicLong();
   private final AtomicLong localBytes = new AtomicLong();
   private final AtomicLong fallbacks = new AtomicLong();
@@ -68,20 +91,102 @@ final class LocalReads {
    */
   private volatile CompletableFuture<LocalIdentity> identity;
   private volatile boolean off;
+  /**
+   * Set by {@link #close}: no snapshot is opened after it, and reads fail with the client's
+   * "closed" error. The snapshots open are tracked so that close closes them: a stream left
+   * open past its client's close would otherwise keep segment files (and a deleted
+   * segment's disk) open until a garbage collection.
+   */
+  private volatile boolean closed;
+  /**
+   * The snapshots handed out and not yet released, by their files, held weakly: a snapshot
+   * dropped unclosed is then collected and its {@link LocalSnapshot.Files} (its Cleaner
+   * action) gives its files back, where a strong set would keep it, and its share of the
+   * budget, for the client's life when no idle timeout closes it.
+   */
+  private final Map<LocalSnapshot.Files, java.lang.ref.WeakReference<LocalSnapshot>> handedOut =
+      new java.util.concurrent.ConcurrentHashMap<>();
+  /** Snapshots not opened because the file budget was spent (see {@link #refusedForBudget}). */
+  private final AtomicLong refusedForBudget = new AtomicLong();
   private volatile ExecutorService readers;
   private final java.util.concurrent.atomic.AtomicBoolean prepared =
       new java.util.concurrent.atomic.AtomicBoolean();
 
-  LocalReads(Calls calls, String address) {
+  LocalReads(Calls calls, String address, int maxFds, Duration idle) {
     this.calls = calls;
     this.address = address;
+    this.maxFds = maxFds;
+    // Saturated: a huge timeout (200000d) is "practically never", not an overflow at start.
+    this.idleNanos = idle.compareTo(Duration.ofNanos(Long.MAX_VALUE)) >= 0 ? Long.MAX_VALUE
+        : idle.toNanos();
+  }
+
+  /** The reader threads, once local reads are on: for tests. */
+  ExecutorService readers() {
+    return readers;
+  }
+
+  /** Segment files open in snapshots now: for tests. */
+  int fdsHeld() {
+    synchronized (budgetLock) {
+      return fdsHeld;
+    }
+  }
+
+  /** Takes {@code n} files of the budget, or none and false if that would pass it. */
+  private boolean takeFds(int n) {
+    synchronized (budgetLock) {
+      if (fdsHeld + n > maxFds) {
+        return false;
+      }
+      fdsHeld += n;
+      return true;
+    }
+  }
+
+  /** A snapshot's files are closed: they go back to the budget. */
+  void closed(LocalSnapshot.Files s, int files) {
+    handedOut.remove(s);
+    synchronized (budgetLock) {
+      fdsHeld -= files;
+    }
+  }
+
+  private void returnFds(int n) {
+    synchronized (budgetLock) {
+      fdsHeld -= n;
+    }
+  }
+
+  static TyrException clientClosed() {
+    return new TyrException(ErrorCode.UNAVAILABLE, "the Týr client is closed");
+  }
+
+  /**
+   * The reader threads, or this thread once they are shut down (the client closed while
+   * a grant was under way): the step then sees {@link #closed} and ends at once. Without
+   * this, a rejected step would leave its future never completed.
+   */
+  private void onReaders(Runnable step) {
+    try {
+      readers.execute(step);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      step.run();
+    }
+  }
+
+  private boolean budgetFull() {
+    synchronized (budgetLock) {
+      return fdsHeld >= maxFds;
+    }
   }
 
   LocalReadStats stats() {
     CompletableFuture<LocalIdentity> id = identity;
     boolean on = !off && id != null && id.isDone() && !id.isCompletedExceptionally()
         && id.join() != null;
-    return new LocalReadStats(localReads.get(), localBytes.get(), fallbacks.get(), on);
+    return new LocalReadStats(localReads.get(), localBytes.get(), fallbacks.get(),
+        refusedForBudget.get(), on);
   }
 
   /**
@@ -90,6 +195,9 @@ final class LocalReads {
    */
   CompletableFuture<BlobStat> read(String key, long offset, ByteBuffer dst,
       Supplier<CompletableFuture<BlobStat>> remote) {
+    if (closed) {
+      return CompletableFuture.failedFuture(clientClosed());
+    }
     if (off) {
       return remote.get();
     }
@@ -105,7 +213,7 @@ final class LocalReads {
       }
       int before = dst.position();
       return calls.grant(key, offset, dst.remaining())
-          .thenApplyAsync(g -> readGranted(id, g, dst), readers)
+          .thenApplyAsync(g -> readGranted(id, g, dst), this::onReaders)
           .handle((stat, err) -> {
             if (err == null) {
               return CompletableFuture.completedFuture(stat);
@@ -127,6 +235,9 @@ final class LocalReads {
     LocalGrant g = granted.grant();
     Map<String, FileChannel> open = new HashMap<>();
     try {
+      if (closed) {
+        throw clientClosed();
+      }
       if (g.length() > dst.remaining()) {
         throw new IOException("grant of " + g.length() + " bytes for " + dst.remaining());
       }
@@ -201,18 +312,27 @@ final class LocalReads {
    *       through the connection instead.
    * </ol>
    * A grant shorter than {@code length} (the blob is shorter than the caller thinks)
-   * gives null, files closed: the caller's own read reports it.
+   * gives null, files closed: the caller's own read reports it. So does a snapshot whose
+   * files would pass the client's budget of open files ({@link ClientConfig#localReadFds}):
+   * checked before the grant when the budget is spent already (no round trip), and taken
+   * for the files the grant names before any is opened.
    */
   CompletableFuture<LocalSnapshot> snapshot(String key, int length) {
-    if (off) {
+    if (off || closed) {
+      return CompletableFuture.completedFuture(null);
+    }
+    if (budgetFull()) {
+      refusedForBudget();
       return CompletableFuture.completedFuture(null);
     }
     return identity().exceptionally(err -> null).thenCompose(id -> {
-      if (id == null) {
+      if (id == null || (id.maxGrantBytes() > 0 && length > id.maxGrantBytes())) {
+        // Longer than the node grants at once (its frame limit may be below this
+        // client's): it would answer TOO_LARGE, so ask nothing; the reads take their own.
         return CompletableFuture.<LocalSnapshot>completedFuture(null);
       }
       return calls.grant(key, 0, length)
-          .thenApplyAsync(g -> openGranted(id, g, length), readers)
+          .thenApplyAsync(g -> openGranted(id, g, length), this::onReaders)
           .exceptionally(err -> {
             Throwable e = TyrClient.unwrap(err);
             if (!(e instanceof TyrException t && (t.code() == ErrorCode.NOT_FOUND
@@ -228,11 +348,19 @@ final class LocalReads {
   private LocalSnapshot openGranted(LocalIdentity id, Granted granted, int length) {
     LocalGrant g = granted.grant();
     Map<String, FileChannel> open = new HashMap<>();
+    int taken = 0;
     boolean done = false;
     try {
-      if (g.length() != length) {
+      if (closed || g.length() != length) {
         return null; // shorter than the caller thinks: its own read will say so
       }
+      int files = (int) g.pieces().stream().filter(p -> !p.isHole())
+          .map(LocalGrant.Piece::file).distinct().count();
+      if (!takeFds(files)) {
+        refusedForBudget();
+        return null; // over budget: the caller reads without a snapshot
+      }
+      taken = files;
       FileChannel[] channels = new FileChannel[g.pieces().size()];
       for (int i = 0; i < channels.length; i++) {
         LocalGrant.Piece p = g.pieces().get(i);
@@ -248,13 +376,21 @@ final class LocalReads {
           channels[i] = ch;
         }
       }
-      done = true;
-      return new LocalSnapshot(g.stat(), g.pieces(), channels, readers, this);
+      LocalSnapshot.Files held = new LocalSnapshot.Files(channels, taken, this);
+      LocalSnapshot s = new LocalSnapshot(g.stat(), g.pieces(), held, readers, this);
+      handedOut.put(held, new java.lang.ref.WeakReference<>(s));
+      done = true; // from here the snapshot (or its Cleaner) gives the files back
+      if (closed) { // close() may have looked before the add: one of the two closes it
+        s.close();
+        return null;
+      }
+      return s;
     } catch (IOException e) {
       throw new java.io.UncheckedIOException(e);
     } finally {
       if (!done) {
         closeAll(open.values());
+        returnFds(taken);
       }
       // Every file is open (or the snapshot is abandoned): the pin has done its job.
       calls.release(granted);
@@ -339,6 +475,16 @@ final class LocalReads {
           t.setDaemon(true);
           return t;
         });
+        if (idleNanos > 0) {
+          sweeper = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "tyr-local-read-idle");
+            t.setDaemon(true);
+            return t;
+          });
+          long every = Math.max(idleNanos / 4, TimeUnit.MILLISECONDS.toNanos(10));
+          sweeper.scheduleWithFixedDelay(this::closeIdle, every, every,
+              TimeUnit.NANOSECONDS);
+        }
       }
     }
     LOG.info("Týr {}: reading from the node's files in {}", address, id.directory());
@@ -357,6 +503,18 @@ final class LocalReads {
     }
   }
 
+  /**
+   * Counts a snapshot not opened for the budget, and says so once per client: a spent
+   * budget makes reads slower (a grant per read) and would otherwise be silent.
+   */
+  private void refusedForBudget() {
+    if (refusedForBudget.incrementAndGet() == 1) {
+      LOG.info("Týr {}: the budget of {} segment files for local snapshots is spent; reads "
+          + "without a snapshot take a grant each (local-reads.max-fds, counted in "
+          + "LocalReadStats.snapshotsRefused)", address, maxFds);
+    }
+  }
+
   private void turnOff(String why) {
     if (!off) {
       off = true;
@@ -364,10 +522,36 @@ final class LocalReads {
     }
   }
 
+  /** Closes the snapshots handed out that nobody has read for {@link #idleNanos}. */
+  private void closeIdle() {
+    long now = System.nanoTime();
+    for (java.lang.ref.WeakReference<LocalSnapshot> r : handedOut.values()) {
+      LocalSnapshot s = r.get();
+      if (s != null) { // else collected: its Cleaner gives its files back
+        s.closeIfIdle(idleNanos, now);
+      }
+    }
+  }
+
+  /**
+   * Closes every snapshot handed out (each once its reads in flight are done) and then the
+   * reader threads; reads after it fail with the client's "closed" error, as its calls do.
+   */
   void close() {
+    closed = true;
+    for (java.lang.ref.WeakReference<LocalSnapshot> r : handedOut.values()) {
+      LocalSnapshot s = r.get();
+      if (s != null) {
+        s.close();
+      }
+    }
     ExecutorService r = readers;
     if (r != null) {
       r.shutdown();
+    }
+    ScheduledExecutorService w = sweeper;
+    if (w != null) {
+      w.shutdownNow();
     }
   }
 }

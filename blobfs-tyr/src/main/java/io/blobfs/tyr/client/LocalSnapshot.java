@@ -1,21 +1,24 @@
 package io.blobfs.tyr.client;
 
 import io.blobfs.tyr.api.BlobStat;
+import io.blobfs.tyr.api.ErrorCode;
 import io.blobfs.tyr.api.LocalGrant;
+import io.blobfs.tyr.api.TyrException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * One granted version of a blob's first bytes, read from segment files this client opened
  * while the grant pinned them ({@link TyrClient#localSnapshot}): reads need no call to the
- * node, and its files stay open until {@link #close}. Thread-safe.
+ * node, and its files stay open until {@link #close} (or until it is collected unclosed).
+ * Thread-safe.
  */
 public final class LocalSnapshot {
   private final BlobStat stat;
@@ -25,15 +28,52 @@ public final class LocalSnapshot {
   /** Each piece's open file, null for a hole. */
   private final FileChannel[] channels;
   private final long length;
+  /** The distinct files open: what the snapshot holds of the client's budget. */
+  private final Files files;
   private final Executor readers;
   private final LocalReads counts;
-  private final AtomicBoolean closed = new AtomicBoolean();
+  /** Set by {@link #close}; guarded by this. */
+  private boolean closed;
+  /** Reads accepted and not finished; guarded by this. */
+  private int inFlight;
+  /** When a read last started or ended (System.nanoTime); guarded by this. */
+  private long lastUsed = System.nanoTime();
+  /**
+   * Closes the files and gives them back to the client's budget, at most once: when the
+   * snapshot is closed with no read in flight, or when it is collected unclosed. Why the
+   * second: the client tracks snapshots only weakly (so that its close and idle sweeper
+   * reach the live ones), and a snapshot dropped unclosed (a leaked stream, with the idle
+   * timeout 0) would otherwise hold its files and its share of the budget for the
+   * client's life. Collected means no read is in flight: a read holds the snapshot.
+   */
+  private final Cleaner.Cleanable release;
+  private static final Cleaner CLEANER = Cleaner.create();
 
-  LocalSnapshot(BlobStat stat, List<LocalGrant.Piece> pieces, FileChannel[] channels,
+  /** The files of a snapshot: its clean-up action, which must not reach the snapshot. */
+  static final class Files implements Runnable {
+    private final FileChannel[] channels;
+    private final int count;
+    private final LocalReads counts;
+
+    Files(FileChannel[] channels, int count, LocalReads counts) {
+      this.channels = channels;
+      this.count = count;
+      this.counts = counts;
+    }
+
+    @Override
+    public void run() {
+      LocalReads.closeAll(Arrays.asList(channels));
+      counts.closed(this, count);
+    }
+  }
+
+  LocalSnapshot(BlobStat stat, List<LocalGrant.Piece> pieces, Files files,
       Executor readers, LocalReads counts) {
     this.stat = stat;
+    this.files = files;
     this.pieces = pieces;
-    this.channels = channels;
+    this.channels = files.channels;
     this.readers = readers;
     this.counts = counts;
     this.starts = new long[pieces.size()];
@@ -43,6 +83,11 @@ public final class LocalSnapshot {
       at += pieces.get(i).length();
     }
     this.length = at;
+    this.release = CLEANER.register(this, files);
+  }
+
+  Files files() {
+    return files;
   }
 
   /** The version granted (its size is the blob's). */
@@ -67,15 +112,55 @@ public final class LocalSnapshot {
       return CompletableFuture.failedFuture(new IllegalArgumentException("read of " + n
           + " bytes at " + offset + " of a snapshot of " + length));
     }
-    return CompletableFuture.supplyAsync(() -> {
-      try {
-        readNow(offset, dst, n);
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-      counts.countLocal(n);
-      return n;
-    }, readers);
+    if (!enter()) {
+      return CompletableFuture.failedFuture(closedError());
+    }
+    try {
+      return CompletableFuture.supplyAsync(() -> {
+        try {
+          readNow(offset, dst, n);
+        } catch (IOException e) {
+          throw new UncheckedIOException(e);
+        } finally {
+          exit();
+        }
+        counts.countLocal(n);
+        return n;
+      }, readers);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      exit(); // the client closed its reader threads: a failed future, not a throw
+      return CompletableFuture.failedFuture(LocalReads.clientClosed());
+    }
+  }
+
+  static TyrException closedError() {
+    return new TyrException(ErrorCode.UNAVAILABLE, "the local snapshot is closed");
+  }
+
+  /**
+   * A read accepted now holds the files open until it is done, however the snapshot is
+   * closed meanwhile: a reader that evicts a stripe's snapshot (FileReader keeps a few) or
+   * closes its stream while a read of it is queued or running would otherwise close the
+   * channel under that read, which then fails and goes over the connection instead.
+   */
+  private synchronized boolean enter() {
+    if (closed) {
+      return false;
+    }
+    inFlight++;
+    lastUsed = System.nanoTime();
+    return true;
+  }
+
+  private void exit() {
+    boolean last;
+    synchronized (this) {
+      last = --inFlight == 0 && closed;
+      lastUsed = System.nanoTime();
+    }
+    if (last) {
+      release();
+    }
   }
 
   private void readNow(long offset, ByteBuffer dst, int n) throws IOException {
@@ -99,10 +184,39 @@ public final class LocalSnapshot {
     }
   }
 
-  /** Closes the files: the node's disk space of any segment deleted since is freed. */
+  /**
+   * Closes the files, once no read accepted before is still running: the node's disk space
+   * of any segment deleted since is then freed. Reads after it fail (a {@link TyrException}
+   * {@code UNAVAILABLE}).
+   */
   public void close() {
-    if (closed.compareAndSet(false, true)) {
-      LocalReads.closeAll(Arrays.asList(channels));
+    boolean now;
+    synchronized (this) {
+      now = !closed && inFlight == 0;
+      closed = true;
     }
+    if (now) {
+      release();
+    }
+  }
+
+  /** Closes the snapshot if no read is in flight and none started for {@code nanos}. */
+  void closeIfIdle(long nanos, long now) {
+    synchronized (this) {
+      if (closed || inFlight > 0 || now - lastUsed < nanos) {
+        return;
+      }
+      closed = true;
+    }
+    release();
+  }
+
+  /** True once {@link #close}d (its files may still be open for reads in flight). */
+  public synchronized boolean isClosed() {
+    return closed;
+  }
+
+  private void release() {
+    release.clean(); // runs the action once, however often called (or collected)
   }
 }

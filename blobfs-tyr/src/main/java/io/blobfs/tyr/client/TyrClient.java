@@ -76,7 +76,8 @@ public final class TyrClient implements Closeable {
     this.group = new NioEventLoopGroup(Math.min(config.connections(), 4),
         new DefaultThreadFactory("tyr-client", true));
     this.slots = new Connection[config.connections()];
-    this.local = config.localReads() ? new LocalReads(new LocalCalls(), config.address()) : null;
+    this.local = config.localReads() ? new LocalReads(new LocalCalls(), config.address(),
+        config.localReadFds(), config.localReadIdle()) : null;
   }
 
   public ClientConfig config() {
@@ -159,9 +160,19 @@ public final class TyrClient implements Closeable {
     return local.snapshot(key, length);
   }
 
+  /** The local reader threads (null until local reads are on): for tests. */
+  java.util.concurrent.ExecutorService localReaders() {
+    return local == null ? null : local.readers();
+  }
+
+  /** Segment files held open by this client's local snapshots now: for tests. */
+  int localFdsHeld() {
+    return local == null ? 0 : local.fdsHeld();
+  }
+
   /** What local reads did (all zeros, off, if the config does not ask for them). */
   public LocalReadStats localReadStats() {
-    return local == null ? new LocalReadStats(0, 0, 0, false) : local.stats();
+    return local == null ? new LocalReadStats(0, 0, 0, 0, false) : local.stats();
   }
 
   private CompletableFuture<BlobStat> readRemote(String key, long offset, ByteBuffer dst) {

@@ -439,14 +439,21 @@ public final class Messages {
     return new ScanResult(keys, heads, in.readBoolean() ? readString(in) : null);
   }
 
+  /**
+   * The directory, the token, then the longest grant the node makes: last, so that a client
+   * that does not know it reads the first two as before, and one that does reads 0 (not
+   * said) from a node that does not send it.
+   */
   public static ByteBuf encodeLocalInfo(LocalIdentity id, ByteBufAllocator alloc) {
     return writeString(alloc.buffer(), id.directory().toString()).writeShort(id.token().length)
-        .writeBytes(id.token());
+        .writeBytes(id.token()).writeInt(id.maxGrantBytes());
   }
 
   public static LocalIdentity decodeLocalInfo(ByteBuf in) {
     String dir = readString(in);
-    return new LocalIdentity(java.nio.file.Path.of(dir), readBytes(in, in.readUnsignedShort()));
+    byte[] token = readBytes(in, in.readUnsignedShort());
+    int maxGrant = in.readableBytes() >= 4 ? in.readInt() : 0;
+    return new LocalIdentity(java.nio.file.Path.of(dir), token, maxGrant);
   }
 
   /** A grant: id, version, size, then each piece (a file name, empty for a hole). */

@@ -133,7 +133,10 @@ final class TyrService {
         return transactions.prepare(p);
       }
       if (request instanceof Request.LocalInfo) {
-        return CompletableFuture.completedFuture(engine.localIdentity());
+        // With the longest grant this node makes: a client's snapshot of a longer range
+        // is then refused without a round trip ending in TOO_LARGE (and a warning).
+        return CompletableFuture.completedFuture(
+            engine.localIdentity().withMaxGrantBytes(maxReadBytes));
       } else if (request instanceof Request.Grant g) {
         if (g.length() < 0 || g.length() > maxReadBytes) {
           throw new TyrException(ErrorCode.TOO_LARGE, "grant of " + g.length()

@@ -64,7 +64,23 @@ class TyrStreamSnapshotTest {
   }
 
   private FileSystem fs(String stripe, String readBuffer, String readAhead) throws Exception {
+    return fs(stripe, readBuffer, readAhead, null);
+  }
+
+  private FileSystem fs(String stripe, String readBuffer, String readAhead, String idle)
+      throws Exception {
+    return fs(stripe, readBuffer, readAhead, idle, null);
+  }
+
+  private FileSystem fs(String stripe, String readBuffer, String readAhead, String idle,
+      String maxFds) throws Exception {
     Configuration c = new Configuration();
+    if (idle != null) {
+      c.set("fs.blob.store.loc.local-reads.idle-timeout", idle);
+    }
+    if (maxFds != null) {
+      c.set("fs.blob.store.loc.local-reads.max-fds", maxFds);
+    }
     c.set("fs.blob.impl", "io.blobfs.hadoop.BlobFileSystem");
     String p = "fs.blob.store.loc.";
     c.set(p + "type", "tyr");
@@ -128,6 +144,120 @@ class TyrStreamSnapshotTest {
       assertThat(server.engine().grantsMade() - before).as("grants for 5 stripes")
           .isEqualTo(5);
       awaitNoPins();
+    }
+  }
+
+  /**
+   * A snapshot nobody reads for local-reads.idle-timeout is closed (a stream left open
+   * holds no segment for ever), and the stream's next read of that stripe opens another:
+   * one new grant for the stripe, not one per read.
+   */
+  @Test
+  void anIdleSnapshotIsClosedAndTheNextReadOpensAnother() throws Exception {
+    byte[] data = random(2 << 20, 11);
+    try (FileSystem fs = fs("1m", "256k", "1m", "1s")) {
+      org.apache.hadoop.fs.Path f = new org.apache.hadoop.fs.Path("/d/idle");
+      write(fs, f, data);
+      try (FSDataInputStream in = fs.open(f)) {
+        long before = server.engine().grantsMade();
+        byte[] b = new byte[1000];
+        for (int pos : new int[] {0, 1000, 2000}) {
+          in.readFully(pos, b);
+          assertArrayEquals(Arrays.copyOfRange(data, pos, pos + 1000), b);
+        }
+        assertThat(server.engine().grantsMade() - before).as("one snapshot").isEqualTo(1);
+        Thread.sleep(2500); // the timeout and the sweep (every 250 ms) twice over
+        for (int pos : new int[] {3000, 4000, 5000}) {
+          in.readFully(pos, b);
+          assertArrayEquals(Arrays.copyOfRange(data, pos, pos + 1000), b);
+        }
+        assertThat(server.engine().grantsMade() - before)
+            .as("the idle snapshot closed, one new one for the next reads").isEqualTo(2);
+      }
+      awaitNoPins();
+    }
+  }
+
+  /**
+   * A stripe whose snapshot was refused for the budget (another stream held it) is asked
+   * again once the retry interval has passed: with the budget free again, its later reads
+   * share one new snapshot instead of a grant each for the stream's life. From the review
+   * of tyr-localread3.
+   */
+  @Test
+  void aStripeRefusedForBudgetGetsASnapshotOnceTheBudgetIsFree() throws Exception {
+    byte[] data = random((1 << 20) - 1, 5);
+    try (FileSystem fs = fs("1m", "64k", "64k", null, "1")) {
+      org.apache.hadoop.fs.Path f1 = new org.apache.hadoop.fs.Path("/d/a");
+      org.apache.hadoop.fs.Path f2 = new org.apache.hadoop.fs.Path("/d/b");
+      write(fs, f1, data);
+      write(fs, f2, data);
+      byte[] b = new byte[1000];
+      try (FSDataInputStream in2 = fs.open(f2)) {
+        try (FSDataInputStream in1 = fs.open(f1)) {
+          in1.readFully(0, b); // A's snapshot: the whole budget of 1 file
+          long before = server.engine().grantsMade();
+          in2.readFully(0, b); // B: over budget, no snapshot (no grant asked for it)
+          in2.readFully(90_000, b);
+          assertThat(server.engine().grantsMade() - before)
+              .as("B's reads without a snapshot: a grant each").isEqualTo(2);
+        }
+        // A closed: the budget is free again; past FileReader's retry interval (1 s).
+        Thread.sleep(1200);
+        long before = server.engine().grantsMade();
+        for (int i = 1; i <= 10; i++) {
+          int pos = i * 90_000;
+          in2.readFully(pos, b);
+          assertArrayEquals(Arrays.copyOfRange(data, pos, pos + 1000), b);
+        }
+        assertThat(server.engine().grantsMade() - before)
+            .as("grants for 10 preads of one stripe once the budget is free").isEqualTo(1);
+      }
+      awaitNoPins();
+    }
+  }
+
+  /**
+   * One pread spanning 8 stripes with 4 snapshots held: the 5th..8th evict the 1st..4th
+   * while they may still be opening, and no read falls back (one grant per stripe, exact
+   * bytes), 3 rounds. From the review of tyr-localread3.
+   */
+  @Test
+  void aPreadSpanningMoreThanFourStripesTakesOneGrantPerStripe() throws Exception {
+    byte[] data = random(8 << 20, 6);
+    try (FileSystem fs = fs("1m", "1m", "8m")) {
+      org.apache.hadoop.fs.Path f = new org.apache.hadoop.fs.Path("/d/wide");
+      write(fs, f, data);
+      for (int round = 0; round < 3; round++) {
+        try (FSDataInputStream in = fs.open(f)) {
+          byte[] back = new byte[data.length];
+          long before = server.engine().grantsMade();
+          in.readFully(0, back);
+          assertArrayEquals(data, back);
+          assertThat(server.engine().grantsMade() - before)
+              .as("grants for one pread of 8 stripes, round " + round).isEqualTo(8);
+        }
+      }
+    }
+  }
+
+  /**
+   * local-reads.idle-timeout: any zero ("0s", "0ms") means never, like "0"; a huge value
+   * is practically never, not an overflow when the client starts.
+   */
+  @Test
+  void anIdleTimeoutOfZeroWithAUnitOrHugeIsAccepted() throws Exception {
+    byte[] data = random(100_000, 14);
+    for (String idle : new String[] {"0", "0s", "0ms", "200000d"}) {
+      try (FileSystem fs = fs("1m", "64k", "64k", idle)) {
+        org.apache.hadoop.fs.Path f = new org.apache.hadoop.fs.Path("/d/idle-" + idle);
+        write(fs, f, data);
+        try (FSDataInputStream in = fs.open(f)) {
+          byte[] back = new byte[data.length];
+          in.readFully(0, back);
+          assertArrayEquals(data, back, "idle-timeout " + idle);
+        }
+      }
     }
   }
 

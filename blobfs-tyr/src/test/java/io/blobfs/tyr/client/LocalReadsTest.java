@@ -99,7 +99,7 @@ class LocalReadsTest {
       assertThat(asked).as("asked at the first connection").isNotNull();
       assertThat(asked.get(60, TimeUnit.SECONDS)).isNotNull(); // a loaded machine
       LocalReadStats before = c.localReadStats();
-      assertThat(before).isEqualTo(new LocalReadStats(0, 0, 0, true));
+      assertThat(before).isEqualTo(new LocalReadStats(0, 0, 0, 0, true));
       assertArrayEquals(data, read(c, "k", 0, data.length, false));
       assertThat(c.localIdentityAsked()).isSameAs(asked); // asked once
       assertThat(c.localReadStats().localReads()).isEqualTo(1);
@@ -121,7 +121,7 @@ class LocalReadsTest {
     try (TyrClient c = client(false)) {
       put(c, "k", data);
       assertArrayEquals(data, read(c, "k", 0, data.length, false));
-      assertThat(c.localReadStats()).isEqualTo(new LocalReadStats(0, 0, 0, false));
+      assertThat(c.localReadStats()).isEqualTo(new LocalReadStats(0, 0, 0, 0, false));
     }
   }
 
@@ -134,7 +134,7 @@ class LocalReadsTest {
     try (TyrClient c = client(true)) {
       put(c, "k", data);
       assertArrayEquals(data, read(c, "k", 0, data.length, false));
-      assertThat(c.localReadStats()).isEqualTo(new LocalReadStats(0, 0, 0, false));
+      assertThat(c.localReadStats()).isEqualTo(new LocalReadStats(0, 0, 0, 0, false));
     }
   }
 
@@ -161,6 +161,194 @@ class LocalReadsTest {
       assertThat(c.localReadStats().fallbacks()).isEqualTo(1);
       assertThat(c.localReadStats().on()).isTrue(); // a missing file is not permanent
       awaitNoPins();
+    }
+  }
+
+  /**
+   * The client's budget of snapshot files: a snapshot that would pass it is not opened (null,
+   * the caller reads without one), and a closed snapshot gives its files back.
+   */
+  @Test
+  void snapshotsOverTheFileBudgetAreNotOpenedAndClosingGivesFilesBack() throws Exception {
+    byte[] data = random(50_000, 8);
+    try (TyrClient c = new TyrClient(ClientConfig.of("127.0.0.1", server.port())
+        .withLocalReads(true).withLocalReadFds(2))) {
+      for (String k : new String[] {"a", "b", "c"}) {
+        put(c, k, data); // small: one segment file each
+      }
+      LocalSnapshot a = c.localSnapshot("a", data.length).get(60, TimeUnit.SECONDS);
+      LocalSnapshot b = c.localSnapshot("b", data.length).get(60, TimeUnit.SECONDS);
+      assertThat(a).isNotNull();
+      assertThat(b).isNotNull();
+      assertThat(c.localFdsHeld()).isEqualTo(2);
+      assertThat(c.localSnapshot("c", data.length).get(60, TimeUnit.SECONDS))
+          .as("a third file is over the budget of 2").isNull();
+      assertThat(c.localReadStats().snapshotsRefused()).as("counted").isEqualTo(1);
+      // Its reads go on without a snapshot, exactly.
+      assertArrayEquals(data, read(c, "c", 0, data.length, false));
+      a.close();
+      assertThat(c.localFdsHeld()).isEqualTo(1);
+      LocalSnapshot s = c.localSnapshot("c", data.length).get(60, TimeUnit.SECONDS);
+      assertThat(s).as("a's files were given back").isNotNull();
+      ByteBuffer dst = ByteBuffer.allocate(data.length);
+      assertThat(s.read(0, dst).get(60, TimeUnit.SECONDS)).isEqualTo(data.length);
+      assertArrayEquals(data, dst.array());
+      b.close();
+      s.close();
+      s.close(); // idempotent: given back once
+      assertThat(c.localFdsHeld()).isZero();
+      awaitNoPins();
+    }
+  }
+
+  /**
+   * A snapshot closed while a read of it waits for a reader thread (a stream's close, or
+   * FileReader evicting the stripe): the read still gets its bytes from the snapshot, and
+   * the files close when it is done.
+   */
+  @Test
+  void aReadAcceptedBeforeCloseFinishesFromTheSnapshot() throws Exception {
+    byte[] data = random(200_000, 9);
+    try (TyrClient c = client(true)) {
+      put(c, "k", data);
+      LocalSnapshot s = c.localSnapshot("k", data.length).get(60, TimeUnit.SECONDS);
+      assertThat(s).isNotNull();
+      java.util.concurrent.CountDownLatch hold = new java.util.concurrent.CountDownLatch(1);
+      java.util.concurrent.ExecutorService readers = c.localReaders();
+      for (int i = 0; i < 4; i++) { // every reader thread busy: the read below queues
+        readers.execute(() -> {
+          try {
+            hold.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        });
+      }
+      ByteBuffer dst = ByteBuffer.allocate(data.length);
+      CompletableFuture<Integer> read = s.read(0, dst);
+      s.close();
+      assertThat(s.isClosed()).isTrue();
+      assertThat(c.localFdsHeld()).as("held for the read in flight").isEqualTo(1);
+      hold.countDown();
+      assertThat(read.get(60, TimeUnit.SECONDS)).isEqualTo(data.length);
+      assertArrayEquals(data, dst.array());
+      assertThat(c.localFdsHeld()).as("given back once the read is done").isZero();
+      assertClosedError(s.read(0, ByteBuffer.allocate(10)));
+    }
+  }
+
+  /**
+   * The client's close closes the snapshots it handed out (their files go back), and a
+   * read after it, of a snapshot or of the client, is a failed future with the typed
+   * "closed" error: never a RejectedExecutionException thrown at the caller.
+   */
+  @Test
+  void closingTheClientClosesItsSnapshotsAndLaterReadsFailTyped() throws Exception {
+    byte[] data = random(100_000, 10);
+    TyrClient c = client(true);
+    put(c, "k", data);
+    LocalSnapshot s = c.localSnapshot("k", data.length).get(60, TimeUnit.SECONDS);
+    assertThat(s).isNotNull();
+    assertThat(c.localFdsHeld()).isEqualTo(1);
+    c.close();
+    assertThat(c.localFdsHeld()).as("files of the snapshot left open").isZero();
+    assertThat(s.isClosed()).isTrue();
+    assertClosedError(s.read(0, ByteBuffer.allocate(10)));
+    assertClosedError(c.read("k", 0, ByteBuffer.allocate(10)));
+    assertThat(c.localSnapshot("k", data.length).get(60, TimeUnit.SECONDS)).isNull();
+    awaitNoPins();
+  }
+
+  /** A snapshot read within the idle time stays open; left unread, it is closed. */
+  @Test
+  void aSnapshotLeftUnreadIsClosedAndGivesItsFilesBack() throws Exception {
+    byte[] data = random(100_000, 12);
+    try (TyrClient c = new TyrClient(ClientConfig.of("127.0.0.1", server.port())
+        .withLocalReads(true).withLocalReadIdle(Duration.ofSeconds(1)))) {
+      put(c, "k", data);
+      LocalSnapshot s = c.localSnapshot("k", data.length).get(60, TimeUnit.SECONDS);
+      assertThat(s).isNotNull();
+      for (int i = 0; i < 8; i++) { // 800 ms of reads every 100 ms: never idle
+        ByteBuffer dst = ByteBuffer.allocate(data.length);
+        assertThat(s.read(0, dst).get(60, TimeUnit.SECONDS)).isEqualTo(data.length);
+        assertArrayEquals(data, dst.array());
+        Thread.sleep(100);
+      }
+      assertThat(s.isClosed()).as("read every 100 ms").isFalse();
+      long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+      while (!s.isClosed() && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      assertThat(s.isClosed()).as("idle for 1 s").isTrue();
+      assertThat(c.localFdsHeld()).isZero();
+      assertClosedError(s.read(0, ByteBuffer.allocate(10)));
+    }
+  }
+
+  /**
+   * A snapshot dropped without close (a leaked stream) with the idle timeout 0 (never):
+   * collected, it gives its files and its share of the budget back (the client tracks
+   * snapshots weakly), so a spent budget comes back. From the review of tyr-localread3.
+   */
+  @Test
+  void aDroppedSnapshotGivesItsBudgetBackAfterGc() throws Exception {
+    try (TyrClient c = new TyrClient(ClientConfig.of("127.0.0.1", server.port())
+        .withLocalReads(true).withLocalReadFds(1).withLocalReadIdle(Duration.ZERO))) {
+      byte[] data = random(100_000, 13);
+      put(c, "k", data);
+      LocalSnapshot s = c.localSnapshot("k", data.length).get(60, TimeUnit.SECONDS);
+      assertThat(s).isNotNull();
+      assertThat(c.localFdsHeld()).isEqualTo(1);
+      s = null; // dropped, as by a stream nobody closes
+      for (int i = 0; i < 50 && c.localFdsHeld() > 0; i++) {
+        System.gc();
+        Thread.sleep(100);
+      }
+      assertThat(c.localFdsHeld()).as("fds of a dropped snapshot after GC").isZero();
+      LocalSnapshot again = c.localSnapshot("k", data.length).get(60, TimeUnit.SECONDS);
+      assertThat(again).as("a snapshot once the dropped one is collected").isNotNull();
+      ByteBuffer dst = ByteBuffer.allocate(data.length);
+      assertThat(again.read(0, dst).get(60, TimeUnit.SECONDS)).isEqualTo(data.length);
+      assertArrayEquals(data, dst.array());
+      again.close();
+      assertThat(c.localFdsHeld()).isZero();
+    }
+  }
+
+  /**
+   * A server whose frame limit is below the client's: a snapshot longer than its grants
+   * may be is refused without asking (no TOO_LARGE round trip counted as a fallback), and
+   * one that fits is opened.
+   */
+  @Test
+  void aSnapshotLongerThanTheServersGrantsIsNotAskedFor() throws Exception {
+    Path small = dir.resolve("small");
+    Files.createDirectories(small);
+    try (TyrServer s1 = TyrServer.start(ServerConfig.local(new EngineConfig(small, 64 << 10,
+        1 << 20, SyncPolicy.INTERVAL, Duration.ofMillis(20), 1024, 1L << 30, 64,
+        Duration.ZERO, 0.5)).withMaxFrameBytes(1 << 20));
+        TyrClient c = new TyrClient(ClientConfig.of("127.0.0.1", s1.port())
+            .withLocalReads(true))) {
+      byte[] data = random(100_000, 13);
+      put(c, "k", data);
+      assertThat(c.localSnapshot("k", 2 << 20).get(60, TimeUnit.SECONDS)).isNull();
+      assertThat(c.localReadStats().fallbacks()).as("a TOO_LARGE round trip").isZero();
+      LocalSnapshot fits = c.localSnapshot("k", data.length).get(60, TimeUnit.SECONDS);
+      assertThat(fits).isNotNull();
+      fits.close();
+      assertThat(c.localReadStats().fallbacks()).isZero();
+    }
+  }
+
+  /** The future fails with the typed "closed" error, UNAVAILABLE. */
+  private static void assertClosedError(CompletableFuture<?> f) throws Exception {
+    try {
+      f.get(60, TimeUnit.SECONDS);
+      throw new AssertionError("completed: " + f.join());
+    } catch (java.util.concurrent.ExecutionException e) {
+      assertThat(e.getCause()).isInstanceOf(io.blobfs.tyr.api.TyrException.class);
+      assertThat(((io.blobfs.tyr.api.TyrException) e.getCause()).code())
+          .isEqualTo(io.blobfs.tyr.api.ErrorCode.UNAVAILABLE);
     }
   }
 

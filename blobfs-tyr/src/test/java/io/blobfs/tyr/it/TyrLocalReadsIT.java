@@ -73,7 +73,7 @@ class TyrLocalReadsIT {
       ByteBuffer b = ByteBuffer.allocate(data.length);
       TyrClient.await(c.read("k", 0, b));
       assertArrayEquals(data, b.array());
-      assertThat(c.localReadStats()).isEqualTo(new LocalReadStats(0, 0, 0, false));
+      assertThat(c.localReadStats()).isEqualTo(new LocalReadStats(0, 0, 0, 0, false));
     }
     try (TyrClient c = client(true)) { // and the same bytes from the files
       ByteBuffer b = ByteBuffer.allocate(data.length);
