@@ -532,11 +532,26 @@ final class Replicator implements Closeable {
     // complete commits whose callbacks take the membership's lock, which an install holds
     // while it takes this one (a deadlock that stops every admission on the node).
     s.client.replicate(rep).whenCompleteAsync((ok, failed) -> {
-      for (CompletableFuture<Void> c : confirms) {
-        if (failed == null) {
-          c.complete(null);
-        } else {
+      // The commits the backup refused as fenced (FencedWrites): nothing of them applied
+      // there, the rest of the batch applied and the stream going on in its order. Each
+      // fails like any write its backup did not confirm: its keys are owed to the backup,
+      // whose repair (a put of the key's bytes, a whole write) is applied there and lifts
+      // the fence, and its client hears UNAVAILABLE, not acknowledged (backupFailed).
+      java.util.Set<Long> fencedThere = new java.util.HashSet<>();
+      if (failed == null && ok != null) {
+        java.util.Arrays.stream(ok.values()).forEach(fencedThere::add);
+      }
+      for (int i = 0; i < confirms.size(); i++) {
+        CompletableFuture<Void> c = confirms.get(i);
+        if (failed != null) {
           c.completeExceptionally(unwrap(failed));
+        } else if (fencedThere.contains((long) i)) {
+          c.completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
+              "the backup refused this write: it lacks an "
+              + "earlier write of a key it changes in part (the key is fenced there until "
+              + "written whole; this node's repair puts it whole)"));
+        } else {
+          c.complete(null);
         }
       }
       List<Item> unsent = new ArrayList<>();
@@ -738,6 +753,7 @@ final class Replicator implements Closeable {
   CompletableFuture<Object> apply(Request.Replicate rep) {
     List<CompletableFuture<CommitResult>> applied = new ArrayList<>();
     TyrException refusal = null;
+    FencedWrites fenced = new FencedWrites(refusedKeys);
     synchronized (this) {
       Incoming in = incoming.get(rep.source());
       if (in == null) {
@@ -756,8 +772,13 @@ final class Replicator implements Closeable {
         refusal = new TyrException(ErrorCode.BAD_REQUEST, "replication from " + rep.source()
             + " resumes at " + rep.firstSeq() + ", expected " + in.expected);
       }
-      for (TxRequest tx : refusal == null ? rep.txs() : List.<TxRequest>of()) {
+      List<TxRequest> txs = refusal == null ? rep.txs() : List.of();
+      for (int t = 0; t < txs.size(); t++) {
+        TxRequest tx = txs.get(t);
         in.expected++;
+        if (fenced.refuses(t, tx)) {
+          continue; // nothing of it applied; its number is taken, the stream goes on
+        }
         if (!tx.ops().isEmpty()) {
           // Only a write that replaces a key whole lifts its fence (RefusedKeys).
           List<String> keys = new ArrayList<>(RefusedKeys.replacedWhole(tx));
@@ -781,10 +802,15 @@ final class Replicator implements Closeable {
       refused(rep);
       return CompletableFuture.failedFuture(refusal);
     }
+    // The keys of the commits refused as fenced, recorded as a refusal is: out of this
+    // object's lock (refused() takes the membership's), before the answer, so the
+    // primary's next batch (sent once it has the answer) meets the fence.
+    fenced.record(this::refused);
+    long[] refusedHere = fenced.refusedIndexes();
     CompletableFuture<Void> writes = CompletableFuture.allOf(
         applied.toArray(new CompletableFuture<?>[0]));
     if (rep.prepares().isEmpty()) {
-      return writes.thenApply(x -> new CommitResult(0, new long[0]));
+      return writes.thenApply(x -> new CommitResult(0, refusedHere));
     }
     // Held once every write before them is applied here, so that the versions each
     // records are the ones its keys have at its place in the primary's order (its own
@@ -801,16 +827,24 @@ final class Replicator implements Closeable {
           throw new CompletionException(e);
         }
       }
-      return new CommitResult(0, new long[0]);
+      return new CommitResult(0, refusedHere);
     });
   }
 
   /** As backup: {@code rep} is refused here, its writes applied on its primary only. */
   void refused(Request.Replicate rep) {
+    refused(rep.txs());
+  }
+
+  /** As backup: {@code txs} are refused here, their writes applied on their primary only. */
+  private void refused(List<TxRequest> txs) {
+    if (txs.isEmpty()) {
+      return;
+    }
     // Under the install's lock: a ring that makes this node a key's primary drops the
     // key's fence (restartStreamsToDown), so the refusal must not be recorded after it
     // under the ring before.
-    membership.withRing(ring -> refusedKeys.refused(rep.txs(),
+    membership.withRing(ring -> refusedKeys.refused(txs,
         key -> ring.state(membership.self()) == Ring.State.UP
             && ring.primary(key).equals(membership.self())));
   }

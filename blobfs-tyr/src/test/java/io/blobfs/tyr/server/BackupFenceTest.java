@@ -43,9 +43,11 @@ class BackupFenceTest {
 
   /**
    * The backup refused "BBBB" over "AAAA"; the primary then writes "C" at offset 0 (as
-   * BlobFS writes a file, 1 MiB at a time at offsets): the backup holds "CAAA", the
-   * primary "CBBB". Served, that is a mix of the two versions that no reader could have
-   * seen. Failed before (the write at an offset lifted the fence: "CAAA" was served).
+   * BlobFS writes a file, 1 MiB at a time at offsets): applied, the backup held "CAAA",
+   * the primary "CBBB". Served, that is a mix of the two versions that no reader could
+   * have seen. Failed before session 9 (the write at an offset lifted the fence: "CAAA"
+   * was served); since session 12 the fenced backup refuses the write and the truncate
+   * (nothing applied: "AAAA" stays) and the fence stays until the put.
    */
   @Test
   void aWriteAtAnOffsetOrATruncateDoesNotLiftTheFence() throws Exception {
@@ -55,12 +57,13 @@ class BackupFenceTest {
       r.refused(batch(new TxOp.Put(key, utf8("BBBB"), false)));
       assertThat(r.staleHere(key)).as("fenced after the refusal").isNotNull();
 
-      apply(r, new TxOp.Write(key, 0, utf8("C")));
-      assertThat(onBackup(backup)).isEqualTo("CAAA"); // the primary holds "CBBB"
+      assertThat(apply(r, new TxOp.Write(key, 0, utf8("C")))).containsExactly(0L);
+      assertThat(onBackup(backup)).isEqualTo("AAAA"); // the primary holds "CBBB"
       assertThat(r.staleHere(key)).as("fenced after a write at an offset").isNotNull();
       assertRefusedToReaders();
 
-      apply(r, new TxOp.Truncate(key, 2));
+      assertThat(apply(r, new TxOp.Truncate(key, 2))).containsExactly(0L);
+      assertThat(onBackup(backup)).isEqualTo("AAAA");
       assertThat(r.staleHere(key)).as("fenced after a truncate to 2 bytes").isNotNull();
       assertRefusedToReaders();
 
@@ -68,6 +71,64 @@ class BackupFenceTest {
       apply(r, new TxOp.Put(key, utf8("CB"), false));
       assertThat(r.staleHere(key)).isNull();
       assertThat(read()).isEqualTo("CB");
+    }
+  }
+
+  /**
+   * Issue 13's skip state: the backup refused W1 ("BB" at 0 over "AAAA": the primary holds
+   * "BBAA"), then its primary sends W2 ("C" at 2). Applied, the backup held "AACA", a
+   * state no client wrote (it lacks W1 and has W2), and W2 was acknowledged; once the
+   * primary is lost the ring makes the backup the primary, which drops the fence, and it
+   * served "AACA". Now a fenced backup takes no partial write: the batch's answer names W2
+   * refused, nothing of it applied, so the primary owes the key (its repair puts it whole)
+   * and W2's client hears that a backup did not confirm it. Promoted, the backup serves
+   * "AAAA", what a client wrote. Failed before (answer empty, "AACA" served).
+   */
+  @Test
+  void aFencedBackupTakesNoPartialWriteSoItsPromotionServesNoSkipState() throws Exception {
+    try (TyrServer backup = start()) {
+      Replicator r = backup.replicator();
+      apply(r, new TxOp.Put(key, utf8("AAAA"), false));
+      r.refused(batch(new TxOp.Write(key, 0, utf8("BB")))); // W1
+      long[] refused = apply(r, new TxOp.Write(key, 2, utf8("C"))); // W2
+      assertThat(r.staleHere(key)).isNotNull();
+
+      Ring promoted = ring.withState(p, Ring.State.DOWN, 2); // the primary is lost
+      backup.membership().install(promoted);
+      assertThat(r.staleHere(key)).as("its primary now: the fence is dropped").isNull();
+      assertThat(read(promoted.epoch())).as("served by the promoted backup")
+          .isNotEqualTo("AACA").isEqualTo("AAAA");
+      assertThat(refused).as("the commits of the batch refused here").containsExactly(0L);
+    }
+  }
+
+  /**
+   * Within one batch, in its order: a transaction writing a fenced key at an offset is
+   * refused whole, so its other key is fenced too (its primary applied that write); a
+   * later write at an offset of that key is refused; a put lifts the fence and a write at
+   * an offset after it is applied. The answer names the refused commits; the others are
+   * applied. Failed before (every commit applied, the answer empty).
+   */
+  @Test
+  void aBatchIsRefusedCommitByCommitInItsOrder() throws Exception {
+    String other = keyOwnedBy(ring, key, p, b); // b its backup too
+    try (TyrServer backup = start()) {
+      Replicator r = backup.replicator();
+      apply(r, new TxOp.Put(key, utf8("AAAA"), false), new TxOp.Put(other, utf8("aaaa"), false));
+      r.refused(batch(new TxOp.Put(key, utf8("BBBB"), false)));
+      long[] refused = applyAll(r,
+          List.of(new TxOp.Write(other, 0, utf8("x"))),                             // 0
+          List.of(new TxOp.Write(key, 0, utf8("C")), new TxOp.Write(other, 1, utf8("y"))), // 1
+          List.of(new TxOp.Truncate(other, 3)),                                     // 2
+          List.of(new TxOp.Put(key, utf8("DDDD"), false)),                          // 3
+          List.of(new TxOp.Write(key, 1, utf8("E"))));                              // 4
+      assertThat(refused).containsExactly(1L, 2L);
+      assertThat(onBackup(backup)).isEqualTo("DEDD");
+      assertThat(r.staleHere(key)).isNull();
+      assertThat(r.staleHere(other)).as("fenced by the refusal of commit 1").isNotNull();
+      ByteBuffer dst = ByteBuffer.allocate(4);
+      backup.engine().read(other, 0, dst);
+      assertThat(new String(dst.array(), StandardCharsets.UTF_8)).isEqualTo("xaaa");
     }
   }
 
@@ -181,10 +242,25 @@ class BackupFenceTest {
     return new String(dst.array(), StandardCharsets.UTF_8);
   }
 
-  /** The next batch of the primary's stream, one transaction of {@code ops}, applied. */
-  private void apply(Replicator r, TxOp... ops) throws IOException {
-    TyrClient.await(r.apply(new Request.Replicate(ring.epoch(), p.id(), INCARNATION, seq++,
-        List.of(new TxRequest(List.of(), List.of(ops))))));
+  /**
+   * The next batch of the primary's stream, one transaction of {@code ops}, applied;
+   * returns the answer's list of commits refused here (none unless the key is fenced).
+   */
+  private long[] apply(Replicator r, TxOp... ops) throws IOException {
+    return applyAll(r, List.of(ops));
+  }
+
+  /** The next batch, one transaction per list of ops; the indexes of those refused. */
+  @SafeVarargs
+  private long[] applyAll(Replicator r, List<TxOp>... txs) throws IOException {
+    List<TxRequest> batch = new java.util.ArrayList<>();
+    for (List<TxOp> ops : txs) {
+      batch.add(new TxRequest(List.of(), ops));
+    }
+    Object answer = TyrClient.await(r.apply(new Request.Replicate(ring.epoch(), p.id(),
+        INCARNATION, seq, batch)));
+    seq += batch.size();
+    return ((io.blobfs.tyr.api.CommitResult) answer).values();
   }
 
   /** A batch the backup refuses (it is not applied: its numbers are not taken). */
@@ -206,8 +282,12 @@ class BackupFenceTest {
   }
 
   private static String keyOwnedBy(Ring ring, Member... owners) {
+    return keyOwnedBy(ring, null, owners);
+  }
+
+  private static String keyOwnedBy(Ring ring, String not, Member... owners) {
     for (int i = 0; ; i++) {
-      if (ring.owners("k/" + i).equals(List.of(owners))) {
+      if (ring.owners("k/" + i).equals(List.of(owners)) && !("k/" + i).equals(not)) {
         return "k/" + i;
       }
     }
