@@ -303,11 +303,11 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
           }
           throw lost(r, owner, key, e);
         }
-        if (givesUp(attempt, w)) {
-          throw refusedTooOften(key, w);
+        if (givesUp(attempt, w, start)) {
+          throw refusedTooOften(key, w, start);
         }
         if (!adopt(w.ring(), r)) {
-          pause(attempt); // the node is behind us: it will load the ring soon
+          pauseMillis(pauseMillis(attempt, w, start)); // the node will load the ring soon
         }
       }
     }
@@ -321,8 +321,9 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   /** {@link #onOwner} for the asynchronous calls. */
   private <T> CompletableFuture<T> onOwnerAsync(String key,
       Function<TyrBlobStore, CompletableFuture<T>> call, int attempt) {
-    return whileHeld(() -> onReplicas(key, call, false, attempt, null, 0, 0),
-        System.nanoTime(), 0);
+    long start = System.nanoTime();
+    return whileHeld(() -> onReplicas(key, call, false, attempt, null, 0, 0, start),
+        start, 0);
   }
 
   /** {@code call} again after a pause while its key is held by a prepared transaction. */
@@ -347,7 +348,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
    */
   private <T> CompletableFuture<T> onReplicas(String key,
       Function<TyrBlobStore, CompletableFuture<T>> call, boolean anyReplica, int attempt,
-      List<Member> order, int tried, long failoverBy) {
+      List<Member> order, int tried, long failoverBy, long start) {
     Ring r = ring;
     List<Member> candidates = order != null ? order
         : anyReplica ? readOrder(readersOf(r, key)) : List.of(r.primary(key));
@@ -365,7 +366,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         if (e instanceof StoreUnavailableException && tried + 1 < candidates.size()
             && ring == r) {
           return onReplicas(key, call, anyReplica, attempt, candidates, tried + 1,
-              failoverBy); // next
+              failoverBy, start); // next
         }
         CompletableFuture<T> lostHere = CompletableFuture.failedFuture(
             e instanceof IOException io ? lost(r, target, key, io) : e);
@@ -374,16 +375,16 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         }
         long by = failoverBy == 0 ? failoverDeadline() : failoverBy;
         return failover(r, target, by).thenCompose(moved -> moved
-            ? onReplicas(key, call, anyReplica, attempt + 1, null, 0, by) : lostHere);
+            ? onReplicas(key, call, anyReplica, attempt + 1, null, 0, by, start) : lostHere);
       }
-      if (givesUp(attempt, w)) {
-        return CompletableFuture.failedFuture(refusedTooOften(key, w));
+      if (givesUp(attempt, w, start)) {
+        return CompletableFuture.failedFuture(refusedTooOften(key, w, start));
       }
-      long delay = adopt(w.ring(), r) ? 0 : pauseMillis(attempt);
+      long delay = adopt(w.ring(), r) ? 0 : pauseMillis(attempt, w, start);
       return CompletableFuture.supplyAsync(() -> null,
               CompletableFuture.delayedExecutor(delay, TimeUnit.MILLISECONDS))
           .thenCompose(x -> onReplicas(key, call, anyReplica, attempt + 1, null, 0,
-              failoverBy));
+              failoverBy, start));
     });
   }
 
@@ -476,22 +477,44 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   }
 
   /**
-   * Whether a call refused {@code attempt} times, last with {@code w}, is given up. A node
-   * handing over (taking its keys back from its stand-ins, bounded on the server) is
-   * waited for up to the op timeout: after the usual attempts, one more per second of it,
-   * as the pause between attempts is a second by then.
+   * Whether a call that started at {@code start} ({@link System#nanoTime}), refused
+   * {@code attempt} times, last with {@code w}, is given up. A plain refusal: after
+   * {@link #ATTEMPTS}. A node handing over (taking its keys back from its stand-ins, at
+   * most the server's hand-over bound, 10 s, after it is marked UP) is waited for until the
+   * call's op timeout ({@code op-timeout}, the request timeout) has passed since the call
+   * began: a deadline, whatever the number of tries. Before it was a count (the usual
+   * attempts and one more per second of the timeout), so how long a call waited depended
+   * on how fast the refusals came: the pauses (with a 2 s timeout, ten tries took about
+   * 5 s) and the tries that adopted a newer ring without a pause (a few milliseconds in
+   * all). {@code TyrStandInHandOverTest.aHandOverIsWaitedForUpToTheOpTimeoutNotACountOfTries}.
    */
-  private boolean givesUp(int attempt, WrongEpochException w) {
+  private boolean givesUp(int attempt, WrongEpochException w, long start) {
     if (w instanceof HandingOverException) {
-      return attempt >= ATTEMPTS + Math.max(1, template.requestTimeout().toSeconds());
+      return System.nanoTime() - start >= template.requestTimeout().toNanos();
     }
     return attempt >= ATTEMPTS;
   }
 
-  private IOException refusedTooOften(String key, WrongEpochException last) {
+  /**
+   * The pause before the next try after {@code w}: as {@link #pauseMillis(int)}, but not
+   * past the hand-over deadline ({@link #givesUp}) when {@code w} is a hand-over's.
+   */
+  private long pauseMillis(int attempt, WrongEpochException w, long start) {
+    long pause = pauseMillis(attempt);
+    if (!(w instanceof HandingOverException)) {
+      return pause;
+    }
+    long left = template.requestTimeout().toNanos() - (System.nanoTime() - start);
+    return Math.max(1, Math.min(pause, TimeUnit.NANOSECONDS.toMillis(left)));
+  }
+
+  private IOException refusedTooOften(String key, WrongEpochException last, long start) {
+    String tries = last instanceof HandingOverException
+        ? "for " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start) + " ms (op "
+            + "timeout " + template.requestTimeout() + ") while its node hands over"
+        : ATTEMPTS + " times for the ring";
     return new StoreUnavailableException("Týr cluster " + name + ": '" + key + "' refused "
-        + ATTEMPTS + " times for the ring (ours: epoch " + ring.epoch() + "); last: "
-        + last.getMessage(), last);
+        + tries + " (ours: epoch " + ring.epoch() + "); last: " + last.getMessage(), last);
   }
 
   private static long pauseMillis(int attempt) {
@@ -537,7 +560,8 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
    */
   @Override
   public CompletableFuture<Integer> read(String key, long offset, ByteBuffer dst) {
-    return onReplicas(key, n -> n.read(key, offset, dst), true, 1, null, 0, 0);
+    return onReplicas(key, n -> n.read(key, offset, dst), true, 1, null, 0, 0,
+        System.nanoTime());
   }
 
   @Override
@@ -626,6 +650,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
     if (mutations.isEmpty()) {
       return;
     }
+    long start = System.nanoTime();
     long failoverBy = 0;
     for (int attempt = 1; ; attempt++) {
       Ring r = ring;
@@ -670,11 +695,11 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         if (w == null) {
           throw e instanceof TyrException t ? TyrBlobStore.conflictOrIo(t, first) : e;
         }
-        if (givesUp(attempt, w)) {
-          throw refusedTooOften(first, w);
+        if (givesUp(attempt, w, start)) {
+          throw refusedTooOften(first, w, start);
         }
         if (!adopt(w.ring(), r)) {
-          pause(attempt);
+          pauseMillis(pauseMillis(attempt, w, start));
         }
       }
     }
@@ -692,6 +717,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   @Override
   public ScanPage scan(String prefix, String cursor, int limit) throws IOException {
     int page = Math.min(limit, 10_000);
+    long start = System.nanoTime();
     long failoverBy = 0;
     for (int attempt = 1; ; attempt++) {
       Ring r = ring;
@@ -755,11 +781,11 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         }
         return new ScanPage(keys, more && !keys.isEmpty() ? keys.get(keys.size() - 1) : null);
       }
-      if (givesUp(attempt, refused)) {
-        throw refusedTooOften(prefix + "*", refused);
+      if (givesUp(attempt, refused, start)) {
+        throw refusedTooOften(prefix + "*", refused, start);
       }
       if (!adopt(refused.ring(), r)) {
-        pause(attempt);
+        pauseMillis(pauseMillis(attempt, refused, start));
       }
     }
   }
