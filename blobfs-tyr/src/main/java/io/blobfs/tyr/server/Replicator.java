@@ -48,7 +48,10 @@ import java.util.concurrent.CompletionException;
  * has no gap. A stream whose request fails starts a new numbering ({@code incarnation}):
  * the commits numbered in the old one and not yet sent fail, unacknowledged. A batch the
  * backup refuses (another epoch, a share it does not hold) fails alone: nothing of it was
- * applied, and the commits after it go on under a new name on the wire.
+ * applied, and the commits after it go on under a new name on the wire. A backup that has
+ * fenced a key ({@link RefusedKeys}) refuses the commits of a batch that change it in part
+ * ({@link FencedWrites}) and applies the others: its answer names the refused ones, which
+ * fail as unconfirmed (their keys owed, repaired by a put), and the stream goes on.
  *
  * <p><b>Versions</b> stay each node's own commit numbers, so calls that see or check a
  * version (stat, versioned reads, conditional writes, transactions) go to the primary;
