@@ -132,6 +132,43 @@ class BackupFenceTest {
     }
   }
 
+  /**
+   * Review (tyr-fence): the prepare path is not fenced. The backup refused W1 ("BB" at 0
+   * over "AAAA"); its primary then prepares a cross-node part whose share writes "C" at 2
+   * (a write at an offset; an Append, Add or Cas is one too once physical). The fenced
+   * backup holds the share and confirms it (the answer names nothing refused), so the part
+   * is acknowledged as prepared. The primary is lost, the transaction commits: the backup,
+   * promoted (its fence dropped), takes the share over and applies it on its copy that
+   * lacks W1: "AACA", the skip state issue 13 is about, served as a committed write.
+   */
+  @Test
+  void reviewAFencedBackupHoldsNoPreparedShareThatChangesTheKeyInPart() throws Exception {
+    try (TyrServer backup = start()) {
+      Replicator r = backup.replicator();
+      apply(r, new TxOp.Put(key, utf8("AAAA"), false));
+      r.refused(batch(new TxOp.Write(key, 0, utf8("BB")))); // W1
+      String tx = "2b1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9";
+      Request.Prepare share = new Request.Prepare(tx, b.id(), List.of(b.id()),
+          new TxRequest(List.of(), List.of(new TxOp.Write(key, 2, utf8("C")))));
+      Object answer = TyrClient.await(r.apply(new Request.Replicate(ring.epoch(), p.id(),
+          INCARNATION, seq, List.of(new TxRequest(List.of(), List.of())),
+          java.util.Map.of(0, share))));
+      seq++;
+      long[] refused = ((io.blobfs.tyr.api.CommitResult) answer).values();
+      boolean held = !backup.transactions().held().isEmpty();
+      new TxRecords(backup.engine().config().directory()).writeDecision(tx, true);
+      Ring promoted = ring.withState(p, Ring.State.DOWN, 2); // the primary is lost
+      backup.membership().install(promoted);
+      long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while (!backup.transactions().prepared().isEmpty() && System.nanoTime() < end) {
+        Thread.sleep(20);
+      }
+      assertThat(onBackup(backup)).as("served by the promoted backup (share held: " + held
+          + ", refused in the answer: " + java.util.Arrays.toString(refused) + ")")
+          .isNotEqualTo("AACA");
+    }
+  }
+
   /** A put, a delete, a truncate to 0 each replace the key whole: each lifts the fence. */
   @Test
   void aWholeKeyWriteLiftsTheFence() throws Exception {
