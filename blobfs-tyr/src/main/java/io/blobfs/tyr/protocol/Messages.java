@@ -110,8 +110,11 @@ public final class Messages {
       for (TxRequest tx : rp.txs()) {
         out.addComponent(true, encodeTx(tx, alloc));
       }
-      if (!rp.prepares().isEmpty()) {
-        // After the writes: a batch without prepares reads as before.
+      if (!rp.prepares().isEmpty() || rp.readsRefusals()) {
+        // After the writes. A batch without prepares wrote no count before session 13;
+        // now its count, 0, says that the primary reads the answer's list of refused
+        // commits (Request.Replicate#readsRefusals): an older backup reads it as no
+        // prepares, so the frame stays one that every version decodes.
         out.addComponent(true, alloc.buffer(4).writeInt(rp.prepares().size()));
         for (Map.Entry<Integer, Request.Prepare> e : new java.util.TreeMap<>(rp.prepares())
             .entrySet()) {
@@ -167,7 +170,8 @@ public final class Messages {
             txs.add(decodeTx(in));
           }
           Map<Integer, Request.Prepare> prepares = new java.util.HashMap<>();
-          for (int k = in.isReadable() ? count(in, 8) : 0; k > 0; k--) {
+          boolean counted = in.isReadable(); // a count of 0: the primary reads refusals
+          for (int k = counted ? count(in, 8) : 0; k > 0; k--) {
             int at = in.readInt();
             ByteBuf p = in.readSlice(in.readInt());
             if (at < 0 || at >= n) {
@@ -175,7 +179,9 @@ public final class Messages {
             }
             prepares.put(at, (Request.Prepare) decodeRequest(Opcode.PREPARE, p));
           }
-          yield new Request.Replicate(epoch, source, incarnation, firstSeq, txs, prepares);
+          // With prepares the count is there whatever the primary's version: not a sign.
+          yield new Request.Replicate(epoch, source, incarnation, firstSeq, txs, prepares,
+              counted && prepares.isEmpty());
         }
         case Opcode.PREPARE -> {
           String txId = readString(in);

@@ -37,13 +37,29 @@ public sealed interface Request {
    * {@code prepares}, by index in {@code txs} (whose entry is then empty): a cross-node
    * part prepared on the primary at that place in its order, its ops on this backup's
    * keys, for the backup to hold until it is resolved (a takeover applies it).
+   *
+   * <p>{@code readsRefusals}: the primary reads the answer's list of commits its backup
+   * refused as fenced ({@code FencedWrites}) and fails them unconfirmed. A primary from
+   * before session 13 ignores that list and takes every commit of an answered batch for
+   * confirmed, so a backup must not refuse part of a batch from it: it refuses such a batch
+   * whole, which every primary takes for unconfirmed and owed (issue 13's review, M2). On
+   * the wire it is the prepares count written even when it is 0 (see {@code Messages}),
+   * which an older backup reads as no prepares; a batch that carries a prepared share
+   * cannot say it, and is taken as not reading the list (the share is then refused with
+   * its whole batch, which holds only it). Made here, it is true: this version reads it.
    */
   record Replicate(long epoch, String source, long incarnation, long firstSeq,
-      java.util.List<TxRequest> txs, java.util.Map<Integer, Prepare> prepares)
-      implements Request {
+      java.util.List<TxRequest> txs, java.util.Map<Integer, Prepare> prepares,
+      boolean readsRefusals) implements Request {
     public Replicate {
       txs = java.util.List.copyOf(txs);
       prepares = java.util.Map.copyOf(prepares);
+    }
+
+    /** From this version's primary, which reads the answer's list of refused commits. */
+    public Replicate(long epoch, String source, long incarnation, long firstSeq,
+        java.util.List<TxRequest> txs, java.util.Map<Integer, Prepare> prepares) {
+      this(epoch, source, incarnation, firstSeq, txs, prepares, true);
     }
 
     /** Writes only: no prepared part in the batch. */

@@ -58,6 +58,33 @@ final class FencedWrites {
     return true;
   }
 
+  /**
+   * Whether the batch's prepared share at {@code index}, {@code share} (a cross-node
+   * part's ops on this node's keys, held until its decision and applied by a takeover),
+   * is refused here: as a commit is, if it changes a fenced key without replacing it whole.
+   * Held, a promoted backup applied it on its copy that lacks the refused write: the skip
+   * state, as a committed write (issue 13's review, M1). Refused, the share is not held,
+   * its primary does not acknowledge the prepare, and the transaction aborts; so its keys
+   * are not fenced for it (nothing of it is applied anywhere). Its ops are the client's
+   * (an append, add or compare-and-set: a write in part; a create too, as it is not
+   * physical yet).
+   */
+  boolean refusesShare(int index, TxRequest share) {
+    Set<String> whole = RefusedKeys.replacedWhole(share);
+    for (TxOp op : share.ops()) {
+      if (!whole.contains(op.key()) && fenced(op.key())) {
+        indexes.add((long) index);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Whether a commit or share of the batch is refused so far. */
+  boolean any() {
+    return !indexes.isEmpty();
+  }
+
   private boolean fenced(String key) {
     return fencedHere.contains(key) || (!replacedHere.contains(key) && fences.lacks(key));
   }

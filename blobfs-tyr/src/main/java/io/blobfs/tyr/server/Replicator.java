@@ -51,7 +51,11 @@ import java.util.concurrent.CompletionException;
  * applied, and the commits after it go on under a new name on the wire. A backup that has
  * fenced a key ({@link RefusedKeys}) refuses the commits of a batch that change it in part
  * ({@link FencedWrites}) and applies the others: its answer names the refused ones, which
- * fail as unconfirmed (their keys owed, repaired by a put), and the stream goes on.
+ * fail as unconfirmed (their keys owed, repaired by a put), and the stream goes on; a
+ * prepared share so refused is not held, and its prepare fails. The primary says in each
+ * batch that it reads that list ({@code Request.Replicate#readsRefusals}); a batch that
+ * does not (a primary older than session 13, which took every commit of an answered batch
+ * for confirmed) is refused whole instead, which every version fails and owes.
  *
  * <p><b>Versions</b> stay each node's own commit numbers, so calls that see or check a
  * version (stat, versioned reads, conditional writes, transactions) go to the primary;
@@ -552,7 +556,8 @@ final class Replicator implements Closeable {
           c.completeExceptionally(new TyrException(ErrorCode.UNAVAILABLE,
               "the backup refused this write: it lacks an "
               + "earlier write of a key it changes in part (the key is fenced there until "
-              + "written whole; this node's repair puts it whole)"));
+              + "written whole; this node's repair puts it whole, so made again it may "
+              + "succeed)"));
         } else {
           c.complete(null);
         }
@@ -776,10 +781,32 @@ final class Replicator implements Closeable {
             + " resumes at " + rep.firstSeq() + ", expected " + in.expected);
       }
       List<TxRequest> txs = refusal == null ? rep.txs() : List.of();
+      // Decided for the whole batch before anything of it is applied: a primary that does
+      // not read the answer's list gets the batch refused whole (below).
+      boolean[] refusedAt = new boolean[txs.size()];
+      for (int t = 0; t < txs.size(); t++) {
+        Request.Prepare share = rep.prepares().get(t);
+        refusedAt[t] = fenced.refuses(t, txs.get(t))
+            || (share != null && fenced.refusesShare(t, share.tx()));
+      }
+      if (fenced.any() && !rep.readsRefusals()) {
+        // The primary (older than session 13, or a batch with a share, which cannot say
+        // it reads the list: Request.Replicate) would take a commit refused in part of
+        // the batch for confirmed, and a write it acknowledged would be missing here
+        // (review M2). Refused whole, as a batch out of its stream's order is: nothing of
+        // it applied, every key of it fenced (recorded below), and every primary version
+        // fails the batch's commits unconfirmed and owes their keys (it renumbers).
+        refusal = new TyrException(ErrorCode.UNAVAILABLE, "node " + membership.self()
+            + " refused a batch from " + rep.source() + " whole: it changes in part a key "
+            + "whose earlier write this node refused (fenced until it is written whole)"
+            + (rep.prepares().isEmpty() ? ", and its primary does not read a refusal of "
+                + "part of a batch" : ": a prepared share is not held"));
+        txs = List.of();
+      }
       for (int t = 0; t < txs.size(); t++) {
         TxRequest tx = txs.get(t);
         in.expected++;
-        if (fenced.refuses(t, tx)) {
+        if (refusedAt[t]) {
           continue; // nothing of it applied; its number is taken, the stream goes on
         }
         if (!tx.ops().isEmpty()) {
@@ -818,9 +845,20 @@ final class Replicator implements Closeable {
     // Held once every write before them is applied here, so that the versions each
     // records are the ones its keys have at its place in the primary's order (its own
     // apply comes in a later batch: the primary applies it only after this answer).
+    // A share refused as fenced (FencedWrites.refusesShare) is not held: the answer
+    // names it, and its primary fails the prepare, so the transaction aborts.
+    java.util.Set<Long> notHeld = new java.util.HashSet<>();
+    for (long i : refusedHere) {
+      notHeld.add(i);
+    }
     return writes.thenApply(x -> {
       PreparedSink sink = preparedSink;
-      for (Request.Prepare p : new java.util.TreeMap<>(rep.prepares()).values()) {
+      for (Map.Entry<Integer, Request.Prepare> at
+          : new java.util.TreeMap<>(rep.prepares()).entrySet()) {
+        if (notHeld.contains((long) at.getKey())) {
+          continue;
+        }
+        Request.Prepare p = at.getValue();
         try {
           if (sink == null) {
             throw new TyrException(ErrorCode.BAD_REQUEST, "this node holds no prepared parts");

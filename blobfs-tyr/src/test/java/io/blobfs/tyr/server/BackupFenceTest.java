@@ -169,6 +169,50 @@ class BackupFenceTest {
     }
   }
 
+  /**
+   * Review M2, mixed versions: a primary from before session 13 ignores the answer's list
+   * of refused commits and takes an answered batch for confirmed. Its batch is marked as
+   * not reading the list ({@code readsRefusals} false, a frame without the prepares count):
+   * one commit of it refused as fenced, the backup refuses it whole (an error, which that
+   * primary fails unconfirmed and owes), nothing of it applied, every key of it fenced;
+   * the primary then numbers afresh, and a batch of it with no fenced key is applied.
+   * Failed before (the batch answered, commit 0 applied, the list ignored by such a
+   * primary: its write acknowledged and missing here once W2 is).
+   */
+  @Test
+  void aBatchFromAPrimaryThatReadsNoRefusalsIsRefusedWholeIfAnyOfItIsFenced()
+      throws Exception {
+    String other = keyOwnedBy(ring, key, p, b);
+    try (TyrServer backup = start()) {
+      Replicator r = backup.replicator();
+      apply(r, new TxOp.Put(key, utf8("AAAA"), false), new TxOp.Put(other, utf8("aaaa"), false));
+      r.refused(batch(new TxOp.Write(key, 0, utf8("BB")))); // W1
+      Request.Replicate old = new Request.Replicate(ring.epoch(), p.id(), INCARNATION, seq,
+          List.of(new TxRequest(List.of(), List.of(new TxOp.Write(other, 0, utf8("x")))),
+              new TxRequest(List.of(), List.of(new TxOp.Write(key, 2, utf8("C"))))),
+          java.util.Map.of(), false);
+      assertThatThrownBy(() -> TyrClient.await(r.apply(old)))
+          .isInstanceOf(TyrException.class)
+          .hasMessageContaining("whole")
+          .satisfies(e -> assertThat(((TyrException) e).code())
+              .isEqualTo(ErrorCode.UNAVAILABLE));
+      assertThat(onBackup(backup)).isEqualTo("AAAA");
+      ByteBuffer dst = ByteBuffer.allocate(4);
+      backup.engine().read(other, 0, dst);
+      assertThat(new String(dst.array(), StandardCharsets.UTF_8)).as("nothing applied")
+          .isEqualTo("aaaa");
+      assertThat(r.staleHere(other)).as("fenced: its primary applied the batch").isNotNull();
+
+      // The old primary numbers afresh after the error; a batch with no fenced key goes in.
+      String third = keyOwnedByNoneOf(ring, List.of(key, other), p, b);
+      Object answer = TyrClient.await(r.apply(new Request.Replicate(ring.epoch(), p.id(),
+          INCARNATION + 1, 1, List.of(new TxRequest(List.of(),
+              List.of(new TxOp.Put(third, utf8("zz"), false)))), java.util.Map.of(), false)));
+      assertThat(((io.blobfs.tyr.api.CommitResult) answer).values()).isEmpty();
+      assertThat(backup.engine().stat(third).size()).isEqualTo(2);
+    }
+  }
+
   /** A put, a delete, a truncate to 0 each replace the key whole: each lifts the fence. */
   @Test
   void aWholeKeyWriteLiftsTheFence() throws Exception {
@@ -325,6 +369,14 @@ class BackupFenceTest {
   private static String keyOwnedBy(Ring ring, String not, Member... owners) {
     for (int i = 0; ; i++) {
       if (ring.owners("k/" + i).equals(List.of(owners)) && !("k/" + i).equals(not)) {
+        return "k/" + i;
+      }
+    }
+  }
+
+  private static String keyOwnedByNoneOf(Ring ring, List<String> not, Member... owners) {
+    for (int i = 0; ; i++) {
+      if (ring.owners("k/" + i).equals(List.of(owners)) && !not.contains("k/" + i)) {
         return "k/" + i;
       }
     }
