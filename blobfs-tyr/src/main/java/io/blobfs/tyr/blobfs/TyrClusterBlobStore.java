@@ -253,7 +253,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
    */
   private <T> T onOwner(String key, boolean idempotent, Call<T> call,
       java.util.function.LongFunction<Call<T>> onlyIfStill) throws IOException {
-    long start = System.nanoTime();
+    Budget budget = new Budget();
     int held = 0;
     long failoverBy = 0;
     Call<T> next = call;
@@ -265,7 +265,8 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
       try {
         return now.on(node(owner).store());
       } catch (IOException e) {
-        if (TyrException.heldByPrepared(e) && System.nanoTime() - start < HELD_WAIT_NANOS) {
+        if (TyrException.heldByPrepared(e)
+            && System.nanoTime() - budget.start < HELD_WAIT_NANOS) {
           pauseMillis(heldPauseMillis(held++));
           attempt--;
           continue;
@@ -303,11 +304,11 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
           }
           throw lost(r, owner, key, e);
         }
-        if (givesUp(attempt, w, start)) {
-          throw refusedTooOften(key, w, start);
+        if (givesUp(budget, w)) {
+          throw refusedTooOften(key, w, budget);
         }
         if (!adopt(w.ring(), r)) {
-          pauseMillis(pauseMillis(attempt, w, start)); // the node will load the ring soon
+          pauseMillis(pauseMillis(budget, w)); // the node will load the ring soon
         }
       }
     }
@@ -321,9 +322,9 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   /** {@link #onOwner} for the asynchronous calls. */
   private <T> CompletableFuture<T> onOwnerAsync(String key,
       Function<TyrBlobStore, CompletableFuture<T>> call, int attempt) {
-    long start = System.nanoTime();
-    return whileHeld(() -> onReplicas(key, call, false, attempt, null, 0, 0, start),
-        start, 0);
+    Budget budget = new Budget();
+    return whileHeld(() -> onReplicas(key, call, false, attempt, null, 0, 0, budget),
+        budget.start, 0);
   }
 
   /** {@code call} again after a pause while its key is held by a prepared transaction. */
@@ -348,7 +349,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
    */
   private <T> CompletableFuture<T> onReplicas(String key,
       Function<TyrBlobStore, CompletableFuture<T>> call, boolean anyReplica, int attempt,
-      List<Member> order, int tried, long failoverBy, long start) {
+      List<Member> order, int tried, long failoverBy, Budget budget) {
     Ring r = ring;
     List<Member> candidates = order != null ? order
         : anyReplica ? readOrder(readersOf(r, key)) : List.of(r.primary(key));
@@ -363,10 +364,17 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
       Throwable e = unwrap(err);
       WrongEpochException w = wrongEpoch(e);
       if (w == null) {
+        if (!anyReplica && TyrException.backupUnconfirmed(e)) {
+          // The primary answered: applied, not confirmed. No newer ring is coming for
+          // that (a fenced backup refuses it until repaired); the caller decides whether
+          // to make it again there (write: writeAgain). Waited for up to the op timeout
+          // before, it failed as "unreachable" (review M3, S1).
+          return CompletableFuture.failedFuture(e);
+        }
         if (e instanceof StoreUnavailableException && tried + 1 < candidates.size()
             && ring == r) {
           return onReplicas(key, call, anyReplica, attempt, candidates, tried + 1,
-              failoverBy, start); // next
+              failoverBy, budget); // next
         }
         CompletableFuture<T> lostHere = CompletableFuture.failedFuture(
             e instanceof IOException io ? lost(r, target, key, io) : e);
@@ -375,16 +383,16 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         }
         long by = failoverBy == 0 ? failoverDeadline() : failoverBy;
         return failover(r, target, by).thenCompose(moved -> moved
-            ? onReplicas(key, call, anyReplica, attempt + 1, null, 0, by, start) : lostHere);
+            ? onReplicas(key, call, anyReplica, attempt + 1, null, 0, by, budget) : lostHere);
       }
-      if (givesUp(attempt, w, start)) {
-        return CompletableFuture.failedFuture(refusedTooOften(key, w, start));
+      if (givesUp(budget, w)) {
+        return CompletableFuture.failedFuture(refusedTooOften(key, w, budget));
       }
-      long delay = adopt(w.ring(), r) ? 0 : pauseMillis(attempt, w, start);
+      long delay = adopt(w.ring(), r) ? 0 : pauseMillis(budget, w);
       return CompletableFuture.supplyAsync(() -> null,
               CompletableFuture.delayedExecutor(delay, TimeUnit.MILLISECONDS))
           .thenCompose(x -> onReplicas(key, call, anyReplica, attempt + 1, null, 0,
-              failoverBy, start));
+              failoverBy, budget));
     });
   }
 
@@ -477,9 +485,9 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   }
 
   /**
-   * Whether a call that started at {@code start} ({@link System#nanoTime}), refused
-   * {@code attempt} times, last with {@code w}, is given up. A plain refusal: after
-   * {@link #ATTEMPTS}. A node handing over (taking its keys back from its stand-ins, at
+   * Whether a call, refused again, last with {@code w}, is given up ({@code b}: its tries
+   * so far, this refusal counted now). A plain refusal: the {@link #ATTEMPTS}th plain one.
+   * A node handing over (taking its keys back from its stand-ins, at
    * most the server's hand-over bound, 10 s, after it is marked UP) is waited for until the
    * call's op timeout ({@code op-timeout}, the request timeout) has passed since the call
    * began: a deadline, whatever the number of tries. Before it was a count (the usual
@@ -488,29 +496,44 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
    * 5 s) and the tries that adopted a newer ring without a pause (a few milliseconds in
    * all). {@code TyrStandInHandOverTest.aHandOverIsWaitedForUpToTheOpTimeoutNotACountOfTries}.
    */
-  private boolean givesUp(int attempt, WrongEpochException w, long start) {
+  private boolean givesUp(Budget b, WrongEpochException w) {
+    b.refusals++;
     if (w instanceof HandingOverException) {
-      return System.nanoTime() - start >= template.requestTimeout().toNanos();
+      return System.nanoTime() - b.start >= template.requestTimeout().toNanos();
     }
-    return attempt >= ATTEMPTS;
+    // Counted apart from a hand-over's tries (review S6): counted together, a call that
+    // had waited out a hand-over gave up at its first plain refusal after it, without
+    // adopting the newer ring that refusal carried.
+    return ++b.plain >= ATTEMPTS;
   }
 
   /**
-   * The pause before the next try after {@code w}: as {@link #pauseMillis(int)}, but not
-   * past the hand-over deadline ({@link #givesUp}) when {@code w} is a hand-over's.
+   * One call's tries of being refused for its ring: when it began ({@link System#nanoTime}),
+   * its refusals in all, and the plain ones (not a hand-over's). Used by one call at a
+   * time (its asynchronous tries follow one another).
    */
-  private long pauseMillis(int attempt, WrongEpochException w, long start) {
-    long pause = pauseMillis(attempt);
-    if (!(w instanceof HandingOverException)) {
-      return pause;
-    }
-    long left = template.requestTimeout().toNanos() - (System.nanoTime() - start);
-    return Math.max(1, Math.min(pause, TimeUnit.NANOSECONDS.toMillis(left)));
+  private static final class Budget {
+    final long start = System.nanoTime();
+    int refusals;
+    int plain;
   }
 
-  private IOException refusedTooOften(String key, WrongEpochException last, long start) {
+  /**
+   * The pause before the next try after {@code w}: a plain refusal's grows with the plain
+   * refusals; a hand-over's with all of them, but not past the hand-over deadline
+   * ({@link #givesUp}).
+   */
+  private long pauseMillis(Budget b, WrongEpochException w) {
+    if (!(w instanceof HandingOverException)) {
+      return pauseMillis(b.plain);
+    }
+    long left = template.requestTimeout().toNanos() - (System.nanoTime() - b.start);
+    return Math.max(1, Math.min(pauseMillis(b.refusals), TimeUnit.NANOSECONDS.toMillis(left)));
+  }
+
+  private IOException refusedTooOften(String key, WrongEpochException last, Budget b) {
     String tries = last instanceof HandingOverException
-        ? "for " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start) + " ms (op "
+        ? "for " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - b.start) + " ms (op "
             + "timeout " + template.requestTimeout() + ") while its node hands over"
         : ATTEMPTS + " times for the ring";
     return new StoreUnavailableException("Týr cluster " + name + ": '" + key + "' refused "
@@ -561,12 +584,114 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   @Override
   public CompletableFuture<Integer> read(String key, long offset, ByteBuffer dst) {
     return onReplicas(key, n -> n.read(key, offset, dst), true, 1, null, 0, 0,
-        System.nanoTime());
+        new Budget());
   }
 
+  /**
+   * On the key's primary. A write the primary applied and a backup did not confirm (typed,
+   * with the version applied: {@code BackupUnconfirmedException}) is made again on the same
+   * primary, as a truncate or a put is, and no longer waits for a newer ring up to the op
+   * timeout, which never came when the backup refused it as fenced (review M3: the common
+   * path, a ring change makes the backup refuse a write for its epoch, the write is made
+   * again under the new ring, and the now fenced backup refuses it until the primary's
+   * repair, about a second later, lifts the fence). See {@link #writeAgain}.
+   */
   @Override
   public CompletableFuture<Void> write(String key, long offset, ByteBuffer src) {
-    return onOwnerAsync(key, n -> n.write(key, offset, src), 1);
+    return writeFrom(key, offset, src, 0, System.nanoTime());
+  }
+
+  private CompletableFuture<Void> writeFrom(String key, long offset, ByteBuffer src,
+      int tries, long start) {
+    java.util.concurrent.atomic.AtomicReference<TyrBlobStore> on =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    return onOwnerAsync(key, n -> {
+      on.set(n);
+      return n.write(key, offset, src);
+    }, 1).exceptionallyCompose(err -> {
+      Throwable e = unwrap(err);
+      long applied = TyrException.unconfirmedVersion(e);
+      return applied > 0
+          ? writeAgain(key, offset, src, on.get(), applied, tries + 1, e, true, start)
+          : CompletableFuture.<Void>failedFuture(e);
+    });
+  }
+
+  /**
+   * A write at an offset that {@code primary} applied unconfirmed, made again there only
+   * if the key is still at the version applied: a commit of [ReadCheck(version), Write]
+   * ({@link TyrBlobStore#writeIfVersion}). If the key moved on (the primary's repair of
+   * its backup puts the key again, a new version), the range is read: if it still holds
+   * our bytes, the write is made again under a check of the version they are at now, so
+   * it is confirmed with nothing else overwritten; other bytes are another writer's, and
+   * the outcome is unknown (never a plain overwrite, which could bring our bytes back over
+   * an acknowledged write that a reader saw: the stale register of {@code
+   * TyrClusterHistoryIT}, put's {@code onlyIfStill}). Made again after the pauses of a
+   * refusal (up to a second each), up to twice {@link #ATTEMPTS} times and while the op
+   * timeout since the call began ({@code start}) has not passed: the repair is first
+   * tried a second after the refusal, and later passes back off. On a new primary, as it
+   * was (it numbers its own versions).
+   */
+  private CompletableFuture<Void> writeAgain(String key, long offset, ByteBuffer src,
+      TyrBlobStore primary, long version, int tries, Throwable last, boolean pause,
+      long start) {
+    if (tries >= 2 * ATTEMPTS || primary == null
+        || System.nanoTime() - start >= template.requestTimeout().toNanos()) {
+      return CompletableFuture.failedFuture(unconfirmedTooOften(key, offset, tries, last));
+    }
+    if (node(ring.primary(key)).store() != primary) {
+      return writeFrom(key, offset, src, tries, start); // another primary now
+    }
+    CompletableFuture<Void> paused = !pause ? CompletableFuture.completedFuture(null)
+        : CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(
+            pauseMillis(tries), TimeUnit.MILLISECONDS));
+    return paused.thenCompose(x -> {
+      beforeAgainOnPrimary.run();
+      return primary.writeIfVersion(key, offset, src.duplicate(), version);
+    }).exceptionallyCompose(err -> {
+      Throwable e = unwrap(err);
+      if (e instanceof io.blobfs.store.TransactionConflictException) {
+        return primary.readRange(key, offset, src.remaining()).exceptionallyCompose(
+            gone -> CompletableFuture.failedFuture(writeUnknown(key, offset, e)))
+            .thenCompose(now -> now.data().equals(src.duplicate())
+                ? writeAgain(key, offset, src, primary, now.version(), tries + 1, e, false,
+                    start)
+                : CompletableFuture.<Void>failedFuture(writeUnknown(key, offset, e)));
+      }
+      long applied = TyrException.unconfirmedVersion(e);
+      if (applied > 0) {
+        return writeAgain(key, offset, src, primary, applied, tries + 1, e, true, start);
+      }
+      WrongEpochException w = wrongEpoch(e);
+      if (w != null) {
+        adopt(w.ring(), ring); // the same primary under it: checked at the next try
+        return writeAgain(key, offset, src, primary, version, tries + 1, e, true, start);
+      }
+      return CompletableFuture.failedFuture(e);
+    });
+  }
+
+  /**
+   * A write at an offset applied unconfirmed and made again {@code tries} times, never
+   * confirmed (review S1: not "unreachable", the primary answered each time).
+   */
+  private IOException unconfirmedTooOften(String key, long offset, int tries, Throwable last) {
+    String why = String.valueOf(last.getMessage());
+    return new StoreUnavailableException("Týr cluster " + name + ": the write of '" + key
+        + "' at " + offset + " was applied on its primary, which answered that a backup "
+        + (why.contains("fenced") ? "refused it (the key is fenced there: it lacks an "
+            + "earlier write, until the primary's repair puts the key whole)"
+            : "did not confirm it") + ", " + tries + " times; it is not acknowledged, "
+        + "and the primary repairs the backup, so making it again may succeed: " + why,
+        last);
+  }
+
+  /** The key moved on and the range holds another writer's bytes: the outcome is unknown. */
+  private IOException writeUnknown(String key, long offset, Throwable conflict) {
+    return new StoreUnavailableException("Týr cluster " + name + ": the write of '" + key
+        + "' at " + offset + " was applied on its primary and not confirmed by a backup, "
+        + "and the key changed since: the outcome is unknown (the primary repairs its "
+        + "backups of what it applied): " + conflict.getMessage(), conflict);
   }
 
   @Override
@@ -650,7 +775,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
     if (mutations.isEmpty()) {
       return;
     }
-    long start = System.nanoTime();
+    Budget budget = new Budget();
     long failoverBy = 0;
     for (int attempt = 1; ; attempt++) {
       Ring r = ring;
@@ -695,11 +820,11 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         if (w == null) {
           throw e instanceof TyrException t ? TyrBlobStore.conflictOrIo(t, first) : e;
         }
-        if (givesUp(attempt, w, start)) {
-          throw refusedTooOften(first, w, start);
+        if (givesUp(budget, w)) {
+          throw refusedTooOften(first, w, budget);
         }
         if (!adopt(w.ring(), r)) {
-          pauseMillis(pauseMillis(attempt, w, start));
+          pauseMillis(pauseMillis(budget, w));
         }
       }
     }
@@ -717,7 +842,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   @Override
   public ScanPage scan(String prefix, String cursor, int limit) throws IOException {
     int page = Math.min(limit, 10_000);
-    long start = System.nanoTime();
+    Budget budget = new Budget();
     long failoverBy = 0;
     for (int attempt = 1; ; attempt++) {
       Ring r = ring;
@@ -781,11 +906,11 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         }
         return new ScanPage(keys, more && !keys.isEmpty() ? keys.get(keys.size() - 1) : null);
       }
-      if (givesUp(attempt, refused, start)) {
-        throw refusedTooOften(prefix + "*", refused, start);
+      if (givesUp(budget, refused)) {
+        throw refusedTooOften(prefix + "*", refused, budget);
       }
       if (!adopt(refused.ring(), r)) {
-        pauseMillis(pauseMillis(attempt, refused, start));
+        pauseMillis(pauseMillis(budget, refused));
       }
     }
   }
