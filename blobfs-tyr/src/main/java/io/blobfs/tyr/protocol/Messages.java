@@ -110,7 +110,7 @@ public final class Messages {
       for (TxRequest tx : rp.txs()) {
         out.addComponent(true, encodeTx(tx, alloc));
       }
-      if (!rp.prepares().isEmpty() || rp.readsRefusals()) {
+      if (!rp.prepares().isEmpty() || rp.readsRefusals() || !rp.pieces().isEmpty()) {
         // After the writes. A batch without prepares wrote no count before session 13;
         // now its count, 0, says that the primary reads the answer's list of refused
         // commits (Request.Replicate#readsRefusals): an older backup reads it as no
@@ -123,6 +123,15 @@ public final class Messages {
               .writeInt(p.readableBytes()));
           out.addComponent(true, p);
         }
+      }
+      if (!rp.pieces().isEmpty()) {
+        // After the prepares, only to a backup that stages repairs in pieces (an older one
+        // refuses stray bytes): the count, then each piece's index and kind.
+        ByteBuf pieces = alloc.buffer(4 + 5 * rp.pieces().size())
+            .writeInt(rp.pieces().size());
+        new java.util.TreeMap<>(rp.pieces()).forEach((at, kind) ->
+            pieces.writeInt(at).writeByte(kind));
+        out.addComponent(true, pieces);
       }
       return out;
     } else if (r instanceof Request.Prepare pr) {
@@ -179,9 +188,19 @@ public final class Messages {
             }
             prepares.put(at, (Request.Prepare) decodeRequest(Opcode.PREPARE, p));
           }
+          Map<Integer, Integer> pieces = new java.util.HashMap<>();
+          for (int k = in.isReadable() ? count(in, 5) : 0; k > 0; k--) {
+            int at = in.readInt();
+            int kind = in.readUnsignedByte();
+            if (at < 0 || at >= n || kind < Request.Replicate.PIECE_FIRST
+                || kind > Request.Replicate.PIECE_LAST) {
+              throw new MalformedFrameException("piece " + kind + " at " + at + " of " + n);
+            }
+            pieces.put(at, kind);
+          }
           // With prepares the count is there whatever the primary's version: not a sign.
           yield new Request.Replicate(epoch, source, incarnation, firstSeq, txs, prepares,
-              counted && prepares.isEmpty());
+              counted && prepares.isEmpty(), pieces);
         }
         case Opcode.PREPARE -> {
           String txId = readString(in);

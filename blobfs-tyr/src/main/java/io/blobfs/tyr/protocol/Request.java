@@ -47,13 +47,34 @@ public sealed interface Request {
    * which an older backup reads as no prepares; a batch that carries a prepared share
    * cannot say it, and is taken as not reading the list (the share is then refused with
    * its whole batch, which holds only it). Made here, it is true: this version reads it.
+   *
+   * <p>{@code pieces}, by index in {@code txs}: the commit is a piece of a repair in pieces
+   * of a key too large for one frame (issue 13's review, M4): {@link #PIECE_FIRST}, {@link
+   * #PIECE_NEXT} or {@link #PIECE_LAST}, its one op a write at an offset of the key's bytes
+   * in order. The backup stages the pieces and applies them, at the last, as one whole
+   * write of the key, which lifts its fence; applied as they came, a promotion midway
+   * would serve a mix of old and new bytes. Sent only to a backup that said it stages them
+   * (its answers' version, {@code Replicator}); an older backup would refuse the frame.
    */
   record Replicate(long epoch, String source, long incarnation, long firstSeq,
       java.util.List<TxRequest> txs, java.util.Map<Integer, Prepare> prepares,
-      boolean readsRefusals) implements Request {
+      boolean readsRefusals, java.util.Map<Integer, Integer> pieces) implements Request {
+    public static final int PIECE_FIRST = 1;
+    public static final int PIECE_NEXT = 2;
+    public static final int PIECE_LAST = 3;
+
     public Replicate {
       txs = java.util.List.copyOf(txs);
       prepares = java.util.Map.copyOf(prepares);
+      pieces = java.util.Map.copyOf(pieces);
+    }
+
+    /** No piece of a repair in the batch. */
+    public Replicate(long epoch, String source, long incarnation, long firstSeq,
+        java.util.List<TxRequest> txs, java.util.Map<Integer, Prepare> prepares,
+        boolean readsRefusals) {
+      this(epoch, source, incarnation, firstSeq, txs, prepares, readsRefusals,
+          java.util.Map.of());
     }
 
     /** From this version's primary, which reads the answer's list of refused commits. */

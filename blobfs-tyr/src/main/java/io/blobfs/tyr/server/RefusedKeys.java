@@ -22,7 +22,8 @@ import java.util.function.Predicate;
  * <p>Nor does it apply a later write that changes such a key in part (a write at an
  * offset, a truncate to another size): {@link FencedWrites} refuses that commit, and its
  * primary, which hears so in the batch's answer, fails it unacknowledged and owes the key
- * to this node, whose repair is a put. Applied, the copy became old bytes with later pieces
+ * to this node, whose repair is a put (in pieces staged here and applied whole at the
+ * last, for a key too large for a frame: {@code Replicator}). Applied, the copy became old bytes with later pieces
  * on top, which this node served once a ring made it the primary (the fence dropped, below).
  *
  * <p>Forgotten too for a key this node is the primary of (a refusal then is not recorded,

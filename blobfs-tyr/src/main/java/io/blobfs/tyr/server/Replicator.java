@@ -107,6 +107,11 @@ final class Replicator implements Closeable {
      */
     long wireIncarnation = incarnation;
     long wireBase;
+    /**
+     * The backup said it stages a repair's pieces ({@link #STAGES_PIECES} in an answer's
+     * version): only then may a batch carry them (an older backup refuses the frame).
+     */
+    volatile boolean stagesPieces;
 
     Stream(TyrClient client) {
       this.client = client;
@@ -136,11 +141,46 @@ final class Replicator implements Closeable {
 
   /** A numbered commit's physical writes for one backup, and its confirmation. */
   private record Item(TxRequest tx, long epoch, CompletableFuture<Void> confirmed,
-      Request.Prepare prepare) {
+      Request.Prepare prepare, int piece) {
     Item(TxRequest tx, long epoch, CompletableFuture<Void> confirmed) {
-      this(tx, epoch, confirmed, null);
+      this(tx, epoch, confirmed, null, 0);
     }
   }
+
+  /**
+   * In a backup's answer's version: it stages a repair's pieces (review M4). An older
+   * backup answers 0, and an older primary reads nothing of the answer but its list.
+   */
+  static final long STAGES_PIECES = 1;
+  /** A piece of a repair in pieces, at most (and half the frame's room, at most). */
+  private static final int PIECE_BYTES = 4 << 20;
+
+  /** As backup: a repair's pieces of one key, staged in a file until its last. */
+  private static final class Staged {
+    final String source;
+    final java.nio.file.Path file;
+    final java.nio.channels.FileChannel channel;
+    long length;
+
+    Staged(String source) throws java.io.IOException {
+      this.source = source;
+      this.file = java.nio.file.Files.createTempFile("tyr-repair-", ".part");
+      this.channel = java.nio.channels.FileChannel.open(file,
+          java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE);
+    }
+
+    void drop() {
+      try {
+        channel.close();
+        java.nio.file.Files.deleteIfExists(file);
+      } catch (java.io.IOException e) {
+        // a temporary file left behind
+      }
+    }
+  }
+
+  /** As backup: the repairs in pieces under way, by key. Guarded by {@code this}. */
+  private final Map<String, Staged> staged = new HashMap<>();
 
   /** As backup: where a replicated prepared part goes (durably) before the batch's answer. */
   interface PreparedSink {
@@ -187,6 +227,10 @@ final class Replicator implements Closeable {
   private void restartStreamsToDown(Ring ring) {
     if (ring.state(membership.self()) != Ring.State.UP) {
       refusedKeys.clear(); // it catches up from the primaries before it serves again
+      synchronized (this) {
+        staged.values().forEach(Staged::drop);
+        staged.clear();
+      }
     } else {
       refusedKeys.forget(key -> ring.primary(key).equals(membership.self())); // its copy rules
     }
@@ -270,6 +314,13 @@ final class Replicator implements Closeable {
   private CompletableFuture<CommitResult> commit(TxRequest tx,
       java.util.function.Function<TxRequest, CompletableFuture<CommitResult>> local,
       Ring ring) {
+    return commit(tx, local, ring, 0);
+  }
+
+  /** As above; {@code piece}: 0, or the kind of a repair's piece it is (Replicate). */
+  private CompletableFuture<CommitResult> commit(TxRequest tx,
+      java.util.function.Function<TxRequest, CompletableFuture<CommitResult>> local,
+      Ring ring, int piece) {
     WrongEpochException notPrimary = notPrimary(tx, ring);
     if (notPrimary != null) {
       return CompletableFuture.failedFuture(notPrimary);
@@ -314,7 +365,7 @@ final class Replicator implements Closeable {
         Reserved r = reserved.get(i);
         TxRequest physical = err == null ? physical(tx, result, r.ops())
             : new TxRequest(List.of(), List.of());
-        CompletableFuture<Void> c = offer(r, physical);
+        CompletableFuture<Void> c = offer(r, physical, null, err == null ? piece : 0);
         if (err == null) {
           Member b = backups.get(i);
           // Applied here and not confirmed there: the backup owes this write (OwedKeys).
@@ -437,7 +488,7 @@ final class Replicator implements Closeable {
           synchronized (s) {
             r = new Reserved(s, s.incarnation, s.next++, ring.epoch(), e.getValue());
           }
-          confirmed.add(offer(r, new TxRequest(List.of(), List.of()), share));
+          confirmed.add(offer(r, new TxRequest(List.of(), List.of()), share, 0));
         }
       }
       if (noClient != null) {
@@ -479,13 +530,9 @@ final class Replicator implements Closeable {
     this.preparedSink = sink;
   }
 
-  private CompletableFuture<Void> offer(Reserved r, TxRequest physical) {
-    return offer(r, physical, null);
-  }
-
   /** Queues a numbered commit on its stream; completes once the backup has applied it. */
   private CompletableFuture<Void> offer(Reserved r, TxRequest physical,
-      Request.Prepare prepare) {
+      Request.Prepare prepare, int piece) {
     Stream s = r.stream();
     CompletableFuture<Void> confirmed = new CompletableFuture<>();
     synchronized (s) {
@@ -494,7 +541,7 @@ final class Replicator implements Closeable {
             "the replication stream broke before this write was sent"));
         return confirmed;
       }
-      s.ready.put(r.seq(), new Item(physical, r.epoch(), confirmed, prepare));
+      s.ready.put(r.seq(), new Item(physical, r.epoch(), confirmed, prepare, piece));
       sendNext(s);
     }
     return confirmed;
@@ -511,6 +558,7 @@ final class Replicator implements Closeable {
     long epoch = s.ready.get(first).epoch();
     List<TxRequest> txs = new ArrayList<>();
     Map<Integer, Request.Prepare> prepares = new HashMap<>();
+    Map<Integer, Integer> pieces = new HashMap<>();
     List<CompletableFuture<Void>> confirms = new ArrayList<>();
     // Within a frame too (a node's max-frame may be set under BATCH_BYTES): a batch over
     // it fails at once, with every write in it. One commit alone fits, as it fit the
@@ -525,6 +573,9 @@ final class Replicator implements Closeable {
       if (it.prepare() != null) {
         prepares.put(txs.size(), it.prepare());
       }
+      if (it.piece() != 0) {
+        pieces.put(txs.size(), it.piece());
+      }
       txs.add(it.tx());
       confirms.add(it.confirmed());
       bytes += itemBytes(it);
@@ -533,7 +584,7 @@ final class Replicator implements Closeable {
     long incarnation = s.incarnation;
     long wireIncarnation = s.wireIncarnation;
     Request.Replicate rep = new Request.Replicate(epoch, membership.self().id(),
-        wireIncarnation, first - s.wireBase, txs, prepares);
+        wireIncarnation, first - s.wireBase, txs, prepares, true, pieces);
     // Always on another thread: replicate() can fail at once (a closed client, a frame
     // too large), and its callback would then run here, under the stream's lock, and
     // complete commits whose callbacks take the membership's lock, which an install holds
@@ -547,6 +598,9 @@ final class Replicator implements Closeable {
       java.util.Set<Long> fencedThere = new java.util.HashSet<>();
       if (failed == null && ok != null) {
         java.util.Arrays.stream(ok.values()).forEach(fencedThere::add);
+        if ((ok.version() & STAGES_PIECES) != 0) {
+          s.stagesPieces = true;
+        }
       }
       for (int i = 0; i < confirms.size(); i++) {
         CompletableFuture<Void> c = confirms.get(i);
@@ -684,10 +738,16 @@ final class Replicator implements Closeable {
             List.of(new TxOp.Delete(key, false)));
       } else if (stat.size() > maxFrameBytes - (1 << 20)) {
         // A put of it could not travel in one frame: sent, it would fail the stream and
-        // every write queued on it, each pass. It stays owed (a stat a pass), and the
-        // backup keeps refusing plain reads of it until the key is written whole again
-        // or the backup catches up (README, replication limits).
-        return CompletableFuture.completedFuture(false);
+        // every write queued on it, each pass. Repaired in pieces (review M4: before, it
+        // stayed owed and fenced, and took no write in part, until written whole) if every
+        // backup of it stages them; else it stays owed (a stat a pass), and the backup
+        // keeps refusing plain reads of it until the key is written whole again or the
+        // backup catches up (README, replication limits).
+        int piece = (int) Math.min(PIECE_BYTES, (maxFrameBytes - (1L << 20)) / 2);
+        if (!stagePieces(ring, key) || !hold.test(piece)) {
+          return CompletableFuture.completedFuture(false);
+        }
+        return repairPiece(key, stat.size(), stat.version(), 0, piece);
       } else if (!hold.test(stat.size())) {
         return CompletableFuture.completedFuture(false); // other repairs hold enough now
       } else {
@@ -703,6 +763,58 @@ final class Replicator implements Closeable {
       return CompletableFuture.failedFuture(e);
     }
     return commit(tx).thenApply(r -> true);
+  }
+
+  /** Whether every backup of {@code key} under {@code ring} said it stages pieces. */
+  private synchronized boolean stagePieces(Ring ring, String key) {
+    for (Member b : ring.backups(key)) {
+      Stream s = streams.get(b);
+      if (s == null || !s.stagesPieces) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * The piece of {@code key} at {@code offset} (of {@code size} bytes in all, at most
+   * {@code piece}), then the next ones: each a commit of [ReadCheck(version), Write of the
+   * same bytes] here, so a write landing between two pieces fails the next one and the
+   * repair is made again from the first at a later pass (the key's version moves on with
+   * each piece: one version per piece here). Each travels on the replicated path marked
+   * as a piece (Replicate.pieces): the backup stages them, and at the last applies the
+   * whole as one put in the stream's order, which lifts its fence. One piece is held at a
+   * time (the next is read once the last is confirmed).
+   */
+  private CompletableFuture<Boolean> repairPiece(String key, long size, long version,
+      long offset, int piece) {
+    int n = (int) Math.min(piece, size - offset);
+    boolean last = offset + n == size;
+    TxRequest tx;
+    try {
+      ByteBuffer bytes = ByteBuffer.allocate(n);
+      io.blobfs.tyr.api.BlobStat read = engine.read(key, offset, bytes);
+      if (read.version() != version || bytes.hasRemaining()) {
+        return CompletableFuture.completedFuture(false); // written meanwhile: next pass
+      }
+      tx = new TxRequest(List.of(new io.blobfs.tyr.api.ReadCheck(key, version)),
+          List.of(new TxOp.Write(key, offset, bytes.flip())));
+    } catch (java.io.IOException | RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    int kind = offset == 0 ? Request.Replicate.PIECE_FIRST
+        : last ? Request.Replicate.PIECE_LAST : Request.Replicate.PIECE_NEXT;
+    Ring ring = membership.admit();
+    CompletableFuture<CommitResult> done;
+    try {
+      done = commit(tx, engine::commit, ring, kind);
+    } catch (RuntimeException e) {
+      membership.release(ring);
+      throw e;
+    }
+    return done.whenComplete((x, e) -> membership.release(ring))
+        .thenCompose(r -> last ? CompletableFuture.completedFuture(true)
+            : repairPiece(key, size, r.version(), offset + n, piece));
   }
 
   /** {@link #repair(Member, String, java.util.function.LongPredicate)}, unbounded (tests). */
@@ -760,6 +872,7 @@ final class Replicator implements Closeable {
    */
   CompletableFuture<Object> apply(Request.Replicate rep) {
     List<CompletableFuture<CommitResult>> applied = new ArrayList<>();
+    List<Long> piecesRefused = new ArrayList<>();
     TyrException refusal = null;
     FencedWrites fenced = new FencedWrites(refusedKeys);
     synchronized (this) {
@@ -786,8 +899,10 @@ final class Replicator implements Closeable {
       boolean[] refusedAt = new boolean[txs.size()];
       for (int t = 0; t < txs.size(); t++) {
         Request.Prepare share = rep.prepares().get(t);
-        refusedAt[t] = fenced.refuses(t, txs.get(t))
-            || (share != null && fenced.refusesShare(t, share.tx()));
+        // A repair's piece is not checked: it is staged, not applied, and its last applies
+        // the key whole (stage).
+        refusedAt[t] = !rep.pieces().containsKey(t) && (fenced.refuses(t, txs.get(t))
+            || (share != null && fenced.refusesShare(t, share.tx())));
       }
       if (fenced.any() && !rep.readsRefusals()) {
         // The primary (older than session 13, or a batch with a share, which cannot say
@@ -806,6 +921,25 @@ final class Replicator implements Closeable {
       for (int t = 0; t < txs.size(); t++) {
         TxRequest tx = txs.get(t);
         in.expected++;
+        Integer piece = rep.pieces().get(t);
+        if (piece == null) {
+          for (TxOp op : staged.isEmpty() ? List.<TxOp>of() : tx.ops()) {
+            Staged st = staged.remove(op.key()); // written between two pieces: void
+            if (st != null) {
+              st.drop();
+            }
+          }
+        } else {
+          try {
+            tx = stage(rep.source(), piece, tx);
+          } catch (java.io.IOException | RuntimeException e) {
+            piecesRefused.add((long) t); // not confirmed: the key stays owed and fenced
+            continue;
+          }
+          if (tx == null) {
+            continue; // staged; nothing applied yet
+          }
+        }
         if (refusedAt[t]) {
           continue; // nothing of it applied; its number is taken, the stream goes on
         }
@@ -836,11 +970,13 @@ final class Replicator implements Closeable {
     // object's lock (refused() takes the membership's), before the answer, so the
     // primary's next batch (sent once it has the answer) meets the fence.
     fenced.record(this::refused);
-    long[] refusedHere = fenced.refusedIndexes();
+    long[] refusedHere = java.util.stream.LongStream.concat(
+        java.util.Arrays.stream(fenced.refusedIndexes()),
+        piecesRefused.stream().mapToLong(Long::longValue)).sorted().toArray();
     CompletableFuture<Void> writes = CompletableFuture.allOf(
         applied.toArray(new CompletableFuture<?>[0]));
     if (rep.prepares().isEmpty()) {
-      return writes.thenApply(x -> new CommitResult(0, refusedHere));
+      return writes.thenApply(x -> new CommitResult(STAGES_PIECES, refusedHere));
     }
     // Held once every write before them is applied here, so that the versions each
     // records are the ones its keys have at its place in the primary's order (its own
@@ -868,8 +1004,60 @@ final class Replicator implements Closeable {
           throw new CompletionException(e);
         }
       }
-      return new CommitResult(0, refusedHere);
+      return new CommitResult(STAGES_PIECES, refusedHere);
     });
+  }
+
+  /**
+   * As backup, under this object's lock: piece {@code kind} of a repair in pieces from
+   * {@code source}, {@code tx} its one write at an offset, staged in a file; null, or at
+   * the last piece the whole key staged as one put, applied in the batch's order in its
+   * place (it lifts the key's fence as any whole write does). Staged, not applied: if the
+   * primary is lost midway, this node's copy is the one before the repair (it lacks only
+   * unacknowledged writes), never a mix of old bytes and pieces. Fails if the pieces do
+   * not follow one another from the first (a piece lost with a broken stream, a write of
+   * the key between two: those void the staging) or the key is over 2 GiB (one mapped
+   * buffer): the piece is then refused, and the primary repairs the key again later.
+   */
+  private TxRequest stage(String source, int kind, TxRequest tx) throws java.io.IOException {
+    if (tx.ops().size() != 1 || !(tx.ops().get(0) instanceof TxOp.Write w)) {
+      throw new java.io.IOException("a repair's piece is one write at an offset: " + tx);
+    }
+    String key = w.key();
+    if (kind == Request.Replicate.PIECE_FIRST) {
+      Staged old = staged.remove(key);
+      if (old != null) {
+        old.drop();
+      }
+      staged.put(key, new Staged(source));
+    }
+    Staged st = staged.get(key);
+    if (st == null || !st.source.equals(source) || st.length != w.offset()) {
+      if (st != null) {
+        staged.remove(key).drop();
+      }
+      throw new java.io.IOException("a repair's piece of '" + key + "' at " + w.offset()
+          + " does not follow the pieces staged here");
+    }
+    try {
+      ByteBuffer data = w.data().duplicate();
+      while (data.hasRemaining()) {
+        st.length += st.channel.write(data, st.length);
+      }
+      if (kind != Request.Replicate.PIECE_LAST) {
+        return null;
+      }
+      staged.remove(key);
+      // Mapped, the bytes stay readable once the file is closed and deleted.
+      ByteBuffer whole = st.channel.map(java.nio.channels.FileChannel.MapMode.READ_ONLY, 0,
+          st.length);
+      st.drop();
+      return new TxRequest(List.of(), List.of(new TxOp.Put(key, whole, false)));
+    } catch (java.io.IOException | RuntimeException e) {
+      staged.remove(key, st);
+      st.drop();
+      throw e;
+    }
   }
 
   /** As backup: {@code rep} is refused here, its writes applied on its primary only. */
