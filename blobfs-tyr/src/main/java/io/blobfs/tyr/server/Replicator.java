@@ -894,17 +894,22 @@ final class Replicator implements Closeable {
             + " resumes at " + rep.firstSeq() + ", expected " + in.expected);
       }
       List<TxRequest> txs = refusal == null ? rep.txs() : List.of();
-      // Decided for the whole batch before anything of it is applied: a primary that does
-      // not read the answer's list gets the batch refused whole (below).
-      boolean[] refusedAt = new boolean[txs.size()];
-      for (int t = 0; t < txs.size(); t++) {
+      // A primary that does not read the answer's list gets the batch refused whole
+      // (below), decided before anything of it is applied; on a probe, so that the
+      // in-order decisions below start from the fences as they were before the batch.
+      FencedWrites probe = new FencedWrites(refusedKeys);
+      for (int t = 0; t < txs.size() && !rep.readsRefusals(); t++) {
         Request.Prepare share = rep.prepares().get(t);
-        // A repair's piece is not checked: it is staged, not applied, and its last applies
-        // the key whole (stage).
-        refusedAt[t] = !rep.pieces().containsKey(t) && (fenced.refuses(t, txs.get(t))
-            || (share != null && fenced.refusesShare(t, share.tx())));
+        // A repair's piece is not checked: it is staged, not applied (and only a primary
+        // that reads the list sends pieces).
+        if (!rep.pieces().containsKey(t)) {
+          probe.refuses(t, txs.get(t));
+        }
+        if (share != null) {
+          probe.refusesShare(t, share.tx());
+        }
       }
-      if (fenced.any() && !rep.readsRefusals()) {
+      if (probe.any()) {
         // The primary (older than session 13, or a batch with a share, which cannot say
         // it reads the list: Request.Replicate) would take a commit refused in part of
         // the batch for confirmed, and a write it acknowledged would be missing here
@@ -940,7 +945,14 @@ final class Replicator implements Closeable {
             continue; // staged; nothing applied yet
           }
         }
-        if (refusedAt[t]) {
+        // Decided here, in the batch's order, not before the loop (review 2, N2): the last
+        // piece, staged in full, is applied as a put that replaces its key whole, so the
+        // commits after it in this batch must meet the key unfenced, as they meet it on
+        // the primary (a write batched right after the last piece was refused, the key
+        // fenced again and repaired again from the first piece). A last piece whose
+        // staging failed is not applied (above) and leaves the key fenced.
+        Request.Prepare share = rep.prepares().get(t);
+        if (fenced.refuses(t, tx) || (share != null && fenced.refusesShare(t, share.tx()))) {
           continue; // nothing of it applied; its number is taken, the stream goes on
         }
         if (!tx.ops().isEmpty()) {

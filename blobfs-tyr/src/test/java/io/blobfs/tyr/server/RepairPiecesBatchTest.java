@@ -1,13 +1,9 @@
 package io.blobfs.tyr.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.blobfs.tyr.api.ErrorCode;
 import io.blobfs.tyr.api.TxOp;
 import io.blobfs.tyr.api.TxRequest;
-import io.blobfs.tyr.api.TyrException;
-import io.blobfs.tyr.client.ClientConfig;
 import io.blobfs.tyr.client.TyrClient;
 import io.blobfs.tyr.engine.EngineConfig;
 import io.blobfs.tyr.engine.SyncPolicy;
@@ -24,12 +20,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A backup's read fence on a key whose replicated write it refused ({@code RefusedKeys},
- * session 8's review, must-fix): only a write that replaces the key whole may lift it.
- * Batches are handed to the backup's replicator as its primary's stream would send them;
+ * A repair in pieces (issue 13, review M4) and the commits batched with its last piece
+ * (review 2, N2). Batches are handed to the backup's replicator as its primary's stream would send them;
  * the primary itself does not run, so nothing repairs the key meanwhile.
  */
-class ReviewRepairPiecesBatchTest {
+class RepairPiecesBatchTest {
   private static final long INCARNATION = 42;
 
   @TempDir
@@ -38,9 +33,8 @@ class ReviewRepairPiecesBatchTest {
   private final Member p = member();
   private final Member b = member();
   private final Ring ring = new Ring(1, List.of(p, b), 16, 2);
-  private final String key = keyOwnedBy(ring, p, b);
+  private final String key = keyOwnedBy(ring, null, p, b);
   private long seq = 1;
-
 
   /**
    * Review 2 (M4): a repair in pieces ends with its last piece, applied on the backup as one
@@ -52,7 +46,7 @@ class ReviewRepairPiecesBatchTest {
    * write applied on the repaired copy, nothing refused, the fence off.
    */
   @Test
-  void reviewAWriteBatchedRightAfterTheLastPieceIsAppliedNotRefused() throws Exception {
+  void aWriteBatchedRightAfterTheLastPieceIsAppliedNotRefused() throws Exception {
     try (TyrServer backup = start()) {
       Replicator r = backup.replicator();
       apply(r, new TxOp.Put(key, utf8("AAAA"), false));
@@ -73,22 +67,28 @@ class ReviewRepairPiecesBatchTest {
     }
   }
 
-  private void assertRefusedToReaders() {
-    assertThatThrownBy(this::read).isInstanceOfSatisfying(TyrException.class,
-        e -> assertThat(e.code()).isEqualTo(ErrorCode.UNAVAILABLE))
-        .hasMessageContaining("read it from another replica");
-  }
-
-  /** A plain read of the key from the backup, as a cluster client makes it. */
-  private String read() throws IOException {
-    return read(ring.epoch());
-  }
-
-  private String read(long epoch) throws IOException {
-    try (TyrClient raw = new TyrClient(ClientConfig.of(b.host(), b.port()))) {
-      raw.routeUnder(() -> epoch);
-      return StandardCharsets.UTF_8.decode(TyrClient.await(raw.read(key, 0, 64)).data())
-          .toString();
+  /**
+   * The other side of N2: a last piece that does not follow pieces staged here (its first
+   * was lost) is refused and applies nothing, so the key stays fenced for the write after
+   * it in the batch, which is refused too (applied, it left "CAAA": old bytes with a later
+   * piece on top).
+   */
+  @Test
+  void aWriteAfterALastPieceNotStagedStaysRefused() throws Exception {
+    try (TyrServer backup = start()) {
+      Replicator r = backup.replicator();
+      apply(r, new TxOp.Put(key, utf8("AAAA"), false));
+      r.refused(batch(new TxOp.Write(key, 0, utf8("BB"))));
+      List<TxRequest> txs = List.of(
+          new TxRequest(List.of(), List.of(new TxOp.Write(key, 2, utf8("AA")))),
+          new TxRequest(List.of(), List.of(new TxOp.Write(key, 0, utf8("C")))));
+      Object answer = TyrClient.await(r.apply(new Request.Replicate(ring.epoch(), p.id(),
+          INCARNATION, seq, txs, java.util.Map.of(), true, java.util.Map.of(
+              0, Request.Replicate.PIECE_LAST))));
+      seq += txs.size();
+      assertThat(((io.blobfs.tyr.api.CommitResult) answer).values()).containsExactly(0, 1);
+      assertThat(onBackup(backup)).isEqualTo("AAAA");
+      assertThat(r.staleHere(key)).as("still fenced").isNotNull();
     }
   }
 
@@ -137,21 +137,9 @@ class ReviewRepairPiecesBatchTest {
     }
   }
 
-  private static String keyOwnedBy(Ring ring, Member... owners) {
-    return keyOwnedBy(ring, null, owners);
-  }
-
   private static String keyOwnedBy(Ring ring, String not, Member... owners) {
     for (int i = 0; ; i++) {
       if (ring.owners("k/" + i).equals(List.of(owners)) && !("k/" + i).equals(not)) {
-        return "k/" + i;
-      }
-    }
-  }
-
-  private static String keyOwnedByNoneOf(Ring ring, List<String> not, Member... owners) {
-    for (int i = 0; ; i++) {
-      if (ring.owners("k/" + i).equals(List.of(owners)) && !not.contains("k/" + i)) {
         return "k/" + i;
       }
     }
