@@ -55,7 +55,9 @@ import java.util.concurrent.CompletionException;
  * prepared share so refused is not held, and its prepare fails. The primary says in each
  * batch that it reads that list ({@code Request.Replicate#readsRefusals}); a batch that
  * does not (a primary older than session 13, which took every commit of an answered batch
- * for confirmed) is refused whole instead, which every version fails and owes.
+ * for confirmed) is refused whole instead, which every version fails and owes; the refusal
+ * is typed {@code FENCED}, an answer this version's primary takes as a wrong epoch's (the
+ * batch fails alone, the writes behind it go on), an older one as a broken stream.
  *
  * <p><b>Versions</b> stay each node's own commit numbers, so calls that see or check a
  * version (stat, versioned reads, conditional writes, transactions) go to the primary;
@@ -620,7 +622,7 @@ final class Replicator implements Closeable {
       synchronized (s) {
         s.sending = false;
         if (failed != null && s.incarnation == incarnation
-            && unwrap(failed) instanceof WrongEpochException
+            && refusedWhole(unwrap(failed))
             && s.wireIncarnation == wireIncarnation) {
           // Refused (WRONG_EPOCH, HANDING_OVER): an answer, so nothing of the batch is
           // still to be applied there, and nothing of it was (refused at its check; or a
@@ -628,7 +630,9 @@ final class Replicator implements Closeable {
           // on in its order. Failing it too lost writes applied and read here: an owner
           // handing over refuses a stand-in's share (Membership.checkReplicate), and once
           // the stand-in has the owner's ring it owes the failed writes' keys nothing
-          // (QueuedBehindRefusedShareTest).
+          // (QueuedBehindRefusedShareTest). FENCED too (review 2, N3): a fenced backup
+          // refused the batch whole and applied nothing of it; renumbering failed the
+          // writes behind it unsent and unfenced there (FencedShareBatchTest).
           s.skipRefused();
         } else if (failed != null && s.incarnation == incarnation) {
           // The backup may have applied part of it: number afresh, fail what waits.
@@ -646,6 +650,15 @@ final class Replicator implements Closeable {
             "the replication stream broke before this write was sent"));
       }
     }, COMPLETIONS);
+  }
+
+  /**
+   * Whether {@code e} is a backup's answer that it refused a batch whole, having applied
+   * nothing of it: another epoch, handing over, or a key it fenced ({@code FENCED}).
+   */
+  private static boolean refusedWhole(Throwable e) {
+    return e instanceof WrongEpochException
+        || (e instanceof TyrException t && t.code() == ErrorCode.FENCED);
   }
 
   /**
@@ -913,10 +926,17 @@ final class Replicator implements Closeable {
         // The primary (older than session 13, or a batch with a share, which cannot say
         // it reads the list: Request.Replicate) would take a commit refused in part of
         // the batch for confirmed, and a write it acknowledged would be missing here
-        // (review M2). Refused whole, as a batch out of its stream's order is: nothing of
-        // it applied, every key of it fenced (recorded below), and every primary version
-        // fails the batch's commits unconfirmed and owes their keys (it renumbers).
-        refusal = new TyrException(ErrorCode.UNAVAILABLE, "node " + membership.self()
+        // (review M2). Refused whole: nothing of it applied, every key of it fenced
+        // (recorded below), and every primary version fails the batch's commits
+        // unconfirmed and owes their keys. Typed FENCED, not UNAVAILABLE (review 2, N3):
+        // this version's primary takes it for an answer (as WRONG_EPOCH) and fails this
+        // batch alone, the writes queued behind it going on under a new wire incarnation
+        // (skipRefused). As UNAVAILABLE it renumbered the stream and failed those writes
+        // unsent: never acknowledged, but their keys not fenced here either, so a later
+        // write in part of one of them was applied on a copy that lacks the dropped write,
+        // and a promotion before its repair served the skip state. A primary older than
+        // session 14 reads FENCED as SERVER_ERROR and still renumbers (README).
+        refusal = new TyrException(ErrorCode.FENCED, "node " + membership.self()
             + " refused a batch from " + rep.source() + " whole: it changes in part a key "
             + "whose earlier write this node refused (fenced until it is written whole)"
             + (rep.prepares().isEmpty() ? ", and its primary does not read a refusal of "
@@ -973,7 +993,7 @@ final class Replicator implements Closeable {
       // Recorded only now, out of this object's lock: refused() takes the membership's
       // lock, and an install holds that one while it takes ours (restartStreamsToDown, a
       // takeover's hand-on), so taking it in here could deadlock. Nothing is lost by the
-      // delay: the primary renumbers its stream only once it has this answer, sent after
+      // delay: the primary sends the next batch only once it has this answer, sent after
       // the refusal is recorded, and refused() reads the ring in force when it runs.
       refused(rep);
       return CompletableFuture.failedFuture(refusal);

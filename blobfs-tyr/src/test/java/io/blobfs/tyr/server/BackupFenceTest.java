@@ -195,7 +195,7 @@ class BackupFenceTest {
           .isInstanceOf(TyrException.class)
           .hasMessageContaining("whole")
           .satisfies(e -> assertThat(((TyrException) e).code())
-              .isEqualTo(ErrorCode.UNAVAILABLE));
+              .isEqualTo(ErrorCode.FENCED));
       assertThat(onBackup(backup)).isEqualTo("AAAA");
       ByteBuffer dst = ByteBuffer.allocate(4);
       backup.engine().read(other, 0, dst);
