@@ -195,6 +195,15 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
         });
   }
 
+  /**
+   * Whether the write of {@code key} this node applied unconfirmed at {@code version} is
+   * held by every backup now ({@code Request.Confirm}'s answers); fails with the server's
+   * own {@code TyrException} (BAD_REQUEST from an older node, WRONG_EPOCH), untranslated.
+   */
+  CompletableFuture<Long> confirm(String key, long version) {
+    return client.confirm(key, version);
+  }
+
   /** Up to {@code length} bytes of {@code key} at {@code offset}, with their version. */
   CompletableFuture<ReadResult> readRange(String key, long offset, int length) {
     return translate(client.read(key, offset, length), key);

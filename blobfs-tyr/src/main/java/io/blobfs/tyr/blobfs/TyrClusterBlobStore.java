@@ -618,19 +618,29 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   }
 
   /**
-   * A write at an offset that {@code primary} applied unconfirmed, made again there only
-   * if the key is still at the version applied: a commit of [ReadCheck(version), Write]
-   * ({@link TyrBlobStore#writeIfVersion}). If the key moved on (the primary's repair of
-   * its backup puts the key again, a new version), the range is read: if it still holds
-   * our bytes, the write is made again under a check of the version they are at now, so
-   * it is confirmed with nothing else overwritten; other bytes are another writer's, and
-   * the outcome is unknown (never a plain overwrite, which could bring our bytes back over
-   * an acknowledged write that a reader saw: the stale register of {@code
-   * TyrClusterHistoryIT}, put's {@code onlyIfStill}). Made again after the pauses of a
-   * refusal (up to a second each), up to twice {@link #ATTEMPTS} times and while the op
-   * timeout since the call began ({@code start}) has not passed: the repair is first
-   * tried a second after the refusal, and later passes back off. On a new primary, as it
-   * was (it numbers its own versions).
+   * A write at an offset that {@code primary} applied unconfirmed at {@code version}. First
+   * asked, not made again (session 14, review 2's N1): the primary confirms it once every
+   * backup holds the key at that version or later ({@code Request.Confirm}), which its own
+   * repair of the backup brings (the write's failure owes the key there). While a backup
+   * still owes the key the answer is "repairing", and the client asks again every
+   * {@link #CONFIRM_POLL_MS} until the op timeout since the call began ({@code start}),
+   * whatever the number of tries. Made again, each try was a write of the key on the
+   * primary, and any write of a key between two pieces of its repair in pieces voids that
+   * repair: a key too large for one frame (79 MiB and more by default) was never repaired
+   * while its writer tried, and the write failed at its op timeout. Asking voids nothing.
+   *
+   * <p>Made again only if the primary answers "not held" (the key is not at that version
+   * or later there) or does not know the question (BAD_REQUEST: a node older than session
+   * 14; mixed versions), as before: only if the key is still at the version applied, a
+   * commit of [ReadCheck(version), Write] ({@link TyrBlobStore#writeIfVersion}); if the key
+   * moved on, the range is read: if it still holds our bytes, the write is made again under
+   * a check of the version they are at now, so it is confirmed with nothing else
+   * overwritten; other bytes are another writer's, and the outcome is unknown (never a
+   * plain overwrite, which could bring our bytes back over an acknowledged write that a
+   * reader saw: the stale register of {@code TyrClusterHistoryIT}, put's {@code
+   * onlyIfStill}). After the pauses of a refusal (up to a second each), up to twice
+   * {@link #ATTEMPTS} times and while the op timeout has not passed. On a new primary, as
+   * it was (it numbers its own versions).
    */
   private CompletableFuture<Void> writeAgain(String key, long offset, ByteBuffer src,
       TyrBlobStore primary, long version, int tries, Throwable last, boolean pause,
@@ -645,30 +655,77 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
     CompletableFuture<Void> paused = !pause ? CompletableFuture.completedFuture(null)
         : CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(
             pauseMillis(tries), TimeUnit.MILLISECONDS));
-    return paused.thenCompose(x -> {
-      beforeAgainOnPrimary.run();
-      return primary.writeIfVersion(key, offset, src.duplicate(), version);
-    }).exceptionallyCompose(err -> {
-      Throwable e = unwrap(err);
-      if (e instanceof io.blobfs.store.TransactionConflictException) {
-        return primary.readRange(key, offset, src.remaining()).exceptionallyCompose(
-            gone -> CompletableFuture.failedFuture(writeUnknown(key, offset, e)))
-            .thenCompose(now -> now.data().equals(src.duplicate())
-                ? writeAgain(key, offset, src, primary, now.version(), tries + 1, e, false,
-                    start)
-                : CompletableFuture.<Void>failedFuture(writeUnknown(key, offset, e)));
+    return paused.thenCompose(x -> confirm(key, offset, src, primary, version, tries, last,
+        start));
+  }
+
+  /** How often a write whose key its primary repairs asks again (see {@link #writeAgain}). */
+  static final long CONFIRM_POLL_MS = 100;
+
+  /** Asks {@code primary} whether our write at {@code version} is in (see writeAgain). */
+  private CompletableFuture<Void> confirm(String key, long offset, ByteBuffer src,
+      TyrBlobStore primary, long version, int tries, Throwable last, long start) {
+    return primary.confirm(key, version).handle((answer, err) -> {
+      if (err == null && answer == io.blobfs.tyr.protocol.Request.Confirm.CONFIRMED) {
+        return CompletableFuture.<Void>completedFuture(null);
       }
-      long applied = TyrException.unconfirmedVersion(e);
-      if (applied > 0) {
-        return writeAgain(key, offset, src, primary, applied, tries + 1, e, true, start);
+      if (err == null && answer == io.blobfs.tyr.protocol.Request.Confirm.REPAIRING) {
+        if (System.nanoTime() - start >= template.requestTimeout().toNanos()) {
+          return CompletableFuture.<Void>failedFuture(
+              unconfirmedTooOften(key, offset, tries, last));
+        }
+        // Not a try: nothing was written; bounded by the op timeout only.
+        return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(
+                CONFIRM_POLL_MS, TimeUnit.MILLISECONDS))
+            .thenCompose(x -> confirm(key, offset, src, primary, version, tries, last, start));
       }
-      WrongEpochException w = wrongEpoch(e);
+      Throwable e = err == null ? null : unwrap(err);
+      WrongEpochException w = e == null ? null : wrongEpoch(e);
       if (w != null) {
         adopt(w.ring(), ring); // the same primary under it: checked at the next try
         return writeAgain(key, offset, src, primary, version, tries + 1, e, true, start);
       }
-      return CompletableFuture.failedFuture(e);
-    });
+      if (e != null && !(e instanceof TyrException t && t.code() == io.blobfs.tyr.api.ErrorCode.BAD_REQUEST)) {
+        return CompletableFuture.<Void>failedFuture(e instanceof TyrException t
+            ? TyrBlobStore.toIo(t, key) : e);
+      }
+      // Not held there (or an older primary, which does not know the question): made
+      // again, only if the key or the range still holds what we wrote.
+      return writeIfStill(key, offset, src, primary, version, tries, start);
+    }).thenCompose(f -> f);
+  }
+
+  /** Our write made again on {@code primary}, only if the key or range still holds it. */
+  private CompletableFuture<Void> writeIfStill(String key, long offset, ByteBuffer src,
+      TyrBlobStore primary, long version, int tries, long start) {
+    if (tries >= 2 * ATTEMPTS
+        || System.nanoTime() - start >= template.requestTimeout().toNanos()) {
+      return CompletableFuture.failedFuture(unconfirmedTooOften(key, offset, tries,
+          new StoreUnavailableException("the key kept moving on with our bytes in place",
+              null)));
+    }
+    beforeAgainOnPrimary.run();
+    return primary.writeIfVersion(key, offset, src.duplicate(), version)
+        .exceptionallyCompose(err -> {
+          Throwable e = unwrap(err);
+          if (e instanceof io.blobfs.store.TransactionConflictException) {
+            return primary.readRange(key, offset, src.remaining()).exceptionallyCompose(
+                gone -> CompletableFuture.failedFuture(writeUnknown(key, offset, e)))
+                .thenCompose(now -> now.data().equals(src.duplicate())
+                    ? writeIfStill(key, offset, src, primary, now.version(), tries + 1, start)
+                    : CompletableFuture.<Void>failedFuture(writeUnknown(key, offset, e)));
+          }
+          long applied = TyrException.unconfirmedVersion(e);
+          if (applied > 0) {
+            return writeAgain(key, offset, src, primary, applied, tries + 1, e, true, start);
+          }
+          WrongEpochException w = wrongEpoch(e);
+          if (w != null) {
+            adopt(w.ring(), ring); // the same primary under it: checked at the next try
+            return writeAgain(key, offset, src, primary, version, tries + 1, e, true, start);
+          }
+          return CompletableFuture.failedFuture(e);
+        });
   }
 
   /**

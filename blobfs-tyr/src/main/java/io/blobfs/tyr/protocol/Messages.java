@@ -68,6 +68,8 @@ public final class Messages {
       return Opcode.PREPARE;
     } else if (r instanceof Request.Decide) {
       return Opcode.DECIDE;
+    } else if (r instanceof Request.Confirm) {
+      return Opcode.CONFIRM;
     }
     return Opcode.PING;
   }
@@ -103,6 +105,8 @@ public final class Messages {
       return writeString(alloc.buffer(), g.key()).writeLong(g.offset()).writeInt(g.length());
     } else if (r instanceof Request.Release rel) {
       return alloc.buffer(8).writeLong(rel.grantId());
+    } else if (r instanceof Request.Confirm c) {
+      return writeString(alloc.buffer(), c.key()).writeLong(c.version());
     } else if (r instanceof Request.Replicate rp) {
       ByteBuf head = writeString(alloc.buffer().writeLong(rp.epoch()), rp.source())
           .writeLong(rp.incarnation()).writeLong(rp.firstSeq()).writeInt(rp.txs().size());
@@ -213,6 +217,7 @@ public final class Messages {
           yield new Request.Prepare(txId, coordinator, participants, decodeTx(in));
         }
         case Opcode.DECIDE -> new Request.Decide(readString(in), in.readUnsignedByte());
+        case Opcode.CONFIRM -> new Request.Confirm(readString(in), in.readLong());
         case Opcode.ROUTED -> {
           long epoch = in.readLong();
           int inner = in.readUnsignedByte();

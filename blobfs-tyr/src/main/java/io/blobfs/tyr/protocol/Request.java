@@ -113,6 +113,21 @@ public sealed interface Request {
   record RingInfo() implements Request {}
 
   /**
+   * To {@code key}'s primary: is the write of it that the primary applied at {@code version}
+   * (its answer's {@code BackupUnconfirmedException}) held by every backup now? Answered as a
+   * commit's reply: the key's version, and one value, {@link #CONFIRMED}, {@link #REPAIRING}
+   * or {@link #NOT_HELD}. Read-only: it writes nothing, so it voids no repair under way.
+   */
+  record Confirm(String key, long version) implements Request {
+    /** Every backup holds the key at that version or a later one: the write is in. */
+    public static final long CONFIRMED = 1;
+    /** A backup still owes it (a repair is due or runs): ask again, nothing to write. */
+    public static final long REPAIRING = 2;
+    /** The key is not at that version or later here: the write may be gone; make it again. */
+    public static final long NOT_HELD = 3;
+  }
+
+  /**
    * {@code inner} made under ring {@code epoch}: served only if that is the node's epoch
    * and the node holds {@code inner}'s keys (see {@code WrongEpochException}).
    */

@@ -169,6 +169,37 @@ final class OwedKeys implements AutoCloseable {
     return new ArrayList<>(owed.getOrDefault(backup, Map.of()).keySet());
   }
 
+  /**
+   * Whether a backup owes {@code key} (its repair is due or runs). {@code hurry}: a key
+   * owed and waiting for its next try is made due now (a writer waits for it, session 14:
+   * it no longer makes its write again, which did the repair's work sooner); its back-off
+   * stays, so a repair that keeps failing is tried about as often as the writer asks.
+   */
+  boolean owes(String key, boolean hurry) {
+    boolean owes = false;
+    boolean hurried = false;
+    synchronized (this) {
+      long now = clockMs.getAsLong();
+      for (Map.Entry<Member, Map<String, Owed>> e : owed.entrySet()) {
+        Owed o = e.getValue().get(key);
+        if (o == null) {
+          continue;
+        }
+        owes = true;
+        if (hurry && !closed && o.due != null && o.due.atMs() > now) {
+          due.remove(o.due);
+          o.due = new Due(now, ++orders, e.getKey(), key);
+          due.add(o.due);
+          hurried = true;
+        }
+      }
+    }
+    if (hurried) {
+      pumpLater();
+    }
+    return owes;
+  }
+
   /** Repairs running now (tests). */
   synchronized int running() {
     return running;

@@ -371,7 +371,10 @@ final class Replicator implements Closeable {
         if (err == null) {
           Member b = backups.get(i);
           // Applied here and not confirmed there: the backup owes this write (OwedKeys).
-          c.whenComplete((x, failed) -> {
+          // Owed before the client hears it (chained, not a side branch): its confirm
+          // (session 14) reads "not owed" as "every backup holds it", so the owe must be
+          // in before the client can ask.
+          c = c.whenComplete((x, failed) -> {
             if (failed != null) {
               owedKeys.owe(b, keysOf(physical));
             }
@@ -828,6 +831,37 @@ final class Replicator implements Closeable {
     return done.whenComplete((x, e) -> membership.release(ring))
         .thenCompose(r -> last ? CompletableFuture.completedFuture(true)
             : repairPiece(key, size, r.version(), offset + n, piece));
+  }
+
+  /**
+   * A client's question (Request.Confirm, session 14, review 2's N1): is the write of
+   * {@code key} that this primary applied unconfirmed at {@code version} held by every
+   * backup now? Before, the client made such a write again, and each try was a write of the
+   * key, which voids a repair in pieces under way (a write between two pieces fails the
+   * next piece's check, and the backup drops its staging): a key too large for one frame
+   * was never repaired while its writer tried, and the write failed at its op timeout.
+   * Asking writes nothing, so it voids nothing.
+   *
+   * <p>Answers, as a commit's reply (the key's version here, one value):
+   * {@code NOT_HELD} if the key is not at {@code version} or later here (deleted, or a
+   * restart lost it: the client makes its write again as before); {@code REPAIRING} while
+   * a backup owes the key (OwedKeys: the failure that made the write unconfirmed owes it
+   * before the client hears it, and only a repair confirmed after the last failure clears
+   * it; the repair, which reads the key after that failure, holds our write or what later
+   * writes made of it), made due now if it waits; else {@code CONFIRMED}: every backup
+   * confirmed the key's state at {@code version} or later, by the stream or by a repair
+   * (or left the key's write set, DOWN, and catches up before it serves, as for any write
+   * acknowledged while a backup is down). The membership checked that this node is the
+   * key's UP primary under the client's ring.
+   */
+  CommitResult confirm(String key, long version) throws java.io.IOException {
+    io.blobfs.tyr.api.BlobStat stat = engine.stat(key);
+    if (!stat.exists() || stat.version() < version) {
+      return new CommitResult(stat.version(), new long[] {Request.Confirm.NOT_HELD});
+    }
+    boolean owed = owedKeys.owes(key, true);
+    return new CommitResult(stat.version(),
+        new long[] {owed ? Request.Confirm.REPAIRING : Request.Confirm.CONFIRMED});
   }
 
   /** {@link #repair(Member, String, java.util.function.LongPredicate)}, unbounded (tests). */

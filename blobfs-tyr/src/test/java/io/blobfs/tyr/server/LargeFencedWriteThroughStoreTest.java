@@ -32,16 +32,19 @@ import org.junit.jupiter.api.io.TempDir;
  * (applied, refused by the fenced backup), and any write of the key between two pieces voids
  * the repair under way. The client makes it again at least once a second; a repair that
  * takes longer never completes while the client tries, so the write fails at its op
- * timeout, and the key is repaired only once the writer gives up.
+ * timeout, and the key is repaired only once the writer gives up (6675 ms, 13 tries, the
+ * fence lifted at 9623 ms: review 2's run). Since session 14 the client asks the primary to
+ * confirm (Request.Confirm) and writes nothing while the key is repaired: confirmed in
+ * about 1.8 s.
  */
-class ReviewLargeFencedWriteThroughStoreTest {
+class LargeFencedWriteThroughStoreTest {
   private static final int MAX_FRAME = 3 << 20;
 
   @TempDir
   Path dir;
 
   @Test
-  void reviewAWriteToALargeFencedKeyIsConfirmedOnceTheRepairInPiecesIsIn() throws Exception {
+  void aWriteToALargeFencedKeyIsConfirmedOnceTheRepairInPiecesIsIn() throws Exception {
     Member p = member();
     Member b = member();
     Ring ring = new Ring(1, List.of(p, b), 16, 2);
@@ -82,7 +85,7 @@ class ReviewLargeFencedWriteThroughStoreTest {
         failed = e;
       }
       long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-      System.out.println("ReviewLargeFencedWriteThroughStoreTest: W1 after " + ms + " ms: "
+      System.out.println("LargeFencedWriteThroughStoreTest: W1 after " + ms + " ms: "
           + (failed == null ? "confirmed" : failed));
       long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
       while (!(Arrays.equals(bytes(np, key), bytes(nb, key))
@@ -90,10 +93,17 @@ class ReviewLargeFencedWriteThroughStoreTest {
         Thread.sleep(100);
       }
       long repaired = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-      System.out.println("ReviewLargeFencedWriteThroughStoreTest: replicas equal, fence off,"
+      System.out.println("LargeFencedWriteThroughStoreTest: replicas equal, fence off,"
           + " after " + repaired + " ms: " + (nb.replicator().staleHere(key) == null));
       assertThat(failed).as("W1 (made again while the repair in pieces runs), after " + ms
           + " ms; the repair was in after " + repaired + " ms").isNull();
+      assertThat(ms).as("well under the op timeout").isLessThan(6000);
+      assertThat(nb.replicator().staleHere(key)).as("the fence lifted").isNull();
+      byte[] expected = big.clone();
+      expected[0] = 'B';
+      expected[1] = 'B';
+      assertThat(Arrays.equals(bytes(nb, key), expected)).as("the backup holds W1").isTrue();
+      assertThat(Arrays.equals(bytes(np, key), expected)).as("the primary holds W1").isTrue();
     }
   }
 

@@ -1,0 +1,114 @@
+package io.blobfs.tyr.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.blobfs.tyr.api.BackupUnconfirmedException;
+import io.blobfs.tyr.api.TxOp;
+import io.blobfs.tyr.api.TxRequest;
+import io.blobfs.tyr.api.TyrException;
+import io.blobfs.tyr.client.ClientConfig;
+import io.blobfs.tyr.client.TyrClient;
+import io.blobfs.tyr.engine.EngineConfig;
+import io.blobfs.tyr.engine.SyncPolicy;
+import io.blobfs.tyr.protocol.Request;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.ring.Ring;
+import io.blobfs.tyr.ring.WrongEpochException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Session 14 (review 2, N1): a primary's answer to a client asking whether its write applied
+ * unconfirmed is now held by every backup (Request.Confirm): "not held" for a key not at
+ * that version, "repairing" while a backup owes the key, "confirmed" once the repair is in;
+ * refused by a node that is not the key's primary under the client's ring. Two real nodes.
+ */
+class ConfirmWriteTest {
+  @TempDir
+  Path dir;
+
+  @Test
+  void aWriteAppliedUnconfirmedIsRepairingThenConfirmed() throws Exception {
+    Member p = member();
+    Member b = member();
+    Ring ring = new Ring(1, List.of(p, b), 16, 2);
+    String key = keyOwnedBy(ring, p, b);
+    AtomicLong epoch = new AtomicLong(1);
+    try (TyrServer np = start(p, ring, "p"); TyrServer nb = start(b, ring, "b");
+        TyrClient client = new TyrClient(ClientConfig.of(p.host(), p.port()));
+        TyrClient toBackup = new TyrClient(ClientConfig.of(b.host(), b.port()))) {
+      client.routeUnder(epoch::get);
+      toBackup.routeUnder(epoch::get);
+      assertThat(TyrClient.await(client.confirm(key, 1))).as("absent")
+          .isEqualTo(Request.Confirm.NOT_HELD);
+      long v0 = TyrClient.await(client.commit(TxRequest.of(
+          new TxOp.Put(key, utf8("AAAA"), false)))).version();
+      assertThat(TyrClient.await(client.confirm(key, v0))).as("confirmed by the stream")
+          .isEqualTo(Request.Confirm.CONFIRMED);
+      assertThatThrownBy(() -> TyrClient.await(toBackup.confirm(key, v0)))
+          .as("only the primary answers").isInstanceOf(WrongEpochException.class);
+
+      Ring next = ring.withEpoch(2);
+      nb.membership().install(next); // the backup refuses the primary's epoch-1 batches
+      Throwable unconfirmed = org.assertj.core.api.Assertions.catchThrowable(() ->
+          TyrClient.await(client.commit(TxRequest.of(new TxOp.Write(key, 0, utf8("BB"))))));
+      assertThat(unconfirmed).isInstanceOf(BackupUnconfirmedException.class);
+      long v1 = TyrException.unconfirmedVersion(unconfirmed);
+      assertThat(v1).isGreaterThan(v0);
+      assertThat(TyrClient.await(client.confirm(key, v1))).as("owed to the backup")
+          .isEqualTo(Request.Confirm.REPAIRING);
+      assertThat(TyrClient.await(client.confirm(key, v1 + 1000))).as("a later version")
+          .isEqualTo(Request.Confirm.NOT_HELD);
+
+      np.membership().install(next);
+      epoch.set(2);
+      long end = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+      long answer;
+      while ((answer = TyrClient.await(client.confirm(key, v1))) != Request.Confirm.CONFIRMED) {
+        assertThat(answer).isEqualTo(Request.Confirm.REPAIRING);
+        assertThat(System.nanoTime()).as("confirmed once repaired").isLessThan(end);
+        Thread.sleep(50);
+      }
+      assertThat(value(nb, key)).as("the backup holds the write").isEqualTo("BBAA");
+      assertThat(nb.replicator().staleHere(key)).as("its fence lifted").isNull();
+    }
+  }
+
+  private static String keyOwnedBy(Ring ring, Member... owners) {
+    for (int i = 0; ; i++) {
+      if (ring.owners("k/" + i).equals(List.of(owners))) {
+        return "k/" + i;
+      }
+    }
+  }
+
+  private static ByteBuffer utf8(String s) {
+    return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private static String value(TyrServer n, String key) throws IOException {
+    ByteBuffer buf = ByteBuffer.allocate((int) n.engine().stat(key).size());
+    n.engine().read(key, 0, buf);
+    return new String(buf.array(), StandardCharsets.UTF_8);
+  }
+
+  private static Member member() throws IOException {
+    return new Member("127.0.0.1", io.blobfs.tyr.TestPorts.free());
+  }
+
+  private TyrServer start(Member m, Ring ring, String name) throws IOException {
+    EngineConfig engine = EngineConfig.defaults(dir.resolve(name))
+        .withSyncPolicy(SyncPolicy.NONE);
+    ServerConfig config = new ServerConfig("127.0.0.1", m.port(), engine, 8 << 20, null, 8,
+        64, Duration.ofSeconds(60), 512L << 20, 128L << 20, Duration.ofSeconds(60), null);
+    return TyrServer.start(config, new Membership(m, ring));
+  }
+}
