@@ -63,8 +63,10 @@ final class FencedWrites {
    * part's ops on this node's keys, held until its decision and applied by a takeover),
    * is refused here: as a commit is, if it changes a fenced key without replacing it whole.
    * Held, a promoted backup applied it on its copy that lacks the refused write: the skip
-   * state, as a committed write (issue 13's review, M1). Refused, the share is not held,
-   * its primary does not acknowledge the prepare, and the transaction aborts; so its keys
+   * state, as a committed write (issue 13's review, M1). Refused, its batch (which holds
+   * only it, and cannot say it reads a refusal of part of it) is refused whole, so the
+   * share is not held, its primary does not acknowledge the prepare, and the transaction
+   * aborts (Replicator.apply decides it on a probe before anything is applied); so its keys
    * are not fenced for it (nothing of it is applied anywhere). Its ops are the client's
    * (an append, add or compare-and-set: a write in part; a create too, as it is not
    * physical yet).

@@ -52,7 +52,9 @@ import java.util.concurrent.CompletionException;
  * fenced a key ({@link RefusedKeys}) refuses the commits of a batch that change it in part
  * ({@link FencedWrites}) and applies the others: its answer names the refused ones, which
  * fail as unconfirmed (their keys owed, repaired by a put), and the stream goes on; a
- * prepared share so refused is not held, and its prepare fails. The primary says in each
+ * batch with a prepared share so refused is refused whole (a share travels alone, and such
+ * a batch cannot say it reads the list): the share is not held and its prepare fails.
+ * The primary says in each
  * batch that it reads that list ({@code Request.Replicate#readsRefusals}); a batch that
  * does not (a primary older than session 13, which took every commit of an answered batch
  * for confirmed) is refused whole instead, which every version fails and owes; the refusal
@@ -164,20 +166,51 @@ final class Replicator implements Closeable {
     final java.nio.channels.FileChannel channel;
     long length;
 
-    Staged(String source) throws java.io.IOException {
+    Staged(String source, java.nio.file.Path dir) throws java.io.IOException {
       this.source = source;
-      this.file = java.nio.file.Files.createTempFile("tyr-repair-", ".part");
+      java.nio.file.Files.createDirectories(dir);
+      this.file = java.nio.file.Files.createTempFile(dir, "tyr-repair-", ".part");
       this.channel = java.nio.channels.FileChannel.open(file,
           java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE);
     }
 
+    /**
+     * Closed and deleted on another thread (review 2, S1): callers hold the Replicator's
+     * monitor, which every commit's reservation on the node takes, or the install's lock
+     * (restartStreamsToDown), and deleting up to 2 GiB of staged file stalled them all.
+     * The last piece's mapping stays readable once the file is closed and deleted.
+     */
     void drop() {
-      try {
-        channel.close();
-        java.nio.file.Files.deleteIfExists(file);
-      } catch (java.io.IOException e) {
-        // a temporary file left behind
+      COMPLETIONS.execute(() -> {
+        try {
+          channel.close();
+          java.nio.file.Files.deleteIfExists(file);
+        } catch (java.io.IOException e) {
+          // left behind: deleted at the node's next start (cleanStaging)
+        }
+      });
+    }
+  }
+
+  /**
+   * As backup: where a repair's pieces are staged, in the node's data directory (review 2,
+   * S2: not the system's temporary directory, which may be small or tmpfs, failing every
+   * piece, and is never cleaned of a crashed node's files, up to 2 GiB each).
+   */
+  private final java.nio.file.Path stagingDir;
+
+  /** Deletes what a node that stopped or crashed midway left staged (at start). */
+  private static void cleanStaging(java.nio.file.Path dir) {
+    if (!java.nio.file.Files.isDirectory(dir)) {
+      return;
+    }
+    try (java.util.stream.Stream<java.nio.file.Path> files = java.nio.file.Files.list(dir)) {
+      for (java.nio.file.Path f : (Iterable<java.nio.file.Path>) files::iterator) {
+        java.nio.file.Files.deleteIfExists(f);
       }
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException("cannot clean the repair staging directory "
+          + dir, e);
     }
   }
 
@@ -218,6 +251,8 @@ final class Replicator implements Closeable {
     this.engine = engine;
     this.peers = peers;
     this.maxFrameBytes = maxFrameBytes;
+    this.stagingDir = engine.config().directory().resolve("repair-staging");
+    cleanStaging(stagingDir); // nothing is staged yet: no primary has sent us a piece
     membership.onInstall(this::restartStreamsToDown);
   }
 
@@ -603,9 +638,10 @@ final class Replicator implements Closeable {
       java.util.Set<Long> fencedThere = new java.util.HashSet<>();
       if (failed == null && ok != null) {
         java.util.Arrays.stream(ok.values()).forEach(fencedThere::add);
-        if ((ok.version() & STAGES_PIECES) != 0) {
-          s.stagesPieces = true;
-        }
+        // From each answer, not only set once (review 2, S4): a backup rolled back to an
+        // older version answers 0, and is then sent no more pieces (it refuses the frame,
+        // which failed the stream and what was queued on it at every repair pass).
+        s.stagesPieces = (ok.version() & STAGES_PIECES) != 0;
       }
       for (int i = 0; i < confirms.size(); i++) {
         CompletableFuture<Void> c = confirms.get(i);
@@ -759,8 +795,8 @@ final class Replicator implements Closeable {
         // backup of it stages them; else it stays owed (a stat a pass), and the backup
         // keeps refusing plain reads of it until the key is written whole again or the
         // backup catches up (README, replication limits).
-        int piece = (int) Math.min(PIECE_BYTES, (maxFrameBytes - (1L << 20)) / 2);
-        if (!stagePieces(ring, key) || !hold.test(piece)) {
+        int piece = pieceBytes(maxFrameBytes);
+        if (piece == 0 || !stagePieces(ring, key) || !hold.test(piece)) {
           return CompletableFuture.completedFuture(false);
         }
         return repairPiece(key, stat.size(), stat.version(), 0, piece);
@@ -780,6 +816,21 @@ final class Replicator implements Closeable {
     }
     return commit(tx).thenApply(r -> true);
   }
+
+  /**
+   * The bytes of a repair's piece under frames of {@code maxFrameBytes}: at most 4 MiB and
+   * half the frame's room past the 1 MiB kept for headers; 0 (no repair in pieces: the key
+   * stays owed, as before review M4) if that is under {@link #MIN_PIECE_BYTES}. Review 2's
+   * S5: a max-frame of 1m (the minimum is 4096 bytes) made pieces of 0 bytes, and the
+   * repair committed empty writes for ever.
+   */
+  static int pieceBytes(int maxFrameBytes) {
+    long piece = Math.min(PIECE_BYTES, (maxFrameBytes - (1L << 20)) / 2);
+    return piece < MIN_PIECE_BYTES ? 0 : (int) piece;
+  }
+
+  /** The smallest piece a repair in pieces is made of (see {@link #pieceBytes}). */
+  static final int MIN_PIECE_BYTES = 64 << 10;
 
   /** Whether every backup of {@code key} under {@code ring} said it stages pieces. */
   private synchronized boolean stagePieces(Ring ring, String key) {
@@ -944,8 +995,13 @@ final class Replicator implements Closeable {
       // A primary that does not read the answer's list gets the batch refused whole
       // (below), decided before anything of it is applied; on a probe, so that the
       // in-order decisions below start from the fences as they were before the batch.
+      // A batch with a prepared share is decided so too (review 2, S7): on the wire it
+      // cannot say it reads the list (Request.Replicate), and a share refused in part of
+      // a batch would have to be left unheld while the batch is answered; refused whole,
+      // its prepare fails and nothing of its batch (which holds only it) is applied.
+      boolean whole = !rep.readsRefusals() || !rep.prepares().isEmpty();
       FencedWrites probe = new FencedWrites(refusedKeys);
-      for (int t = 0; t < txs.size() && !rep.readsRefusals(); t++) {
+      for (int t = 0; t < txs.size() && whole; t++) {
         Request.Prepare share = rep.prepares().get(t);
         // A repair's piece is not checked: it is staged, not applied (and only a primary
         // that reads the list sends pieces).
@@ -1005,8 +1061,7 @@ final class Replicator implements Closeable {
         // the primary (a write batched right after the last piece was refused, the key
         // fenced again and repaired again from the first piece). A last piece whose
         // staging failed is not applied (above) and leaves the key fenced.
-        Request.Prepare share = rep.prepares().get(t);
-        if (fenced.refuses(t, tx) || (share != null && fenced.refusesShare(t, share.tx()))) {
+        if (fenced.refuses(t, tx)) {
           continue; // nothing of it applied; its number is taken, the stream goes on
         }
         if (!tx.ops().isEmpty()) {
@@ -1047,19 +1102,12 @@ final class Replicator implements Closeable {
     // Held once every write before them is applied here, so that the versions each
     // records are the ones its keys have at its place in the primary's order (its own
     // apply comes in a later batch: the primary applies it only after this answer).
-    // A share refused as fenced (FencedWrites.refusesShare) is not held: the answer
-    // names it, and its primary fails the prepare, so the transaction aborts.
-    java.util.Set<Long> notHeld = new java.util.HashSet<>();
-    for (long i : refusedHere) {
-      notHeld.add(i);
-    }
+    // A share refused as fenced (FencedWrites.refusesShare) never gets here: its batch
+    // is refused whole (above), and its primary fails the prepare.
     return writes.thenApply(x -> {
       PreparedSink sink = preparedSink;
       for (Map.Entry<Integer, Request.Prepare> at
           : new java.util.TreeMap<>(rep.prepares()).entrySet()) {
-        if (notHeld.contains((long) at.getKey())) {
-          continue;
-        }
         Request.Prepare p = at.getValue();
         try {
           if (sink == null) {
@@ -1095,7 +1143,7 @@ final class Replicator implements Closeable {
       if (old != null) {
         old.drop();
       }
-      staged.put(key, new Staged(source));
+      staged.put(key, new Staged(source, stagingDir));
     }
     Staged st = staged.get(key);
     if (st == null || !st.source.equals(source) || st.length != w.offset()) {

@@ -92,6 +92,44 @@ class RepairPiecesBatchTest {
     }
   }
 
+  /**
+   * Review 2, S2: pieces are staged in the node's data directory (not java.io.tmpdir, never
+   * cleaned after a crash, maybe small), and what a node left there is deleted at its start.
+   */
+  @Test
+  void piecesAreStagedInTheDataDirWhichIsCleanedAtStart() throws Exception {
+    Path staging = dir.resolve("b").resolve("repair-staging");
+    java.nio.file.Files.createDirectories(staging);
+    Path left = java.nio.file.Files.write(staging.resolve("tyr-repair-1.part"), new byte[64]);
+    try (TyrServer backup = start()) {
+      assertThat(left).as("left by a crash, deleted at start").doesNotExist();
+      Replicator r = backup.replicator();
+      apply(r, new TxOp.Put(key, utf8("AAAA"), false));
+      List<TxRequest> txs = List.of(
+          new TxRequest(List.of(), List.of(new TxOp.Write(key, 0, utf8("BB")))));
+      TyrClient.await(r.apply(new Request.Replicate(ring.epoch(), p.id(), INCARNATION, seq,
+          txs, java.util.Map.of(), true, java.util.Map.of(0, Request.Replicate.PIECE_FIRST))));
+      seq += txs.size();
+      try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(staging)) {
+        assertThat(files.toList()).as("the first piece, staged in the data dir").hasSize(1);
+      }
+    }
+  }
+
+  /**
+   * Review 2, S5: a max-frame too small for a piece (1m: half of nothing past the 1 MiB kept
+   * for headers) makes no repair in pieces (0), rather than pieces of 0 bytes for ever.
+   */
+  @Test
+  void aFrameTooSmallForAPieceMakesNoPieces() {
+    assertThat(Replicator.pieceBytes(1 << 20)).isZero();
+    assertThat(Replicator.pieceBytes(4096)).isZero();
+    assertThat(Replicator.pieceBytes((1 << 20) + (64 << 10))).isZero();
+    assertThat(Replicator.pieceBytes((1 << 20) + (128 << 10))).isEqualTo(64 << 10);
+    assertThat(Replicator.pieceBytes(3 << 20)).isEqualTo(1 << 20);
+    assertThat(Replicator.pieceBytes(80 << 20)).isEqualTo(4 << 20);
+  }
+
   private String onBackup(TyrServer backup) throws IOException {
     ByteBuffer dst = ByteBuffer.allocate((int) backup.engine().stat(key).size());
     backup.engine().read(key, 0, dst);
