@@ -66,7 +66,12 @@ final class OwedKeys implements AutoCloseable {
     long delayMs = FIRST_DELAY_MS;
     /** Its place in {@link #due} while it waits; null while its repair runs. */
     Due due;
+    /** When its last repair ended (0: none yet), for {@link #owes}' hurry. */
+    long endedAtMs;
   }
+
+  /** A repair hurried by a waiting writer starts no sooner than this after the last. */
+  static final long HURRIED_SPACING_MS = 250;
 
   /** A key's next try, ordered by time, then by when it was queued. */
   private record Due(long atMs, long order, Member backup, String key) {}
@@ -171,9 +176,10 @@ final class OwedKeys implements AutoCloseable {
 
   /**
    * Whether a backup owes {@code key} (its repair is due or runs). {@code hurry}: a key
-   * owed and waiting for its next try is made due now (a writer waits for it, session 14:
-   * it no longer makes its write again, which did the repair's work sooner); its back-off
-   * stays, so a repair that keeps failing is tried about as often as the writer asks.
+   * owed and waiting for its next try is made due now, or {@link #HURRIED_SPACING_MS} after
+   * its last repair ended if that is later (a writer waits for it, session 14: it no longer
+   * makes its write again, which did the repair's work sooner); so while a writer waits, a
+   * repair that keeps failing is tried up to 4 times a second, not after its back-off.
    */
   boolean owes(String key, boolean hurry) {
     boolean owes = false;
@@ -186,9 +192,10 @@ final class OwedKeys implements AutoCloseable {
           continue;
         }
         owes = true;
-        if (hurry && !closed && o.due != null && o.due.atMs() > now) {
+        long at = Math.max(now, o.endedAtMs + HURRIED_SPACING_MS);
+        if (hurry && !closed && o.due != null && o.due.atMs() > at) {
           due.remove(o.due);
-          o.due = new Due(now, ++orders, e.getKey(), key);
+          o.due = new Due(at, ++orders, e.getKey(), key);
           due.add(o.due);
           hurried = true;
         }
@@ -282,6 +289,7 @@ final class OwedKeys implements AutoCloseable {
     Map<String, Owed> keys = owed.get(backup);
     Owed o = keys.get(key);
     long now = clockMs.getAsLong();
+    o.endedAtMs = now;
     if (repaired && o.stamp == stamp) {
       keys.remove(key);
       if (keys.isEmpty()) {

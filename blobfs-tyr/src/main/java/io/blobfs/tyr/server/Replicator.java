@@ -89,6 +89,12 @@ final class Replicator implements Closeable {
   private final Map<Member, Stream> streams = new HashMap<>();
   /** As backup: what each primary has sent, by its id. Guarded by {@code this}. */
   private final Map<String, Incoming> incoming = new HashMap<>();
+  /**
+   * The engine's last commit when this node started: what it owes its backups of commits up
+   * to it was in the memory of the process before (OwedKeys), so {@link #confirm} does not
+   * vouch for them.
+   */
+  private final long startedAt;
   /** As primary: keys applied here that a backup did not confirm, repaired meanwhile. */
   private final OwedKeys owedKeys = new OwedKeys(this::repair);
   /** As backup: keys of writes refused here, not served to plain reads meanwhile. */
@@ -252,6 +258,7 @@ final class Replicator implements Closeable {
     this.peers = peers;
     this.maxFrameBytes = maxFrameBytes;
     this.stagingDir = engine.config().directory().resolve("repair-staging");
+    this.startedAt = engine.lastCommit();
     cleanStaging(stagingDir); // nothing is staged yet: no primary has sent us a piece
     membership.onInstall(this::restartStreamsToDown);
   }
@@ -895,7 +902,9 @@ final class Replicator implements Closeable {
    *
    * <p>Answers, as a commit's reply (the key's version here, one value):
    * {@code NOT_HELD} if the key is not at {@code version} or later here (deleted, or a
-   * restart lost it: the client makes its write again as before); {@code REPAIRING} while
+   * restart lost it), or {@code version} was applied before this node started (what was
+   * owed of it was lost with the process): the client makes its write again as before;
+   * {@code REPAIRING} while
    * a backup owes the key (OwedKeys: the failure that made the write unconfirmed owes it
    * before the client hears it, and only a repair confirmed after the last failure clears
    * it; the repair, which reads the key after that failure, holds our write or what later
@@ -907,7 +916,9 @@ final class Replicator implements Closeable {
    */
   CommitResult confirm(String key, long version) throws java.io.IOException {
     io.blobfs.tyr.api.BlobStat stat = engine.stat(key);
-    if (!stat.exists() || stat.version() < version) {
+    // Applied before this process started: the owe of its failure, in memory, was lost
+    // with the process before, so "not owed" would not mean "held by every backup".
+    if (!stat.exists() || stat.version() < version || version <= startedAt) {
       return new CommitResult(stat.version(), new long[] {Request.Confirm.NOT_HELD});
     }
     boolean owed = owedKeys.owes(key, true);

@@ -82,6 +82,39 @@ class ConfirmWriteTest {
     }
   }
 
+  /**
+   * What a primary owes its backups is in its process's memory (OwedKeys): after a restart
+   * it does not vouch for a write applied before it ("not held": the client makes the write
+   * again, as before), only for those applied since.
+   */
+  @Test
+  void aWriteAppliedBeforeThePrimaryRestartedIsNotVouchedFor() throws Exception {
+    Member p = member();
+    Member b = member();
+    Ring ring = new Ring(1, List.of(p, b), 16, 2);
+    String key = keyOwnedBy(ring, p, b);
+    try (TyrServer nb = start(b, ring, "b")) {
+      long v0;
+      try (TyrServer np = start(p, ring, "p");
+          TyrClient client = new TyrClient(ClientConfig.of(p.host(), p.port()))) {
+        client.routeUnder(ring::epoch);
+        v0 = TyrClient.await(client.commit(TxRequest.of(
+            new TxOp.Put(key, utf8("AAAA"), false)))).version();
+        assertThat(TyrClient.await(client.confirm(key, v0))).isEqualTo(Request.Confirm.CONFIRMED);
+      }
+      try (TyrServer np = start(p, ring, "p");
+          TyrClient client = new TyrClient(ClientConfig.of(p.host(), p.port()))) {
+        client.routeUnder(ring::epoch);
+        assertThat(TyrClient.await(client.confirm(key, v0))).as("applied before the restart")
+            .isEqualTo(Request.Confirm.NOT_HELD);
+        long v1 = TyrClient.await(client.commit(TxRequest.of(
+            new TxOp.Write(key, 0, utf8("BB"))))).version();
+        assertThat(TyrClient.await(client.confirm(key, v1))).as("applied since")
+            .isEqualTo(Request.Confirm.CONFIRMED);
+      }
+    }
+  }
+
   private static String keyOwnedBy(Ring ring, Member... owners) {
     for (int i = 0; ; i++) {
       if (ring.owners("k/" + i).equals(List.of(owners))) {
