@@ -90,11 +90,21 @@ final class Replicator implements Closeable {
   /** As backup: what each primary has sent, by its id. Guarded by {@code this}. */
   private final Map<String, Incoming> incoming = new HashMap<>();
   /**
-   * The engine's last commit when this node started: what it owes its backups of commits up
-   * to it was in the memory of the process before (OwedKeys), so {@link #confirm} does not
-   * vouch for them.
+   * The newest commit this node does not vouch for ({@link #confirm} answers NOT_HELD for a
+   * version at or below it). One watermark for every way "nothing owed" stops meaning "held
+   * by every backup" (review 3, P1): at the start, the engine's last commit (what this node
+   * owed its backups of commits up to it was in the memory of the process before); raised
+   * to the last commit when a ring leaves this node not UP or takes keys it was the UP
+   * primary of away from it, and when a repair drops an owe as no longer needed because
+   * this node is not the key's UP primary (that drop says nothing about the backup, and a
+   * catch-up or a backup's write may give the key a newer version here with older bytes).
+   * Not raised on a ring that keeps this node's keys (a plain epoch change): a write
+   * waiting for its repair there is still confirmed, not made again. Only goes up.
    */
-  private final long startedAt;
+  private final java.util.concurrent.atomic.AtomicLong vouchFrom =
+      new java.util.concurrent.atomic.AtomicLong();
+  /** The ring before the one being installed (see {@link #stopVouchingOnRoleLoss}). */
+  private Ring lastInstalled;
   /** As primary: keys applied here that a backup did not confirm, repaired meanwhile. */
   private final OwedKeys owedKeys = new OwedKeys(this::repair);
   /** As backup: keys of writes refused here, not served to plain reads meanwhile. */
@@ -258,9 +268,39 @@ final class Replicator implements Closeable {
     this.peers = peers;
     this.maxFrameBytes = maxFrameBytes;
     this.stagingDir = engine.config().directory().resolve("repair-staging");
-    this.startedAt = engine.lastCommit();
+    stopVouching(); // what a process before owed is lost with it
+    this.lastInstalled = membership.ring();
     cleanStaging(stagingDir); // nothing is staged yet: no primary has sent us a piece
+    membership.onInstall(this::stopVouchingOnRoleLoss);
     membership.onInstall(this::restartStreamsToDown);
+  }
+
+  /** Vouches for no commit made here so far (see {@link #vouchFrom}). */
+  private void stopVouching() {
+    long last = engine.lastCommit();
+    vouchFrom.accumulateAndGet(last, Math::max);
+  }
+
+  /**
+   * Review 3, P1: under a ring that leaves this node not UP, or makes another member the
+   * primary of keys this node was the UP primary of, its repairs drop what they owe of
+   * those keys as no longer needed, and a catch-up may then copy older bytes over a key at
+   * a newer version here: from then on "nothing owed and the key at V or later" no longer
+   * proves that every backup holds V, so this node stops vouching for what it applied up
+   * to now (the client's write is then "not held" and made again only if the key still
+   * holds its bytes, as after a restart). Runs under the install's lock, so rings come in
+   * order. A commit admitted under the ring before and applied after this is covered by
+   * {@link #repair}, which raises the watermark before it drops an owe as not needed.
+   */
+  private void stopVouchingOnRoleLoss(Ring next) {
+    Ring before = lastInstalled;
+    lastInstalled = next;
+    Member self = membership.self();
+    if (next.state(self) != Ring.State.UP
+        || (before.state(self) == Ring.State.UP
+            && !before.primariesBefore(next, self).isEmpty())) {
+      stopVouching();
+    }
   }
 
   /**
@@ -785,9 +825,16 @@ final class Replicator implements Closeable {
       java.util.function.LongPredicate hold) {
     Ring ring = membership.ring();
     if (ring.state(membership.self()) != Ring.State.UP
-        || !ring.primary(key).equals(membership.self())
-        || !ring.backups(key).contains(backup)) {
+        || !ring.primary(key).equals(membership.self())) {
+      // Dropped without the backup's word: stop vouching before the owe goes, so that a
+      // CONFIRM reading "nothing owed" (it reads the owes first, then the watermark)
+      // answers NOT_HELD for this write (review 3, P1), also for a commit admitted under
+      // the ring before and applied after the install raised the watermark.
+      stopVouching();
       return CompletableFuture.completedFuture(true);
+    }
+    if (!ring.backups(key).contains(backup)) {
+      return CompletableFuture.completedFuture(true); // DOWN: it catches up from us
     }
     TxRequest tx;
     try {
@@ -902,8 +949,11 @@ final class Replicator implements Closeable {
    *
    * <p>Answers, as a commit's reply (the key's version here, one value):
    * {@code NOT_HELD} if the key is not at {@code version} or later here (deleted, or a
-   * restart lost it), or {@code version} was applied before this node started (what was
-   * owed of it was lost with the process): the client makes its write again as before;
+   * restart lost it), or {@code version} is at or below {@link #vouchFrom}: applied before
+   * this node started (what was owed of it was lost with the process), or before a ring
+   * took keys from this node or left it not UP (review 3, P1: its owes were then dropped
+   * as not needed, and a catch-up may since have put older bytes at a newer version): the
+   * client makes its write again as before, only if the key still holds its bytes;
    * {@code REPAIRING} while
    * a backup owes the key (OwedKeys: the failure that made the write unconfirmed owes it
    * before the client hears it, and only a repair confirmed after the last failure clears
@@ -913,15 +963,26 @@ final class Replicator implements Closeable {
    * (or left the key's write set, DOWN, and catches up before it serves, as for any write
    * acknowledged while a backup is down). The membership checked that this node is the
    * key's UP primary under the client's ring.
+   *
+   * <p>What {@code CONFIRMED} proves: this node has been the key's UP primary without a
+   * break since {@code version} was applied, and every backup it had meanwhile confirmed
+   * a state of the key at {@code version} or later read here after the write (or was
+   * DOWN). What it does not prove: that the key's bytes still hold this write (a later
+   * write may have overwritten it; the version is this node's commit number, not the
+   * write's identity), nor anything of a backup that a later ring adds.
    */
   CommitResult confirm(String key, long version) throws java.io.IOException {
     io.blobfs.tyr.api.BlobStat stat = engine.stat(key);
-    // Applied before this process started: the owe of its failure, in memory, was lost
-    // with the process before, so "not owed" would not mean "held by every backup".
-    if (!stat.exists() || stat.version() < version || version <= startedAt) {
+    if (!stat.exists() || stat.version() < version) {
       return new CommitResult(stat.version(), new long[] {Request.Confirm.NOT_HELD});
     }
     boolean owed = owedKeys.owes(key, true);
+    // The watermark is read after the owes: an owe dropped without the backup's word
+    // (a role loss) raised it before it went, so "not owed" here is seen with it
+    // (review 3, P1; and a restart: the owes of the process before were lost with it).
+    if (version <= vouchFrom.get()) {
+      return new CommitResult(stat.version(), new long[] {Request.Confirm.NOT_HELD});
+    }
     return new CommitResult(stat.version(),
         new long[] {owed ? Request.Confirm.REPAIRING : Request.Confirm.CONFIRMED});
   }

@@ -115,6 +115,79 @@ class ConfirmWriteTest {
     }
   }
 
+  /**
+   * Review 3, P1 (the reviewer's test, rev3-tyr-fence d15e8ae): an owe is also dropped when
+   * its repair finds it no longer needed (this node not the key's UP primary), which says
+   * nothing about the backup, and a catch-up then copies the backup's older bytes over the
+   * key at a newer version here. A primary that lost and regained the key (DOWN,
+   * RECOVERING, UP) answered CONFIRMED for a write neither replica holds; now NOT_HELD (it
+   * stopped vouching when it was marked DOWN), so the client's rewrite is conditional.
+   */
+  @Test
+  void aPrimaryThatLostTheKeyMeanwhileDoesNotConfirmAWriteItsBackupLacks()
+      throws Exception {
+    Member p = member();
+    Member b = member();
+    Ring ring = new Ring(1, List.of(p, b), 16, 2);
+    String key = keyOwnedBy(ring, p, b);
+    AtomicLong epoch = new AtomicLong(1);
+    try (TyrServer np = start(p, ring, "p"); TyrServer nb = start(b, ring, "b");
+        TyrClient client = new TyrClient(ClientConfig.of(p.host(), p.port()))) {
+      client.routeUnder(epoch::get);
+      TyrClient.await(client.commit(TxRequest.of(new TxOp.Put(key, utf8("AAAA"), false))));
+      Ring next = ring.withEpoch(2);
+      nb.membership().install(next); // the backup refuses the primary's epoch-1 batch
+      Throwable unconfirmed = org.assertj.core.api.Assertions.catchThrowable(() ->
+          TyrClient.await(client.commit(TxRequest.of(new TxOp.Write(key, 0, utf8("BB"))))));
+      assertThat(unconfirmed).isInstanceOf(BackupUnconfirmedException.class);
+      long v1 = TyrException.unconfirmedVersion(unconfirmed);
+      assertThat(TyrClient.await(client.confirm(key, v1))).isEqualTo(Request.Confirm.REPAIRING);
+
+      // p is marked DOWN (cut off from the monitor); b stands in. p's repair of b finds
+      // the key "no longer needed" (p is not its UP primary) and clears the owe.
+      Ring down = next.withState(p, Ring.State.DOWN, 3);
+      nb.membership().install(down);
+      np.membership().install(down);
+      long end = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+      while (!np.replicator().owedTo(b).isEmpty() && System.nanoTime() < end) {
+        Thread.sleep(50);
+      }
+      assertThat(np.replicator().owedTo(b)).as("owe dropped as not needed").isEmpty();
+
+      // p recovers (its catch-up copies b's copy, "AAAA", over its own, bytes differing),
+      // then is UP again.
+      Ring recovering = down.withState(p, Ring.State.RECOVERING, 4);
+      nb.membership().install(recovering);
+      np.membership().install(recovering);
+      end = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+      while (!value(np, key).equals("AAAA") && System.nanoTime() < end) {
+        Thread.sleep(50);
+      }
+      Thread.sleep(1500);
+      Ring up = recovering.withState(p, Ring.State.UP, 5);
+      nb.membership().install(up);
+      np.membership().install(up);
+      epoch.set(5);
+      assertThat(value(nb, key)).as("the backup never got the write").isEqualTo("AAAA");
+      assertThat(nb.replicator().staleHere(key)).as("and is not fenced for it").isNull();
+      long answer = 0;
+      end = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+      while (answer == 0) {
+        try {
+          answer = TyrClient.await(client.confirm(key, v1));
+        } catch (Exception e) {
+          if (System.nanoTime() > end) {
+            throw e;
+          }
+          Thread.sleep(100);
+        }
+      }
+      assertThat(answer).as("confirm of a write the backup (the next primary) lacks: "
+          + "1=CONFIRMED 2=REPAIRING 3=NOT_HELD").isEqualTo(Request.Confirm.NOT_HELD);
+      assertThat(value(np, key)).as("the primary lacks it too").isEqualTo("AAAA");
+    }
+  }
+
   private static String keyOwnedBy(Ring ring, Member... owners) {
     for (int i = 0; ; i++) {
       if (ring.owners("k/" + i).equals(List.of(owners))) {
