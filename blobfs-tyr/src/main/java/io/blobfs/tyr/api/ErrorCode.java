@@ -35,7 +35,16 @@ public enum ErrorCode {
    * members that stood in for it (or a scan) until their last writes are in; the reply
    * carries its ring as WRONG_EPOCH's does. Nothing was applied.
    */
-  HANDING_OVER(12, true);
+  HANDING_OVER(12, true),
+  /**
+   * Between cluster nodes only: a backup refused a replicated batch whole because it
+   * changes in part a key the backup has fenced (a share it may not hold, or a batch from a
+   * primary that does not read a refusal of part of a batch). An answer, as WRONG_EPOCH's:
+   * nothing of the batch was applied, so the primary fails that batch alone and the
+   * writes behind it go on (session 14). A node older than that reads it as
+   * SERVER_ERROR and numbers its stream afresh, as it did for the UNAVAILABLE it was.
+   */
+  FENCED(13, true);
 
   public final int wire;
   public final boolean retryable;

@@ -182,6 +182,40 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
     return translate(client.write(key, offset, src), key).thenApply(r -> null);
   }
 
+  /**
+   * A write at an offset made only if the key is at {@code version} there, else a
+   * {@link TransactionConflictException} with nothing written: the cluster store's next
+   * attempt of a write its primary applied unconfirmed ({@code TyrClusterBlobStore#write}).
+   */
+  CompletableFuture<Void> writeIfVersion(String key, long offset, ByteBuffer src,
+      long version) {
+    return client.commit(new TxRequest(List.of(new ReadCheck(key, version)),
+            List.of(new TxOp.Write(key, offset, src))))
+        .<Void>thenApply(r -> null)
+        .exceptionallyCompose(err -> {
+          Throwable e = err;
+          while (e instanceof CompletionException && e.getCause() != null) {
+            e = e.getCause();
+          }
+          return CompletableFuture.failedFuture(
+              e instanceof TyrException t ? conflictOrIo(t, key) : e);
+        });
+  }
+
+  /**
+   * Whether the write of {@code key} this node applied unconfirmed at {@code version} is
+   * held by every backup now ({@code Request.Confirm}'s answers); fails with the server's
+   * own {@code TyrException} (BAD_REQUEST from an older node, WRONG_EPOCH), untranslated.
+   */
+  CompletableFuture<Long> confirm(String key, long version) {
+    return client.confirm(key, version);
+  }
+
+  /** Up to {@code length} bytes of {@code key} at {@code offset}, with their version. */
+  CompletableFuture<ReadResult> readRange(String key, long offset, int length) {
+    return translate(client.read(key, offset, length), key);
+  }
+
   @Override
   public void put(String key, ByteBuffer content, PutMode mode) throws IOException {
     await(client.commit(TxRequest.of(new TxOp.Put(key, content, mode == PutMode.CREATE))),

@@ -254,7 +254,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
    */
   private <T> T onOwner(String key, boolean idempotent, Call<T> call,
       java.util.function.LongFunction<Call<T>> onlyIfStill) throws IOException {
-    long start = System.nanoTime();
+    Budget budget = new Budget();
     int held = 0;
     long failoverBy = 0;
     Call<T> next = call;
@@ -266,7 +266,8 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
       try {
         return now.on(node(owner).store());
       } catch (IOException e) {
-        if (TyrException.heldByPrepared(e) && System.nanoTime() - start < HELD_WAIT_NANOS) {
+        if (TyrException.heldByPrepared(e)
+            && System.nanoTime() - budget.start < HELD_WAIT_NANOS) {
           pauseMillis(heldPauseMillis(held++));
           attempt--;
           continue;
@@ -304,11 +305,11 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
           }
           throw lost(r, owner, key, e);
         }
-        if (givesUp(attempt, w)) {
-          throw refusedTooOften(key, w);
+        if (givesUp(budget, w)) {
+          throw refusedTooOften(key, w, budget);
         }
         if (!adopt(w.ring(), r)) {
-          pause(attempt); // the node is behind us: it will load the ring soon
+          pauseMillis(pauseMillis(budget, w)); // the node will load the ring soon
         }
       }
     }
@@ -322,8 +323,9 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   /** {@link #onOwner} for the asynchronous calls. */
   private <T> CompletableFuture<T> onOwnerAsync(String key,
       Function<TyrBlobStore, CompletableFuture<T>> call, int attempt) {
-    return whileHeld(() -> onReplicas(key, call, false, attempt, null, 0, 0),
-        System.nanoTime(), 0);
+    Budget budget = new Budget();
+    return whileHeld(() -> onReplicas(key, call, false, attempt, null, 0, 0, budget),
+        budget.start, 0);
   }
 
   /** {@code call} again after a pause while its key is held by a prepared transaction. */
@@ -348,7 +350,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
    */
   private <T> CompletableFuture<T> onReplicas(String key,
       Function<TyrBlobStore, CompletableFuture<T>> call, boolean anyReplica, int attempt,
-      List<Member> order, int tried, long failoverBy) {
+      List<Member> order, int tried, long failoverBy, Budget budget) {
     Ring r = ring;
     List<Member> candidates = order != null ? order
         : anyReplica ? readOrder(readersOf(r, key)) : List.of(r.primary(key));
@@ -363,10 +365,17 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
       Throwable e = unwrap(err);
       WrongEpochException w = wrongEpoch(e);
       if (w == null) {
+        if (!anyReplica && TyrException.backupUnconfirmed(e)) {
+          // The primary answered: applied, not confirmed. No newer ring is coming for
+          // that (a fenced backup refuses it until repaired); the caller decides whether
+          // to make it again there (write: writeAgain). Waited for up to the op timeout
+          // before, it failed as "unreachable" (review M3, S1).
+          return CompletableFuture.failedFuture(e);
+        }
         if (e instanceof StoreUnavailableException && tried + 1 < candidates.size()
             && ring == r) {
           return onReplicas(key, call, anyReplica, attempt, candidates, tried + 1,
-              failoverBy); // next
+              failoverBy, budget); // next
         }
         CompletableFuture<T> lostHere = CompletableFuture.failedFuture(
             e instanceof IOException io ? lost(r, target, key, io) : e);
@@ -375,16 +384,16 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         }
         long by = failoverBy == 0 ? failoverDeadline() : failoverBy;
         return failover(r, target, by).thenCompose(moved -> moved
-            ? onReplicas(key, call, anyReplica, attempt + 1, null, 0, by) : lostHere);
+            ? onReplicas(key, call, anyReplica, attempt + 1, null, 0, by, budget) : lostHere);
       }
-      if (givesUp(attempt, w)) {
-        return CompletableFuture.failedFuture(refusedTooOften(key, w));
+      if (givesUp(budget, w)) {
+        return CompletableFuture.failedFuture(refusedTooOften(key, w, budget));
       }
-      long delay = adopt(w.ring(), r) ? 0 : pauseMillis(attempt);
+      long delay = adopt(w.ring(), r) ? 0 : pauseMillis(budget, w);
       return CompletableFuture.supplyAsync(() -> null,
               CompletableFuture.delayedExecutor(delay, TimeUnit.MILLISECONDS))
           .thenCompose(x -> onReplicas(key, call, anyReplica, attempt + 1, null, 0,
-              failoverBy));
+              failoverBy, budget));
     });
   }
 
@@ -477,22 +486,59 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   }
 
   /**
-   * Whether a call refused {@code attempt} times, last with {@code w}, is given up. A node
-   * handing over (taking its keys back from its stand-ins, bounded on the server) is
-   * waited for up to the op timeout: after the usual attempts, one more per second of it,
-   * as the pause between attempts is a second by then.
+   * Whether a call, refused again, last with {@code w}, is given up ({@code b}: its tries
+   * so far, this refusal counted now). A plain refusal: the {@link #ATTEMPTS}th plain one.
+   * A node handing over (taking its keys back from its stand-ins, at
+   * most the server's hand-over bound, 10 s, after it is marked UP) is waited for until the
+   * call's op timeout ({@code op-timeout}, the request timeout) has passed since the call
+   * began: a deadline, whatever the number of tries. Before it was a count (the usual
+   * attempts and one more per second of the timeout), so how long a call waited depended
+   * on how fast the refusals came: the pauses (with a 2 s timeout, ten tries took about
+   * 5 s) and the tries that adopted a newer ring without a pause (a few milliseconds in
+   * all). {@code TyrStandInHandOverTest.aHandOverIsWaitedForUpToTheOpTimeoutNotACountOfTries}.
    */
-  private boolean givesUp(int attempt, WrongEpochException w) {
+  private boolean givesUp(Budget b, WrongEpochException w) {
+    b.refusals++;
     if (w instanceof HandingOverException) {
-      return attempt >= ATTEMPTS + Math.max(1, template.requestTimeout().toSeconds());
+      return System.nanoTime() - b.start >= template.requestTimeout().toNanos();
     }
-    return attempt >= ATTEMPTS;
+    // Counted apart from a hand-over's tries (review S6): counted together, a call that
+    // had waited out a hand-over gave up at its first plain refusal after it, without
+    // adopting the newer ring that refusal carried.
+    return ++b.plain >= ATTEMPTS;
   }
 
-  private IOException refusedTooOften(String key, WrongEpochException last) {
+  /**
+   * One call's tries of being refused for its ring: when it began ({@link System#nanoTime}),
+   * its refusals in all, and the plain ones (not a hand-over's). Used by one call at a
+   * time (its asynchronous tries follow one another).
+   */
+  private static final class Budget {
+    final long start = System.nanoTime();
+    int refusals;
+    int plain;
+  }
+
+  /**
+   * The pause before the next try after {@code w}: a plain refusal's grows with the plain
+   * refusals; a hand-over's with all of them, but not past the hand-over deadline
+   * ({@link #givesUp}).
+   */
+  private long pauseMillis(Budget b, WrongEpochException w) {
+    if (!(w instanceof HandingOverException)) {
+      return pauseMillis(b.plain);
+    }
+    long left = template.requestTimeout().toNanos() - (System.nanoTime() - b.start);
+    return Math.max(1, Math.min(pauseMillis(b.refusals), TimeUnit.NANOSECONDS.toMillis(left)));
+  }
+
+  private IOException refusedTooOften(String key, WrongEpochException last, Budget b) {
+    String tries = last instanceof HandingOverException
+        ? "for " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - b.start) + " ms (op "
+            + "timeout " + template.requestTimeout() + ") while its node hands over"
+        : ATTEMPTS + " times for the ring";
     return new StoreUnavailableException("Týr cluster " + name + ": '" + key + "' refused "
-        + ATTEMPTS + " times for the ring (ours: epoch " + ring.epoch() + "); last: "
-        + last.getMessage(), last);
+        + tries + " (ours: epoch " + ring.epoch() + "); last: " + last.getMessage(), last);
   }
 
   private static long pauseMillis(int attempt) {
@@ -538,12 +584,172 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
    */
   @Override
   public CompletableFuture<Integer> read(String key, long offset, ByteBuffer dst) {
-    return onReplicas(key, n -> n.read(key, offset, dst), true, 1, null, 0, 0);
+    return onReplicas(key, n -> n.read(key, offset, dst), true, 1, null, 0, 0,
+        new Budget());
   }
 
+  /**
+   * On the key's primary. A write the primary applied and a backup did not confirm (typed,
+   * with the version applied: {@code BackupUnconfirmedException}) is made again on the same
+   * primary, as a truncate or a put is, and no longer waits for a newer ring up to the op
+   * timeout, which never came when the backup refused it as fenced (review M3: the common
+   * path, a ring change makes the backup refuse a write for its epoch, the write is made
+   * again under the new ring, and the now fenced backup refuses it until the primary's
+   * repair, about a second later, lifts the fence). See {@link #writeAgain}.
+   */
   @Override
   public CompletableFuture<Void> write(String key, long offset, ByteBuffer src) {
-    return onOwnerAsync(key, n -> n.write(key, offset, src), 1);
+    return writeFrom(key, offset, src, 0, System.nanoTime());
+  }
+
+  private CompletableFuture<Void> writeFrom(String key, long offset, ByteBuffer src,
+      int tries, long start) {
+    java.util.concurrent.atomic.AtomicReference<TyrBlobStore> on =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    return onOwnerAsync(key, n -> {
+      on.set(n);
+      return n.write(key, offset, src);
+    }, 1).exceptionallyCompose(err -> {
+      Throwable e = unwrap(err);
+      long applied = TyrException.unconfirmedVersion(e);
+      return applied > 0
+          ? writeAgain(key, offset, src, on.get(), applied, tries + 1, e, true, start)
+          : CompletableFuture.<Void>failedFuture(e);
+    });
+  }
+
+  /**
+   * A write at an offset that {@code primary} applied unconfirmed at {@code version}. First
+   * asked, not made again (session 14, review 2's N1): the primary confirms it once every
+   * backup holds the key at that version or later ({@code Request.Confirm}), which its own
+   * repair of the backup brings (the write's failure owes the key there). While a backup
+   * still owes the key the answer is "repairing", and the client asks again every
+   * {@link #CONFIRM_POLL_MS} until the op timeout since the call began ({@code start}),
+   * whatever the number of tries. Made again, each try was a write of the key on the
+   * primary, and any write of a key between two pieces of its repair in pieces voids that
+   * repair: a key too large for one frame (79 MiB and more by default) was never repaired
+   * while its writer tried, and the write failed at its op timeout. Asking voids nothing.
+   *
+   * <p>Made again only if the primary answers "not held" (the key is not at that version
+   * or later there) or does not know the question (BAD_REQUEST: a node older than session
+   * 14; mixed versions), as before: only if the key is still at the version applied, a
+   * commit of [ReadCheck(version), Write] ({@link TyrBlobStore#writeIfVersion}); if the key
+   * moved on, the range is read: if it still holds our bytes, the write is made again under
+   * a check of the version they are at now, so it is confirmed with nothing else
+   * overwritten; other bytes are another writer's, and the outcome is unknown (never a
+   * plain overwrite, which could bring our bytes back over an acknowledged write that a
+   * reader saw: the stale register of {@code TyrClusterHistoryIT}, put's {@code
+   * onlyIfStill}). After the pauses of a refusal (up to a second each), up to twice
+   * {@link #ATTEMPTS} times and while the op timeout has not passed. On a new primary, as
+   * it was (it numbers its own versions).
+   */
+  private CompletableFuture<Void> writeAgain(String key, long offset, ByteBuffer src,
+      TyrBlobStore primary, long version, int tries, Throwable last, boolean pause,
+      long start) {
+    if (tries >= 2 * ATTEMPTS || primary == null
+        || System.nanoTime() - start >= template.requestTimeout().toNanos()) {
+      return CompletableFuture.failedFuture(unconfirmedTooOften(key, offset, tries, last));
+    }
+    if (node(ring.primary(key)).store() != primary) {
+      return writeFrom(key, offset, src, tries, start); // another primary now
+    }
+    CompletableFuture<Void> paused = !pause ? CompletableFuture.completedFuture(null)
+        : CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(
+            pauseMillis(tries), TimeUnit.MILLISECONDS));
+    return paused.thenCompose(x -> confirm(key, offset, src, primary, version, tries, last,
+        start));
+  }
+
+  /** How often a write whose key its primary repairs asks again (see {@link #writeAgain}). */
+  static final long CONFIRM_POLL_MS = 100;
+
+  /** Asks {@code primary} whether our write at {@code version} is in (see writeAgain). */
+  private CompletableFuture<Void> confirm(String key, long offset, ByteBuffer src,
+      TyrBlobStore primary, long version, int tries, Throwable last, long start) {
+    return primary.confirm(key, version).handle((answer, err) -> {
+      if (err == null && answer == io.blobfs.tyr.protocol.Request.Confirm.CONFIRMED) {
+        return CompletableFuture.<Void>completedFuture(null);
+      }
+      if (err == null && answer == io.blobfs.tyr.protocol.Request.Confirm.REPAIRING) {
+        if (System.nanoTime() - start >= template.requestTimeout().toNanos()) {
+          return CompletableFuture.<Void>failedFuture(
+              unconfirmedTooOften(key, offset, tries, last));
+        }
+        // Not a try: nothing was written; bounded by the op timeout only.
+        return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(
+                CONFIRM_POLL_MS, TimeUnit.MILLISECONDS))
+            .thenCompose(x -> confirm(key, offset, src, primary, version, tries, last, start));
+      }
+      Throwable e = err == null ? null : unwrap(err);
+      WrongEpochException w = e == null ? null : wrongEpoch(e);
+      if (w != null) {
+        adopt(w.ring(), ring); // the same primary under it: checked at the next try
+        return writeAgain(key, offset, src, primary, version, tries + 1, e, true, start);
+      }
+      if (e != null && !(e instanceof TyrException t && t.code() == io.blobfs.tyr.api.ErrorCode.BAD_REQUEST)) {
+        return CompletableFuture.<Void>failedFuture(e instanceof TyrException t
+            ? TyrBlobStore.toIo(t, key) : e);
+      }
+      // Not held there (or an older primary, which does not know the question): made
+      // again, only if the key or the range still holds what we wrote.
+      return writeIfStill(key, offset, src, primary, version, tries, start);
+    }).thenCompose(f -> f);
+  }
+
+  /** Our write made again on {@code primary}, only if the key or range still holds it. */
+  private CompletableFuture<Void> writeIfStill(String key, long offset, ByteBuffer src,
+      TyrBlobStore primary, long version, int tries, long start) {
+    if (tries >= 2 * ATTEMPTS
+        || System.nanoTime() - start >= template.requestTimeout().toNanos()) {
+      return CompletableFuture.failedFuture(unconfirmedTooOften(key, offset, tries,
+          new StoreUnavailableException("the key kept moving on with our bytes in place",
+              null)));
+    }
+    beforeAgainOnPrimary.run();
+    return primary.writeIfVersion(key, offset, src.duplicate(), version)
+        .exceptionallyCompose(err -> {
+          Throwable e = unwrap(err);
+          if (e instanceof io.blobfs.store.TransactionConflictException) {
+            return primary.readRange(key, offset, src.remaining()).exceptionallyCompose(
+                gone -> CompletableFuture.failedFuture(writeUnknown(key, offset, e)))
+                .thenCompose(now -> now.data().equals(src.duplicate())
+                    ? writeIfStill(key, offset, src, primary, now.version(), tries + 1, start)
+                    : CompletableFuture.<Void>failedFuture(writeUnknown(key, offset, e)));
+          }
+          long applied = TyrException.unconfirmedVersion(e);
+          if (applied > 0) {
+            return writeAgain(key, offset, src, primary, applied, tries + 1, e, true, start);
+          }
+          WrongEpochException w = wrongEpoch(e);
+          if (w != null) {
+            adopt(w.ring(), ring); // the same primary under it: checked at the next try
+            return writeAgain(key, offset, src, primary, version, tries + 1, e, true, start);
+          }
+          return CompletableFuture.failedFuture(e);
+        });
+  }
+
+  /**
+   * A write at an offset applied unconfirmed and made again {@code tries} times, never
+   * confirmed (review S1: not "unreachable", the primary answered each time).
+   */
+  private IOException unconfirmedTooOften(String key, long offset, int tries, Throwable last) {
+    String why = String.valueOf(last.getMessage());
+    return new StoreUnavailableException("Týr cluster " + name + ": the write of '" + key
+        + "' at " + offset + " was applied on its primary, which answered that a backup "
+        + (why.contains("fenced") ? "refused it (the key is fenced there: it lacks an "
+            + "earlier write, until the primary's repair puts the key whole)"
+            : "did not confirm it") + ", " + tries + " times; it is not acknowledged, "
+        + "and the primary repairs the backup, so making it again may succeed: " + why,
+        last);
+  }
+
+  /** The key moved on and the range holds another writer's bytes: the outcome is unknown. */
+  private IOException writeUnknown(String key, long offset, Throwable conflict) {
+    return new StoreUnavailableException("Týr cluster " + name + ": the write of '" + key
+        + "' at " + offset + " was applied on its primary and not confirmed by a backup, "
+        + "and the key changed since: the outcome is unknown (the primary repairs its "
+        + "backups of what it applied): " + conflict.getMessage(), conflict);
   }
 
   @Override
@@ -627,6 +833,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
     if (mutations.isEmpty()) {
       return;
     }
+    Budget budget = new Budget();
     long failoverBy = 0;
     for (int attempt = 1; ; attempt++) {
       Ring r = ring;
@@ -671,11 +878,11 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         if (w == null) {
           throw e instanceof TyrException t ? TyrBlobStore.conflictOrIo(t, first) : e;
         }
-        if (givesUp(attempt, w)) {
-          throw refusedTooOften(first, w);
+        if (givesUp(budget, w)) {
+          throw refusedTooOften(first, w, budget);
         }
         if (!adopt(w.ring(), r)) {
-          pause(attempt);
+          pauseMillis(pauseMillis(budget, w));
         }
       }
     }
@@ -693,6 +900,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   @Override
   public ScanPage scan(String prefix, String cursor, int limit) throws IOException {
     int page = Math.min(limit, 10_000);
+    Budget budget = new Budget();
     long failoverBy = 0;
     for (int attempt = 1; ; attempt++) {
       Ring r = ring;
@@ -756,11 +964,11 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         }
         return new ScanPage(keys, more && !keys.isEmpty() ? keys.get(keys.size() - 1) : null);
       }
-      if (givesUp(attempt, refused)) {
-        throw refusedTooOften(prefix + "*", refused);
+      if (givesUp(budget, refused)) {
+        throw refusedTooOften(prefix + "*", refused, budget);
       }
       if (!adopt(refused.ring(), r)) {
-        pause(attempt);
+        pauseMillis(pauseMillis(budget, refused));
       }
     }
   }

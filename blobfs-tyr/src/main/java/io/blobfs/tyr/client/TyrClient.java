@@ -113,6 +113,16 @@ public final class TyrClient implements Closeable {
         f -> (int) Messages.decodeCommit(f.payload()).version());
   }
 
+  /**
+   * Cluster, routed to {@code key}'s primary: whether its write of the key applied
+   * unconfirmed at {@code version} is held by every backup now; one of
+   * {@link Request.Confirm}'s answers. BAD_REQUEST from a node older than session 14.
+   */
+  public CompletableFuture<Long> confirm(String key, long version) {
+    return call(new Request.Confirm(key, version),
+        f -> Messages.decodeCommit(f.payload()).values()[0]);
+  }
+
   /** The node's ring; BAD_REQUEST from a node that is not in a cluster. */
   public CompletableFuture<io.blobfs.tyr.ring.Ring> ring() {
     return call(new Request.RingInfo(), f -> Messages.decodeRing(f.payload()));
@@ -351,7 +361,8 @@ public final class TyrClient implements Closeable {
     java.util.function.LongSupplier routing = epoch;
     if (routing != null && (request instanceof Request.Stat || request instanceof Request.Read
         || request instanceof Request.Commit || request instanceof Request.Scan
-        || request instanceof Request.Grant || request instanceof Request.Prepare)) {
+        || request instanceof Request.Grant || request instanceof Request.Prepare
+        || request instanceof Request.Confirm)) {
       request = new Request.Routed(routing.getAsLong(), request);
     }
     if (closed) {

@@ -68,6 +68,8 @@ public final class Messages {
       return Opcode.PREPARE;
     } else if (r instanceof Request.Decide) {
       return Opcode.DECIDE;
+    } else if (r instanceof Request.Confirm) {
+      return Opcode.CONFIRM;
     }
     return Opcode.PING;
   }
@@ -103,6 +105,8 @@ public final class Messages {
       return writeString(alloc.buffer(), g.key()).writeLong(g.offset()).writeInt(g.length());
     } else if (r instanceof Request.Release rel) {
       return alloc.buffer(8).writeLong(rel.grantId());
+    } else if (r instanceof Request.Confirm c) {
+      return writeString(alloc.buffer(), c.key()).writeLong(c.version());
     } else if (r instanceof Request.Replicate rp) {
       ByteBuf head = writeString(alloc.buffer().writeLong(rp.epoch()), rp.source())
           .writeLong(rp.incarnation()).writeLong(rp.firstSeq()).writeInt(rp.txs().size());
@@ -110,8 +114,11 @@ public final class Messages {
       for (TxRequest tx : rp.txs()) {
         out.addComponent(true, encodeTx(tx, alloc));
       }
-      if (!rp.prepares().isEmpty()) {
-        // After the writes: a batch without prepares reads as before.
+      if (!rp.prepares().isEmpty() || rp.readsRefusals() || !rp.pieces().isEmpty()) {
+        // After the writes. A batch without prepares wrote no count before session 13;
+        // now its count, 0, says that the primary reads the answer's list of refused
+        // commits (Request.Replicate#readsRefusals): an older backup reads it as no
+        // prepares, so the frame stays one that every version decodes.
         out.addComponent(true, alloc.buffer(4).writeInt(rp.prepares().size()));
         for (Map.Entry<Integer, Request.Prepare> e : new java.util.TreeMap<>(rp.prepares())
             .entrySet()) {
@@ -120,6 +127,15 @@ public final class Messages {
               .writeInt(p.readableBytes()));
           out.addComponent(true, p);
         }
+      }
+      if (!rp.pieces().isEmpty()) {
+        // After the prepares, only to a backup that stages repairs in pieces (an older one
+        // refuses stray bytes): the count, then each piece's index and kind.
+        ByteBuf pieces = alloc.buffer(4 + 5 * rp.pieces().size())
+            .writeInt(rp.pieces().size());
+        new java.util.TreeMap<>(rp.pieces()).forEach((at, kind) ->
+            pieces.writeInt(at).writeByte(kind));
+        out.addComponent(true, pieces);
       }
       return out;
     } else if (r instanceof Request.Prepare pr) {
@@ -167,7 +183,8 @@ public final class Messages {
             txs.add(decodeTx(in));
           }
           Map<Integer, Request.Prepare> prepares = new java.util.HashMap<>();
-          for (int k = in.isReadable() ? count(in, 8) : 0; k > 0; k--) {
+          boolean counted = in.isReadable(); // a count of 0: the primary reads refusals
+          for (int k = counted ? count(in, 8) : 0; k > 0; k--) {
             int at = in.readInt();
             ByteBuf p = in.readSlice(in.readInt());
             if (at < 0 || at >= n) {
@@ -175,7 +192,19 @@ public final class Messages {
             }
             prepares.put(at, (Request.Prepare) decodeRequest(Opcode.PREPARE, p));
           }
-          yield new Request.Replicate(epoch, source, incarnation, firstSeq, txs, prepares);
+          Map<Integer, Integer> pieces = new java.util.HashMap<>();
+          for (int k = in.isReadable() ? count(in, 5) : 0; k > 0; k--) {
+            int at = in.readInt();
+            int kind = in.readUnsignedByte();
+            if (at < 0 || at >= n || kind < Request.Replicate.PIECE_FIRST
+                || kind > Request.Replicate.PIECE_LAST) {
+              throw new MalformedFrameException("piece " + kind + " at " + at + " of " + n);
+            }
+            pieces.put(at, kind);
+          }
+          // With prepares the count is there whatever the primary's version: not a sign.
+          yield new Request.Replicate(epoch, source, incarnation, firstSeq, txs, prepares,
+              counted && prepares.isEmpty(), pieces);
         }
         case Opcode.PREPARE -> {
           String txId = readString(in);
@@ -188,6 +217,7 @@ public final class Messages {
           yield new Request.Prepare(txId, coordinator, participants, decodeTx(in));
         }
         case Opcode.DECIDE -> new Request.Decide(readString(in), in.readUnsignedByte());
+        case Opcode.CONFIRM -> new Request.Confirm(readString(in), in.readLong());
         case Opcode.ROUTED -> {
           long epoch = in.readLong();
           int inner = in.readUnsignedByte();

@@ -33,6 +33,13 @@ public final class Opcode {
   public static final int PREPARE = 13;
   /** Cluster: a cross-node transaction's decision, asked for, taken or applied. */
   public static final int DECIDE = 14;
+  /**
+   * Cluster, routed to a key's primary: whether a write of the key that the primary applied
+   * unconfirmed (at a version the client names) is now held by every backup (session 14;
+   * see the server's {@code Replicator.confirm}). Read-only. A node older than that answers
+   * BAD_REQUEST ("unknown opcode"), and the client makes the write again as before.
+   */
+  public static final int CONFIRM = 15;
 
   /** Sent by the server as soon as a connection opens: the nonce to authenticate with. */
   public static final int CHALLENGE = 0x40;
@@ -42,6 +49,6 @@ public final class Opcode {
   private Opcode() {}
 
   public static boolean isRequest(int opcode) {
-    return opcode >= HELLO && opcode <= DECIDE;
+    return opcode >= HELLO && opcode <= CONFIRM;
   }
 }

@@ -37,13 +37,50 @@ public sealed interface Request {
    * {@code prepares}, by index in {@code txs} (whose entry is then empty): a cross-node
    * part prepared on the primary at that place in its order, its ops on this backup's
    * keys, for the backup to hold until it is resolved (a takeover applies it).
+   *
+   * <p>{@code readsRefusals}: the primary reads the answer's list of commits its backup
+   * refused as fenced ({@code FencedWrites}) and fails them unconfirmed. A primary from
+   * before session 13 ignores that list and takes every commit of an answered batch for
+   * confirmed, so a backup must not refuse part of a batch from it: it refuses such a batch
+   * whole, which every primary takes for unconfirmed and owed (issue 13's review, M2). On
+   * the wire it is the prepares count written even when it is 0 (see {@code Messages}),
+   * which an older backup reads as no prepares; a batch that carries a prepared share
+   * cannot say it, and is taken as not reading the list (the share is then refused with
+   * its whole batch, which holds only it). Made here, it is true: this version reads it.
+   *
+   * <p>{@code pieces}, by index in {@code txs}: the commit is a piece of a repair in pieces
+   * of a key too large for one frame (issue 13's review, M4): {@link #PIECE_FIRST}, {@link
+   * #PIECE_NEXT} or {@link #PIECE_LAST}, its one op a write at an offset of the key's bytes
+   * in order. The backup stages the pieces and applies them, at the last, as one whole
+   * write of the key, which lifts its fence; applied as they came, a promotion midway
+   * would serve a mix of old and new bytes. Sent only to a backup that said it stages them
+   * (its answers' version, {@code Replicator}); an older backup would refuse the frame.
    */
   record Replicate(long epoch, String source, long incarnation, long firstSeq,
-      java.util.List<TxRequest> txs, java.util.Map<Integer, Prepare> prepares)
-      implements Request {
+      java.util.List<TxRequest> txs, java.util.Map<Integer, Prepare> prepares,
+      boolean readsRefusals, java.util.Map<Integer, Integer> pieces) implements Request {
+    public static final int PIECE_FIRST = 1;
+    public static final int PIECE_NEXT = 2;
+    public static final int PIECE_LAST = 3;
+
     public Replicate {
       txs = java.util.List.copyOf(txs);
       prepares = java.util.Map.copyOf(prepares);
+      pieces = java.util.Map.copyOf(pieces);
+    }
+
+    /** No piece of a repair in the batch. */
+    public Replicate(long epoch, String source, long incarnation, long firstSeq,
+        java.util.List<TxRequest> txs, java.util.Map<Integer, Prepare> prepares,
+        boolean readsRefusals) {
+      this(epoch, source, incarnation, firstSeq, txs, prepares, readsRefusals,
+          java.util.Map.of());
+    }
+
+    /** From this version's primary, which reads the answer's list of refused commits. */
+    public Replicate(long epoch, String source, long incarnation, long firstSeq,
+        java.util.List<TxRequest> txs, java.util.Map<Integer, Prepare> prepares) {
+      this(epoch, source, incarnation, firstSeq, txs, prepares, true);
     }
 
     /** Writes only: no prepared part in the batch. */
@@ -74,6 +111,21 @@ public sealed interface Request {
 
   /** The node's ring. */
   record RingInfo() implements Request {}
+
+  /**
+   * To {@code key}'s primary: is the write of it that the primary applied at {@code version}
+   * (its answer's {@code BackupUnconfirmedException}) held by every backup now? Answered as a
+   * commit's reply: the key's version, and one value, {@link #CONFIRMED}, {@link #REPAIRING}
+   * or {@link #NOT_HELD}. Read-only: it writes nothing, so it voids no repair under way.
+   */
+  record Confirm(String key, long version) implements Request {
+    /** Every backup holds the key at that version or a later one: the write is in. */
+    public static final long CONFIRMED = 1;
+    /** A backup still owes it (a repair is due or runs): ask again, nothing to write. */
+    public static final long REPAIRING = 2;
+    /** The key is not at that version or later here: the write may be gone; make it again. */
+    public static final long NOT_HELD = 3;
+  }
 
   /**
    * {@code inner} made under ring {@code epoch}: served only if that is the node's epoch

@@ -406,7 +406,7 @@ public final class Membership implements Closeable {
     if (r.state(self) != Ring.State.UP && (inner instanceof Request.Stat
         || inner instanceof Request.Read || inner instanceof Request.Grant
         || inner instanceof Request.Prepare || inner instanceof Request.Commit
-        || inner instanceof Request.Scan)) {
+        || inner instanceof Request.Scan || inner instanceof Request.Confirm)) {
       // Down or still catching up: it may lack acknowledged writes.
       throw new WrongEpochException("node " + self + " is " + r.state(self)
           + " under ring epoch " + r.epoch() + ": it serves nothing until it is UP", r);
@@ -432,6 +432,9 @@ public final class Membership implements Closeable {
       for (TxOp op : p.tx().ops()) {
         primary(r, op.key());
       }
+    } else if (inner instanceof Request.Confirm c) {
+      // Only the primary knows what its backups confirmed (OwedKeys).
+      primary(r, c.key());
     } else if (inner instanceof Request.Commit c) {
       // Writes go to the primary, which orders them and forwards them to the backups;
       // checks too, as versions are the primary's commit numbers.

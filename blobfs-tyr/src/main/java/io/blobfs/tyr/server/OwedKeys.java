@@ -66,7 +66,12 @@ final class OwedKeys implements AutoCloseable {
     long delayMs = FIRST_DELAY_MS;
     /** Its place in {@link #due} while it waits; null while its repair runs. */
     Due due;
+    /** When its last repair ended (0: none yet), for {@link #owes}' hurry. */
+    long endedAtMs;
   }
+
+  /** A repair hurried by a waiting writer starts no sooner than this after the last. */
+  static final long HURRIED_SPACING_MS = 250;
 
   /** A key's next try, ordered by time, then by when it was queued. */
   private record Due(long atMs, long order, Member backup, String key) {}
@@ -169,6 +174,39 @@ final class OwedKeys implements AutoCloseable {
     return new ArrayList<>(owed.getOrDefault(backup, Map.of()).keySet());
   }
 
+  /**
+   * Whether a backup owes {@code key} (its repair is due or runs). {@code hurry}: a key
+   * owed and waiting for its next try is made due now, or {@link #HURRIED_SPACING_MS} after
+   * its last repair ended if that is later (a writer waits for it, session 14: it no longer
+   * makes its write again, which did the repair's work sooner); so while a writer waits, a
+   * repair that keeps failing is tried up to 4 times a second, not after its back-off.
+   */
+  boolean owes(String key, boolean hurry) {
+    boolean owes = false;
+    boolean hurried = false;
+    synchronized (this) {
+      long now = clockMs.getAsLong();
+      for (Map.Entry<Member, Map<String, Owed>> e : owed.entrySet()) {
+        Owed o = e.getValue().get(key);
+        if (o == null) {
+          continue;
+        }
+        owes = true;
+        long at = Math.max(now, o.endedAtMs + HURRIED_SPACING_MS);
+        if (hurry && !closed && o.due != null && o.due.atMs() > at) {
+          due.remove(o.due);
+          o.due = new Due(at, ++orders, e.getKey(), key);
+          due.add(o.due);
+          hurried = true;
+        }
+      }
+    }
+    if (hurried) {
+      pumpLater();
+    }
+    return owes;
+  }
+
   /** Repairs running now (tests). */
   synchronized int running() {
     return running;
@@ -251,6 +289,7 @@ final class OwedKeys implements AutoCloseable {
     Map<String, Owed> keys = owed.get(backup);
     Owed o = keys.get(key);
     long now = clockMs.getAsLong();
+    o.endedAtMs = now;
     if (repaired && o.stamp == stamp) {
       keys.remove(key);
       if (keys.isEmpty()) {

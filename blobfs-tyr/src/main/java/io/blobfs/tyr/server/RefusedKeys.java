@@ -19,6 +19,13 @@ import java.util.function.Predicate;
  * another replica). Forgotten when the node is no longer UP: it catches up from the
  * primaries before it serves again.
  *
+ * <p>Nor does it apply a later write that changes such a key in part (a write at an
+ * offset, a truncate to another size): {@link FencedWrites} refuses that commit, and its
+ * primary, which hears so in the batch's answer, fails it unacknowledged and owes the key
+ * to this node, whose repair is a put (in pieces staged here and applied whole at the
+ * last, for a key too large for a frame: {@code Replicator}). Applied, the copy became old bytes with later pieces
+ * on top, which this node served once a ring made it the primary (the fence dropped, below).
+ *
  * <p>Forgotten too for a key this node is the primary of (a refusal then is not recorded,
  * and a ring that makes it the primary drops the fence): the primary's copy is the key's,
  * whatever an older primary applied (that one catches up from it before it serves again),

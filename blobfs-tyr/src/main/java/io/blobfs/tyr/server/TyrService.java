@@ -108,6 +108,13 @@ final class TyrService {
       } else if (request instanceof Request.Routed || request instanceof Request.Replicate) {
         throw new TyrException(ErrorCode.BAD_REQUEST, "this Týr node is not in a cluster");
       }
+      if (request instanceof Request.Routed routed
+          && routed.inner() instanceof Request.Confirm c) {
+        if (replicator == null) {
+          throw new TyrException(ErrorCode.BAD_REQUEST, "this Týr node is not in a cluster");
+        }
+        return CompletableFuture.completedFuture(replicator.confirm(c.key(), c.version()));
+      }
       if (request instanceof Request.Decide d) {
         if (transactions == null) {
           throw new TyrException(ErrorCode.BAD_REQUEST, "this Týr node is not in a cluster");

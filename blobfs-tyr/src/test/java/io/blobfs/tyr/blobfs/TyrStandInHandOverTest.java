@@ -222,6 +222,37 @@ class TyrStandInHandOverTest {
   }
 
   /**
+   * {@code key} written, its owner marked DOWN, RECOVERING (caught up) and UP under epoch 4
+   * while its stand-in holds a commit admitted under epoch 3 that does not end (as on a
+   * frozen member still UP in the ring): the owner hands over until its bound. Closing
+   * ends that commit.
+   */
+  private static AutoCloseable handOverHeldUp(LocalTyrCluster c, TyrClusterBlobStore store,
+      String key) throws Exception {
+    Member owner = c.ring.primary(key);
+    Member standIn = c.ring.owners(key).get(1);
+    store.put(key, utf8("v0"), PutMode.OVERWRITE);
+    Ring down = c.ring.withState(owner, Ring.State.DOWN, 2);
+    c.install(down);
+    Ring recovering = down.withState(owner, Ring.State.RECOVERING, 3);
+    c.install(recovering);
+    awaitCaughtUp(c, owner, 3);
+    Membership m = c.server(standIn).membership();
+    Method admit = Membership.class.getDeclaredMethod("admit");
+    Method release = Membership.class.getDeclaredMethod("release", Ring.class);
+    admit.setAccessible(true);
+    release.setAccessible(true);
+    Ring admitted = (Ring) admit.invoke(m); // a commit under epoch 3 that does not end
+    try {
+      c.install(recovering.withState(owner, Ring.State.UP, 4));
+    } catch (RuntimeException e) {
+      release.invoke(m, admitted);
+      throw e;
+    }
+    return () -> release.invoke(m, admitted);
+  }
+
+  /**
    * A stand-in that never answers the hand-over's barrier (here: a commit admitted under
    * the ring before that does not end, as on a frozen member still UP in the ring) holds
    * the owner's keys back at most Recovery.HAND_OVER_BOUND; meanwhile the owner's refusal
@@ -235,27 +266,38 @@ class TyrStandInHandOverTest {
         TyrClusterBlobStore store = c.store("s")) {
       String key = "k/standin";
       Member owner = c.ring.primary(key);
-      Member standIn = c.ring.owners(key).get(1);
-      store.put(key, utf8("v0"), PutMode.OVERWRITE);
-      Ring down = c.ring.withState(owner, Ring.State.DOWN, 2);
-      c.install(down);
-      Ring recovering = down.withState(owner, Ring.State.RECOVERING, 3);
-      c.install(recovering);
-      awaitCaughtUp(c, owner, 3);
-      Membership m = c.server(standIn).membership();
-      Method admit = Membership.class.getDeclaredMethod("admit");
-      Method release = Membership.class.getDeclaredMethod("release", Ring.class);
-      admit.setAccessible(true);
-      release.setAccessible(true);
-      Ring admitted = (Ring) admit.invoke(m); // a commit under epoch 3 that does not end
-      try {
-        c.install(recovering.withState(owner, Ring.State.UP, 4));
+      try (AutoCloseable held = handOverHeldUp(c, store, key)) {
         assertThatThrownBy(() -> readFrom(owner, 4, key))
             .isInstanceOf(io.blobfs.tyr.ring.HandingOverException.class);
         assertThat(new String(store.readWithVersion(key, 64).bytes(), StandardCharsets.UTF_8))
             .isEqualTo("v0");
-      } finally {
-        release.invoke(m, admitted);
+      }
+    }
+  }
+
+  /**
+   * The cluster client waits for a node handing over until its op timeout has passed since
+   * the call began, whatever the number of tries: here a hand-over held up (a stand-in's
+   * commit admitted under the ring before that does not end) for longer than the client's
+   * 2 s op timeout, so the call fails after about 2 s with StoreUnavailableException.
+   * Failed before: the budget was a count (8 tries and one more per second of the
+   * timeout), whose pauses (up to a second each) made the call wait about 5.3 s.
+   */
+  @Test
+  void aHandOverIsWaitedForUpToTheOpTimeoutNotACountOfTries() throws Exception {
+    try (LocalTyrCluster c = new LocalTyrCluster(dir, 3, 64, 2);
+        TyrClusterBlobStore store = c.store("s", "op-timeout", "2s")) {
+      String key = "k/standin";
+      try (AutoCloseable held = handOverHeldUp(c, store, key)) {
+        long began = System.nanoTime();
+        Throwable failed = org.assertj.core.api.Assertions.catchThrowable(
+            () -> store.readWithVersion(key, 64));
+        long tookMs = (System.nanoTime() - began) / 1_000_000;
+        assertThat(tookMs).as("how long the call waited for the hand-over (ms)")
+            .isBetween(1_900L, 3_500L);
+        assertThat(failed).isInstanceOf(io.blobfs.store.StoreUnavailableException.class)
+            .hasMessageContaining("while its node hands over")
+            .hasCauseInstanceOf(io.blobfs.tyr.ring.HandingOverException.class);
       }
     }
   }

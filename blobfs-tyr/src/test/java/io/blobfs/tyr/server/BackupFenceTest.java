@@ -43,9 +43,11 @@ class BackupFenceTest {
 
   /**
    * The backup refused "BBBB" over "AAAA"; the primary then writes "C" at offset 0 (as
-   * BlobFS writes a file, 1 MiB at a time at offsets): the backup holds "CAAA", the
-   * primary "CBBB". Served, that is a mix of the two versions that no reader could have
-   * seen. Failed before (the write at an offset lifted the fence: "CAAA" was served).
+   * BlobFS writes a file, 1 MiB at a time at offsets): applied, the backup held "CAAA",
+   * the primary "CBBB". Served, that is a mix of the two versions that no reader could
+   * have seen. Failed before session 9 (the write at an offset lifted the fence: "CAAA"
+   * was served); since session 12 the fenced backup refuses the write and the truncate
+   * (nothing applied: "AAAA" stays) and the fence stays until the put.
    */
   @Test
   void aWriteAtAnOffsetOrATruncateDoesNotLiftTheFence() throws Exception {
@@ -55,12 +57,13 @@ class BackupFenceTest {
       r.refused(batch(new TxOp.Put(key, utf8("BBBB"), false)));
       assertThat(r.staleHere(key)).as("fenced after the refusal").isNotNull();
 
-      apply(r, new TxOp.Write(key, 0, utf8("C")));
-      assertThat(onBackup(backup)).isEqualTo("CAAA"); // the primary holds "CBBB"
+      assertThat(apply(r, new TxOp.Write(key, 0, utf8("C")))).containsExactly(0L);
+      assertThat(onBackup(backup)).isEqualTo("AAAA"); // the primary holds "CBBB"
       assertThat(r.staleHere(key)).as("fenced after a write at an offset").isNotNull();
       assertRefusedToReaders();
 
-      apply(r, new TxOp.Truncate(key, 2));
+      assertThat(apply(r, new TxOp.Truncate(key, 2))).containsExactly(0L);
+      assertThat(onBackup(backup)).isEqualTo("AAAA");
       assertThat(r.staleHere(key)).as("fenced after a truncate to 2 bytes").isNotNull();
       assertRefusedToReaders();
 
@@ -68,6 +71,147 @@ class BackupFenceTest {
       apply(r, new TxOp.Put(key, utf8("CB"), false));
       assertThat(r.staleHere(key)).isNull();
       assertThat(read()).isEqualTo("CB");
+    }
+  }
+
+  /**
+   * Issue 13's skip state: the backup refused W1 ("BB" at 0 over "AAAA": the primary holds
+   * "BBAA"), then its primary sends W2 ("C" at 2). Applied, the backup held "AACA", a
+   * state no client wrote (it lacks W1 and has W2), and W2 was acknowledged; once the
+   * primary is lost the ring makes the backup the primary, which drops the fence, and it
+   * served "AACA". Now a fenced backup takes no partial write: the batch's answer names W2
+   * refused, nothing of it applied, so the primary owes the key (its repair puts it whole)
+   * and W2's client hears that a backup did not confirm it. Promoted, the backup serves
+   * "AAAA", what a client wrote. Failed before (answer empty, "AACA" served).
+   */
+  @Test
+  void aFencedBackupTakesNoPartialWriteSoItsPromotionServesNoSkipState() throws Exception {
+    try (TyrServer backup = start()) {
+      Replicator r = backup.replicator();
+      apply(r, new TxOp.Put(key, utf8("AAAA"), false));
+      r.refused(batch(new TxOp.Write(key, 0, utf8("BB")))); // W1
+      long[] refused = apply(r, new TxOp.Write(key, 2, utf8("C"))); // W2
+      assertThat(r.staleHere(key)).isNotNull();
+
+      Ring promoted = ring.withState(p, Ring.State.DOWN, 2); // the primary is lost
+      backup.membership().install(promoted);
+      assertThat(r.staleHere(key)).as("its primary now: the fence is dropped").isNull();
+      assertThat(read(promoted.epoch())).as("served by the promoted backup")
+          .isNotEqualTo("AACA").isEqualTo("AAAA");
+      assertThat(refused).as("the commits of the batch refused here").containsExactly(0L);
+    }
+  }
+
+  /**
+   * Within one batch, in its order: a transaction writing a fenced key at an offset is
+   * refused whole, so its other key is fenced too (its primary applied that write); a
+   * later write at an offset of that key is refused; a put lifts the fence and a write at
+   * an offset after it is applied. The answer names the refused commits; the others are
+   * applied. Failed before (every commit applied, the answer empty).
+   */
+  @Test
+  void aBatchIsRefusedCommitByCommitInItsOrder() throws Exception {
+    String other = keyOwnedBy(ring, key, p, b); // b its backup too
+    try (TyrServer backup = start()) {
+      Replicator r = backup.replicator();
+      apply(r, new TxOp.Put(key, utf8("AAAA"), false), new TxOp.Put(other, utf8("aaaa"), false));
+      r.refused(batch(new TxOp.Put(key, utf8("BBBB"), false)));
+      long[] refused = applyAll(r,
+          List.of(new TxOp.Write(other, 0, utf8("x"))),                             // 0
+          List.of(new TxOp.Write(key, 0, utf8("C")), new TxOp.Write(other, 1, utf8("y"))), // 1
+          List.of(new TxOp.Truncate(other, 3)),                                     // 2
+          List.of(new TxOp.Put(key, utf8("DDDD"), false)),                          // 3
+          List.of(new TxOp.Write(key, 1, utf8("E"))));                              // 4
+      assertThat(refused).containsExactly(1L, 2L);
+      assertThat(onBackup(backup)).isEqualTo("DEDD");
+      assertThat(r.staleHere(key)).isNull();
+      assertThat(r.staleHere(other)).as("fenced by the refusal of commit 1").isNotNull();
+      ByteBuffer dst = ByteBuffer.allocate(4);
+      backup.engine().read(other, 0, dst);
+      assertThat(new String(dst.array(), StandardCharsets.UTF_8)).isEqualTo("xaaa");
+    }
+  }
+
+  /**
+   * Review (tyr-fence): the prepare path is not fenced. The backup refused W1 ("BB" at 0
+   * over "AAAA"); its primary then prepares a cross-node part whose share writes "C" at 2
+   * (a write at an offset; an Append, Add or Cas is one too once physical). The fenced
+   * backup holds the share and confirms it (the answer names nothing refused), so the part
+   * is acknowledged as prepared. The primary is lost, the transaction commits: the backup,
+   * promoted (its fence dropped), takes the share over and applies it on its copy that
+   * lacks W1: "AACA", the skip state issue 13 is about, served as a committed write.
+   */
+  @Test
+  void reviewAFencedBackupHoldsNoPreparedShareThatChangesTheKeyInPart() throws Exception {
+    try (TyrServer backup = start()) {
+      Replicator r = backup.replicator();
+      apply(r, new TxOp.Put(key, utf8("AAAA"), false));
+      r.refused(batch(new TxOp.Write(key, 0, utf8("BB")))); // W1
+      String tx = "2b1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9";
+      Request.Prepare share = new Request.Prepare(tx, b.id(), List.of(b.id()),
+          new TxRequest(List.of(), List.of(new TxOp.Write(key, 2, utf8("C")))));
+      // Refused whole, FENCED (session 14, review 2's S7: a batch with a share is never
+      // refused in part; before, the answer named the share and it was not held).
+      assertThatThrownBy(() -> TyrClient.await(r.apply(new Request.Replicate(ring.epoch(),
+          p.id(), INCARNATION, seq, List.of(new TxRequest(List.of(), List.of())),
+          java.util.Map.of(0, share))))).isInstanceOfSatisfying(TyrException.class,
+              e -> assertThat(e.code()).isEqualTo(ErrorCode.FENCED));
+      String refused = "whole";
+      boolean held = !backup.transactions().held().isEmpty();
+      new TxRecords(backup.engine().config().directory()).writeDecision(tx, true);
+      Ring promoted = ring.withState(p, Ring.State.DOWN, 2); // the primary is lost
+      backup.membership().install(promoted);
+      long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while (!backup.transactions().prepared().isEmpty() && System.nanoTime() < end) {
+        Thread.sleep(20);
+      }
+      assertThat(onBackup(backup)).as("served by the promoted backup (share held: " + held
+          + ", refused: " + refused + ")")
+          .isNotEqualTo("AACA");
+    }
+  }
+
+  /**
+   * Review M2, mixed versions: a primary from before session 13 ignores the answer's list
+   * of refused commits and takes an answered batch for confirmed. Its batch is marked as
+   * not reading the list ({@code readsRefusals} false, a frame without the prepares count):
+   * one commit of it refused as fenced, the backup refuses it whole (an error, which that
+   * primary fails unconfirmed and owes), nothing of it applied, every key of it fenced;
+   * the primary then numbers afresh, and a batch of it with no fenced key is applied.
+   * Failed before (the batch answered, commit 0 applied, the list ignored by such a
+   * primary: its write acknowledged and missing here once W2 is).
+   */
+  @Test
+  void aBatchFromAPrimaryThatReadsNoRefusalsIsRefusedWholeIfAnyOfItIsFenced()
+      throws Exception {
+    String other = keyOwnedBy(ring, key, p, b);
+    try (TyrServer backup = start()) {
+      Replicator r = backup.replicator();
+      apply(r, new TxOp.Put(key, utf8("AAAA"), false), new TxOp.Put(other, utf8("aaaa"), false));
+      r.refused(batch(new TxOp.Write(key, 0, utf8("BB")))); // W1
+      Request.Replicate old = new Request.Replicate(ring.epoch(), p.id(), INCARNATION, seq,
+          List.of(new TxRequest(List.of(), List.of(new TxOp.Write(other, 0, utf8("x")))),
+              new TxRequest(List.of(), List.of(new TxOp.Write(key, 2, utf8("C"))))),
+          java.util.Map.of(), false);
+      assertThatThrownBy(() -> TyrClient.await(r.apply(old)))
+          .isInstanceOf(TyrException.class)
+          .hasMessageContaining("whole")
+          .satisfies(e -> assertThat(((TyrException) e).code())
+              .isEqualTo(ErrorCode.FENCED));
+      assertThat(onBackup(backup)).isEqualTo("AAAA");
+      ByteBuffer dst = ByteBuffer.allocate(4);
+      backup.engine().read(other, 0, dst);
+      assertThat(new String(dst.array(), StandardCharsets.UTF_8)).as("nothing applied")
+          .isEqualTo("aaaa");
+      assertThat(r.staleHere(other)).as("fenced: its primary applied the batch").isNotNull();
+
+      // The old primary numbers afresh after the error; a batch with no fenced key goes in.
+      String third = keyOwnedByNoneOf(ring, List.of(key, other), p, b);
+      Object answer = TyrClient.await(r.apply(new Request.Replicate(ring.epoch(), p.id(),
+          INCARNATION + 1, 1, List.of(new TxRequest(List.of(),
+              List.of(new TxOp.Put(third, utf8("zz"), false)))), java.util.Map.of(), false)));
+      assertThat(((io.blobfs.tyr.api.CommitResult) answer).values()).isEmpty();
+      assertThat(backup.engine().stat(third).size()).isEqualTo(2);
     }
   }
 
@@ -181,10 +325,25 @@ class BackupFenceTest {
     return new String(dst.array(), StandardCharsets.UTF_8);
   }
 
-  /** The next batch of the primary's stream, one transaction of {@code ops}, applied. */
-  private void apply(Replicator r, TxOp... ops) throws IOException {
-    TyrClient.await(r.apply(new Request.Replicate(ring.epoch(), p.id(), INCARNATION, seq++,
-        List.of(new TxRequest(List.of(), List.of(ops))))));
+  /**
+   * The next batch of the primary's stream, one transaction of {@code ops}, applied;
+   * returns the answer's list of commits refused here (none unless the key is fenced).
+   */
+  private long[] apply(Replicator r, TxOp... ops) throws IOException {
+    return applyAll(r, List.of(ops));
+  }
+
+  /** The next batch, one transaction per list of ops; the indexes of those refused. */
+  @SafeVarargs
+  private long[] applyAll(Replicator r, List<TxOp>... txs) throws IOException {
+    List<TxRequest> batch = new java.util.ArrayList<>();
+    for (List<TxOp> ops : txs) {
+      batch.add(new TxRequest(List.of(), ops));
+    }
+    Object answer = TyrClient.await(r.apply(new Request.Replicate(ring.epoch(), p.id(),
+        INCARNATION, seq, batch)));
+    seq += batch.size();
+    return ((io.blobfs.tyr.api.CommitResult) answer).values();
   }
 
   /** A batch the backup refuses (it is not applied: its numbers are not taken). */
@@ -206,8 +365,20 @@ class BackupFenceTest {
   }
 
   private static String keyOwnedBy(Ring ring, Member... owners) {
+    return keyOwnedBy(ring, null, owners);
+  }
+
+  private static String keyOwnedBy(Ring ring, String not, Member... owners) {
     for (int i = 0; ; i++) {
-      if (ring.owners("k/" + i).equals(List.of(owners))) {
+      if (ring.owners("k/" + i).equals(List.of(owners)) && !("k/" + i).equals(not)) {
+        return "k/" + i;
+      }
+    }
+  }
+
+  private static String keyOwnedByNoneOf(Ring ring, List<String> not, Member... owners) {
+    for (int i = 0; ; i++) {
+      if (ring.owners("k/" + i).equals(List.of(owners)) && !not.contains("k/" + i)) {
         return "k/" + i;
       }
     }
