@@ -54,7 +54,9 @@ final class WriteAheadLog implements Closeable {
   // Volatile only so that positionNow() may read them without the commit lock.
   private volatile long currentId;
   private volatile long pos;
-  private long lastVersion;
+  // Volatile too: the replicator's vouching watermark reads it (TyrEngine.lastCommit) from
+  // ring-install and repair threads, without the commit lock, and must see the last append
+  private volatile long lastVersion;
   private volatile long appendedVersion;
 
   private long recordStart = -1;

@@ -105,6 +105,15 @@ final class Replicator implements Closeable {
       new java.util.concurrent.atomic.AtomicLong();
   /** The ring before the one being installed (see {@link #stopVouchingOnRoleLoss}). */
   private Ring lastInstalled;
+  /**
+   * The epoch of the last ring whose install stopped this node vouching (lost UP, or lost
+   * keys it was the UP primary of). A commit admitted under an older ring may append after
+   * that install's raise (a slow disk is a likely reason the node was marked DOWN at all),
+   * above the watermark: its owe then raises the watermark again before the client hears
+   * of it (review 2 of the fix, P2: otherwise a repair from a caught-up copy clears the
+   * owe and CONFIRM vouches for a write neither replica holds).
+   */
+  private volatile long lostRoleAt;
   /** As primary: keys applied here that a backup did not confirm, repaired meanwhile. */
   private final OwedKeys owedKeys = new OwedKeys(this::repair);
   /** As backup: keys of writes refused here, not served to plain reads meanwhile. */
@@ -299,6 +308,7 @@ final class Replicator implements Closeable {
     if (next.state(self) != Ring.State.UP
         || (before.state(self) == Ring.State.UP
             && !before.primariesBefore(next, self).isEmpty())) {
+      lostRoleAt = next.epoch();
       stopVouching();
     }
   }
@@ -458,6 +468,9 @@ final class Replicator implements Closeable {
           // in before the client can ask.
           c = c.whenComplete((x, failed) -> {
             if (failed != null) {
+              if (lostRoleAt > ring.epoch()) {
+                stopVouching();
+              }
               owedKeys.owe(b, keysOf(physical));
             }
           });
