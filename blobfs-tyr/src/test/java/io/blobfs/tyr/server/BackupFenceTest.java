@@ -142,7 +142,7 @@ class BackupFenceTest {
    * lacks W1: "AACA", the skip state issue 13 is about, served as a committed write.
    */
   @Test
-  void reviewAFencedBackupHoldsNoPreparedShareThatChangesTheKeyInPart() throws Exception {
+  void aFencedBackupHoldsNoPreparedShareThatChangesTheKeyInPart() throws Exception {
     try (TyrServer backup = start()) {
       Replicator r = backup.replicator();
       apply(r, new TxOp.Put(key, utf8("AAAA"), false));
