@@ -810,8 +810,9 @@ final class StagedFile {
    * The same read gives the CRC32C the version's {@link Reading.Sums} keep. Returns the
    * chunk's end. (The version's length covers every sent chunk: see {@link #upload}.)
    *
-   * <p>Why SHA-256 and not the CRC32C (session 13): a CRC32C of 8 MiB lets a changed chunk
-   * pass with a chance of 2^-32 (only changes within 32 bits are always caught), and that
+   * <p>Why SHA-256 and not the CRC32C that decided until session 14: a CRC32C of 8 MiB
+   * lets a changed chunk pass with a chance of 2^-32 (only changes within 32 bits are
+   * always caught), and that
    * chunk was then published stale with no trace; keeping the sent bytes to compare would
    * cost 8 MiB of memory per chunk in flight. A SHA-256 collision is out of reach.
    */

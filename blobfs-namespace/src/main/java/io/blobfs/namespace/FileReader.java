@@ -38,10 +38,14 @@ import java.util.concurrent.CompletionException;
 public final class FileReader {
   /**
    * Snapshots held at once: the stripe being read and those its read-ahead reaches. Fixed,
-   * not derived from the read-ahead or stripe size, because evicting a snapshot does not
-   * cost its reads in flight anything: a store's snapshot lets reads it has accepted
-   * finish before its files close (Týr's refcounts them), so a small stripe or a long
-   * read-ahead only costs a later read of an evicted stripe a new snapshot. A larger bound
+   * not derived from the read-ahead or stripe size, because evicting a snapshot costs
+   * little: Týr's snapshots let the reads they have accepted finish before their files
+   * close (they count them); a read not yet accepted (its snapshot still opening when it
+   * was evicted, or in the moment before the read starts) falls back to the store's plain
+   * read, and another store's snapshot may fail its reads in flight
+   * ({@link io.blobfs.store.SnapshotReads}), which then fall back too. So a small stripe or
+   * a long read-ahead costs a later read of an evicted stripe a new snapshot, or one read a
+   * fallback. A larger bound
    * would only hold more files open per stream (the client's file budget bounds them all).
    */
   static final int MAX_SNAPSHOTS = 4;

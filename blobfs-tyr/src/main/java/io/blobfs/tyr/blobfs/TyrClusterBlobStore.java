@@ -590,8 +590,10 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
 
   /**
    * On the key's primary. A write the primary applied and a backup did not confirm (typed,
-   * with the version applied: {@code BackupUnconfirmedException}) is made again on the same
-   * primary, as a truncate or a put is, and no longer waits for a newer ring up to the op
+   * with the version applied: {@code BackupUnconfirmedException}) is first asked about
+   * ({@code CONFIRM}: confirmed, or repairing and asked again, up to the op timeout), and
+   * made again on the same primary only if the answer is "not held" or the node is older
+   * (BAD_REQUEST), as a truncate or a put is; it no longer waits for a newer ring up to the op
    * timeout, which never came when the backup refused it as fenced (review M3: the common
    * path, a ring change makes the backup refuse a write for its epoch, the write is made
    * again under the new ring, and the now fenced backup refuses it until the primary's

@@ -147,9 +147,7 @@ final class LocalReads {
   /** A snapshot's files are closed: they go back to the budget. */
   void closed(LocalSnapshot.Files s, int files) {
     handedOut.remove(s);
-    synchronized (budgetLock) {
-      fdsHeld -= files;
-    }
+    returnFds(files);
   }
 
   private void returnFds(int n) {
@@ -469,6 +467,11 @@ final class LocalReads {
       return null;
     }
     synchronized (this) {
+      if (closed) {
+        // closed before the node's identity came back: starting the threads now would
+        // leave them running, as close() (under this monitor) found none to shut down
+        return null;
+      }
       if (readers == null) {
         readers = Executors.newFixedThreadPool(4, r -> {
           Thread t = new Thread(r, "tyr-local-read");
@@ -545,11 +548,15 @@ final class LocalReads {
         s.close();
       }
     }
-    ExecutorService r = readers;
+    ExecutorService r;
+    ScheduledExecutorService w;
+    synchronized (this) { // as checked(), which starts them only while not closed
+      r = readers;
+      w = sweeper;
+    }
     if (r != null) {
       r.shutdown();
     }
-    ScheduledExecutorService w = sweeper;
     if (w != null) {
       w.shutdownNow();
     }

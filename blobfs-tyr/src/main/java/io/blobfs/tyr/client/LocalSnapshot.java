@@ -28,11 +28,9 @@ public final class LocalSnapshot {
   /** Each piece's open file, null for a hole. */
   private final FileChannel[] channels;
   private final long length;
-  /** The distinct files open: what the snapshot holds of the client's budget. */
-  private final Files files;
   private final Executor readers;
   private final LocalReads counts;
-  /** Set by {@link #close}; guarded by this. */
+  /** Set by {@link #close} and {@link #closeIfIdle}; guarded by this. */
   private boolean closed;
   /** Reads accepted and not finished; guarded by this. */
   private int inFlight;
@@ -71,7 +69,6 @@ public final class LocalSnapshot {
   LocalSnapshot(BlobStat stat, List<LocalGrant.Piece> pieces, Files files,
       Executor readers, LocalReads counts) {
     this.stat = stat;
-    this.files = files;
     this.pieces = pieces;
     this.channels = files.channels;
     this.readers = readers;
@@ -84,10 +81,6 @@ public final class LocalSnapshot {
     }
     this.length = at;
     this.release = CLEANER.register(this, files);
-  }
-
-  Files files() {
-    return files;
   }
 
   /** The version granted (its size is the blob's). */
@@ -200,7 +193,10 @@ public final class LocalSnapshot {
     }
   }
 
-  /** Closes the snapshot if no read is in flight and none started for {@code nanos}. */
+  /**
+   * Closes the snapshot if no read is in flight and none started or ended for
+   * {@code nanos}.
+   */
   void closeIfIdle(long nanos, long now) {
     synchronized (this) {
       if (closed || inFlight > 0 || now - lastUsed < nanos) {
@@ -211,7 +207,10 @@ public final class LocalSnapshot {
     release();
   }
 
-  /** True once {@link #close}d (its files may still be open for reads in flight). */
+  /**
+   * True once closed, by {@link #close} or {@link #closeIfIdle} (its files may still be open
+   * for reads in flight).
+   */
   public synchronized boolean isClosed() {
     return closed;
   }

@@ -298,8 +298,11 @@ final class Replicator implements Closeable {
    * proves that every backup holds V, so this node stops vouching for what it applied up
    * to now (the client's write is then "not held" and made again only if the key still
    * holds its bytes, as after a restart). Runs under the install's lock, so rings come in
-   * order. A commit admitted under the ring before and applied after this is covered by
-   * {@link #repair}, which raises the watermark before it drops an owe as not needed.
+   * order. A commit admitted under the ring before and applied after this is covered
+   * twice: {@link #repair} raises the watermark before it drops an owe as not needed, and
+   * the commit's own owe raises it when its ring is older than {@link #lostRoleAt} (the
+   * repair alone was not enough: one from a caught-up copy clears the owe and raises
+   * nothing; the second review's P2).
    */
   private void stopVouchingOnRoleLoss(Ring next) {
     Ring before = lastInstalled;
@@ -1191,9 +1194,7 @@ final class Replicator implements Closeable {
     // is refused whole (above), and its primary fails the prepare.
     return writes.thenApply(x -> {
       PreparedSink sink = preparedSink;
-      for (Map.Entry<Integer, Request.Prepare> at
-          : new java.util.TreeMap<>(rep.prepares()).entrySet()) {
-        Request.Prepare p = at.getValue();
+      for (Request.Prepare p : new java.util.TreeMap<>(rep.prepares()).values()) {
         try {
           if (sink == null) {
             throw new TyrException(ErrorCode.BAD_REQUEST, "this node holds no prepared parts");
