@@ -189,17 +189,9 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
    */
   CompletableFuture<Void> writeIfVersion(String key, long offset, ByteBuffer src,
       long version) {
-    return client.commit(new TxRequest(List.of(new ReadCheck(key, version)),
+    return translate(client.commit(new TxRequest(List.of(new ReadCheck(key, version)),
             List.of(new TxOp.Write(key, offset, src))))
-        .<Void>thenApply(r -> null)
-        .exceptionallyCompose(err -> {
-          Throwable e = err;
-          while (e instanceof CompletionException && e.getCause() != null) {
-            e = e.getCause();
-          }
-          return CompletableFuture.failedFuture(
-              e instanceof TyrException t ? conflictOrIo(t, key) : e);
-        });
+        .<Void>thenApply(r -> null), key, TyrBlobStore::conflictOrIo);
   }
 
   /**
@@ -374,12 +366,19 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
   }
 
   private static <T> CompletableFuture<T> translate(CompletableFuture<T> f, String key) {
+    return translate(f, key, TyrBlobStore::toIo);
+  }
+
+  /** {@code f}, its {@link TyrException} failures turned into {@code how}'s exceptions. */
+  private static <T> CompletableFuture<T> translate(CompletableFuture<T> f, String key,
+      java.util.function.BiFunction<TyrException, String, IOException> how) {
     return f.exceptionallyCompose(err -> {
       Throwable e = err;
       while (e instanceof CompletionException && e.getCause() != null) {
         e = e.getCause();
       }
-      return CompletableFuture.failedFuture(e instanceof TyrException t ? toIo(t, key) : e);
+      return CompletableFuture.failedFuture(
+          e instanceof TyrException t ? how.apply(t, key) : e);
     });
   }
 

@@ -34,7 +34,10 @@ public final class LocalSnapshot {
   private boolean closed;
   /** Reads accepted and not finished; guarded by this. */
   private int inFlight;
-  /** When a read last started or ended (System.nanoTime); guarded by this. */
+  /**
+   * When the last read ended, or the snapshot opened (System.nanoTime); guarded by this. A
+   * read's start needs no stamp: no snapshot with a read in flight is idle.
+   */
   private long lastUsed = System.nanoTime();
   /**
    * Closes the files and gives them back to the client's budget, at most once: when the
@@ -141,7 +144,6 @@ public final class LocalSnapshot {
       return false;
     }
     inFlight++;
-    lastUsed = System.nanoTime();
     return true;
   }
 
@@ -194,7 +196,7 @@ public final class LocalSnapshot {
   }
 
   /**
-   * Closes the snapshot if no read is in flight and none started or ended for
+   * Closes the snapshot if no read is in flight and none ended (nor the snapshot opened) for
    * {@code nanos}.
    */
   void closeIfIdle(long nanos, long now) {
