@@ -25,7 +25,10 @@ import org.apache.hadoop.fs.Path;
  *
  * <p>Usage: {@code ReadPatternBench TARGET SIZE ROUNDS [APP_READS]}, TARGET {@code rados}
  * (the cluster of {@code scripts/ceph/cluster.sh env}, its own namespace) or
- * {@code tyr=HOST:PORT} (a Týr server process, local reads off: every byte over TCP);
+ * {@code tyr=HOST:PORT} (a Týr server process, local reads off: every byte over TCP; with
+ * {@code -Drp.local-reads=true}, from the node's files when it shares this host) or
+ * {@code file=DIR} (Hadoop's LocalFileSystem in DIR, checksums verified, as TestDFSIO's
+ * file:// target reads: what a local read is measured against);
  * APP_READS a comma-separated list of application read sizes (default
  * {@code 1000000,4m}); system properties {@code rp.KEY=VALUE} set store options
  * ({@code -Drp.read.ahead=64m}). Prints one line per read and the median and spread per size.
@@ -42,9 +45,12 @@ public final class ReadPatternBench {
       appReads.add((int) StoreOptions.parseBytes("read size", s));
     }
     Configuration c = conf(target);
-    Path file = new Path("/read-pattern/file");
+    boolean local = target.startsWith("file=");
+    Path file = local ? new Path("file://" + target.substring(5) + "/read-pattern/file")
+        : new Path("/read-pattern/file");
     Map<Integer, List<Double>> results = new TreeMap<>();
-    try (FileSystem fs = FileSystem.newInstance(URI.create("blob://rp/"), c)) {
+    try (FileSystem fs = FileSystem.newInstance(
+        URI.create(local ? "file:///" : "blob://rp/"), c)) {
       write(fs, file, size);
       for (int round = 0; round <= rounds; round++) { // round 0 warms up, unmeasured
         for (int app : appReads) {
@@ -108,8 +114,11 @@ public final class ReadPatternBench {
       c.set("fs.blob.store.rp.type", "tyr");
       c.set("fs.blob.store.rp.address", target.substring(4));
       c.set("fs.blob.store.rp.local-reads", "false");
+    } else if (target.startsWith("file=")) {
+      c = new Configuration();
     } else {
-      throw new IllegalArgumentException("target is rados or tyr=HOST:PORT, not " + target);
+      throw new IllegalArgumentException(
+          "target is rados, tyr=HOST:PORT or file=DIR, not " + target);
     }
     // -Drp.read.ahead=64m and the like: store options to compare, e.g. read-ahead depths.
     System.getProperties().stringPropertyNames().stream().filter(k -> k.startsWith("rp."))
