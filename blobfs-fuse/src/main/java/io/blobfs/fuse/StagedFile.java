@@ -143,11 +143,11 @@ final class StagedFile {
    * <p>Why no "settled" rule (session 12's first version counted a stamp only once its
    * times were older than 20 ms, and waited for that before every publication, holding
    * {@code publishing} and the mount's names lock: a close of a just-written small file
-   * took ~34 ms instead of ~2): a skip needs the bytes read again to have the CRC32C of
+   * took ~34 ms instead of ~2): a skip needs the bytes read again to have the SHA-256 of
    * the bytes the version sent. A write in the same tick as the stamp either finished
    * before its piece was sent (then it is in the version, and the store has it) or after
    * (then the bytes differ from what was summed and the check publishes). A racy stamp
-   * thus costs only a re-read, never a lost write; the rule bought nothing the CRC does
+   * thus costs only a re-read, never a lost write; the rule bought nothing the digests do
    * not already give.
    */
   record Stamp(long size, long mtimeNanos, long ctimeNanos, long ino, long dev) {}
@@ -707,7 +707,7 @@ final class StagedFile {
 
   /**
    * A committed version of a passed-through file: the local file's {@link Stamp} before its
-   * snapshot and the CRC32C of every byte it sent, read once, as sent.
+   * snapshot and the SHA-256 of every piece it sent, read once, as sent.
    */
   private record Published(Stamp stamp, Reading.Sums sums) {
     /**
@@ -717,7 +717,7 @@ final class StagedFile {
      * bytes decide: a write in the stamp's tick moves no time, nor does a write through a
      * shared mapping while its page is dirty and writable (the page written before the
      * fsync's publication stays so); both are seen only in the bytes (a read and a
-     * CRC32C, far cheaper than an upload).
+     * SHA-256, cheaper than an upload: see {@link Reading.Sums}).
      */
     boolean matches(Stamp now, FileChannel channel, ByteBuffer buf) throws IOException {
       return stamp.equals(now) && sums.length() == now.size() && sums.matches(channel, buf);
@@ -791,9 +791,9 @@ final class StagedFile {
         if (sums == null) {
           w.transferFrom(channel, pos, to - pos);
         } else {
-          java.util.zip.CRC32C sum = new java.util.zip.CRC32C();
-          w.transferFrom(channel, pos, to - pos, sum); // the sum of exactly what was sent
-          sums.add(pos, to, (int) sum.getValue());
+          SentDigest sum = new SentDigest();
+          w.transferFrom(channel, pos, to - pos, sum); // the digest of exactly what was sent
+          sums.add(pos, to, sum.digest());
         }
         pos = to;
       }
@@ -807,7 +807,7 @@ final class StagedFile {
    * write(2), or a shared mapping's page, unseen by the mount). It is read again now and
    * kept only if its SHA-256 is the one of the bytes sent; else it is sent again, so the
    * version holds the chunk as this publication read it, as for any byte it reads itself.
-   * The same read gives the CRC32C the version's {@link Reading.Sums} keep. Returns the
+   * The same digest is the one the version's {@link Reading.Sums} keep. Returns the
    * chunk's end. (The version's length covers every sent chunk: see {@link #upload}.)
    *
    * <p>Why SHA-256 and not the CRC32C that decided until session 14: a CRC32C of 8 MiB
@@ -824,9 +824,7 @@ final class StagedFile {
       reading.cursor = to; // before reading them: see Reading
       sums = reading.sums;
     }
-    java.util.zip.CRC32C read = new java.util.zip.CRC32C();
-    byte[] digest = digestOf(start, to, read);
-    int crc = (int) read.getValue();
+    byte[] digest = digestOf(start, to);
     byte[] was = sent.digests().get(i);
     if (was == null || !java.security.MessageDigest.isEqual(was, digest)) {
       // Sent again over the first send, on the same writer (its blob range is overwritten
@@ -834,24 +832,24 @@ final class StagedFile {
       // be acknowledged: two writes of one range in flight may land in either order.
       w.awaitWrites();
       w.seek(start);
-      java.util.zip.CRC32C sum = new java.util.zip.CRC32C();
-      w.transferFrom(channel, start, to - start, sum); // the sum of exactly what was sent
-      crc = (int) sum.getValue();
+      SentDigest sum = new SentDigest();
+      w.transferFrom(channel, start, to - start, sum); // the digest of exactly what was sent
+      digest = sum.digest();
       resent += to - start;
       stats.resent(to - start);
     }
     if (sums != null) {
-      sums.add(start, to, crc);
+      sums.add(start, to, digest);
     }
     return to;
   }
 
   /**
    * The SHA-256 of the staged file's bytes {@code [start, to)}, zeros past its end (as
-   * FileWriter.transferFrom sends a hole at the end), feeding {@code crc} the same bytes;
-   * one read, through the file's check buffer.
+   * FileWriter.transferFrom sends a hole at the end); one read, through the file's check
+   * buffer.
    */
-  private byte[] digestOf(long start, long to, java.util.zip.CRC32C crc) throws IOException {
+  private byte[] digestOf(long start, long to) throws IOException {
     synchronized (lengthLock) {
       if (checkBuffer == null) {
         checkBuffer = ByteBuffer.allocateDirect(CHECK_BUFFER);
@@ -871,14 +869,12 @@ final class StagedFile {
           }
           while (at < to) {
             int k = (int) Math.min(buf.capacity(), to - at);
-            crc.update(buf.clear().limit(k));
             sum.update(buf.clear().limit(k));
             at += k;
           }
           break;
         }
-        crc.update(buf.flip());
-        sum.update(buf.rewind());
+        sum.update(buf.flip());
         at += n;
       }
     }
@@ -934,25 +930,38 @@ final class StagedFile {
     }
 
     /**
-     * CRC32C of consecutive pieces {@code [start, end)} of a version, from byte 0: 8 bytes
-     * per piece of at most {@link #PIECE} (arrays grown by doubling: 8-16 MiB of heap per
-     * TiB of file), where a {@code long[3]} per piece took about 48.
+     * SHA-256 of consecutive pieces {@code [start, end)} of a version, from byte 0: 36 bytes
+     * per piece of at most {@link #PIECE} or a sent chunk (arrays grown by doubling: 36-72
+     * MiB of heap per TiB of file).
+     *
+     * <p>Why SHA-256 and not the CRC32C kept until session 15: these sums decide whether a
+     * close publishes at all, and a change that moves no time (a write in the stamp's tick,
+     * a write through a dirty, writable mapped page) is seen only in them. A CRC32C let
+     * such a change through with a chance of 2^-32 per changed piece (certainly one that
+     * kept it), and if that close was the file's last publication (the last release, the
+     * unmount) the staged copy was discarded with the write. The cost: SHA-256 runs at
+     * ~1.5 GB/s here (CRC32C ~22), paid on every byte a publication sends and at every
+     * close or fsync whose stat matches the last publication (a re-read of the file).
      */
     static final class Sums {
-      private int[] crcs = new int[4];
+      private static final int DIGEST = 32;
+      private byte[] digests = new byte[4 * DIGEST];
       private int[] lengths = new int[4];
       private int count;
       private long end;
 
-      void add(long start, long to, int crc) {
+      void add(long start, long to, byte[] digest) {
         if (start != end) {
           throw new IllegalStateException("piece at " + start + ", expected " + end);
         }
-        if (count == crcs.length) {
-          crcs = java.util.Arrays.copyOf(crcs, count * 2);
+        if (digest.length != DIGEST) {
+          throw new IllegalArgumentException("a SHA-256 has 32 bytes, not " + digest.length);
+        }
+        if (count == lengths.length) {
+          digests = java.util.Arrays.copyOf(digests, count * 2 * DIGEST);
           lengths = java.util.Arrays.copyOf(lengths, count * 2);
         }
-        crcs[count] = crc;
+        System.arraycopy(digest, 0, digests, count * DIGEST, DIGEST);
         lengths[count++] = Math.toIntExact(to - start);
         end = to;
       }
@@ -964,14 +973,13 @@ final class StagedFile {
 
       /**
        * Whether {@code channel} holds, to its first {@link #length} bytes, what was summed;
-       * reads through {@code buf} (any size: a piece's sum is fed a buffer at a time).
+       * reads through {@code buf} (any size: a piece's digest is fed a buffer at a time).
        */
       boolean matches(FileChannel channel, ByteBuffer buf) throws IOException {
-        java.util.zip.CRC32C sum = new java.util.zip.CRC32C();
+        SentDigest sum = new SentDigest();
         long at = 0;
         for (int i = 0; i < count; i++) {
           long to = at + lengths[i];
-          sum.reset();
           while (at < to) {
             buf.clear().limit((int) Math.min(buf.capacity(), to - at));
             while (buf.hasRemaining()) {
@@ -983,8 +991,9 @@ final class StagedFile {
             at += buf.position();
             sum.update(buf.flip());
           }
-          if ((int) sum.getValue() != crcs[i]) {
-            return false;
+          if (!java.util.Arrays.equals(sum.digest(), 0, DIGEST, digests, i * DIGEST,
+              (i + 1) * DIGEST)) {
+            return false; // digest() reset it for the next piece
           }
         }
         return true;
