@@ -105,13 +105,17 @@ final class StagedFile {
    * With passthrough: the last publication that committed, with the local file's stamp
    * taken before its snapshot and checksums of the bytes it sent; null: none to compare
    * with, or a publication is under way (it clears the record at its snapshot and records
-   * only once it committed: a record never describes a version older than the store's).
+   * only once it committed: a record never describes a version older than this mount
+   * published). Before this file's first publication: the version it was copied from
+   * ({@link #copyOf}), or the empty file create published ({@link #publishedEmpty}).
    * A forced {@link #observe} (a writer's close, an fsync, the last release) counts no
    * change when the file still matches it ({@link Published#matches}): a close right
-   * after an fsync no longer uploads the file a second time. Guarded by {@code
-   * lengthLock}.
+   * after an fsync no longer uploads the file a second time, nor does the close of a
+   * writer that wrote nothing. Guarded by {@code lengthLock}.
    */
   private Published lastPublished;
+  /** {@link #empty}'s file as created: the record {@link #publishedEmpty} installs. */
+  private Published asCreated;
   /**
    * The buffer {@link Published#matches} reads the file into, allocated at the first check
    * and kept; checks of this file take turns on it.
@@ -329,6 +333,7 @@ final class StagedFile {
         System.currentTimeMillis());
     f.changes = 1;
     f.unowned = 1; // an O_TRUNC of a published file: any descriptor's close publishes it
+    f.asCreated = new Published(f.stamp(), new Reading.Sums()); // nothing wrote it yet
     return f;
   }
 
@@ -338,6 +343,7 @@ final class StagedFile {
         reader.info().modificationTime());
     ByteBuffer buf = ByteBuffer.allocateDirect(1 << 20);
     long pos = 0;
+    Reading.Sums sums = new Reading.Sums();
     try {
       while (pos < reader.length()) {
         buf.clear();
@@ -346,8 +352,29 @@ final class StagedFile {
           break;
         }
         buf.flip();
+        SentDigest digest = new SentDigest();
+        digest.update(buf.duplicate());
+        sums.add(pos, pos + n, digest.digest());
         while (buf.hasRemaining()) {
           pos += f.channel.write(buf, pos);
+        }
+      }
+      if (pos == reader.length()) {
+        // The copy is the published version (the one the record read named): recorded as
+        // if this file had published it, so that the close of a writer that writes
+        // nothing (fio's verify pass opens its file O_RDWR, reads it and closes) finds
+        // the file unchanged and publishes nothing. Until session 15 such a close of a
+        // passed-through file uploaded the whole file again, as a new version with the
+        // same bytes (PassthroughEarlyIT's fio run sent 64 MiB twice: "4 publications, 3
+        // whole"), and put the copy's bytes back over any version another client had
+        // published since. Without passthrough such a close publishes nothing either
+        // (no write of its descriptor). Stamped now: nothing but this copy wrote the file
+        // yet (it is in no map, the kernel has no handle on it). The cost: a SHA-256 of
+        // the copy at its open (~1.5 GB/s here, against the store's read of it at a few
+        // hundred MB/s), and 36 bytes per MiB held while the file is open.
+        Stamp stamp = f.stamp();
+        synchronized (f.lengthLock) {
+          f.lastPublished = new Published(stamp, sums);
         }
       }
     } catch (InterruptedException e) {
@@ -378,9 +405,17 @@ final class StagedFile {
     }
   }
 
-  /** The empty file was published at create, with {@link #mtime}: nothing to publish yet. */
+  /**
+   * The empty file was published at create, with {@link #mtime}: nothing to publish yet,
+   * and a passed-through file's close without a write (fio lays its file out with an
+   * open, a fallocate the mount refuses, and a close) publishes nothing: see
+   * {@link #lastPublished}.
+   */
   void publishedEmpty() {
     published = changes();
+    synchronized (lengthLock) {
+      lastPublished = asCreated;
+    }
   }
 
   /** The count of changes so far: a descriptor that just wrote needs a version this new. */
