@@ -309,7 +309,7 @@ public final class BlobFuseFs implements LowLevelFs {
             return getattr(node); // a directory has no time to keep
           }
           StagedFile tmp = change.size() == 0 ? StagedFile.empty(settings.stagingDir())
-              : StagedFile.copyOf(settings.stagingDir(), ns.open(info));
+              : StagedFile.copyOf(settings.stagingDir(), ns.open(info), false);
           try {
             if (change.size() >= 0) {
               tmp.truncate(change.size());
@@ -680,7 +680,7 @@ public final class BlobFuseFs implements LowLevelFs {
       }
       try {
         return (trunc ? StagedFile.empty(settings.stagingDir())
-            : StagedFile.copyOf(settings.stagingDir(), ns.open(info)))
+            : StagedFile.copyOf(settings.stagingDir(), ns.open(info), passthrough != null))
             .uploadEarly(ns, uploads, settings.earlyUploadChunk(), writeStats);
       } catch (FileNotFoundException e) {
         // A data blob of the version being copied is gone: another client published a new

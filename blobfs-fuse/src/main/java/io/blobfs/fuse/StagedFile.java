@@ -105,13 +105,17 @@ final class StagedFile {
    * With passthrough: the last publication that committed, with the local file's stamp
    * taken before its snapshot and checksums of the bytes it sent; null: none to compare
    * with, or a publication is under way (it clears the record at its snapshot and records
-   * only once it committed: a record never describes a version older than this mount
-   * published). Before this file's first publication: the version it was copied from
-   * ({@link #copyOf}), or the empty file create published ({@link #publishedEmpty}).
-   * A forced {@link #observe} (a writer's close, an fsync, the last release) counts no
-   * change when the file still matches it ({@link Published#matches}): a close right
-   * after an fsync no longer uploads the file a second time, nor does the close of a
-   * writer that wrote nothing. Guarded by {@code lengthLock}.
+   * only once it committed: a record never describes a version older than this staged
+   * file's last publication). Before this file's first publication: the version it was
+   * copied from ({@link #copyOf}), or the empty file create published
+   * ({@link #publishedEmpty}); either may be older than the store's by then (another
+   * client, or a setattr of the closed file, published since). A forced {@link #observe}
+   * (a writer's close, an fsync, the last release) counts no change when the file still
+   * matches it ({@link Published#matches}): no write through this mount changed the bytes
+   * since the version recorded, so skipping the upload loses none (and leaves a newer
+   * version in the store in place). A close right after an fsync no longer uploads the
+   * file a second time, nor does the close of a writer that wrote nothing. Guarded by
+   * {@code lengthLock}.
    */
   private Published lastPublished;
   /** {@link #empty}'s file as created: the record {@link #publishedEmpty} installs. */
@@ -121,6 +125,13 @@ final class StagedFile {
    * and kept; checks of this file take turns on it.
    */
   private ByteBuffer checkBuffer;
+  /**
+   * The buffer a publication re-reads sent chunks into ({@link #digestOf}), apart from
+   * {@link #checkBuffer}: a publication (holding {@code publishing} and the mount's names
+   * lock) must not wait for a forced check's re-read of the whole file, a SHA-256 of it;
+   * publications take turns on {@code publishing}, so one buffer serves them all.
+   */
+  private ByteBuffer sentBuffer;
   /** Tests only: runs after a forced look's re-read, before what the look saw is applied. */
   volatile Runnable afterCheck;
   /** Tests only: runs in a publication of a passed-through file after its stamp, before its snapshot. */
@@ -337,13 +348,19 @@ final class StagedFile {
     return f;
   }
 
-  /** A copy of the published file, to be changed in place. */
-  static StagedFile copyOf(Path dir, FileReader reader) throws IOException {
+  /**
+   * A copy of the published file, to be changed in place; with {@code recordCopy} (a mount
+   * with passthrough: only a passed-through file's checks ever read the record) recorded as
+   * the version it copies, at the cost of a SHA-256 of every byte copied. Without it the
+   * copy costs no digest: a mount without passthrough sees every write and never checks.
+   */
+  static StagedFile copyOf(Path dir, FileReader reader, boolean recordCopy)
+      throws IOException {
     StagedFile f = new StagedFile(Files.createTempFile(dir, "staged-", ""), reader.length(),
         reader.info().modificationTime());
     ByteBuffer buf = ByteBuffer.allocateDirect(1 << 20);
     long pos = 0;
-    Reading.Sums sums = new Reading.Sums();
+    Reading.Sums sums = recordCopy ? new Reading.Sums() : null;
     try {
       while (pos < reader.length()) {
         buf.clear();
@@ -352,14 +369,16 @@ final class StagedFile {
           break;
         }
         buf.flip();
-        SentDigest digest = new SentDigest();
-        digest.update(buf.duplicate());
-        sums.add(pos, pos + n, digest.digest());
+        if (sums != null) {
+          SentDigest digest = new SentDigest();
+          digest.update(buf.duplicate());
+          sums.add(pos, pos + n, digest.digest());
+        }
         while (buf.hasRemaining()) {
           pos += f.channel.write(buf, pos);
         }
       }
-      if (pos == reader.length()) {
+      if (sums != null && pos == reader.length()) {
         // The copy is the published version (the one the record read named): recorded as
         // if this file had published it, so that the close of a writer that writes
         // nothing (fio's verify pass opens its file O_RDWR, reads it and closes) finds
@@ -881,16 +900,16 @@ final class StagedFile {
 
   /**
    * The SHA-256 of the staged file's bytes {@code [start, to)}, zeros past its end (as
-   * FileWriter.transferFrom sends a hole at the end); one read, through the file's check
-   * buffer.
+   * FileWriter.transferFrom sends a hole at the end); one read, through
+   * {@link #sentBuffer}.
    */
   private byte[] digestOf(long start, long to) throws IOException {
     synchronized (lengthLock) {
-      if (checkBuffer == null) {
-        checkBuffer = ByteBuffer.allocateDirect(CHECK_BUFFER);
+      if (sentBuffer == null) {
+        sentBuffer = ByteBuffer.allocateDirect(CHECK_BUFFER);
       }
     }
-    ByteBuffer buf = checkBuffer;
+    ByteBuffer buf = sentBuffer;
     SentDigest sum = new SentDigest();
     synchronized (buf) {
       long at = start;
