@@ -200,6 +200,11 @@ public final class BlobFuseFs implements LowLevelFs {
     return passedThrough.size();
   }
 
+  /** The passed-through staged file of node {@code node}, or null (tests). */
+  StagedFile passedThrough(long node) {
+    return passedThrough.get(node);
+  }
+
   /**
    * Under {@link #staged}, as {@code s} enters it for node {@code n}: with passthrough, its
    * handles will all pass through to it, unless the node has handles open on the published

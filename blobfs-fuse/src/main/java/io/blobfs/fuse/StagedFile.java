@@ -132,6 +132,20 @@ final class StagedFile {
    * publications take turns on {@code publishing}, so one buffer serves them all.
    */
   private ByteBuffer sentBuffer;
+  /**
+   * Tests only: the record's stamp and the times the mount saw taken again now, as if
+   * every write since had come in the stamp's clock tick (a kernel without multigrain
+   * times): the bytes alone decide.
+   */
+  void restampRecord() throws IOException {
+    Stamp now = stamp();
+    synchronized (lengthLock) {
+      lastPublished = new Published(now, lastPublished.sums());
+      seenSize = now.size();
+      seenNanos = now.mtimeNanos();
+    }
+  }
+
   /** Tests only: runs after a forced look's re-read, before what the look saw is applied. */
   volatile Runnable afterCheck;
   /** Tests only: runs in a publication of a passed-through file after its stamp, before its snapshot. */
