@@ -200,6 +200,11 @@ public final class BlobFuseFs implements LowLevelFs {
     return passedThrough.size();
   }
 
+  /** The passed-through staged file of node {@code node}, or null (tests). */
+  StagedFile passedThrough(long node) {
+    return passedThrough.get(node);
+  }
+
   /**
    * Under {@link #staged}, as {@code s} enters it for node {@code n}: with passthrough, its
    * handles will all pass through to it, unless the node has handles open on the published
@@ -309,7 +314,7 @@ public final class BlobFuseFs implements LowLevelFs {
             return getattr(node); // a directory has no time to keep
           }
           StagedFile tmp = change.size() == 0 ? StagedFile.empty(settings.stagingDir())
-              : StagedFile.copyOf(settings.stagingDir(), ns.open(info));
+              : StagedFile.copyOf(settings.stagingDir(), ns.open(info), false);
           try {
             if (change.size() >= 0) {
               tmp.truncate(change.size());
@@ -680,7 +685,7 @@ public final class BlobFuseFs implements LowLevelFs {
       }
       try {
         return (trunc ? StagedFile.empty(settings.stagingDir())
-            : StagedFile.copyOf(settings.stagingDir(), ns.open(info)))
+            : StagedFile.copyOf(settings.stagingDir(), ns.open(info), passthrough != null))
             .uploadEarly(ns, uploads, settings.earlyUploadChunk(), writeStats);
       } catch (FileNotFoundException e) {
         // A data blob of the version being copied is gone: another client published a new

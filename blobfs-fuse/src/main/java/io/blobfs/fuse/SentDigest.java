@@ -7,13 +7,14 @@ import java.util.zip.Checksum;
 
 /**
  * The SHA-256 of the bytes fed to it, as a {@link Checksum} so that
- * {@code FileWriter.transferFrom} feeds it exactly the bytes it sends. It tells whether a
- * chunk of a passed-through file sent early is still the file's at the publication
- * ({@link EarlyUpload}, {@code StagedFile.checkSent}): a 32-bit CRC32C let a changed 8 MiB
- * chunk through with a chance of 2^-32 (only changes within 32 bits are always caught),
- * and that chunk was then published stale with no trace. The JDK's SHA-256 (with the
- * CPU's SHA extensions, ~1.1 GB/s here) costs ~7 ms per 8 MiB chunk at its send and
- * again at its check; a CRC32C costs about a tenth of that.
+ * {@code FileWriter.transferFrom} feeds it exactly the bytes it sends. It tells, for a
+ * passed-through file, whether a chunk sent early is still the file's at the publication
+ * ({@link EarlyUpload}, {@code StagedFile.checkSent}), and whether the file still holds
+ * its last published version at a close or fsync ({@code StagedFile.Reading.Sums}): a
+ * 32-bit CRC32C let a change through with a chance of 2^-32 (only changes within 32 bits
+ * are always caught), and that change was then lost with no trace. The JDK's SHA-256
+ * (with the CPU's SHA extensions, ~1.5 GB/s here) costs ~5-7 ms per 8 MiB at a send and
+ * again at a check; a CRC32C costs about a fifteenth of that.
  *
  * <p>{@link #getValue} is not a digest of 256 bits: use {@link #digest}.
  */

@@ -105,18 +105,47 @@ final class StagedFile {
    * With passthrough: the last publication that committed, with the local file's stamp
    * taken before its snapshot and checksums of the bytes it sent; null: none to compare
    * with, or a publication is under way (it clears the record at its snapshot and records
-   * only once it committed: a record never describes a version older than the store's).
-   * A forced {@link #observe} (a writer's close, an fsync, the last release) counts no
-   * change when the file still matches it ({@link Published#matches}): a close right
-   * after an fsync no longer uploads the file a second time. Guarded by {@code
-   * lengthLock}.
+   * only once it committed: a record never describes a version older than this staged
+   * file's last publication). Before this file's first publication: the version it was
+   * copied from ({@link #copyOf}), or the empty file create published
+   * ({@link #publishedEmpty}); either may be older than the store's by then (another
+   * client, or a setattr of the closed file, published since). A forced {@link #observe}
+   * (a writer's close, an fsync, the last release) counts no change when the file still
+   * matches it ({@link Published#matches}): no write through this mount changed the bytes
+   * since the version recorded, so skipping the upload loses none (and leaves a newer
+   * version in the store in place). A close right after an fsync no longer uploads the
+   * file a second time, nor does the close of a writer that wrote nothing. Guarded by
+   * {@code lengthLock}.
    */
   private Published lastPublished;
+  /** {@link #empty}'s file as created: the record {@link #publishedEmpty} installs. */
+  private Published asCreated;
   /**
    * The buffer {@link Published#matches} reads the file into, allocated at the first check
    * and kept; checks of this file take turns on it.
    */
   private ByteBuffer checkBuffer;
+  /**
+   * The buffer a publication re-reads sent chunks into ({@link #digestOf}), apart from
+   * {@link #checkBuffer}: a publication (holding {@code publishing} and the mount's names
+   * lock) must not wait for a forced check's re-read of the whole file, a SHA-256 of it;
+   * publications take turns on {@code publishing}, so one buffer serves them all.
+   */
+  private ByteBuffer sentBuffer;
+  /**
+   * Tests only: the record's stamp and the times the mount saw taken again now, as if
+   * every write since had come in the stamp's clock tick (a kernel without multigrain
+   * times): the bytes alone decide.
+   */
+  void restampRecord() throws IOException {
+    Stamp now = stamp();
+    synchronized (lengthLock) {
+      lastPublished = new Published(now, lastPublished.sums());
+      seenSize = now.size();
+      seenNanos = now.mtimeNanos();
+    }
+  }
+
   /** Tests only: runs after a forced look's re-read, before what the look saw is applied. */
   volatile Runnable afterCheck;
   /** Tests only: runs in a publication of a passed-through file after its stamp, before its snapshot. */
@@ -143,11 +172,11 @@ final class StagedFile {
    * <p>Why no "settled" rule (session 12's first version counted a stamp only once its
    * times were older than 20 ms, and waited for that before every publication, holding
    * {@code publishing} and the mount's names lock: a close of a just-written small file
-   * took ~34 ms instead of ~2): a skip needs the bytes read again to have the CRC32C of
+   * took ~34 ms instead of ~2): a skip needs the bytes read again to have the SHA-256 of
    * the bytes the version sent. A write in the same tick as the stamp either finished
    * before its piece was sent (then it is in the version, and the store has it) or after
    * (then the bytes differ from what was summed and the check publishes). A racy stamp
-   * thus costs only a re-read, never a lost write; the rule bought nothing the CRC does
+   * thus costs only a re-read, never a lost write; the rule bought nothing the digests do
    * not already give.
    */
   record Stamp(long size, long mtimeNanos, long ctimeNanos, long ino, long dev) {}
@@ -329,15 +358,23 @@ final class StagedFile {
         System.currentTimeMillis());
     f.changes = 1;
     f.unowned = 1; // an O_TRUNC of a published file: any descriptor's close publishes it
+    f.asCreated = new Published(f.stamp(), new Reading.Sums()); // nothing wrote it yet
     return f;
   }
 
-  /** A copy of the published file, to be changed in place. */
-  static StagedFile copyOf(Path dir, FileReader reader) throws IOException {
+  /**
+   * A copy of the published file, to be changed in place; with {@code recordCopy} (a mount
+   * with passthrough: only a passed-through file's checks ever read the record) recorded as
+   * the version it copies, at the cost of a SHA-256 of every byte copied. Without it the
+   * copy costs no digest: a mount without passthrough sees every write and never checks.
+   */
+  static StagedFile copyOf(Path dir, FileReader reader, boolean recordCopy)
+      throws IOException {
     StagedFile f = new StagedFile(Files.createTempFile(dir, "staged-", ""), reader.length(),
         reader.info().modificationTime());
     ByteBuffer buf = ByteBuffer.allocateDirect(1 << 20);
     long pos = 0;
+    Reading.Sums sums = recordCopy ? new Reading.Sums() : null;
     try {
       while (pos < reader.length()) {
         buf.clear();
@@ -346,8 +383,31 @@ final class StagedFile {
           break;
         }
         buf.flip();
+        if (sums != null) {
+          SentDigest digest = new SentDigest();
+          digest.update(buf.duplicate());
+          sums.add(pos, pos + n, digest.digest());
+        }
         while (buf.hasRemaining()) {
           pos += f.channel.write(buf, pos);
+        }
+      }
+      if (sums != null && pos == reader.length()) {
+        // The copy is the published version (the one the record read named): recorded as
+        // if this file had published it, so that the close of a writer that writes
+        // nothing (fio's verify pass opens its file O_RDWR, reads it and closes) finds
+        // the file unchanged and publishes nothing. Until session 15 such a close of a
+        // passed-through file uploaded the whole file again, as a new version with the
+        // same bytes (PassthroughEarlyIT's fio run sent 64 MiB twice: "4 publications, 3
+        // whole"), and put the copy's bytes back over any version another client had
+        // published since. Without passthrough such a close publishes nothing either
+        // (no write of its descriptor). Stamped now: nothing but this copy wrote the file
+        // yet (it is in no map, the kernel has no handle on it). The cost: a SHA-256 of
+        // the copy at its open (~1.5 GB/s here, against the store's read of it at a few
+        // hundred MB/s), and 36 bytes per MiB held while the file is open.
+        Stamp stamp = f.stamp();
+        synchronized (f.lengthLock) {
+          f.lastPublished = new Published(stamp, sums);
         }
       }
     } catch (InterruptedException e) {
@@ -378,9 +438,17 @@ final class StagedFile {
     }
   }
 
-  /** The empty file was published at create, with {@link #mtime}: nothing to publish yet. */
+  /**
+   * The empty file was published at create, with {@link #mtime}: nothing to publish yet,
+   * and a passed-through file's close without a write (fio lays its file out with an
+   * open, a fallocate the mount refuses, and a close) publishes nothing: see
+   * {@link #lastPublished}.
+   */
   void publishedEmpty() {
     published = changes();
+    synchronized (lengthLock) {
+      lastPublished = asCreated;
+    }
   }
 
   /** The count of changes so far: a descriptor that just wrote needs a version this new. */
@@ -707,7 +775,7 @@ final class StagedFile {
 
   /**
    * A committed version of a passed-through file: the local file's {@link Stamp} before its
-   * snapshot and the CRC32C of every byte it sent, read once, as sent.
+   * snapshot and the SHA-256 of every piece it sent, read once, as sent.
    */
   private record Published(Stamp stamp, Reading.Sums sums) {
     /**
@@ -717,7 +785,7 @@ final class StagedFile {
      * bytes decide: a write in the stamp's tick moves no time, nor does a write through a
      * shared mapping while its page is dirty and writable (the page written before the
      * fsync's publication stays so); both are seen only in the bytes (a read and a
-     * CRC32C, far cheaper than an upload).
+     * SHA-256, cheaper than an upload: see {@link Reading.Sums}).
      */
     boolean matches(Stamp now, FileChannel channel, ByteBuffer buf) throws IOException {
       return stamp.equals(now) && sums.length() == now.size() && sums.matches(channel, buf);
@@ -791,9 +859,9 @@ final class StagedFile {
         if (sums == null) {
           w.transferFrom(channel, pos, to - pos);
         } else {
-          java.util.zip.CRC32C sum = new java.util.zip.CRC32C();
-          w.transferFrom(channel, pos, to - pos, sum); // the sum of exactly what was sent
-          sums.add(pos, to, (int) sum.getValue());
+          SentDigest sum = new SentDigest();
+          w.transferFrom(channel, pos, to - pos, sum); // the digest of exactly what was sent
+          sums.add(pos, to, sum.digest());
         }
         pos = to;
       }
@@ -807,7 +875,7 @@ final class StagedFile {
    * write(2), or a shared mapping's page, unseen by the mount). It is read again now and
    * kept only if its SHA-256 is the one of the bytes sent; else it is sent again, so the
    * version holds the chunk as this publication read it, as for any byte it reads itself.
-   * The same read gives the CRC32C the version's {@link Reading.Sums} keep. Returns the
+   * The same digest is the one the version's {@link Reading.Sums} keep. Returns the
    * chunk's end. (The version's length covers every sent chunk: see {@link #upload}.)
    *
    * <p>Why SHA-256 and not the CRC32C that decided until session 14: a CRC32C of 8 MiB
@@ -824,9 +892,7 @@ final class StagedFile {
       reading.cursor = to; // before reading them: see Reading
       sums = reading.sums;
     }
-    java.util.zip.CRC32C read = new java.util.zip.CRC32C();
-    byte[] digest = digestOf(start, to, read);
-    int crc = (int) read.getValue();
+    byte[] digest = digestOf(start, to);
     byte[] was = sent.digests().get(i);
     if (was == null || !java.security.MessageDigest.isEqual(was, digest)) {
       // Sent again over the first send, on the same writer (its blob range is overwritten
@@ -834,30 +900,30 @@ final class StagedFile {
       // be acknowledged: two writes of one range in flight may land in either order.
       w.awaitWrites();
       w.seek(start);
-      java.util.zip.CRC32C sum = new java.util.zip.CRC32C();
-      w.transferFrom(channel, start, to - start, sum); // the sum of exactly what was sent
-      crc = (int) sum.getValue();
+      SentDigest sum = new SentDigest();
+      w.transferFrom(channel, start, to - start, sum); // the digest of exactly what was sent
+      digest = sum.digest();
       resent += to - start;
       stats.resent(to - start);
     }
     if (sums != null) {
-      sums.add(start, to, crc);
+      sums.add(start, to, digest);
     }
     return to;
   }
 
   /**
    * The SHA-256 of the staged file's bytes {@code [start, to)}, zeros past its end (as
-   * FileWriter.transferFrom sends a hole at the end), feeding {@code crc} the same bytes;
-   * one read, through the file's check buffer.
+   * FileWriter.transferFrom sends a hole at the end); one read, through
+   * {@link #sentBuffer}.
    */
-  private byte[] digestOf(long start, long to, java.util.zip.CRC32C crc) throws IOException {
+  private byte[] digestOf(long start, long to) throws IOException {
     synchronized (lengthLock) {
-      if (checkBuffer == null) {
-        checkBuffer = ByteBuffer.allocateDirect(CHECK_BUFFER);
+      if (sentBuffer == null) {
+        sentBuffer = ByteBuffer.allocateDirect(CHECK_BUFFER);
       }
     }
-    ByteBuffer buf = checkBuffer;
+    ByteBuffer buf = sentBuffer;
     SentDigest sum = new SentDigest();
     synchronized (buf) {
       long at = start;
@@ -871,14 +937,12 @@ final class StagedFile {
           }
           while (at < to) {
             int k = (int) Math.min(buf.capacity(), to - at);
-            crc.update(buf.clear().limit(k));
             sum.update(buf.clear().limit(k));
             at += k;
           }
           break;
         }
-        crc.update(buf.flip());
-        sum.update(buf.rewind());
+        sum.update(buf.flip());
         at += n;
       }
     }
@@ -934,25 +998,38 @@ final class StagedFile {
     }
 
     /**
-     * CRC32C of consecutive pieces {@code [start, end)} of a version, from byte 0: 8 bytes
-     * per piece of at most {@link #PIECE} (arrays grown by doubling: 8-16 MiB of heap per
-     * TiB of file), where a {@code long[3]} per piece took about 48.
+     * SHA-256 of consecutive pieces {@code [start, end)} of a version, from byte 0: 36 bytes
+     * per piece of at most {@link #PIECE} or a sent chunk (arrays grown by doubling: 36-72
+     * MiB of heap per TiB of file).
+     *
+     * <p>Why SHA-256 and not the CRC32C kept until session 15: these sums decide whether a
+     * close publishes at all, and a change that moves no time (a write in the stamp's tick,
+     * a write through a dirty, writable mapped page) is seen only in them. A CRC32C let
+     * such a change through with a chance of 2^-32 per changed piece (certainly one that
+     * kept it), and if that close was the file's last publication (the last release, the
+     * unmount) the staged copy was discarded with the write. The cost: SHA-256 runs at
+     * ~1.5 GB/s here (CRC32C ~22), paid on every byte a publication sends and at every
+     * close or fsync whose stat matches the last publication (a re-read of the file).
      */
     static final class Sums {
-      private int[] crcs = new int[4];
+      private static final int DIGEST = 32;
+      private byte[] digests = new byte[4 * DIGEST];
       private int[] lengths = new int[4];
       private int count;
       private long end;
 
-      void add(long start, long to, int crc) {
+      void add(long start, long to, byte[] digest) {
         if (start != end) {
           throw new IllegalStateException("piece at " + start + ", expected " + end);
         }
-        if (count == crcs.length) {
-          crcs = java.util.Arrays.copyOf(crcs, count * 2);
+        if (digest.length != DIGEST) {
+          throw new IllegalArgumentException("a SHA-256 has 32 bytes, not " + digest.length);
+        }
+        if (count == lengths.length) {
+          digests = java.util.Arrays.copyOf(digests, count * 2 * DIGEST);
           lengths = java.util.Arrays.copyOf(lengths, count * 2);
         }
-        crcs[count] = crc;
+        System.arraycopy(digest, 0, digests, count * DIGEST, DIGEST);
         lengths[count++] = Math.toIntExact(to - start);
         end = to;
       }
@@ -964,14 +1041,13 @@ final class StagedFile {
 
       /**
        * Whether {@code channel} holds, to its first {@link #length} bytes, what was summed;
-       * reads through {@code buf} (any size: a piece's sum is fed a buffer at a time).
+       * reads through {@code buf} (any size: a piece's digest is fed a buffer at a time).
        */
       boolean matches(FileChannel channel, ByteBuffer buf) throws IOException {
-        java.util.zip.CRC32C sum = new java.util.zip.CRC32C();
+        SentDigest sum = new SentDigest();
         long at = 0;
         for (int i = 0; i < count; i++) {
           long to = at + lengths[i];
-          sum.reset();
           while (at < to) {
             buf.clear().limit((int) Math.min(buf.capacity(), to - at));
             while (buf.hasRemaining()) {
@@ -983,8 +1059,9 @@ final class StagedFile {
             at += buf.position();
             sum.update(buf.flip());
           }
-          if ((int) sum.getValue() != crcs[i]) {
-            return false;
+          if (!java.util.Arrays.equals(sum.digest(), 0, DIGEST, digests, i * DIGEST,
+              (i + 1) * DIGEST)) {
+            return false; // digest() reset it for the next piece
           }
         }
         return true;

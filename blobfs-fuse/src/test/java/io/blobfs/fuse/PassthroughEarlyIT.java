@@ -122,6 +122,14 @@ class PassthroughEarlyIT {
     String out = Mounts.sh(mnt, job + " --do_verify=1 --end_fsync=1");
     assertTrue(out.contains("err= 0"), out);
     assertTrue(mount.mount().earlyBytes() > 0, "uploaded early");
+    // fio opens the file three times: a create to lay it out (a fallocate the mount
+    // refuses), the writes and the fsync, then O_RDWR again for its verify pass, which
+    // reads only. No whole second upload (its small verify state file aside; a chunk the
+    // publication found changed after its early send is counted once): the verify pass's
+    // close used to upload the whole file again (session 14)
+    long sent = mount.mount().publishedBytes() + mount.mount().earlyBytes()
+        - mount.mount().resentBytes();
+    assertTrue(sent <= 64L * MIB + 64 * 1024, sent + " bytes sent for a 64 MiB file");
     mount.remount(tmp.resolve("staging-again"));
     out = Mounts.sh(mnt, job + " --verify_only");
     assertTrue(out.contains("err= 0"), out);
