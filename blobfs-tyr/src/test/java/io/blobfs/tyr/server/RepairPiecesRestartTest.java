@@ -115,7 +115,7 @@ class RepairPiecesRestartTest {
 
           relay.allow(Long.MAX_VALUE);
           long end = System.nanoTime() + Duration.ofSeconds(90).toNanos();
-          while (!(Arrays.equals(bytes(nb, key), fresh) && primary(np).owedTo(b).isEmpty())) {
+          while (!(Arrays.equals(bytes(nb, key), fresh) && np.replicator().owedTo(b).isEmpty())) {
             assertThat(System.nanoTime()).as("the repair in pieces, made again, reaches the "
                 + "restarted backup").isLessThan(end);
             Thread.sleep(50);
@@ -131,10 +131,6 @@ class RepairPiecesRestartTest {
         }
       }
     }
-  }
-
-  private static Replicator primary(TyrServer n) {
-    return n.replicator();
   }
 
   /** The bytes staged in the backup's one staging file; 0 if there is none. */
