@@ -500,7 +500,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   private boolean givesUp(Budget b, WrongEpochException w) {
     b.refusals++;
     if (w instanceof HandingOverException) {
-      return System.nanoTime() - b.start >= template.requestTimeout().toNanos();
+      return opTimedOut(b.start);
     }
     // Counted apart from a hand-over's tries (review S6): counted together, a call that
     // had waited out a hand-over gave up at its first plain refusal after it, without
@@ -528,8 +528,25 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
     if (!(w instanceof HandingOverException)) {
       return pauseMillis(b.plain);
     }
-    long left = template.requestTimeout().toNanos() - (System.nanoTime() - b.start);
+    long left = opTimeLeftNanos(b.start);
     return Math.max(1, Math.min(pauseMillis(b.refusals), TimeUnit.NANOSECONDS.toMillis(left)));
+  }
+
+  /**
+   * What is left of the op timeout ({@code op-timeout}, the request timeout) to a call that
+   * began at {@code start} ({@link System#nanoTime}): 0 or less once it has passed.
+   */
+  private long opTimeLeftNanos(long start) {
+    return template.requestTimeout().toNanos() - (System.nanoTime() - start);
+  }
+
+  /**
+   * Whether a call that began at {@code start} ({@link System#nanoTime}) has had its op
+   * timeout: a hand-over waited for ({@link #givesUp}), a write made again or asked about
+   * ({@link #writeAgain}), whatever the number of tries.
+   */
+  private boolean opTimedOut(long start) {
+    return opTimeLeftNanos(start) <= 0;
   }
 
   private IOException refusedTooOften(String key, WrongEpochException last, Budget b) {
@@ -615,7 +632,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
       Throwable e = unwrap(err);
       long applied = TyrException.unconfirmedVersion(e);
       return applied > 0
-          ? writeAgain(key, offset, src, on.get(), applied, tries + 1, e, true, start)
+          ? writeAgain(key, offset, src, on.get(), applied, tries + 1, e, start)
           : CompletableFuture.<Void>failedFuture(e);
     });
   }
@@ -646,20 +663,16 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
    * it was (it numbers its own versions).
    */
   private CompletableFuture<Void> writeAgain(String key, long offset, ByteBuffer src,
-      TyrBlobStore primary, long version, int tries, Throwable last, boolean pause,
-      long start) {
-    if (tries >= 2 * ATTEMPTS || primary == null
-        || System.nanoTime() - start >= template.requestTimeout().toNanos()) {
+      TyrBlobStore primary, long version, int tries, Throwable last, long start) {
+    if (tries >= 2 * ATTEMPTS || primary == null || opTimedOut(start)) {
       return CompletableFuture.failedFuture(unconfirmedTooOften(key, offset, tries, last));
     }
     if (node(ring.primary(key)).store() != primary) {
       return writeFrom(key, offset, src, tries, start); // another primary now
     }
-    CompletableFuture<Void> paused = !pause ? CompletableFuture.completedFuture(null)
-        : CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(
-            pauseMillis(tries), TimeUnit.MILLISECONDS));
-    return paused.thenCompose(x -> confirm(key, offset, src, primary, version, tries, last,
-        start));
+    return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(
+            pauseMillis(tries), TimeUnit.MILLISECONDS))
+        .thenCompose(x -> confirm(key, offset, src, primary, version, tries, last, start));
   }
 
   /** How often a write whose key its primary repairs asks again (see {@link #writeAgain}). */
@@ -673,7 +686,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
         return CompletableFuture.<Void>completedFuture(null);
       }
       if (err == null && answer == io.blobfs.tyr.protocol.Request.Confirm.REPAIRING) {
-        if (System.nanoTime() - start >= template.requestTimeout().toNanos()) {
+        if (opTimedOut(start)) {
           return CompletableFuture.<Void>failedFuture(
               unconfirmedTooOften(key, offset, tries, last));
         }
@@ -683,10 +696,10 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
             .thenCompose(x -> confirm(key, offset, src, primary, version, tries, last, start));
       }
       Throwable e = err == null ? null : unwrap(err);
-      WrongEpochException w = e == null ? null : wrongEpoch(e);
-      if (w != null) {
-        adopt(w.ring(), ring); // the same primary under it: checked at the next try
-        return writeAgain(key, offset, src, primary, version, tries + 1, e, true, start);
+      CompletableFuture<Void> refused = againAfterRefusal(key, offset, src, primary, version,
+          tries, e, start);
+      if (refused != null) {
+        return refused;
       }
       if (e != null && !(e instanceof TyrException t && t.code() == io.blobfs.tyr.api.ErrorCode.BAD_REQUEST)) {
         return CompletableFuture.<Void>failedFuture(e instanceof TyrException t
@@ -701,8 +714,7 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
   /** Our write made again on {@code primary}, only if the key or range still holds it. */
   private CompletableFuture<Void> writeIfStill(String key, long offset, ByteBuffer src,
       TyrBlobStore primary, long version, int tries, long start) {
-    if (tries >= 2 * ATTEMPTS
-        || System.nanoTime() - start >= template.requestTimeout().toNanos()) {
+    if (tries >= 2 * ATTEMPTS || opTimedOut(start)) {
       return CompletableFuture.failedFuture(unconfirmedTooOften(key, offset, tries,
           new StoreUnavailableException("the key kept moving on with our bytes in place",
               null)));
@@ -720,15 +732,28 @@ public final class TyrClusterBlobStore implements TransactionalBlobStore, Placem
           }
           long applied = TyrException.unconfirmedVersion(e);
           if (applied > 0) {
-            return writeAgain(key, offset, src, primary, applied, tries + 1, e, true, start);
+            return writeAgain(key, offset, src, primary, applied, tries + 1, e, start);
           }
-          WrongEpochException w = wrongEpoch(e);
-          if (w != null) {
-            adopt(w.ring(), ring); // the same primary under it: checked at the next try
-            return writeAgain(key, offset, src, primary, version, tries + 1, e, true, start);
-          }
-          return CompletableFuture.failedFuture(e);
+          CompletableFuture<Void> refused = againAfterRefusal(key, offset, src, primary,
+              version, tries, e, start);
+          return refused != null ? refused : CompletableFuture.<Void>failedFuture(e);
         });
+  }
+
+  /**
+   * If {@code e} (may be null) is {@code primary}'s refusal of a question or a try of our
+   * write at {@code version} for its ring: its newer ring adopted and {@link #writeAgain}
+   * (which checks the key's primary under it: the same one, or the write goes to the new
+   * one); else null.
+   */
+  private CompletableFuture<Void> againAfterRefusal(String key, long offset, ByteBuffer src,
+      TyrBlobStore primary, long version, int tries, Throwable e, long start) {
+    WrongEpochException w = e == null ? null : wrongEpoch(e);
+    if (w == null) {
+      return null;
+    }
+    adopt(w.ring(), ring); // the same primary under it: checked at the next try
+    return writeAgain(key, offset, src, primary, version, tries + 1, e, start);
   }
 
   /**
