@@ -208,6 +208,8 @@ public final class OrphanSweeper {
       if (!KeyLayout.isMarker(key)) {
         ns.readStored(key, false).ifPresent(r -> {
           ids.add(r.record().fileId());
+          // Ids whose stripes its map borrows (BFS3) are named too: never orphans.
+          ids.addAll(r.record().map().ids());
           if (r.record().mark() == FileRecord.Mark.INCOMING) {
             incoming.add(key);
           }
