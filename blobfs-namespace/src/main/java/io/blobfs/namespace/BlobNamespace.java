@@ -608,7 +608,9 @@ public final class BlobNamespace {
   void deleteData(FileRecord record) throws IOException {
     // Every key the record names (its own or borrowed through its map, BFS3), then the
     // keys its cleanup dues list: a replace cut before its cleanup left them to whoever
-    // removes the record next (DESIGN §2.3). A key in both is deleted once.
+    // removes the record next (DESIGN §2.3). A key in both is deleted once. Then the
+    // ADOPTED locks of those other ids, after their keys (I2: the lock stays while any key
+    // of the id may be named; this record was the only one to name them, I1).
     Set<String> keys = new LinkedHashSet<>();
     for (long s = 0; s < record.stripeCount(); s++) {
       keys.add(record.stripeKey(layout, s));
@@ -620,6 +622,11 @@ public final class BlobNamespace {
     }
     for (String key : keys) {
       calls.delete(key);
+    }
+    Set<String> others = new LinkedHashSet<>(record.map().ids());
+    record.dues().forEach(d -> others.add(d.fileId()));
+    for (String id : others) {
+      locks.releaseAdopted(id);
     }
   }
 

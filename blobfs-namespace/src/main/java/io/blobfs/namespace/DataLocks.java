@@ -42,6 +42,18 @@ import java.util.Optional;
  * move it away from the sweeper's eyes waits for that sweeper, or makes it stand down.
  * Holders compare wall clocks only through a lease's expiry: clock skew between clients
  * and the sweeper must stay well below the lease.
+ *
+ * <p>A lock {@link Owner#ADOPTED} says that another version (its {@code adopter}) names
+ * some of this id's stripes through its {@link StripeMap} (issue 16,
+ * {@code wip/shared-stripes/DESIGN.md} §2.2 I2): written before (RADOS) or with (Týr) the
+ * commit that first names them under another id, removed after the last of them is no
+ * longer named. The orphan sweeper never takes it, whatever its age: a record naming the
+ * keys can move between the sweeper's scans, and its own id's lock, which renames guard,
+ * is not this one. Renames, deletes and overwrites of the id's own record wait while it is
+ * younger than its {@code until} (a publication over that record is committing), and take
+ * it over after. Stored with an expiry of {@link Long#MAX_VALUE} and {@code until} after
+ * the nonce, so that a client predating it reads a lock of unknown kind that never expires
+ * (never swept, never blocking).
  */
 final class DataLocks {
   private static final System.Logger LOG = System.getLogger(DataLocks.class.getName());
@@ -57,9 +69,10 @@ final class DataLocks {
    * RENAMER: without transactions, a client that changes a name of the file: a rename,
    * from before its copy until the source is gone (with its {@link Move}), or a delete or
    * overwrite, from before it changes the name until the data is gone (no move). UNKNOWN:
-   * content this code cannot read; never expires, never blocks a rename.
+   * content this code cannot read; never expires, never blocks a rename. ADOPTED: another
+   * version names some of the id's stripes (see the class comment); never swept.
    */
-  enum Owner { WRITER, SWEEPER, RENAMER, UNKNOWN }
+  enum Owner { WRITER, SWEEPER, RENAMER, ADOPTED, UNKNOWN }
 
   /**
    * The file move a rename's lock guards: the source record key, the destination record
@@ -87,10 +100,11 @@ final class DataLocks {
   /**
    * A lock as read or taken: who holds it, until when (wall clock of its holder), the
    * version of its blob, which every later change of it is conditional on, and for a
-   * rename the move it guards (else null).
+   * rename the move it guards (else null). An {@link Owner#ADOPTED} lock's expiry is its
+   * {@code until}, and {@code adopter} the file id of the version that adopted (else null).
    */
   record Lock(String fileId, String key, Owner owner, long expiresMillis, long nonce,
-      long version, Move move) {
+      long version, Move move, String adopter) {
     boolean expired(long nowMillis) {
       return nowMillis > expiresMillis;
     }
@@ -128,6 +142,15 @@ final class DataLocks {
     byte owner = b.get();
     long expires = b.getLong();
     long nonce = b.getLong();
+    if (owner == 'A') {
+      try {
+        long until = b.getLong();
+        return Optional.of(new Lock(fileId, key, Owner.ADOPTED, until, nonce, got.version(),
+            null, string(b)));
+      } catch (RuntimeException e) {
+        return Optional.of(unreadable(fileId, key, got.version()));
+      }
+    }
     Move move = null;
     if (b.hasRemaining()) { // a rename's move; older versions wrote none
       try {
@@ -143,13 +166,13 @@ final class DataLocks {
     }
     return Optional.of(new Lock(fileId, key, owner == 'W' ? Owner.WRITER
         : owner == 'S' ? Owner.SWEEPER : owner == 'R' ? Owner.RENAMER : Owner.UNKNOWN,
-        expires, nonce, got.version(), move));
+        expires, nonce, got.version(), move, null));
   }
 
   private static Lock unreadable(String fileId, String key, long version) {
     LOG.log(System.Logger.Level.WARNING, key + " is not a lock this version can read: its"
         + " data will not be swept; remove it by hand if no writer or sweeper uses it");
-    return new Lock(fileId, key, Owner.UNKNOWN, Long.MAX_VALUE, 0, version, null);
+    return new Lock(fileId, key, Owner.UNKNOWN, Long.MAX_VALUE, 0, version, null, null);
   }
 
   private static String string(ByteBuffer b) {
@@ -245,6 +268,38 @@ final class DataLocks {
   }
 
   /**
+   * Marks {@code fileId}'s data adopted by version {@code adopter}, conditionally on the
+   * lock as {@code seen} (absent: none), for {@code until}. Not yet called by a writer
+   * (DESIGN §4 step 3); the sweeper and deletes honour such locks already.
+   */
+  Lock adopt(String fileId, Optional<Lock> seen, String adopter, Duration until)
+      throws IOException {
+    long nonce = NONCES.nextLong();
+    byte[] id = adopter.getBytes(StandardCharsets.UTF_8);
+    ByteBuffer content = ByteBuffer.allocate(ENCODED + 8 + 4 + id.length);
+    content.put(MAGIC).put((byte) 'A').putLong(Long.MAX_VALUE).putLong(nonce)
+        .putLong(expiry(until)).putInt(id.length).put(id).flip();
+    if (seen.isEmpty()) {
+      ns.calls().put(key(fileId), content, PutMode.CREATE);
+    } else {
+      ns.calls().putIfVersion(key(fileId), content, seen.get().version());
+    }
+    return stamped(fileId, nonce);
+  }
+
+  /**
+   * Removes {@code fileId}'s lock if it is {@link Owner#ADOPTED}, conditionally on the
+   * version read: for whoever drops the last key of an adopted id (a delete, a replace's
+   * cleanup, the sweeper).
+   */
+  void releaseAdopted(String fileId) throws IOException {
+    Optional<Lock> lock = read(fileId);
+    if (lock.isPresent() && lock.get().owner() == Owner.ADOPTED) {
+      release(lock.get());
+    }
+  }
+
+  /**
    * Removes a lock if it is still the one held. Best effort: a lock left behind expires,
    * and is then removed by the next sweep or rename that meets it.
    */
@@ -315,8 +370,11 @@ final class DataLocks {
         MoveSettler.settle(ns, lock.get());
         continue; // settled by this client or another: look again
       }
+      // ADOPTED: a publication over this file is committing (it adopted the file's data
+      // before its commit, RADOS); it has until then to commit or to give up.
       boolean busy = lock.isPresent() && !lock.get().expired(now)
-          && (lock.get().owner() == Owner.SWEEPER || lock.get().owner() == Owner.RENAMER);
+          && (lock.get().owner() == Owner.SWEEPER || lock.get().owner() == Owner.RENAMER
+          || lock.get().owner() == Owner.ADOPTED);
       if (!busy) {
         long nonce = NONCES.nextLong();
         ByteBuffer content = encode(Owner.RENAMER, expiry(renameLease()), nonce, move);
@@ -340,6 +398,7 @@ final class DataLocks {
       if (System.nanoTime() > deadline) {
         throw new IOException("the data of " + path + " (" + lock.get().key() + ") has been"
             + " held by " + (lock.get().owner() == Owner.SWEEPER ? "the orphan sweeper"
+            : lock.get().owner() == Owner.ADOPTED ? "a publication over it"
             : "another rename, delete or overwrite") + " for over "
             + SWEEPER_WAIT.toSeconds() + " s; retry");
       }

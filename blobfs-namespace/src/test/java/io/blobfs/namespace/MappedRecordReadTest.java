@@ -8,19 +8,13 @@ import io.blobfs.store.FaultInjectingBlobStore;
 import io.blobfs.store.FaultInjectingBlobStore.Op;
 import io.blobfs.store.Futures;
 import io.blobfs.store.PutMode;
-import io.blobfs.store.ScanPage;
-import io.blobfs.store.StoreLimits;
-import io.blobfs.store.TransactionalBlobStore;
-import io.blobfs.store.memory.InMemoryBlobStore;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Random;
 import java.util.Set;
-import java.util.TreeSet;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -30,32 +24,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * listed, located, renamed, swept and deleted through the keys its map names, on a store
  * with transactions (Týr, memory) and on one without (RADOS).
  */
-class MappedRecordReadTest {
-  private static final int S = 4096;
-  private static final int LENGTH = 4 * S - 100;
-  private final InMemoryBlobStore store =
-      new InMemoryBlobStore("mapped", new StoreLimits(1024, 1L << 30, Integer.MAX_VALUE));
-  private final byte[] bytes = new byte[LENGTH];
-  private FaultInjectingBlobStore faults;
-  private BlobNamespace ns;
-
-  private void open(boolean transactional) {
-    faults = transactional ? FaultInjectingBlobStore.over(store)
-        : FaultInjectingBlobStore.over(store, TransactionalBlobStore.class);
-    ns = new BlobNamespace(faults.store(),
-        new NamespaceOptions(S, S, 64 << 10, 1024, false, 100), StoreCallCounters.NONE);
-    assertEquals(transactional, ns.hasAtomicRename());
-    new Random(7).nextBytes(bytes);
-  }
-
-  private void putBlob(String key, byte[] b, int from, int to) throws IOException {
-    store.put(key, ByteBuffer.wrap(Arrays.copyOfRange(b, from, to)), PutMode.CREATE);
-  }
-
-  private void putStripe(String id, int s) throws IOException {
-    putBlob("d/" + id + "/" + s, bytes, s * S, Math.min(LENGTH, (s + 1) * S));
-  }
-
+class MappedRecordReadTest extends SharedStripesFixture {
   /**
    * B at {@code n/a/f}: stripes 0, 1, 3 are A's ({@code d/A/*}), stripe 2 its own. A's old
    * stripe 2 and a replaced version Z's stripes are still there, as a replace cut before its
@@ -75,26 +44,6 @@ class MappedRecordReadTest {
         List.of(new Due("A", 4, Due.Scope.UNNAMED), new Due("Z", 2, Due.Scope.ALL)));
     store.put("n/a/f", r.encode(), PutMode.CREATE);
     return r;
-  }
-
-  private byte[] read(String path) throws IOException {
-    FileReader r = ns.open(FsPath.parse(path));
-    ByteBuffer back = ByteBuffer.allocate((int) r.length());
-    while (back.hasRemaining()) {
-      assertTrue(Futures.await(r.read(back.position(), back)) > 0);
-    }
-    return back.array();
-  }
-
-  private Set<String> keys(String prefix) throws IOException {
-    Set<String> all = new TreeSet<>();
-    String cursor = null;
-    do {
-      ScanPage page = store.scan(prefix, cursor, 1000);
-      all.addAll(page.keys());
-      cursor = page.nextCursor();
-    } while (cursor != null);
-    return all;
   }
 
   @ParameterizedTest(name = "transactional={0}")
