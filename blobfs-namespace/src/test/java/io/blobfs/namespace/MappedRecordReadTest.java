@@ -26,24 +26,31 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class MappedRecordReadTest extends SharedStripesFixture {
   /**
-   * B at {@code n/a/f}: stripes 0, 1, 3 are A's ({@code d/A/*}), stripe 2 its own. A's old
-   * stripe 2 and a replaced version Z's stripes are still there, as a replace cut before its
-   * cleanup leaves them, and B's dues list them.
+   * B at {@code n/a/f}: stripes 0, 1, 3 are A's ({@code d/A/*}), stripe 2 its own. With
+   * {@code cutCleanup}, A's old stripe 2 and a replaced version Z's stripes are still
+   * there, as a replace cut before its cleanup leaves them, and B's dues list them.
    */
-  private FileRecord fabricate() throws IOException {
+  private FileRecord fabricate(boolean cutCleanup) throws IOException {
     putStripe("A", 0);
     putStripe("A", 1);
     putStripe("A", 3);
     putStripe("B", 2);
-    byte[] stale = new byte[S];
-    putBlob("d/A/2", stale, 0, S);
-    putBlob("d/Z/0", stale, 0, S);
-    putBlob("d/Z/1", stale, 0, 10);
+    List<Due> dues = List.of();
+    if (cutCleanup) {
+      byte[] stale = new byte[S];
+      putBlob("d/A/2", stale, 0, S);
+      putBlob("d/Z/0", stale, 0, S);
+      putBlob("d/Z/1", stale, 0, 10);
+      dues = List.of(new Due("A", 4, Due.Scope.UNNAMED), new Due("Z", 2, Due.Scope.ALL));
+    }
     FileRecord r = FileRecord.striped("B", LENGTH, 1234, S).withStripes(
-        new StripeMap(List.of("A"), List.of(new Run(0, 2, 0), new Run(3, 1, 0))),
-        List.of(new Due("A", 4, Due.Scope.UNNAMED), new Due("Z", 2, Due.Scope.ALL)));
+        new StripeMap(List.of("A"), List.of(new Run(0, 2, 0), new Run(3, 1, 0))), dues);
     store.put("n/a/f", r.encode(), PutMode.CREATE);
     return r;
+  }
+
+  private FileRecord fabricate() throws IOException {
+    return fabricate(true);
   }
 
   @ParameterizedTest(name = "transactional={0}")
@@ -84,16 +91,27 @@ class MappedRecordReadTest extends SharedStripesFixture {
     assertEquals(r.map(), ns.getFileInfo(FsPath.parse("/a/f")).record().map());
   }
 
-  /** A delete removes the borrowed keys, its own, and what its dues list: no d/ key left. */
+  /** A delete removes the borrowed keys and its own: no d/ key left. */
   @ParameterizedTest(name = "transactional={0}")
   @ValueSource(booleans = {true, false})
   void deleteLeavesNoDataKey(boolean transactional) throws Exception {
     open(transactional);
-    fabricate();
-    assertEquals(7, keys("d/").size());
+    fabricate(false);
+    assertEquals(4, keys("d/").size());
     assertTrue(ns.delete(FsPath.parse("/a/f"), false));
     assertEquals(Set.of(), keys("d/"));
     assertEquals(Set.of(), keys("n/"));
+  }
+
+  /** ... and what its dues list (a replace's cut cleanup). */
+  @ParameterizedTest(name = "transactional={0}")
+  @ValueSource(booleans = {true, false})
+  void deleteRunsTheDues(boolean transactional) throws Exception {
+    open(transactional);
+    fabricate(true);
+    assertEquals(7, keys("d/").size());
+    assertTrue(ns.delete(FsPath.parse("/a/f"), false));
+    assertEquals(Set.of(), keys("d/"));
   }
 
   /**
@@ -124,11 +142,25 @@ class MappedRecordReadTest extends SharedStripesFixture {
   @ValueSource(booleans = {true, false})
   void aRenamedMappedFileReadsTheSameBytes(boolean transactional) throws Exception {
     open(transactional);
-    FileRecord r = fabricate();
+    FileRecord r = fabricate(false);
     assertTrue(ns.rename(FsPath.parse("/a/f"), FsPath.parse("/b/g")));
     assertArrayEquals(bytes, read("/b/g"));
     assertEquals(r.map(), ns.getFileInfo(FsPath.parse("/b/g")).record().map());
     assertTrue(ns.delete(FsPath.parse("/b/g"), false));
+    assertEquals(Set.of(), keys("d/"));
+  }
+
+  /** A directory rename and a recursive delete carry and honour the map too. */
+  @ParameterizedTest(name = "transactional={0}")
+  @ValueSource(booleans = {true, false})
+  void aDirectoryRenameAndARecursiveDeleteGoThroughTheMap(boolean transactional)
+      throws Exception {
+    open(transactional);
+    FileRecord r = fabricate(false);
+    assertTrue(ns.rename(FsPath.parse("/a"), FsPath.parse("/c")));
+    assertArrayEquals(bytes, read("/c/f"));
+    assertEquals(r.map(), ns.getFileInfo(FsPath.parse("/c/f")).record().map());
+    assertTrue(ns.delete(FsPath.parse("/c"), true));
     assertEquals(Set.of(), keys("d/"));
   }
 
