@@ -610,18 +610,19 @@ public final class BlobNamespace {
     // keys its cleanup dues list: a replace cut before its cleanup left them to whoever
     // removes the record next (DESIGN §2.3). A key in both is deleted once. Then the
     // ADOPTED locks of those other ids, after their keys (I2: the lock stays while any key
-    // of the id may be named; this record was the only one to name them, I1).
-    Set<String> keys = new LinkedHashSet<>();
+    // of the id may be named; this record was the only one to name them, I1). Streamed in
+    // that order, with no set of keys (a due may list up to 2^32 stripes, review MF2): a
+    // due's key is skipped if the map named it (the record's own id is never a due's, and
+    // due ids are distinct: decode refuses both).
     for (long s = 0; s < record.stripeCount(); s++) {
-      keys.add(record.stripeKey(layout, s));
+      calls.delete(record.stripeKey(layout, s));
     }
     for (FileRecord.Due due : record.dues()) {
       for (long s = 0; s < due.stripeCount(); s++) {
-        keys.add(layout.dataKey(due.fileId(), s));
+        if (s >= record.stripeCount() || !due.fileId().equals(record.map().idOf(s))) {
+          calls.delete(layout.dataKey(due.fileId(), s));
+        }
       }
-    }
-    for (String key : keys) {
-      calls.delete(key);
     }
     Set<String> others = new LinkedHashSet<>(record.map().ids());
     record.dues().forEach(d -> others.add(d.fileId()));

@@ -35,7 +35,8 @@ import java.util.List;
  *
  * <p>A version that names stripes of another version's id ({@link StripeMap}, issue 16)
  * or carries deletions its commit left to do ({@link Due}) is stored as "BFS3": magic,
- * {@code u16} header length (the whole header, at most {@link #MAX_STORED_HEADER}),
+ * {@code u16} header length (the whole header: at most {@link #MAX_STORED_HEADER} without
+ * a rename's mark, whose key may have up to {@link #MAX_MARK_KEY_BYTES} bytes),
  * {@code u8} flags ({@link #FLAG_MARKED}, {@link #FLAG_MAP}, {@link #FLAG_DUES}; any other
  * bit: {@link UnsupportedRecordFormatException}), then the fields of BFS2 (the move's
  * fields only if marked), the map ({@code u8} id count, the ids, {@code u16} run count,
@@ -60,10 +61,15 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
   public record Due(String fileId, long stripeCount, Scope scope) {
     public enum Scope { ALL, UNNAMED }
 
+    /** The most stripes a due may list: a file of more than 2^32 stripes is never made. */
+    public static final long MAX_STRIPES = 0xffffffffL;
+
     public Due {
-      if (fileId.isEmpty() || fileId.length() > 64 || fileId.indexOf('/') >= 0
-          || stripeCount < 0) {
-        throw new IllegalArgumentException("bad cleanup due: " + fileId + " " + stripeCount);
+      // Bounded like a map's runs (u32): deleteData visits every key of a due, so an
+      // unbounded count in a damaged or hostile record would never end (review MF2).
+      if (StripeMap.badId(fileId) || stripeCount < 0 || stripeCount > MAX_STRIPES) {
+        throw new IllegalArgumentException("bad cleanup due: " + fileId + " " + stripeCount
+            + " stripes (an id of 1-64 bytes without '/', 0-" + MAX_STRIPES + " stripes)");
       }
     }
   }
@@ -100,8 +106,16 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
   private static final int KNOWN_FLAGS = FLAG_MARKED | FLAG_MAP | FLAG_DUES;
   /** A BFS3 header's bytes before the BFS2 fields: magic, header length, flags. */
   private static final int BFS3_PREFIX = 4 + 2 + 1;
-  /** The longest header a BFS3 record may have (its map and dues included). */
+  /**
+   * The longest header a BFS3 record may have without a rename's mark (its map and dues
+   * included). The mark is not counted (review MF1): a rename adds it to any record, so a
+   * record that decodes can always be marked. A marked header is longer by
+   * {@code 2 + key bytes + 1 + 8}, and its stored length is a {@code u16}: so the other
+   * name's key may have up to {@link #MAX_MARK_KEY_BYTES} bytes.
+   */
   public static final int MAX_STORED_HEADER = 4096;
+  /** The longest other-name key a rename's mark on a BFS3 record may carry. */
+  public static final int MAX_MARK_KEY_BYTES = 0xffff - MAX_STORED_HEADER - (2 + 1 + 8);
   /** Header bytes after the file id. */
   static final int FIXED_HEADER = 4 + 1 + 8 + 8 + 8 + 2 + 4;
   /** Enough for every header field; the file id is at most 64 ASCII chars. */
@@ -135,6 +149,19 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
     }
     map = map == null ? StripeMap.NONE : map;
     dues = dues == null ? List.of() : List.copyOf(dues);
+    for (int i = 0; i < dues.size(); i++) {
+      // What a due's deletion must never touch: the record's own keys, or a directory's.
+      String due = dues.get(i).fileId();
+      if (kind != Kind.FILE || due.equals(fileId)) {
+        throw new IllegalArgumentException(kind != Kind.FILE ? "a cleanup due on a directory"
+            : "a cleanup due on the record's own id " + fileId);
+      }
+      for (int j = 0; j < i; j++) {
+        if (dues.get(j).fileId().equals(due)) {
+          throw new IllegalArgumentException("cleanup due on " + due + " listed twice");
+        }
+      }
+    }
     if (!map.isEmpty()) {
       if (kind != Kind.FILE || isInline) {
         throw new IllegalArgumentException("a stripe map on an inline file or a directory");
@@ -151,10 +178,55 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
         moveToken, StripeMap.NONE, List.of());
   }
 
-  /** The same version with {@code map} and {@code dues}: how a takeover's record is made. */
-  public FileRecord withStripes(StripeMap m, List<Due> d) {
-    return new FileRecord(kind, length, modificationTime, stripeSize, fileId, isInline,
+  /**
+   * The same version with {@code map} and {@code dues}: how a takeover's record is made.
+   * Refused past {@link #MAX_STORED_HEADER} (not counting a mark: see there).
+   */
+  public FileRecord withStripes(StripeMap m, List<Due> d) throws RecordTooLargeException {
+    FileRecord r = new FileRecord(kind, length, modificationTime, stripeSize, fileId, isInline,
         inline, mark, moveKey, moveToken, m, d);
+    r.checkSize();
+    return r;
+  }
+
+  /**
+   * Refuses, before anything is written, a rename whose marks this record cannot carry:
+   * the mark for {@code to} on the source and the one for {@code from} on the destination.
+   * Only a BFS3 record can fail, and only with a key over {@link #MAX_MARK_KEY_BYTES}.
+   */
+  void checkMarkable(String from, String to) throws RecordTooLargeException {
+    marked(Mark.MOVING, to, 0).checkSize();
+    marked(Mark.INCOMING, from, 0).checkSize();
+  }
+
+  /** The header limits of BFS3 (a BFS1/BFS2 header is bounded by its fields). */
+  private void checkSize() throws RecordTooLargeException {
+    String over = oversize();
+    if (over != null) {
+      throw new RecordTooLargeException("file " + fileId + ": " + over);
+    }
+  }
+
+  /** Why this record's header is over the limits, or null. */
+  private String oversize() {
+    if (!isMapped()) {
+      return null;
+    }
+    int header = encodeMapped(false).length;
+    int unmarked = header - markBytes();
+    if (unmarked > MAX_STORED_HEADER) {
+      return "a header of " + unmarked + " bytes with its stripe map and cleanup dues, over "
+          + MAX_STORED_HEADER;
+    }
+    // Whatever the map's size (so the rule does not depend on it): fits the u16 length.
+    return markBytes() - 11 > MAX_MARK_KEY_BYTES ? "a rename's mark for a key of "
+        + (markBytes() - 11) + " bytes, over " + MAX_MARK_KEY_BYTES
+        + " with a stripe map or cleanup dues" : null;
+  }
+
+  /** The header bytes of a rename's mark: the other key's length and bytes, mark, token. */
+  private int markBytes() {
+    return mark == Mark.NONE ? 0 : 2 + moveKey.getBytes(StandardCharsets.UTF_8).length + 1 + 8;
   }
 
   /** Stored as BFS3: it has a map or dues. */
@@ -176,7 +248,8 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
    * {@code otherKey}.
    */
   FileRecord marked(Mark m, String otherKey, long token) {
-    // The map and dues go with the record: a rename's copy names the same keys.
+    // The map and dues go with the record: a rename's copy names the same keys. The mark
+    // is outside the 4 KiB limit, so this fits (the movers' checkMarkable refused longer keys).
     return new FileRecord(kind, length, modificationTime, stripeSize, fileId, isInline, inline,
         m, otherKey, token, map, dues);
   }
@@ -257,6 +330,11 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
 
   public ByteBuffer encode() {
     if (isMapped()) {
+      String over = oversize();
+      if (over != null) {
+        // withStripes, checkMarkable and decode refuse such records (typed) before here.
+        throw new IllegalStateException("file " + fileId + ": " + over);
+      }
       return ByteBuffer.wrap(encodeMapped(true));
     }
     try {
@@ -330,12 +408,7 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
         }
       }
       out.flush();
-      int header = bytes.size();
-      if (header > MAX_STORED_HEADER) {
-        // The writer keeps its map within the bound (a takeover drops runs instead).
-        throw new IllegalArgumentException("a header of " + header + " bytes, over "
-            + MAX_STORED_HEADER);
-      }
+      int header = bytes.size(); // within the limits: encode checks (oversize)
       if (whole && isInline()) {
         out.write(inline);
         out.flush();
@@ -371,9 +444,11 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
           throw new UnsupportedRecordFormatException(key, "unknown BFS3 flags 0x"
               + Integer.toHexString(flags & ~KNOWN_FLAGS));
         }
-        if (headerLength > MAX_STORED_HEADER || headerLength > length) {
-          // Checked first: a header the bytes do not hold is never decoded in part.
-          throw new CorruptRecordException(key, headerLength > MAX_STORED_HEADER
+        boolean unmarkedOver = (flags & FLAG_MARKED) == 0 && headerLength > MAX_STORED_HEADER;
+        if (unmarkedOver || headerLength > length) {
+          // Checked first: a header the bytes do not hold is never decoded in part. A
+          // marked header's limit is checked once its mark is read (below).
+          throw new CorruptRecordException(key, unmarkedOver
               ? "header length " + headerLength + " over " + MAX_STORED_HEADER : "truncated");
         }
       }
@@ -415,6 +490,14 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
         map = new StripeMap(ids, runs);
         if (map.isEmpty()) {
           throw new CorruptRecordException(key, "an empty stripe map");
+        }
+      }
+      if (moveKey != null && headerLength >= 0) {
+        // Without its mark, within the limit: a record that decodes can be marked again.
+        int markBytes = 2 + moveKey.getBytes(StandardCharsets.UTF_8).length + 1 + 8;
+        if (headerLength - markBytes > MAX_STORED_HEADER) {
+          throw new CorruptRecordException(key, "header length " + headerLength + " ("
+              + (headerLength - markBytes) + " without its mark) over " + MAX_STORED_HEADER);
         }
       }
       List<Due> dues = new ArrayList<>();
@@ -459,8 +542,8 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
       return new FileRecord(kind, len, mtime, stripe, id, inlined, inl, mark, moveKey, token,
           map, dues);
     } catch (IllegalArgumentException e) {
-      // A map or due the constructors refuse: ids, runs, limits.
-      throw new CorruptRecordException(key, "bad stripe map or cleanup due: " + e.getMessage());
+      // Fields the constructors refuse (a map, a due, a mark): their own message says which.
+      throw new CorruptRecordException(key, e.getMessage());
     } catch (EOFException e) {
       throw new CorruptRecordException(key, "truncated");
     } catch (CorruptRecordException e) {

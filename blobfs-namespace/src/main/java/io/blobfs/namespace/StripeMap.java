@@ -1,5 +1,6 @@
 package io.blobfs.namespace;
 
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 /**
@@ -42,8 +43,8 @@ public record StripeMap(List<String> ids, List<Run> runs) {
     }
     for (int i = 0; i < ids.size(); i++) {
       String id = ids.get(i);
-      if (id.isEmpty() || id.length() > 64 || id.indexOf('/') >= 0) {
-        throw new IllegalArgumentException("borrowed id must be 1-64 chars, no '/': " + id);
+      if (badId(id)) {
+        throw new IllegalArgumentException("borrowed id must be 1-64 bytes, no '/': " + id);
       }
       if (ids.indexOf(id) != i) {
         throw new IllegalArgumentException("borrowed id " + id + " listed twice");
@@ -71,6 +72,15 @@ public record StripeMap(List<String> ids, List<Run> runs) {
         throw new IllegalArgumentException("borrowed id " + ids.get(i) + " in no run");
       }
     }
+  }
+
+  /**
+   * Whether {@code id} cannot be another version's file id: empty, over 64 bytes of UTF-8
+   * (how it is stored, and what the header's size counts), or with a '/' (it is a key part).
+   */
+  static boolean badId(String id) {
+    return id.isEmpty() || id.getBytes(StandardCharsets.UTF_8).length > 64
+        || id.indexOf('/') >= 0;
   }
 
   public boolean isEmpty() {
