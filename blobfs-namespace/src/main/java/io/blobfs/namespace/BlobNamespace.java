@@ -469,7 +469,7 @@ public final class BlobNamespace {
           break;
         } catch (BlobAlreadyExistsException | TransactionConflictException e) {
           if (nameLock != null) {
-            locks.release(nameLock);
+            locks.release(nameLock, key); // a taken-over adoption may have to stay (S1)
             nameLock = null;
           }
           if (e instanceof BlobAlreadyExistsException && attempt < RACE_ATTEMPTS
@@ -499,7 +499,7 @@ public final class BlobNamespace {
             break;
           }
           if (nameLock != null) {
-            locks.release(nameLock);
+            locks.release(nameLock, key); // a taken-over adoption may have to stay (S1)
             nameLock = null;
           }
           discardData.run();
@@ -520,7 +520,7 @@ public final class BlobNamespace {
       }
     } finally {
       if (nameLock != null) {
-        locks.release(nameLock);
+        locks.release(nameLock, key); // a taken-over adoption may have to stay (S1)
       }
     }
   }

@@ -101,12 +101,20 @@ final class DataLocks {
    * A lock as read or taken: who holds it, until when (wall clock of its holder), the
    * version of its blob, which every later change of it is conditional on, and for a
    * rename the move it guards (else null). An {@link Owner#ADOPTED} lock's expiry is its
-   * {@code until}, and {@code adopter} the file id of the version that adopted (else null).
+   * {@code until}, and {@code adopter} the file id of the version that adopted; a
+   * {@link Owner#RENAMER} lock as taken by {@link #takeForRename} over an expired ADOPTED
+   * one keeps that one's adopter there, in memory only ({@link #release(Lock, String)});
+   * else null.
    */
   record Lock(String fileId, String key, Owner owner, long expiresMillis, long nonce,
       long version, Move move, String adopter) {
     boolean expired(long nowMillis) {
       return nowMillis > expiresMillis;
+    }
+
+    Lock tookOver(String adoptedBy) {
+      return adoptedBy == null ? this
+          : new Lock(fileId, key, owner, expiresMillis, nonce, version, move, adoptedBy);
     }
 
     /** A rename's lock left by a client that died or stalled past its lease mid-move. */
@@ -300,6 +308,52 @@ final class DataLocks {
   }
 
   /**
+   * Releases a lock taken by {@link #takeForRename} (or {@link #takeForReplace}) for the
+   * name at {@code nameKey}, as {@link #release(Lock)}, unless it took an expired ADOPTED
+   * lock over: that adopter's commit (a put conditional on the version of this id's record
+   * it read) may have applied late, after {@code until}, or may still apply if the name
+   * was not changed (review S1). Released then, the adopter's record would name this id's
+   * keys with no ADOPTED lock, which I2 (DESIGN §2.2) forbids: the sweeper could delete
+   * them. So one record read decides (paid only after such a takeover):
+   * <ul>
+   *   <li>the name holds a record whose map names this id (the commit applied, and this
+   *       client's change lost to it): ADOPTED by that record, committed ({@code until} now);
+   *   <li>the name still holds this id's own record (nothing changed it: the commit may
+   *       still apply), or cannot be read: the ADOPTED lock is put back as it was taken;
+   *   <li>else (renamed, deleted, replaced: a late commit cannot apply) released.
+   * </ul>
+   * Put back conditionally on the version held; an ADOPTED lock whose id ends with no data
+   * and no record is removed by the sweeper.
+   */
+  void release(Lock held, String nameKey) {
+    if (held.owner() != Owner.RENAMER || held.adopter() == null) {
+      release(held);
+      return;
+    }
+    String adopter = held.adopter();
+    try {
+      Optional<VersionedRecord> now = ns.readRecord(nameKey, false);
+      if (now.isPresent() && now.get().record().map().ids().contains(held.fileId())) {
+        adopter = now.get().record().fileId();
+      } else if (now.isEmpty() || !now.get().record().fileId().equals(held.fileId())) {
+        release(held);
+        return;
+      }
+    } catch (IOException | RuntimeException e) {
+      LOG.log(System.Logger.Level.DEBUG, "could not read " + nameKey + "; the adoption of "
+          + held.fileId() + " by " + adopter + " is put back", e);
+    }
+    try {
+      adopt(held.fileId(), Optional.of(held), adopter, Duration.ZERO);
+    } catch (IOException | RuntimeException e) {
+      // Taken over meanwhile, or unknown: the RENAMER lock expires and is taken over as
+      // any other, by a client that puts the adoption back the same way.
+      LOG.log(System.Logger.Level.WARNING, "could not put back the adoption of "
+          + held.fileId() + " by " + adopter + " (" + held.key() + ")", e);
+    }
+  }
+
+  /**
    * Removes a lock if it is still the one held. Best effort: a lock left behind expires,
    * and is then removed by the next sweep or rename that meets it.
    */
@@ -378,21 +432,26 @@ final class DataLocks {
       if (!busy) {
         long nonce = NONCES.nextLong();
         ByteBuffer content = encode(Owner.RENAMER, expiry(renameLease()), nonce, move);
+        // An expired ADOPTED lock taken over: its publication may still commit, late (review
+        // S1); the lock remembers its adopter so that release(Lock, String) can put it back.
+        String adopter = lock.isPresent() && lock.get().owner() == Owner.ADOPTED
+            ? lock.get().adopter() : null;
         try {
           if (lock.isEmpty()) {
             ns.calls().put(key(fileId), content, PutMode.CREATE);
           } else {
             ns.calls().putIfVersion(key(fileId), content, lock.get().version());
           }
-          return stamped(fileId, nonce);
+          return stamped(fileId, nonce).tookOver(adopter);
         } catch (TransactionConflictException | BlobAlreadyExistsException e) {
           Optional<Lock> mine = mine(fileId, nonce, renameLease());
           if (mine.isPresent()) {
-            return mine.get(); // a retry of our own write met it: see ownIfApplied
+            // a retry of our own write met it: see ownIfApplied
+            return mine.get().tookOver(adopter);
           }
           continue; // someone else changed it first: look again
         } catch (IOException e) {
-          return ownIfApplied(fileId, nonce, renameLease(), e);
+          return ownIfApplied(fileId, nonce, renameLease(), e).tookOver(adopter);
         }
       }
       if (System.nanoTime() > deadline) {
@@ -457,7 +516,7 @@ final class DataLocks {
       same = stillAt(key, read);
     } finally {
       if (!same) {
-        release(lock);
+        release(lock, key); // a taken-over adoption may have to stay (S1)
       }
     }
     return same ? new Held(lock, false) : new Held(null, true);

@@ -142,4 +142,44 @@ class StripeMapLimitsTest extends SharedStripesFixture {
     assertTrue(ns.locks().read(a).isPresent(), "A's ADOPTED lock is gone while B names A's keys");
     assertEquals(DataLocks.Owner.ADOPTED, ns.locks().read(a).get().owner());
   }
+
+  /**
+   * The same race for a delete (takeForReplace, then a conditional delete of the name): it
+   * loses to B's late commit (its retry, which would delete B, fails), and A's ADOPTED lock
+   * stays, now B's and committed, with A's keys.
+   */
+  @Test
+  void aLateCommitKeepsItsAdoptionWhenADeleteTookTheLockOver() throws Exception {
+    open(false);
+    FileWriter w = ns.create(FsPath.parse("/a/f"), false);
+    w.write(bytes, 0, LENGTH);
+    w.close();
+    String a = ns.getFileInfo(FsPath.parse("/a/f")).record().fileId();
+    long va = store.readWithVersion("n/a/f", 1).version();
+    ns.locks().adopt(a, ns.locks().read(a), "B", Duration.ofMillis(300));
+    FileRecord b = FileRecord.striped("B", LENGTH, 1, S).withStripes(
+        new StripeMap(List.of(a), List.of(new Run(0, 4, 0))), List.of());
+    Fault delete = faults.on(Op.DELETE).keys("n/a/f").pause();
+    // Its retry (which would delete B, and A's keys with it) fails: B stays named.
+    faults.on(Op.DELETE).keys("n/a/f").nth(2).always().failBefore();
+    ExecutorService racer = Executors.newSingleThreadExecutor();
+    Future<Boolean> deleted = racer.submit(() -> ns.delete(FsPath.parse("/a/f"), false));
+    delete.awaitReached();
+    store.putIfVersion("n/a/f", b.encode(), va); // B's commit, late
+    delete.release();
+    try {
+      deleted.get(30, TimeUnit.SECONDS);
+    } catch (java.util.concurrent.ExecutionException lost) {
+      // lost to B: fine
+    }
+    racer.shutdownNow();
+    assertEquals("B", ns.getFileInfo(FsPath.parse("/a/f")).record().fileId());
+    assertTrue(ns.locks().read(a).isPresent(), "A's ADOPTED lock is gone while B names A's keys");
+    assertEquals(DataLocks.Owner.ADOPTED, ns.locks().read(a).get().owner());
+    assertEquals("B", ns.locks().read(a).get().adopter());
+    for (long s = 0; s < 4; s++) {
+      assertTrue(store.stat(ns.layout().dataKey(a, s)).exists(), "stripe " + s);
+    }
+  }
+
 }
