@@ -109,28 +109,21 @@ class StripeMapLimitsTest extends SharedStripesFixture {
   /**
    * RADOS step 4-5 with a slow commit: A's lock is ADOPTED (pending, until 300 ms); a rename
    * of A waits, takes the lock over (RENAMER), then its mark loses to B's late commit
-   * (putIfVersion on A's version, applied after until). The rename follows B under B's
-   * lock and releases A's: B names A's keys and A's lock is gone (I2 broken), so the
-   * sweeper race of AdoptedStripesTest#adoptedKeysSurviveTheirRecordMovingPastBothScans
-   * deletes them.
+   * (putIfVersion on A's version, applied after until). The rename used to release A's
+   * lock then: B named A's keys with A's lock gone (I2 broken), so the sweeper race of
+   * AdoptedStripesTest#adoptedKeysSurviveTheirRecordMovingPastBothScans deleted them.
    */
   @Test
   void aLateCommitKeepsItsAdoptionWhenARenameTookTheLockOver() throws Exception {
-    open(false);
-    FileWriter w = ns.create(FsPath.parse("/a/f"), false);
-    w.write(bytes, 0, LENGTH);
-    w.close();
-    String a = ns.getFileInfo(FsPath.parse("/a/f")).record().fileId();
-    long va = store.readWithVersion("n/a/f", 1).version();
-    ns.locks().adopt(a, ns.locks().read(a), "B", Duration.ofMillis(300));
-    FileRecord b = FileRecord.striped("B", LENGTH, 1, S).withStripes(
-        new StripeMap(List.of(a), List.of(new Run(0, 4, 0))), List.of());
+    Adopted adopted = adoptedByALateCommit();
+    String a = adopted.a();
+    FileRecord b = adopted.b();
     Fault mark = faults.on(Op.PUT).keys("n/a/f").pause();
     ExecutorService racer = Executors.newSingleThreadExecutor();
     Future<Boolean> rename = racer.submit(
         () -> ns.rename(FsPath.parse("/a/f"), FsPath.parse("/a/g")));
     mark.awaitReached();
-    store.putIfVersion("n/a/f", b.encode(), va); // B's commit, late
+    store.putIfVersion("n/a/f", b.encode(), adopted.va()); // B's commit, late
     mark.release();
     try {
       rename.get(30, TimeUnit.SECONDS); // applied, or lost to B: either way A's adoption must stay
@@ -150,22 +143,16 @@ class StripeMapLimitsTest extends SharedStripesFixture {
    */
   @Test
   void aLateCommitKeepsItsAdoptionWhenADeleteTookTheLockOver() throws Exception {
-    open(false);
-    FileWriter w = ns.create(FsPath.parse("/a/f"), false);
-    w.write(bytes, 0, LENGTH);
-    w.close();
-    String a = ns.getFileInfo(FsPath.parse("/a/f")).record().fileId();
-    long va = store.readWithVersion("n/a/f", 1).version();
-    ns.locks().adopt(a, ns.locks().read(a), "B", Duration.ofMillis(300));
-    FileRecord b = FileRecord.striped("B", LENGTH, 1, S).withStripes(
-        new StripeMap(List.of(a), List.of(new Run(0, 4, 0))), List.of());
+    Adopted adopted = adoptedByALateCommit();
+    String a = adopted.a();
+    FileRecord b = adopted.b();
     Fault delete = faults.on(Op.DELETE).keys("n/a/f").pause();
     // Its retry (which would delete B, and A's keys with it) fails: B stays named.
     faults.on(Op.DELETE).keys("n/a/f").nth(2).always().failBefore();
     ExecutorService racer = Executors.newSingleThreadExecutor();
     Future<Boolean> deleted = racer.submit(() -> ns.delete(FsPath.parse("/a/f"), false));
     delete.awaitReached();
-    store.putIfVersion("n/a/f", b.encode(), va); // B's commit, late
+    store.putIfVersion("n/a/f", b.encode(), adopted.va()); // B's commit, late
     delete.release();
     try {
       deleted.get(30, TimeUnit.SECONDS);
@@ -182,4 +169,18 @@ class StripeMapLimitsTest extends SharedStripesFixture {
     }
   }
 
+  /** A's file at /a/f, its lock ADOPTED by B until 300 ms from now, A's version, B's record. */
+  private record Adopted(String a, long va, FileRecord b) {}
+
+  private Adopted adoptedByALateCommit() throws Exception {
+    open(false);
+    FileWriter w = ns.create(FsPath.parse("/a/f"), false);
+    w.write(bytes, 0, LENGTH);
+    w.close();
+    String a = ns.getFileInfo(FsPath.parse("/a/f")).record().fileId();
+    long va = store.readWithVersion("n/a/f", 1).version();
+    ns.locks().adopt(a, ns.locks().read(a), "B", Duration.ofMillis(300));
+    return new Adopted(a, va, FileRecord.striped("B", LENGTH, 1, S).withStripes(
+        new StripeMap(List.of(a), List.of(new Run(0, 4, 0))), List.of()));
+  }
 }
