@@ -18,9 +18,11 @@ import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.NotDirectoryException;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.NoSuchElementException;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 
@@ -353,7 +355,7 @@ public final class BlobNamespace {
     for (long s = start / stripe; s * stripe < end; s++) {
       long offset = s * stripe;
       long length = Math.min(stripe, file.length() - offset);
-      blocks.add(new BlockInfo(offset, length, calls.hostsOf(layout.dataKey(record.fileId(), s))));
+      blocks.add(new BlockInfo(offset, length, calls.hostsOf(record.stripeKey(layout, s))));
     }
     return blocks;
   }
@@ -467,7 +469,7 @@ public final class BlobNamespace {
           break;
         } catch (BlobAlreadyExistsException | TransactionConflictException e) {
           if (nameLock != null) {
-            locks.release(nameLock);
+            locks.release(nameLock, key); // a taken-over adoption may have to stay (S1)
             nameLock = null;
           }
           if (e instanceof BlobAlreadyExistsException && attempt < RACE_ATTEMPTS
@@ -497,7 +499,7 @@ public final class BlobNamespace {
             break;
           }
           if (nameLock != null) {
-            locks.release(nameLock);
+            locks.release(nameLock, key); // a taken-over adoption may have to stay (S1)
             nameLock = null;
           }
           discardData.run();
@@ -518,7 +520,7 @@ public final class BlobNamespace {
       }
     } finally {
       if (nameLock != null) {
-        locks.release(nameLock);
+        locks.release(nameLock, key); // a taken-over adoption may have to stay (S1)
       }
     }
   }
@@ -604,8 +606,28 @@ public final class BlobNamespace {
 
   /** Removes the data blobs of a file whose record is gone; missing ones are fine. */
   void deleteData(FileRecord record) throws IOException {
+    // Every key the record names (its own or borrowed through its map, BFS3), then the
+    // keys its cleanup dues list: a replace cut before its cleanup left them to whoever
+    // removes the record next (DESIGN §2.3). A key in both is deleted once. Then the
+    // ADOPTED locks of those other ids, after their keys (I2: the lock stays while any key
+    // of the id may be named; this record was the only one to name them, I1). Streamed in
+    // that order, with no set of keys (a due may list up to 2^32 stripes, review MF2): a
+    // due's key is skipped if the map named it (the record's own id is never a due's, and
+    // due ids are distinct: decode refuses both).
     for (long s = 0; s < record.stripeCount(); s++) {
-      calls.delete(layout.dataKey(record.fileId(), s));
+      calls.delete(record.stripeKey(layout, s));
+    }
+    for (FileRecord.Due due : record.dues()) {
+      for (long s = 0; s < due.stripeCount(); s++) {
+        if (s >= record.stripeCount() || !due.fileId().equals(record.map().idOf(s))) {
+          calls.delete(layout.dataKey(due.fileId(), s));
+        }
+      }
+    }
+    Set<String> others = new LinkedHashSet<>(record.map().ids());
+    record.dues().forEach(d -> others.add(d.fileId()));
+    for (String id : others) {
+      locks.releaseAdopted(id);
     }
   }
 
@@ -723,17 +745,18 @@ public final class BlobNamespace {
       if (n == 0) {
         throw new CorruptRecordException(key, "empty record");
       }
-      int marked = FileRecord.markedHeaderSize(bytes, n);
-      if (marked > 0 && n >= first && n < marked + (withInline ? options.inlineThreshold() : 0)) {
-        // A rename's mark made the header longer than the first read: read enough of it.
-        first = marked + (withInline ? options.inlineThreshold() : 0);
+      int header = FileRecord.storedHeaderSize(bytes, n);
+      if (header > 0 && n >= first && n < header + (withInline ? options.inlineThreshold() : 0)) {
+        // A rename's mark or a stripe map (BFS3) made the header longer than the first
+        // read: read enough of it. A BFS3 record is never decoded from part of its header.
+        first = header + (withInline ? options.inlineThreshold() : 0);
         continue;
       }
-      FileRecord header = FileRecord.decode(key, bytes, n, false);
-      if (!withInline || !header.isInline()) {
-        return Optional.of(new VersionedRecord(header, head.version()));
+      FileRecord decoded = FileRecord.decode(key, bytes, n, false);
+      if (!withInline || !decoded.isInline()) {
+        return Optional.of(new VersionedRecord(decoded, head.version()));
       }
-      int total = header.headerSize() + (int) header.length(); // the header bounds the length
+      int total = decoded.headerSize() + (int) decoded.length(); // the header bounds the length
       if (total <= n || n < first) { // a short read is the whole record: decode checks it
         return Optional.of(new VersionedRecord(FileRecord.decode(key, bytes, n, true),
             head.version()));
@@ -777,8 +800,11 @@ public final class BlobNamespace {
       if (n < 0) {
         throw new CorruptRecordException(keys.get(i), "empty record");
       }
-      if (FileRecord.markedHeaderSize(bufs.get(i).array(), n) > 0) {
-        // A file rename's source: listed only while its move has not committed.
+      byte[] head = bufs.get(i).array();
+      if (FileRecord.isMarked(head, n) || FileRecord.storedHeaderSize(head, n) > n) {
+        // A file rename's source: listed only while its move has not committed. Or a
+        // header longer than the read (a long stripe map): read whole, never decoded
+        // without its map.
         out.add(readRecord(keys.get(i), false).map(VersionedRecord::record));
         continue;
       }

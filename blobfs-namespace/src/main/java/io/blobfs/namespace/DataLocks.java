@@ -42,6 +42,18 @@ import java.util.Optional;
  * move it away from the sweeper's eyes waits for that sweeper, or makes it stand down.
  * Holders compare wall clocks only through a lease's expiry: clock skew between clients
  * and the sweeper must stay well below the lease.
+ *
+ * <p>A lock {@link Owner#ADOPTED} says that another version (its {@code adopter}) names
+ * some of this id's stripes through its {@link StripeMap} (issue 16,
+ * {@code wip/shared-stripes/DESIGN.md} §2.2 I2): written before (RADOS) or with (Týr) the
+ * commit that first names them under another id, removed after the last of them is no
+ * longer named. The orphan sweeper never takes it, whatever its age: a record naming the
+ * keys can move between the sweeper's scans, and its own id's lock, which renames guard,
+ * is not this one. Renames, deletes and overwrites of the id's own record wait while it is
+ * younger than its {@code until} (a publication over that record is committing), and take
+ * it over after. Stored with an expiry of {@link Long#MAX_VALUE} and {@code until} after
+ * the nonce, so that a client predating it reads a lock of unknown kind that never expires
+ * (never swept, never blocking).
  */
 final class DataLocks {
   private static final System.Logger LOG = System.getLogger(DataLocks.class.getName());
@@ -57,9 +69,10 @@ final class DataLocks {
    * RENAMER: without transactions, a client that changes a name of the file: a rename,
    * from before its copy until the source is gone (with its {@link Move}), or a delete or
    * overwrite, from before it changes the name until the data is gone (no move). UNKNOWN:
-   * content this code cannot read; never expires, never blocks a rename.
+   * content this code cannot read; never expires, never blocks a rename. ADOPTED: another
+   * version names some of the id's stripes (see the class comment); never swept.
    */
-  enum Owner { WRITER, SWEEPER, RENAMER, UNKNOWN }
+  enum Owner { WRITER, SWEEPER, RENAMER, ADOPTED, UNKNOWN }
 
   /**
    * The file move a rename's lock guards: the source record key, the destination record
@@ -87,12 +100,21 @@ final class DataLocks {
   /**
    * A lock as read or taken: who holds it, until when (wall clock of its holder), the
    * version of its blob, which every later change of it is conditional on, and for a
-   * rename the move it guards (else null).
+   * rename the move it guards (else null). An {@link Owner#ADOPTED} lock's expiry is its
+   * {@code until}, and {@code adopter} the file id of the version that adopted; a
+   * {@link Owner#RENAMER} lock as taken by {@link #takeForRename} over an expired ADOPTED
+   * one keeps that one's adopter there, in memory only ({@link #release(Lock, String)});
+   * else null.
    */
   record Lock(String fileId, String key, Owner owner, long expiresMillis, long nonce,
-      long version, Move move) {
+      long version, Move move, String adopter) {
     boolean expired(long nowMillis) {
       return nowMillis > expiresMillis;
+    }
+
+    Lock tookOver(String adoptedBy) {
+      return adoptedBy == null ? this
+          : new Lock(fileId, key, owner, expiresMillis, nonce, version, move, adoptedBy);
     }
 
     /** A rename's lock left by a client that died or stalled past its lease mid-move. */
@@ -128,6 +150,15 @@ final class DataLocks {
     byte owner = b.get();
     long expires = b.getLong();
     long nonce = b.getLong();
+    if (owner == 'A') {
+      try {
+        long until = b.getLong();
+        return Optional.of(new Lock(fileId, key, Owner.ADOPTED, until, nonce, got.version(),
+            null, string(b)));
+      } catch (RuntimeException e) {
+        return Optional.of(unreadable(fileId, key, got.version()));
+      }
+    }
     Move move = null;
     if (b.hasRemaining()) { // a rename's move; older versions wrote none
       try {
@@ -143,13 +174,13 @@ final class DataLocks {
     }
     return Optional.of(new Lock(fileId, key, owner == 'W' ? Owner.WRITER
         : owner == 'S' ? Owner.SWEEPER : owner == 'R' ? Owner.RENAMER : Owner.UNKNOWN,
-        expires, nonce, got.version(), move));
+        expires, nonce, got.version(), move, null));
   }
 
   private static Lock unreadable(String fileId, String key, long version) {
     LOG.log(System.Logger.Level.WARNING, key + " is not a lock this version can read: its"
         + " data will not be swept; remove it by hand if no writer or sweeper uses it");
-    return new Lock(fileId, key, Owner.UNKNOWN, Long.MAX_VALUE, 0, version, null);
+    return new Lock(fileId, key, Owner.UNKNOWN, Long.MAX_VALUE, 0, version, null, null);
   }
 
   private static String string(ByteBuffer b) {
@@ -245,6 +276,84 @@ final class DataLocks {
   }
 
   /**
+   * Marks {@code fileId}'s data adopted by version {@code adopter}, conditionally on the
+   * lock as {@code seen} (absent: none), for {@code until}. Not yet called by a writer
+   * (DESIGN §4 step 3); the sweeper and deletes honour such locks already.
+   */
+  Lock adopt(String fileId, Optional<Lock> seen, String adopter, Duration until)
+      throws IOException {
+    long nonce = NONCES.nextLong();
+    byte[] id = adopter.getBytes(StandardCharsets.UTF_8);
+    ByteBuffer content = ByteBuffer.allocate(ENCODED + 8 + 4 + id.length);
+    content.put(MAGIC).put((byte) 'A').putLong(Long.MAX_VALUE).putLong(nonce)
+        .putLong(expiry(until)).putInt(id.length).put(id).flip();
+    if (seen.isEmpty()) {
+      ns.calls().put(key(fileId), content, PutMode.CREATE);
+    } else {
+      ns.calls().putIfVersion(key(fileId), content, seen.get().version());
+    }
+    return stamped(fileId, nonce);
+  }
+
+  /**
+   * Removes {@code fileId}'s lock if it is {@link Owner#ADOPTED}, conditionally on the
+   * version read: for whoever drops the last key of an adopted id (a delete, a replace's
+   * cleanup, the sweeper).
+   */
+  void releaseAdopted(String fileId) throws IOException {
+    Optional<Lock> lock = read(fileId);
+    if (lock.isPresent() && lock.get().owner() == Owner.ADOPTED) {
+      release(lock.get());
+    }
+  }
+
+  /**
+   * Releases a lock taken by {@link #takeForRename} (or {@link #takeForReplace}) for the
+   * name at {@code nameKey}, as {@link #release(Lock)}, unless it took an expired ADOPTED
+   * lock over: that adopter's commit (a put conditional on the version of this id's record
+   * it read) may have applied late, after {@code until}, or may still apply if the name
+   * was not changed (review S1). Released then, the adopter's record would name this id's
+   * keys with no ADOPTED lock, which I2 (DESIGN §2.2) forbids: the sweeper could delete
+   * them. So one record read decides (paid only after such a takeover):
+   * <ul>
+   *   <li>the name holds a record whose map names this id (the commit applied, and this
+   *       client's change lost to it): ADOPTED by that record, committed ({@code until} now);
+   *   <li>the name still holds this id's own record (nothing changed it: the commit may
+   *       still apply), or cannot be read: the ADOPTED lock is put back as it was taken;
+   *   <li>else (renamed, deleted, replaced: a late commit cannot apply) released.
+   * </ul>
+   * Put back conditionally on the version held; an ADOPTED lock whose id ends with no data
+   * and no record is removed by the sweeper.
+   */
+  void release(Lock held, String nameKey) {
+    if (held.owner() != Owner.RENAMER || held.adopter() == null) {
+      release(held);
+      return;
+    }
+    String adopter = held.adopter();
+    try {
+      Optional<VersionedRecord> now = ns.readRecord(nameKey, false);
+      if (now.isPresent() && now.get().record().map().ids().contains(held.fileId())) {
+        adopter = now.get().record().fileId();
+      } else if (now.isEmpty() || !now.get().record().fileId().equals(held.fileId())) {
+        release(held);
+        return;
+      }
+    } catch (IOException | RuntimeException e) {
+      LOG.log(System.Logger.Level.DEBUG, "could not read " + nameKey + "; the adoption of "
+          + held.fileId() + " by " + adopter + " is put back", e);
+    }
+    try {
+      adopt(held.fileId(), Optional.of(held), adopter, Duration.ZERO);
+    } catch (IOException | RuntimeException e) {
+      // Taken over meanwhile, or unknown: the RENAMER lock expires and is taken over as
+      // any other, by a client that puts the adoption back the same way.
+      LOG.log(System.Logger.Level.WARNING, "could not put back the adoption of "
+          + held.fileId() + " by " + adopter + " (" + held.key() + ")", e);
+    }
+  }
+
+  /**
    * Removes a lock if it is still the one held. Best effort: a lock left behind expires,
    * and is then removed by the next sweep or rename that meets it.
    */
@@ -315,31 +424,40 @@ final class DataLocks {
         MoveSettler.settle(ns, lock.get());
         continue; // settled by this client or another: look again
       }
+      // ADOPTED: a publication over this file is committing (it adopted the file's data
+      // before its commit, RADOS); it has until then to commit or to give up.
       boolean busy = lock.isPresent() && !lock.get().expired(now)
-          && (lock.get().owner() == Owner.SWEEPER || lock.get().owner() == Owner.RENAMER);
+          && (lock.get().owner() == Owner.SWEEPER || lock.get().owner() == Owner.RENAMER
+          || lock.get().owner() == Owner.ADOPTED);
       if (!busy) {
         long nonce = NONCES.nextLong();
         ByteBuffer content = encode(Owner.RENAMER, expiry(renameLease()), nonce, move);
+        // An expired ADOPTED lock taken over: its publication may still commit, late (review
+        // S1); the lock remembers its adopter so that release(Lock, String) can put it back.
+        String adopter = lock.isPresent() && lock.get().owner() == Owner.ADOPTED
+            ? lock.get().adopter() : null;
         try {
           if (lock.isEmpty()) {
             ns.calls().put(key(fileId), content, PutMode.CREATE);
           } else {
             ns.calls().putIfVersion(key(fileId), content, lock.get().version());
           }
-          return stamped(fileId, nonce);
+          return stamped(fileId, nonce).tookOver(adopter);
         } catch (TransactionConflictException | BlobAlreadyExistsException e) {
           Optional<Lock> mine = mine(fileId, nonce, renameLease());
           if (mine.isPresent()) {
-            return mine.get(); // a retry of our own write met it: see ownIfApplied
+            // a retry of our own write met it: see ownIfApplied
+            return mine.get().tookOver(adopter);
           }
           continue; // someone else changed it first: look again
         } catch (IOException e) {
-          return ownIfApplied(fileId, nonce, renameLease(), e);
+          return ownIfApplied(fileId, nonce, renameLease(), e).tookOver(adopter);
         }
       }
       if (System.nanoTime() > deadline) {
         throw new IOException("the data of " + path + " (" + lock.get().key() + ") has been"
             + " held by " + (lock.get().owner() == Owner.SWEEPER ? "the orphan sweeper"
+            : lock.get().owner() == Owner.ADOPTED ? "a publication over it"
             : "another rename, delete or overwrite") + " for over "
             + SWEEPER_WAIT.toSeconds() + " s; retry");
       }
@@ -398,7 +516,7 @@ final class DataLocks {
       same = stillAt(key, read);
     } finally {
       if (!same) {
-        release(lock);
+        release(lock, key); // a taken-over adoption may have to stay (S1)
       }
     }
     return same ? new Held(lock, false) : new Held(null, true);

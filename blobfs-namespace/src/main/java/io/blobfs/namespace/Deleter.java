@@ -106,7 +106,7 @@ final class Deleter {
       return lost;
     } finally {
       if (lock != null) {
-        ns.locks().release(lock);
+        ns.locks().release(lock, key); // a taken-over adoption may have to stay (S1)
       }
     }
   }

@@ -127,13 +127,22 @@ final class DirectoryLister implements EntryIterator<FileInfo> {
     }
   }
 
-  private static List<Optional<FileRecord>> decodeHeads(List<String> keys,
+  /**
+   * The records of a head scan's page, decoded from their heads. A head shorter than its
+   * record's header (a long stripe map, BFS3) is never decoded in part: the record is
+   * read whole, outside the page's state (absent if removed since: not listed).
+   */
+  private List<Optional<FileRecord>> decodeHeads(List<String> keys,
       Map<String, byte[]> heads) throws IOException {
     List<Optional<FileRecord>> out = new ArrayList<>(keys.size());
     for (String key : keys) {
       byte[] head = heads.get(key);
       if (head.length == 0) {
         throw new CorruptRecordException(key, "empty record");
+      }
+      if (FileRecord.storedHeaderSize(head, head.length) > head.length) {
+        out.add(ns.readRecord(key, false).map(VersionedRecord::record));
+        continue;
       }
       out.add(Optional.of(FileRecord.decode(key, head, head.length, false)));
     }

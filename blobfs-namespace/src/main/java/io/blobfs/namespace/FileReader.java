@@ -29,7 +29,8 @@ import java.util.concurrent.CompletionException;
  * opens and a release per read. This is safe only because a data blob never changes once the record
  * that names it is published: it is written under a fresh file id before the record, and
  * never written again (no append, truncate or rewrite: a new version of a file is a new
- * file id), only deleted. So the version a snapshot holds is the only version the blob
+ * file id; a later version may name it through its stripe map instead of writing its own,
+ * but never writes it), only deleted. So the version a snapshot holds is the only version the blob
  * ever has while a record names it, and a snapshot's reads are the bytes the store's
  * reads would give. One difference: a stripe whose snapshot is open stays readable after
  * the file is deleted or overwritten (as HDFS's open blocks do), where a read through the
@@ -128,7 +129,7 @@ public final class FileReader {
       long offset = pos % stripeSize;
       int n = (int) Math.min(Math.min(total - done, stripeSize - offset), maxOp);
       ByteBuffer slice = dst.slice(start + done, n);
-      String key = ns.layout().dataKey(record.fileId(), stripe);
+      String key = record.stripeKey(ns.layout(), stripe);
       parts.add(snapshotReads ? readFromSnapshot(key, stripe, offset, slice, n)
           : readPart(key, offset, slice, n));
       done += n;
@@ -290,7 +291,7 @@ public final class FileReader {
       long pos = position + done;
       long offset = pos % stripeSize;
       int n = (int) Math.min(Math.min(length - done, stripeSize - offset), maxOp);
-      parts.add(lendPart(ns.layout().dataKey(record.fileId(), pos / stripeSize), offset, n));
+      parts.add(lendPart(record.stripeKey(ns.layout(), pos / stripeSize), offset, n));
       done += n;
     }
     return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]))

@@ -11,7 +11,9 @@ import java.nio.charset.StandardCharsets;
  *   <li>{@code n/a/}: the marker of directory {@code /a}, written only when markers are
  *       kept; otherwise a directory is implicit in the names under it.
  *   <li>{@code d/FILEID/N}: stripe N of a file's data. Names never appear here, so a
- *       rename rewrites records and leaves data where it is.
+ *       rename rewrites records and leaves data where it is. It belongs to the one record
+ *       that names it: the version with id FILEID, or a later version whose
+ *       {@link StripeMap} borrows it ({@link FileRecord#stripeKey}).
  *   <li>{@code d/FILEID/lock}: while it exists, a writer or the orphan sweeper is at work
  *       on that file's data ({@link DataLocks}).
  *   <li>{@code r/a}: the intent of a directory rename of {@code /a} too large for one

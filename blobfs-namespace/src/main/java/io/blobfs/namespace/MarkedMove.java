@@ -91,6 +91,10 @@ final class MarkedMove {
    * next taker: {@link #settled}); throws if it did not commit, having undone what it could.
    */
   void run() throws IOException {
+    // Before any store call, while settled (the lock is released: nothing changed): a
+    // mapped record whose marks would not fit (a key over MAX_MARK_KEY_BYTES) is refused
+    // here, typed, rather than failing between the mark and the commit (review MF1).
+    file.checkMarkable(from, to);
     settled = false;
     long marked = mark();
     long incoming = createIncoming(marked);

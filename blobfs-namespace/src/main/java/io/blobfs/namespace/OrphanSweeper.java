@@ -30,17 +30,39 @@ import java.util.TreeMap;
  * lock conditionally ({@link DataLocks}). So neither a writer at work, however idle within
  * its lease, nor a file renamed during the sweep loses data. Every client and sweeper of
  * a store must run this version: older ones neither take nor honour the locks.
+ *
+ * <p>Shared stripes (issue 16, {@code wip/shared-stripes/DESIGN.md} §2.5): an id whose
+ * stripes a later version's map borrows is named (by that record), and an id whose lock is
+ * {@link DataLocks.Owner#ADOPTED} is never taken, even unnamed in both scans: the record
+ * naming its keys is not guarded by that id's lock, so it may have moved past both scans.
+ * What a replace's cut cleanup left (a record's cleanup dues) is deleted from the first
+ * scan, without locks, key by key: a listed key a due names and no scanned record names.
+ * No record can name it later: its version was replaced, and the replacing version's
+ * successors borrow only what it named (I1, I3). An ADOPTED lock whose id has no data
+ * blob left in the first scan and is no record's own id goes too, conditionally.
  */
 public final class OrphanSweeper {
   /**
    * What a sweep found; {@code deletedBlobs} is 0 for a dry run, whose orphans are only
    * candidates (the second scan and the locks are skipped). {@code heldByWriters}: file ids
    * left alone because a writer's lease on them runs; {@code stillNamed}: candidates that
-   * the second scan found named (renamed during the first).
+   * the second scan found named (renamed during the first); {@code adopted}: unnamed ids
+   * left alone because their lock is ADOPTED; {@code dueBlobsDeleted}: blobs deleted as a
+   * record's cleanup dues listed them; {@code adoptedLocksRemoved}: ADOPTED locks of ids
+   * with no data left.
    */
   public record Report(int dataBlobs, int fileIds, int referencedFileIds,
       List<String> orphanFileIds, int orphanBlobs, long orphanBytes, int deletedBlobs,
-      int heldByWriters, int stillNamed) {}
+      int heldByWriters, int stillNamed, int adopted, int dueBlobsDeleted,
+      int adoptedLocksRemoved) {}
+
+  /** What the records of one scan name: ids (own and borrowed), keys, cleanup dues. */
+  private static final class Names {
+    final Set<String> ids = new HashSet<>();
+    final Set<String> ownIds = new HashSet<>();
+    final Set<String> borrowedKeys = new HashSet<>();
+    final List<FileRecord> withDues = new ArrayList<>();
+  }
 
   /**
    * How long a sweeper's lock on a candidate lasts: past it, renames and later sweeps may
@@ -87,16 +109,22 @@ public final class OrphanSweeper {
       }
     }
     List<String> incoming = new ArrayList<>();
-    Set<String> referenced = namedFileIds(incoming);
+    Names names = namedFileIds(incoming);
+    Set<String> referenced = names.ids;
+    int dueBlobsDeleted = 0;
+    int adoptedLocksRemoved = 0;
     if (!dryRun) {
       removeExpiredLocksOfNamedFiles(locked, referenced);
       removeDeadIncoming(incoming);
+      dueBlobsDeleted = runDues(names, blobsByFile);
+      adoptedLocksRemoved = removeSpentAdoptions(names, locked, blobsByFile);
     }
     long now = clock.millis();
     long cutoff = now - minAge.toMillis();
     Map<String, List<BlobInfo>> candidates = new HashMap<>();
     Map<String, Optional<DataLocks.Lock>> seenLocks = new HashMap<>();
     int heldByWriters = 0;
+    int adopted = 0;
     for (Map.Entry<String, List<String>> e : blobsByFile.entrySet()) {
       String id = e.getKey();
       if (referenced.contains(id)) {
@@ -107,6 +135,12 @@ public final class OrphanSweeper {
         continue; // written to recently
       }
       Optional<DataLocks.Lock> lock = ns.locks().read(id);
+      if (lock.isPresent() && lock.get().owner() == DataLocks.Owner.ADOPTED) {
+        // A later version names (or is committing to name) some of its keys: that record
+        // may have moved past this scan, and the second one too. Never taken.
+        adopted++;
+        continue;
+      }
       if (lock.isPresent() && lock.get().owner() == DataLocks.Owner.RENAMER
           && lock.get().move() != null) {
         // A rename of it, live or cut off: its file is named, by the source or the
@@ -133,7 +167,7 @@ public final class OrphanSweeper {
       seenLocks.put(id, lock);
     }
     if (dryRun) {
-      return report(blobsByFile, referenced, candidates, 0, heldByWriters, 0);
+      return report(blobsByFile, referenced, candidates, 0, heldByWriters, 0, adopted, 0, 0);
     }
 
     Map<String, DataLocks.Lock> held = new HashMap<>();
@@ -143,7 +177,7 @@ public final class OrphanSweeper {
             .ifPresent(lock -> held.put(id, lock));
       }
       candidates.keySet().retainAll(held.keySet());
-      Set<String> namedNow = held.isEmpty() ? Set.of() : namedFileIds(new ArrayList<>());
+      Set<String> namedNow = held.isEmpty() ? Set.of() : namedFileIds(new ArrayList<>()).ids;
       int stillNamed = 0;
       for (String id : List.copyOf(candidates.keySet())) {
         if (namedNow.contains(id)) {
@@ -169,7 +203,7 @@ public final class OrphanSweeper {
         ns.locks().release(held.remove(e.getKey()));
       }
       return report(blobsByFile, referenced, candidates, deleted, heldByWriters,
-          stillNamed);
+          stillNamed, adopted, dueBlobsDeleted, adoptedLocksRemoved);
     } finally {
       // Named after all, or a deletion failed: the lock goes so renames need not wait.
       // A lock kept by a sweeper that died expires after its hold; then the next sweep or
@@ -202,19 +236,93 @@ public final class OrphanSweeper {
    * rename's progress (before, a reader's re-reads of a changing incoming record could
    * fail the whole scan) nor writes (a reader rolls a moved source forward).
    */
-  private Set<String> namedFileIds(List<String> incoming) throws IOException {
-    Set<String> ids = new HashSet<>();
+  private Names namedFileIds(List<String> incoming) throws IOException {
+    Names names = new Names();
     for (String key : ns.scanAll(KeyLayout.NAMES + "/")) {
       if (!KeyLayout.isMarker(key)) {
-        ns.readStored(key, false).ifPresent(r -> {
-          ids.add(r.record().fileId());
-          if (r.record().mark() == FileRecord.Mark.INCOMING) {
-            incoming.add(key);
+        Optional<VersionedRecord> read = ns.readStored(key, false);
+        if (read.isEmpty()) {
+          continue;
+        }
+        FileRecord r = read.get().record();
+        names.ids.add(r.fileId());
+        names.ownIds.add(r.fileId());
+        // Ids whose stripes its map borrows (BFS3) are named too: never orphans.
+        names.ids.addAll(r.map().ids());
+        for (StripeMap.Run run : r.map().runs()) {
+          for (long s = run.first(); s < run.first() + run.count(); s++) {
+            names.borrowedKeys.add(r.stripeKey(ns.layout(), s));
           }
-        });
+        }
+        if (!r.dues().isEmpty()) {
+          names.withDues.add(r);
+        }
+        if (r.mark() == FileRecord.Mark.INCOMING) {
+          incoming.add(key);
+        }
       }
     }
-    return ids;
+    return names;
+  }
+
+  /**
+   * Deletes the listed blobs that a record's cleanup dues name (all of an id's stripes
+   * below its count, or those the record's own map does not name) and no scanned record
+   * names: what a replace cut before its cleanup left. Returns how many went.
+   */
+  private int runDues(Names names, Map<String, List<String>> blobsByFile) {
+    int deleted = 0;
+    for (FileRecord r : names.withDues) {
+      for (FileRecord.Due due : r.dues()) {
+        if (names.ownIds.contains(due.fileId())) {
+          continue; // a live version's own id: never a due's (a damaged record?)
+        }
+        for (String key : blobsByFile.getOrDefault(due.fileId(), List.of())) {
+          long s = stripeOf(key);
+          boolean listed = s >= 0 && s < due.stripeCount()
+              && (due.scope() == FileRecord.Due.Scope.ALL
+              || !due.fileId().equals(r.map().idOf(s)));
+          if (listed && !names.borrowedKeys.contains(key)) {
+            try {
+              if (ns.calls().delete(key)) {
+                deleted++;
+              }
+            } catch (IOException e) {
+              // left for the next sweep, or the record's next publication or delete
+            }
+          }
+        }
+      }
+    }
+    return deleted;
+  }
+
+  private static long stripeOf(String dataKey) {
+    try {
+      return Long.parseLong(dataKey.substring(dataKey.lastIndexOf('/') + 1));
+    } catch (NumberFormatException e) {
+      return -1;
+    }
+  }
+
+  /**
+   * Removes the ADOPTED locks of ids with no data blob in the first scan that are no
+   * record's own id (a cleanup cut between an id's last key and its lock): no key of such
+   * an id can appear again (I3), so no record can need it. Conditional on the lock as read.
+   */
+  private int removeSpentAdoptions(Names names, Set<String> locked,
+      Map<String, List<String>> blobsByFile) throws IOException {
+    int removed = 0;
+    for (String id : locked) {
+      if (blobsByFile.getOrDefault(id, List.of()).isEmpty() && !names.ownIds.contains(id)) {
+        Optional<DataLocks.Lock> lock = ns.locks().read(id);
+        if (lock.isPresent() && lock.get().owner() == DataLocks.Owner.ADOPTED) {
+          ns.locks().release(lock.get());
+          removed++;
+        }
+      }
+    }
+    return removed;
   }
 
   /**
@@ -244,7 +352,8 @@ public final class OrphanSweeper {
         Optional<DataLocks.Lock> lock = ns.locks().read(id);
         if (lock.isPresent() && lock.get().interruptedMove(now)) {
           MoveSettler.settle(ns, lock.get());
-        } else if (lock.isPresent() && lock.get().expired(now)) {
+        } else if (lock.isPresent() && lock.get().expired(now)
+            && lock.get().owner() != DataLocks.Owner.ADOPTED) { // its until is no lease
           ns.locks().release(lock.get());
         }
       }
@@ -253,7 +362,8 @@ public final class OrphanSweeper {
 
   private static Report report(Map<String, List<String>> blobsByFile,
       Set<String> referenced, Map<String, List<BlobInfo>> orphans, int deleted,
-      int heldByWriters, int stillNamed) {
+      int heldByWriters, int stillNamed, int adopted, int dueBlobsDeleted,
+      int adoptedLocksRemoved) {
     List<String> ids = new ArrayList<>(orphans.keySet());
     ids.sort(null);
     int blobs = 0;
@@ -269,6 +379,7 @@ public final class OrphanSweeper {
       dataBlobs += keys.size();
     }
     return new Report(dataBlobs, blobsByFile.size(), referenced.size(), ids, blobs,
-        bytes, deleted, heldByWriters, stillNamed);
+        bytes, deleted, heldByWriters, stillNamed, adopted, dueBlobsDeleted,
+        adoptedLocksRemoved);
   }
 }

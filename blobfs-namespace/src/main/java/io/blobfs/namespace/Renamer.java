@@ -156,7 +156,8 @@ final class Renamer {
    */
   Optional<Boolean> settleBothNames(FsPath src, FsPath dst, String id)
       throws IOException {
-    ns.locks().release(ns.locks().takeForRename(id, src, null));
+    // Changes no name: an adoption it took over is put back (S1, DataLocks.release).
+    ns.locks().release(ns.locks().takeForRename(id, src, null), ns.layout().recordKey(src));
     Optional<FileInfo> srcNow = ns.probe(src);
     boolean dstHolds = holds(ns.probe(dst), id);
     if (srcNow.isEmpty()) {
@@ -332,7 +333,8 @@ final class Renamer {
         read = now.get(); // replaced meanwhile: move the new file, under its own lock
       } finally {
         if (!keep) {
-          ns.locks().release(lock);
+          // The source's key: where an adopter's late commit lands (see release).
+          ns.locks().release(lock, from);
         }
       }
     }

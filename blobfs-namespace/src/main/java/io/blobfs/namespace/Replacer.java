@@ -119,7 +119,7 @@ final class Replacer {
           + " the data of the file it replaced failed; the orphan sweeper will remove it", e);
     } finally {
       if (targetLock != null) {
-        ns.locks().release(targetLock);
+        ns.locks().release(targetLock, to); // a taken-over adoption may have to stay (S1)
       }
     }
   }
@@ -224,10 +224,10 @@ final class Replacer {
       // A mark this move may have left is settled by the lock's next taker once the lease
       // runs out; released now, nobody would know of it.
       if (srcLock != null && (replace == null || replace.settled())) {
-        ns.locks().release(srcLock);
+        ns.locks().release(srcLock, from); // a taken-over adoption may have to stay (S1)
       }
       if (targetLock != null) {
-        ns.locks().release(targetLock);
+        ns.locks().release(targetLock, to);
       }
     }
   }
