@@ -174,6 +174,8 @@ final class Transactions implements Closeable {
 
   /** The longest pause between two attempts to apply a decided part that failed. */
   private static final long MAX_RETRY_NANOS = TimeUnit.SECONDS.toNanos(30);
+  /** The first pause after a failed apply, if set (tests); else from the timeout. */
+  private volatile long firstRetryNanos;
 
   Transactions(TyrEngine engine, Membership membership, Replicator replicator,
       PeerAccess peerAccess, int maxFrameBytes) throws IOException {
@@ -677,8 +679,9 @@ final class Transactions implements Closeable {
     long pause;
     synchronized (this) {
       retries++;
-      part.retryNanos = part.retryNanos == 0
-          ? Math.max(TimeUnit.MILLISECONDS.toNanos(50), membership.txTimeout().toNanos() / 4)
+      long first = firstRetryNanos != 0 ? firstRetryNanos
+          : Math.max(TimeUnit.MILLISECONDS.toNanos(50), membership.txTimeout().toNanos() / 4);
+      part.retryNanos = part.retryNanos == 0 ? first
           : Math.min(MAX_RETRY_NANOS, part.retryNanos * 2);
       pause = part.retryNanos;
       part.retryAt = System.nanoTime() + pause;
@@ -741,6 +744,7 @@ final class Transactions implements Closeable {
       gone = parts.remove(id);
     }
     uncount(gone);
+    wakeNext(gone);
     try {
       records.deletePrepared(id);
     } catch (IOException e) {
@@ -748,6 +752,52 @@ final class Transactions implements Closeable {
       LOG.warn("node {}: the prepared record of {} could not be deleted: {}", self(), id,
           e.toString());
     }
+  }
+
+  /**
+   * After {@code gone} released its keys (applied, aborted or dropped): a part waiting to
+   * retry its apply behind it (a decided share taken over behind another, its apply
+   * refused while that one held a key) is due at once, and the resolver runs now, rather
+   * than after its pause (up to 30 s: MAX_RETRY_NANOS) while its keys stay reserved
+   * (issue 13, PLAN step 7). The state under this object's monitor only; the resolver is
+   * its own thread, so nothing runs here under a caller's lock.
+   */
+  private void wakeNext(Part gone) {
+    if (gone == null) {
+      return;
+    }
+    java.util.Set<String> keys = namedKeys(gone.request.tx());
+    boolean any = false;
+    synchronized (this) {
+      long now = System.nanoTime();
+      for (Part p : parts.values()) {
+        if (p.retrying && p.applying == null
+            && !java.util.Collections.disjoint(namedKeys(p.request.tx()), keys)) {
+          p.retryAt = now;
+          any = true;
+        }
+      }
+    }
+    if (any && resolver != null) { // null: a ring installed while this is being built
+      try {
+        resolver.execute(this::resolveExpired);
+      } catch (java.util.concurrent.RejectedExecutionException closing) {
+        // closed: nothing to resolve
+      }
+    }
+  }
+
+  /** The keys {@code tx} checks or changes, read from the request alone (no engine). */
+  private static java.util.Set<String> namedKeys(TxRequest tx) {
+    java.util.Set<String> keys = new java.util.HashSet<>();
+    tx.ops().forEach(op -> keys.add(op.key()));
+    tx.reads().forEach(c -> keys.add(c.key()));
+    return keys;
+  }
+
+  /** The first pause after a failed apply of a decided part (tests: a long one). */
+  void firstRetryPause(Duration pause) {
+    firstRetryNanos = pause.toNanos();
   }
 
   /**
@@ -994,6 +1044,7 @@ final class Transactions implements Closeable {
           engine.releasePrepared(p.localId);
           parts.remove(p.localId);
           uncount(p); // reentrant: this thread holds the membership's lock
+          wakeNext(p);
           handedOver.add(p.localId);
           deleteQuietly(p.localId, false);
           LOG.info("node {}: transaction {}: part {} dropped here, no longer this node's "
