@@ -31,7 +31,7 @@ import org.junit.jupiter.api.io.TempDir;
  * after a failed share record.) On failure the two daemon threads stay blocked. Written
  * by the review of tyr-held; the fix records the refusal out of the Replicator's lock.
  */
-class ReviewHeldLockOrderTest {
+class HeldLockOrderTest {
   @TempDir Path dir;
 
   @Test

@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Review repro (tyr-bug1): a decided part loses its hold when a second takeover's is released. */
-class ReviewHeldShareTest {
+class HeldShareTest {
   @TempDir Path dir;
 
   private static final Duration LONG = Duration.ofSeconds(120);
