@@ -494,7 +494,14 @@ public record FileRecord(Kind kind, long length, long modificationTime, long str
       }
       if (moveKey != null && headerLength >= 0) {
         // Without its mark, within the limit: a record that decodes can be marked again.
-        int markBytes = 2 + moveKey.getBytes(StandardCharsets.UTF_8).length + 1 + 8;
+        int markKeyBytes = moveKey.getBytes(StandardCharsets.UTF_8).length;
+        int markBytes = 2 + markKeyBytes + 1 + 8;
+        if (markKeyBytes > MAX_MARK_KEY_BYTES) {
+          // No writer marks for such a key (checkMarkable); a record that has one would
+          // decode, then fail untyped where a rename settles it by encoding it as read.
+          throw new CorruptRecordException(key, "a rename's mark for a key of " + markKeyBytes
+              + " bytes, over " + MAX_MARK_KEY_BYTES);
+        }
         if (headerLength - markBytes > MAX_STORED_HEADER) {
           throw new CorruptRecordException(key, "header length " + headerLength + " ("
               + (headerLength - markBytes) + " without its mark) over " + MAX_STORED_HEADER);

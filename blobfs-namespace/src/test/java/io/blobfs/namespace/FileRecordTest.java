@@ -245,4 +245,39 @@ class FileRecordTest {
           () -> FileRecord.decode("n/a/f", good, cut, false), "cut at " + cut);
     }
   }
+
+  /**
+   * A marked BFS3 record whose mark names a key over MAX_MARK_KEY_BYTES (the u16 header
+   * length allows one when the rest of the header is small): no writer makes it, so it is
+   * damaged, and it is refused at decode, typed. Before, it decoded and the rename that
+   * settles a mark by encoding the record as read failed with an IllegalStateException
+   * (second review of shared stripes, session 15, S1).
+   */
+  @Test
+  void aMarkForAKeyOverTheLimitIsRefusedAtDecode() throws Exception {
+    byte[] small = bytes(mapped().marked(Mark.MOVING, "QQQQ", 7));
+    byte[] q = "QQQQ".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    int at = -1;
+    for (int i = 0; at < 0 && i + q.length <= small.length; i++) {
+      if (java.util.Arrays.equals(small, i, i + q.length, q, 0, q.length)) {
+        at = i;
+      }
+    }
+    assertTrue(at > 0);
+    byte[] key = ("n/" + "k".repeat(FileRecord.MAX_MARK_KEY_BYTES))
+        .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    out.write(small, 0, at - 2);
+    out.write(key.length >>> 8);
+    out.write(key.length & 0xff);
+    out.write(key);
+    out.write(small, at + q.length, small.length - at - q.length);
+    byte[] b = out.toByteArray();
+    int header = ByteBuffer.wrap(small, 4, 2).getShort() & 0xffff;
+    assertTrue(header - q.length + key.length <= 0xffff); // the header length can say it
+    ByteBuffer.wrap(b, 4, 2).putShort((short) (header - q.length + key.length));
+    CorruptRecordException e = assertThrows(CorruptRecordException.class,
+        () -> FileRecord.decode("n/x", b, b.length, false));
+    assertTrue(e.getMessage().contains("over " + FileRecord.MAX_MARK_KEY_BYTES), e.getMessage());
+  }
 }
