@@ -105,14 +105,18 @@ public final class TyrBlobStore implements TransactionalBlobStore, PlacementAwar
   /**
    * With local reads: one grant for the whole range, its files opened and the grant
    * released at once, then reads from those files (see {@code LocalReads#snapshot} for why
-   * each step is safe). Null otherwise, and for a range larger than one grant may be: the
-   * smaller of this client's frame limit (checked here) and the server's (checked by
-   * {@code LocalReads#snapshot}, from what the server said of it; 64 MiB stripes, the
-   * default, fit both defaults).
+   * each step is safe). Null otherwise, and for a range longer than the server grants at
+   * once (checked by {@code LocalReads#snapshot}, from what the server said of it: its
+   * frame limit, 80 MiB by default, so a 64 MiB stripe fits). Not bounded by this
+   * client's frame: a grant's answer names pieces of files, not bytes, and the server
+   * refuses one whose answer would not fit any client's frame
+   * ({@code TyrService#MAX_GRANT_ANSWER_BYTES}). Bounding it by the frame (17 MiB with
+   * the default max-op-bytes) made every 64 MiB stripe read without a snapshot, a grant
+   * per read.
    */
   @Override
   public CompletableFuture<Snapshot> openSnapshot(String key, long length) {
-    if (length <= 0 || length > client.config().maxFrameBytes() - 64L) {
+    if (length <= 0 || length > Integer.MAX_VALUE) {
       return CompletableFuture.completedFuture(null);
     }
     return client.localSnapshot(key, (int) length).thenApply(s -> s == null ? null

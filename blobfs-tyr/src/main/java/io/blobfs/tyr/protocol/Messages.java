@@ -496,6 +496,15 @@ public final class Messages {
     return b;
   }
 
+  /** The bytes {@link #encodeGrant} writes for {@code g}, without writing them. */
+  public static long grantAnswerBytes(LocalGrant g) {
+    long n = 8 + 8 + 8 + 4;
+    for (LocalGrant.Piece p : g.pieces()) {
+      n += stringBytes(p.isHole() ? "" : p.file()) + 8 + 4;
+    }
+    return n;
+  }
+
   public static LocalGrant decodeGrant(String key, ByteBuf in) throws MalformedFrameException {
     long id = in.readLong();
     long version = in.readLong();

@@ -1,10 +1,12 @@
 package io.blobfs.tyr.server;
 
+
 import io.blobfs.tyr.api.BlobStat;
 import io.blobfs.tyr.api.ErrorCode;
 import io.blobfs.tyr.api.LocalGrant;
 import io.blobfs.tyr.api.TyrException;
 import io.blobfs.tyr.engine.TyrEngine;
+import io.blobfs.tyr.protocol.Messages;
 import io.blobfs.tyr.protocol.Request;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
@@ -22,6 +24,7 @@ final class TyrService {
 
   private final TyrEngine engine;
   private final int maxReadBytes;
+  private final int maxGrantAnswerBytes;
   /** Null for a lone node (and then {@link #replicator} too). */
   private final Membership membership;
   private final Replicator replicator;
@@ -29,8 +32,15 @@ final class TyrService {
 
   TyrService(TyrEngine engine, int maxReadBytes, Membership membership,
       Replicator replicator, Transactions transactions) {
+    this(engine, maxReadBytes, MAX_GRANT_ANSWER_BYTES, membership, replicator, transactions);
+  }
+
+  /** With {@code maxGrantAnswerBytes} instead of {@link #MAX_GRANT_ANSWER_BYTES}: tests. */
+  TyrService(TyrEngine engine, int maxReadBytes, int maxGrantAnswerBytes,
+      Membership membership, Replicator replicator, Transactions transactions) {
     this.engine = engine;
     this.maxReadBytes = maxReadBytes;
+    this.maxGrantAnswerBytes = maxGrantAnswerBytes;
     this.membership = membership;
     this.replicator = replicator;
     this.transactions = transactions;
@@ -42,6 +52,18 @@ final class TyrService {
    * when done; the lease bounds what a client that never does holds.
    */
   static final Duration LOCAL_READ_LEASE = Duration.ofSeconds(60);
+
+  /**
+   * The largest grant answer this node sends: every client's frame limit is at least this
+   * (its max-op-bytes, 4 KiB or more, plus 1 MiB), so an answer never closes a client's
+   * connection for its size, which would fail every call in flight on it. A grant names one
+   * piece per extent of the range (~40 bytes each), so only a range written in tiny
+   * separate writes (over ~25,000 extents) comes near: refused TOO_LARGE, the client reads
+   * it over the connection. Why a bound on the answer and not on the range: a client asks
+   * for a whole stripe at once (64 MiB by default), far more than its frame, and the
+   * answer for a stripe written in large writes is a few pieces.
+   */
+  static final int MAX_GRANT_ANSWER_BYTES = 1 << 20;
 
   ConnectionGrants grantsFor() {
     return new ConnectionGrants(engine);
@@ -150,6 +172,13 @@ final class TyrService {
               + " bytes; at most " + maxReadBytes + " per request");
         }
         LocalGrant granted = engine.grant(g.key(), g.offset(), g.length(), LOCAL_READ_LEASE);
+        long answer = Messages.grantAnswerBytes(granted);
+        if (answer > maxGrantAnswerBytes) {
+          engine.release(granted.id());
+          throw new TyrException(ErrorCode.TOO_LARGE, "grant of " + g.length() + " bytes of "
+              + g.key() + " in " + granted.pieces().size() + " pieces: an answer of " + answer
+              + " bytes, at most " + maxGrantAnswerBytes + "; read it over the connection");
+        }
         grants.add(granted.id());
         return CompletableFuture.completedFuture(granted);
       } else if (request instanceof Request.Release r) {

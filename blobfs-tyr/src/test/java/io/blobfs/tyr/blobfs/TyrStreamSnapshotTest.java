@@ -148,6 +148,32 @@ class TyrStreamSnapshotTest {
   }
 
   /**
+   * With the client's default frame limit (max-op-bytes 16 MiB + 1 MiB) a stripe larger
+   * than that frame is still read from one grant: a grant's answer names pieces of files,
+   * not bytes, so the client's frame says nothing of the range it may grant. Before, a
+   * client refused to ask for a snapshot of any stripe over its frame, so with every
+   * default (64 MiB stripes) each read-ahead chunk and each random read took a grant of
+   * its own (the FUSE mount's random 8 KiB reads: a grant, opens and a release each).
+   */
+  @Test
+  void aStripeLargerThanTheClientsFrameIsReadFromOneGrant() throws Exception {
+    byte[] data = random((40 << 20) + 4_321, 17); // 2 stripes of 20 MiB, and a short one
+    try (FileSystem fs = fs("20m")) {
+      org.apache.hadoop.fs.Path f = new org.apache.hadoop.fs.Path("/d/large-stripes");
+      write(fs, f, data);
+      byte[] back = new byte[data.length];
+      long before = server.engine().grantsMade();
+      try (FSDataInputStream in = fs.open(f)) {
+        assertThat(readSome(in, back, 0, data.length)).isEqualTo(data.length);
+      }
+      assertArrayEquals(data, back);
+      assertThat(server.engine().grantsMade() - before).as("grants for 3 stripes")
+          .isEqualTo(3);
+      awaitNoPins();
+    }
+  }
+
+  /**
    * A snapshot nobody reads for local-reads.idle-timeout is closed (a stream left open
    * holds no segment for ever), and the stream's next read of that stripe opens another:
    * one new grant for the stripe, not one per read.
