@@ -1,6 +1,5 @@
 package io.blobfs.tyr.server;
 
-
 import io.blobfs.tyr.api.BlobStat;
 import io.blobfs.tyr.api.ErrorCode;
 import io.blobfs.tyr.api.LocalGrant;
@@ -54,14 +53,17 @@ final class TyrService {
   static final Duration LOCAL_READ_LEASE = Duration.ofSeconds(60);
 
   /**
-   * The largest grant answer this node sends: every client's frame limit is at least this
-   * (its max-op-bytes, 4 KiB or more, plus 1 MiB), so an answer never closes a client's
-   * connection for its size, which would fail every call in flight on it. A grant names one
-   * piece per extent of the range (~40 bytes each), so only a range written in tiny
-   * separate writes (over ~25,000 extents) comes near: refused TOO_LARGE, the client reads
-   * it over the connection. Why a bound on the answer and not on the range: a client asks
-   * for a whole stripe at once (64 MiB by default), far more than its frame, and the
-   * answer for a stripe written in large writes is a few pieces.
+   * The largest grant answer this node sends: a blob:// client's frame limit is at least
+   * this (its max-op-bytes, 4 KiB or more, plus 1 MiB), so an answer never closes such a
+   * client's connection for its size, which would fail every call in flight on it (a
+   * TyrClient built by hand may set a smaller frame: its grants can still be refused
+   * that way, as before this bound). A grant names one piece per extent of the range (~40
+   * bytes each); with the default 1 MiB chunks (a chunk past 64 extents is rewritten
+   * whole) a range has at most ~129 pieces per chunk, so even an 80 MiB grant answers
+   * ~430 KB: only a node with chunk-size 256 KiB or less comes near. Refused TOO_LARGE,
+   * the client reads the range over the connection. Why a bound on the answer and not on
+   * the range: a client asks for a whole stripe at once (64 MiB by default), far more than
+   * its frame, and a stripe's answer is small.
    */
   static final int MAX_GRANT_ANSWER_BYTES = 1 << 20;
 
