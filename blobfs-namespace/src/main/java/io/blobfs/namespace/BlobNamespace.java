@@ -52,6 +52,7 @@ public final class BlobNamespace {
   private final Renamer renamer = new Renamer(this);
   private final Replacer replacer = new Replacer(this);
   private final DataLocks locks = new DataLocks(this);
+  private final TakeoverCommit takeovers = new TakeoverCommit(this);
 
   public BlobNamespace(BlobStore store, NamespaceOptions options, StoreCallCounters counters) {
     StoreLimits limits = store.limits();
@@ -151,6 +152,42 @@ public final class BlobNamespace {
       }
     }
     return new FileWriter(this, path, overwrite, newFileId());
+  }
+
+  /**
+   * Starts a new version of the file {@code base} (what {@link #probe} or a listing
+   * returned for {@code path}), which may name the stripes of {@code base} it leaves
+   * unchanged instead of writing them again ({@link FileWriter#takeOver}; issue 16,
+   * {@code wip/shared-stripes/DESIGN.md} §2.3). The new version keeps the base's stripe
+   * size. Its {@link FileWriter#close()} publishes it only while the name still holds
+   * {@code base}, else throws {@link BaseChangedException} and applies nothing; the
+   * replace then deletes exactly the keys of {@code base} the new version does not name.
+   * Records that name other versions' stripes are stored as BFS3, which clients before
+   * it refuse to read ({@link FileRecord}): every client of the store must be at this
+   * version or later.
+   *
+   * @throws TakeoverUnsupportedException on a store without transactions (RADOS), before
+   *     anything is written ({@link #takesOverStripes})
+   */
+  public FileWriter createVersion(FsPath path, FileInfo base) throws IOException {
+    if (!takesOverStripes()) {
+      throw new TakeoverUnsupportedException("a new version cannot take over its base's"
+          + " stripes on a store without transactions (RADOS): the conditional steps of"
+          + " that commit (DESIGN §2.3, steps 1-7) are not built yet; write the file"
+          + " whole with create(path, true)");
+    }
+    layout.checkPath(path);
+    if (!base.isFile() || !base.path().equals(path)) {
+      throw new IllegalArgumentException("the base of a version of " + path
+          + " must be the file at that path, not " + base.path()
+          + (base.isFile() ? "" : " (a directory)"));
+    }
+    return new FileWriter(this, path, newFileId(), base.record());
+  }
+
+  /** Whether {@link #createVersion} may be used: only with transactions, for now. */
+  public boolean takesOverStripes() {
+    return calls.transactional();
   }
 
   /**
@@ -525,6 +562,12 @@ public final class BlobNamespace {
     }
   }
 
+  /** The commit of a {@link #createVersion} writer: {@link TakeoverCommit}. */
+  void commitVersion(FsPath path, FileRecord record, String baseId, Runnable discardData,
+      Renewal renewWriterLock) throws IOException {
+    takeovers.commit(path, record, baseId, discardData, renewWriterLock);
+  }
+
   /** {@link #removedDeadIncoming}, a failure of it added to {@code cause}: false then. */
   private boolean removedDeadIncomingQuietly(String key, IOException cause) {
     try {
@@ -545,7 +588,7 @@ public final class BlobNamespace {
    * of space. If reading it back fails, the outcome is unknown: the refusal is thrown with
    * the read's failure suppressed, and the data is left to the {@link OrphanSweeper}.
    */
-  private boolean publishedDespite(FsPath path, String key, FileRecord ours,
+  boolean publishedDespite(FsPath path, String key, FileRecord ours,
       StoreFullException refusal) throws StoreFullException {
     try {
       Optional<VersionedRecord> found = readRecord(key, false);
@@ -562,7 +605,7 @@ public final class BlobNamespace {
   }
 
   /** Returns if the record under {@code key} is {@code ours}, else throws. */
-  private void confirmPublished(FsPath path, String key, FileRecord ours, Exception putFailure)
+  void confirmPublished(FsPath path, String key, FileRecord ours, Exception putFailure)
       throws IOException {
     Optional<VersionedRecord> found;
     try {

@@ -2,6 +2,7 @@ package io.blobfs.namespace;
 
 import static org.junit.jupiter.api.Assertions.*;
 
+import io.blobfs.store.BlobStore;
 import io.blobfs.store.FaultInjectingBlobStore;
 import io.blobfs.store.Futures;
 import io.blobfs.store.PutMode;
@@ -64,6 +65,11 @@ abstract class SharedStripesFixture {
   }
 
   Set<String> keys(String prefix) throws IOException {
+    return keys(store, prefix);
+  }
+
+  /** Every key under {@code prefix} in {@code store}, sorted. */
+  static Set<String> keys(BlobStore store, String prefix) throws IOException {
     Set<String> all = new TreeSet<>();
     String cursor = null;
     do {
