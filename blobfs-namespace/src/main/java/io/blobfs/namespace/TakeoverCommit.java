@@ -68,6 +68,10 @@ final class TakeoverCommit {
    */
   void commit(FsPath path, FileRecord ours, String baseId, Runnable discardData,
       BlobNamespace.Renewal renewWriterLock) throws IOException {
+    if (!ns.calls().transactional()) {
+      commitInSteps(path, ours, baseId, discardData, renewWriterLock);
+      return;
+    }
     String key = ns.layout().recordKey(path);
     TransactionalBlobStore tx = ns.calls().transactions();
     for (int attempt = 1; ; attempt++) {
@@ -148,6 +152,130 @@ final class TakeoverCommit {
     }
   }
 
+  private static BaseChangedException baseChanged(FsPath path, String baseId) {
+    return new BaseChangedException(path + " no longer holds the version this writer was"
+        + " made from (" + baseId + "): replaced, renamed or deleted meanwhile; nothing was"
+        + " published");
+  }
+
+  /**
+   * Without transactions (RADOS): DESIGN §2.3 steps 1-7, each conditional.
+   * <ol>
+   *   <li>read the name: another id than the base's is a {@link BaseChangedException};
+   *   <li>A's lock as a replace takes it ({@link DataLocks#takeForReplace}: no rename,
+   *       delete or sweep of A meanwhile), the name read again under it;
+   *   <li>the writer's lease renewed (no sweeper took B's data);
+   *   <li>if B names any {@code d/A/s}: A's lock made ADOPTED by B, conditionally on the
+   *       lock held, until a rename lease from now. WHY before the commit: from the commit
+   *       on, A's keys are named by a record whose own id is not A, and no sweeper may
+   *       take A's lock then (I2). {@code until} keeps renames, deletes and overwrites of
+   *       A waiting, as the lock held did; never reverted once written, since a commit
+   *       whose answer is lost may still apply (review S1: whoever takes the lock after
+   *       {@code until} puts it back if it loses to that commit);
+   *   <li>the commit: {@code putIfVersion(name, B with its cleanup as dues, vA)}, so that
+   *       a cut cleanup is found from B's record (the sweeper runs dues; the next version
+   *       over B or a delete of B deletes them);
+   *   <li>the cleanup: {@code keys(A) − keys(B)}, then the ADOPTED locks of the ids B no
+   *       longer names, only while A's lock is still as this writer left it (else a client
+   *       that overtook a stall decided; the dues stay for the sweeper);
+   *   <li>the dues dropped: {@code putIfVersion(name, B, vB)}, only over B as this writer
+   *       put it (no rename's mark: a conflict leaves the dues, harmless).
+   * </ol>
+   * A cut after any step leaves the name holding A whole or B whole: before step 5 B's
+   * keys are unnamed (the sweeper takes them once the writer's lease ends) and A's are
+   * A's; from step 5 on, A's keys B does not name are listed in B's dues.
+   */
+  private void commitInSteps(FsPath path, FileRecord ours, String baseId,
+      Runnable discardData, BlobNamespace.Renewal renewWriterLock) throws IOException {
+    String key = ns.layout().recordKey(path);
+    DataLocks.Lock held = null;
+    boolean adopted = false;
+    FileRecord base;
+    FileRecord published;
+    long baseVersion;
+    try {
+      for (int attempt = 1; ; attempt++) {
+        Optional<VersionedRecord> now = ns.readRecord(key, false); // 1
+        if (now.isEmpty() || !now.get().record().fileId().equals(baseId)) {
+          throw baseChanged(path, baseId);
+        }
+        DataLocks.Held taken = ns.locks().takeForReplace(key, now.get(), path); // 2
+        if (taken.changed()) {
+          if (attempt < BlobNamespace.RACE_ATTEMPTS) {
+            continue; // changed after it was read: step 1 tells whether it is A still
+          }
+          throw BlobNamespace.lostRace("publish " + path, new TransactionConflictException(
+              path + " kept changing while this version tried to replace it"));
+        }
+        held = taken.lock();
+        base = now.get().record();
+        baseVersion = now.get().version();
+        break;
+      }
+      renewWriterLock.renew(); // 3
+      published = ours.withStripes(ours.map(), duesFor(base, ours));
+      if (ours.map().ids().contains(baseId)) { // 4
+        adopted = true; // from the attempt on: a write whose answer is lost may be applied
+        held = ns.locks().adopt(baseId, Optional.of(held), ours.fileId(),
+            ns.locks().renameLease());
+      }
+    } catch (IOException | RuntimeException e) {
+      if (held != null && !adopted) {
+        ns.locks().release(held, key);
+      }
+      discardData.run();
+      throw e;
+    }
+    try {
+      ns.calls().putIfVersion(key, published.encode(), baseVersion); // 5
+    } catch (TransactionConflictException e) {
+      // The name changed although A's lock was held: a stall past the lease, and the lock
+      // taken over. Refused, so never applied later: B's keys are its own, unnamed.
+      if (!adopted) {
+        ns.locks().release(held, key);
+      }
+      discardData.run();
+      throw baseChanged(path, baseId);
+    } catch (StoreFullException e) {
+      if (!ns.publishedDespite(path, key, published, e)) {
+        if (!adopted) {
+          ns.locks().release(held, key);
+        }
+        discardData.run();
+        throw e;
+      }
+    } catch (IOException | RuntimeException e) {
+      try {
+        ns.confirmPublished(path, key, published, e);
+      } catch (IOException notPublished) {
+        if (!adopted) {
+          ns.locks().release(held, key); // an unknown put is no different from a plain one
+        }
+        throw notPublished;
+      }
+    }
+    try {
+      if (held == null || ns.locks().stillHeld(held)) { // 6
+        forEachUnnamed(base, published, ns.calls()::delete, Long.MAX_VALUE);
+        for (String id : dropped(base, published)) {
+          ns.locks().releaseAdopted(id);
+        }
+        if (held != null && !adopted) {
+          ns.locks().release(held); // A is gone whole: its lock with it
+        }
+        ns.dropDues(key, ours, ours.encode()); // 7
+      } else {
+        LOG.log(System.Logger.Level.INFO, "the lock on " + held.key() + " was taken over"
+            + " while " + path + " was published: the cleanup is left to the sweeper (the"
+            + " record's dues)");
+      }
+    } catch (IOException | RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "published " + path + ", but its cleanup was"
+          + " not finished; its record lists what is left as cleanup dues, which the orphan"
+          + " sweeper or the next version runs", e);
+    }
+  }
+
   /**
    * The cleanup that did not fit the commit's transaction, after it: the keys first, then
    * the dropped ids' ADOPTED locks (I2). Best effort: B's record carries it as dues.
@@ -219,7 +347,7 @@ final class TakeoverCommit {
    * {@code UNNAMED} (relative to b's map, so a key b names is never deleted: DESIGN §2.5)
    * if b names the id, else {@code ALL}.
    */
-  private static List<FileRecord.Due> duesFor(FileRecord a, FileRecord b) {
+  static List<FileRecord.Due> duesFor(FileRecord a, FileRecord b) {
     Map<String, Long> extent = new LinkedHashMap<>();
     extent.put(a.fileId(), a.stripeCount());
     a.map().ids().forEach(id -> extent.merge(id, a.stripeCount(), Math::max));

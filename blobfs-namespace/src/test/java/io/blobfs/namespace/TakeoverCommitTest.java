@@ -24,14 +24,16 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Shared stripes, step 3 (issue 16, DESIGN §2.3, §4 step 3): a new version made with
  * {@link BlobNamespace#createVersion} takes over the unchanged stripes of its base, and its
  * commit (one transaction, {@link TakeoverCommit}) adopts the base's keys and deletes
  * exactly {@code keys(A) − keys(B)}. On a memory store with transactions (Týr's path; the
- * same commit against a Týr server: {@code TyrTakeoverTest}); without them (RADOS) a
- * version is refused before anything is written.
+ * same commit against a Týr server: {@code TyrTakeoverTest}) and without them (RADOS's
+ * seven steps; cut at every store call: {@code TakeoverCrashTest}).
  */
 class TakeoverCommitTest extends SharedStripesFixture {
   private static final FsPath F = FsPath.parse("/d/f");
@@ -97,9 +99,10 @@ class TakeoverCommitTest extends SharedStripesFixture {
     return new TreeSet<>(Arrays.asList(keys));
   }
 
-  @Test
-  void rewritingStripeTwoLeavesExactlyTheBasesOtherStripesAdopted() throws Exception {
-    open(true);
+  @ParameterizedTest(name = "transactional={0}")
+  @ValueSource(booleans = {true, false})
+  void rewritingStripeTwoLeavesExactlyTheBasesOtherStripesAdopted(boolean transactional) throws Exception {
+    open(transactional);
     String a = publish(bytes);
     byte[] next = rewritten(bytes, 2, 11);
     String b = version(next, stripes(0, 1, 3));
@@ -115,9 +118,10 @@ class TakeoverCommitTest extends SharedStripesFixture {
     assertEquals(java.util.List.of(), r.dues()); // nothing left to a crash: no due
   }
 
-  @Test
-  void threeVersionsChainedThenDeletedLeaveNoKey() throws Exception {
-    open(true);
+  @ParameterizedTest(name = "transactional={0}")
+  @ValueSource(booleans = {true, false})
+  void threeVersionsChainedThenDeletedLeaveNoKey(boolean transactional) throws Exception {
+    open(transactional);
     String a = publish(bytes);
     byte[] v2 = rewritten(bytes, 2, 11);
     String b = version(v2, stripes(0, 1, 3));
@@ -135,9 +139,10 @@ class TakeoverCommitTest extends SharedStripesFixture {
     assertEquals(Set.of(), keys("d/"));
   }
 
-  @Test
-  void aVersionTakingNothingReplacesAMappedFileAndItsAdoptions() throws Exception {
-    open(true);
+  @ParameterizedTest(name = "transactional={0}")
+  @ValueSource(booleans = {true, false})
+  void aVersionTakingNothingReplacesAMappedFileAndItsAdoptions(boolean transactional) throws Exception {
+    open(transactional);
     publish(bytes);
     version(rewritten(bytes, 2, 11), stripes(0, 1, 3));
     byte[] whole = rewritten(bytes, 0, 14);
@@ -148,9 +153,10 @@ class TakeoverCommitTest extends SharedStripesFixture {
   }
 
   /** The base replaced by another writer meanwhile: typed, nothing applied, theirs intact. */
-  @Test
-  void aReplacedBaseFailsTypedAndPublishesNothing() throws Exception {
-    open(true);
+  @ParameterizedTest(name = "transactional={0}")
+  @ValueSource(booleans = {true, false})
+  void aReplacedBaseFailsTypedAndPublishesNothing(boolean transactional) throws Exception {
+    open(transactional);
     publish(bytes);
     FileWriter w = ns.createVersion(F, ns.getFileInfo(F));
     w.setLength(LENGTH);
@@ -164,9 +170,10 @@ class TakeoverCommitTest extends SharedStripesFixture {
         "d/" + other + "/3"), keys("d/"));
   }
 
-  @Test
-  void aBaseRenamedAwayFailsTypedAndStaysWhole() throws Exception {
-    open(true);
+  @ParameterizedTest(name = "transactional={0}")
+  @ValueSource(booleans = {true, false})
+  void aBaseRenamedAwayFailsTypedAndStaysWhole(boolean transactional) throws Exception {
+    open(transactional);
     String a = publish(bytes);
     FileWriter w = ns.createVersion(F, ns.getFileInfo(F));
     w.setLength(LENGTH);
@@ -279,9 +286,10 @@ class TakeoverCommitTest extends SharedStripesFixture {
   }
 
   /** I4: what a takeover refuses, each before any put. */
-  @Test
-  void theWriterRulesRefuseBeforeAnyPut() throws Exception {
-    open(true);
+  @ParameterizedTest(name = "transactional={0}")
+  @ValueSource(booleans = {true, false})
+  void theWriterRulesRefuseBeforeAnyPut(boolean transactional) throws Exception {
+    open(transactional);
     String a = publish(bytes);
     Set<String> before = keys("");
     FileInfo base = ns.getFileInfo(F);
@@ -349,9 +357,10 @@ class TakeoverCommitTest extends SharedStripesFixture {
   }
 
   /** A reader of A open across B reads A's bytes or FileNotFound, never B's. */
-  @Test
-  void aReaderOfTheBaseNeverSeesTheNewVersionsBytes() throws Exception {
-    open(true);
+  @ParameterizedTest(name = "transactional={0}")
+  @ValueSource(booleans = {true, false})
+  void aReaderOfTheBaseNeverSeesTheNewVersionsBytes(boolean transactional) throws Exception {
+    open(transactional);
     publish(bytes);
     FileReader old = ns.open(F);
     byte[] next = rewritten(bytes, 2, 11);
@@ -373,9 +382,10 @@ class TakeoverCommitTest extends SharedStripesFixture {
   }
 
   /** A sweep after the commit keeps every named key; a sweeper's expired lock stands down. */
-  @Test
-  void aSweepKeepsEveryNamedKey() throws Exception {
-    open(true);
+  @ParameterizedTest(name = "transactional={0}")
+  @ValueSource(booleans = {true, false})
+  void aSweepKeepsEveryNamedKey(boolean transactional) throws Exception {
+    open(transactional);
     String a = publish(bytes);
     // A sweeper that took A's lock and stalled past it: the commit overwrites it.
     Optional<DataLocks.Lock> swept =
@@ -394,9 +404,10 @@ class TakeoverCommitTest extends SharedStripesFixture {
   }
 
   /** Sweeps running all along while versions are published: no named key is lost. */
-  @Test
-  void sweepsDuringTakeoversLoseNoNamedKey() throws Exception {
-    open(true);
+  @ParameterizedTest(name = "transactional={0}")
+  @ValueSource(booleans = {true, false})
+  void sweepsDuringTakeoversLoseNoNamedKey(boolean transactional) throws Exception {
+    open(transactional);
     publish(bytes);
     AtomicBoolean done = new AtomicBoolean();
     Future<?> sweeps = racer.submit(() -> {
@@ -425,18 +436,5 @@ class TakeoverCommitTest extends SharedStripesFixture {
     }
     last.map().ids().forEach(id -> named.add("d/" + id + "/lock"));
     assertEquals(named, keys("d/"));
-  }
-
-  /** Without transactions (RADOS) the takeover commit is not built: refused, typed. */
-  @Test
-  void withoutTransactionsAVersionIsRefusedBeforeAnyWrite() throws Exception {
-    open(false);
-    publish(bytes);
-    Set<String> before = keys("");
-    assertFalse(ns.takesOverStripes());
-    TakeoverUnsupportedException e = assertThrows(TakeoverUnsupportedException.class,
-        () -> ns.createVersion(F, ns.getFileInfo(F)));
-    assertTrue(e.getMessage().contains("without transactions"), e.getMessage());
-    assertEquals(before, keys(""));
   }
 }
