@@ -57,44 +57,6 @@ class TakeoverCommitTest extends SharedStripesFixture {
     return ns.getFileInfo(F).record().fileId();
   }
 
-  private static BitSet stripes(int... s) {
-    BitSet b = new BitSet();
-    Arrays.stream(s).forEach(b::set);
-    return b;
-  }
-
-  /**
-   * A new version of the file as it is now, {@code content} long, taking over {@code take}
-   * and writing every other stripe from {@code content}: returns its file id.
-   */
-  private String version(byte[] content, BitSet take) throws IOException {
-    FileWriter w = ns.createVersion(F, ns.getFileInfo(F));
-    w.setLength(content.length);
-    assertEquals(take, w.takeOver(take));
-    writeUntaken(w, content, take);
-    w.close();
-    return w.fileId();
-  }
-
-  private static void writeUntaken(FileWriter w, byte[] content, BitSet take)
-      throws IOException {
-    for (int s = 0; s * S < content.length; s++) {
-      if (!take.get(s)) {
-        w.seek((long) s * S);
-        w.write(content, s * S, Math.min(S, content.length - s * S));
-      }
-    }
-  }
-
-  /** {@link #bytes} with stripe {@code s} rewritten (other random bytes). */
-  private byte[] rewritten(byte[] from, int s, int seed) {
-    byte[] out = from.clone();
-    byte[] fresh = new byte[S];
-    new Random(seed).nextBytes(fresh);
-    System.arraycopy(fresh, 0, out, s * S, Math.min(S, out.length - s * S));
-    return out;
-  }
-
   private Set<String> expected(String... keys) {
     return new TreeSet<>(Arrays.asList(keys));
   }
@@ -105,7 +67,7 @@ class TakeoverCommitTest extends SharedStripesFixture {
     open(transactional);
     String a = publish(bytes);
     byte[] next = rewritten(bytes, 2, 11);
-    String b = version(next, stripes(0, 1, 3));
+    String b = version(F, next, stripes(0, 1, 3));
     assertEquals(expected("d/" + a + "/0", "d/" + a + "/1", "d/" + a + "/3",
         "d/" + b + "/2", "d/" + a + "/lock"), keys("d/"));
     DataLocks.Lock lock = ns.locks().read(a).get();
@@ -124,14 +86,14 @@ class TakeoverCommitTest extends SharedStripesFixture {
     open(transactional);
     String a = publish(bytes);
     byte[] v2 = rewritten(bytes, 2, 11);
-    String b = version(v2, stripes(0, 1, 3));
+    String b = version(F, v2, stripes(0, 1, 3));
     byte[] v3 = rewritten(v2, 1, 12);
-    String c = version(v3, stripes(0, 2, 3)); // 0, 3 are A's keys, 2 is B's: flattened
+    String c = version(F, v3, stripes(0, 2, 3)); // 0, 3 are A's keys, 2 is B's: flattened
     assertEquals(expected("d/" + a + "/0", "d/" + a + "/3", "d/" + a + "/lock",
         "d/" + b + "/2", "d/" + b + "/lock", "d/" + c + "/1"), keys("d/"));
     assertArrayEquals(v3, read(F.toString()));
     byte[] v4 = rewritten(v3, 0, 13);
-    String d = version(v4, stripes(1)); // takes C's 1 only: A and B dropped, locks too
+    String d = version(F, v4, stripes(1)); // takes C's 1 only: A and B dropped, locks too
     assertEquals(expected("d/" + c + "/1", "d/" + c + "/lock", "d/" + d + "/0",
         "d/" + d + "/2", "d/" + d + "/3"), keys("d/"));
     assertArrayEquals(v4, read(F.toString()));
@@ -144,9 +106,9 @@ class TakeoverCommitTest extends SharedStripesFixture {
   void aVersionTakingNothingReplacesAMappedFileAndItsAdoptions(boolean transactional) throws Exception {
     open(transactional);
     publish(bytes);
-    version(rewritten(bytes, 2, 11), stripes(0, 1, 3));
+    version(F, rewritten(bytes, 2, 11), stripes(0, 1, 3));
     byte[] whole = rewritten(bytes, 0, 14);
-    String c = version(whole, new BitSet());
+    String c = version(F, whole, new BitSet());
     assertEquals(expected("d/" + c + "/0", "d/" + c + "/1", "d/" + c + "/2", "d/" + c + "/3"),
         keys("d/"));
     assertArrayEquals(whole, read(F.toString()));
@@ -224,7 +186,7 @@ class TakeoverCommitTest extends SharedStripesFixture {
     String a = publish(bytes);
     byte[] next = rewritten(bytes, 2, 11);
     faults.on(Op.COMMIT).applyThenFail();
-    String b = version(next, stripes(0, 1, 3));
+    String b = version(F, next, stripes(0, 1, 3));
     assertArrayEquals(next, read(F.toString()));
     assertEquals(expected("d/" + a + "/0", "d/" + a + "/1", "d/" + a + "/3",
         "d/" + b + "/2", "d/" + a + "/lock"), keys("d/"));
@@ -265,7 +227,7 @@ class TakeoverCommitTest extends SharedStripesFixture {
       }
     }
     faults.on(Op.DELETE).keys("d/" + a + "/.*").always().failBefore(); // the cleanup cut
-    String b = version(next, take);
+    String b = version(F, next, take);
     faults.clear();
     FileRecord r = ns.getFileInfo(F).record();
     assertEquals(java.util.List.of(new FileRecord.Due(a, 40, FileRecord.Due.Scope.UNNAMED)),
@@ -364,7 +326,7 @@ class TakeoverCommitTest extends SharedStripesFixture {
     publish(bytes);
     FileReader old = ns.open(F);
     byte[] next = rewritten(bytes, 2, 11);
-    version(next, stripes(0, 1, 3));
+    version(F, next, stripes(0, 1, 3));
     for (int s = 0; s < 4; s++) {
       int n = Math.min(S, LENGTH - s * S);
       ByteBuffer got = ByteBuffer.allocate(n);
@@ -393,7 +355,7 @@ class TakeoverCommitTest extends SharedStripesFixture {
     assertTrue(swept.isPresent());
     Thread.sleep(5);
     byte[] next = rewritten(bytes, 2, 11);
-    String b = version(next, stripes(0, 1, 3));
+    String b = version(F, next, stripes(0, 1, 3));
     assertEquals(DataLocks.Owner.ADOPTED, ns.locks().read(a).get().owner());
     Set<String> named = keys("d/");
     Thread.sleep(5);
@@ -422,7 +384,7 @@ class TakeoverCommitTest extends SharedStripesFixture {
       now = rewritten(now, s, 100 + i);
       BitSet take = stripes(0, 1, 2, 3);
       take.clear(s);
-      version(now, take);
+      version(F, now, take);
       assertArrayEquals(now, read(F.toString()), "version " + i);
     }
     done.set(true);

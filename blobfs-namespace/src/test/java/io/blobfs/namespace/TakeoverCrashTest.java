@@ -8,10 +8,8 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.BitSet;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Random;
 import java.util.Set;
 import java.util.TreeSet;
 import org.junit.jupiter.api.Test;
@@ -27,33 +25,6 @@ import org.junit.jupiter.api.Test;
  */
 class TakeoverCrashTest extends SharedStripesFixture {
   private static final Duration LEASE = Duration.ofMillis(40);
-
-  private static BitSet stripes(int... s) {
-    BitSet b = new BitSet();
-    Arrays.stream(s).forEach(b::set);
-    return b;
-  }
-
-  private static byte[] rewritten(byte[] from, int s, int seed) {
-    byte[] out = from.clone();
-    byte[] fresh = new byte[S];
-    new Random(seed).nextBytes(fresh);
-    System.arraycopy(fresh, 0, out, s * S, Math.min(S, out.length - s * S));
-    return out;
-  }
-
-  private void version(FsPath p, byte[] content, BitSet take) throws IOException {
-    FileWriter w = ns.createVersion(p, ns.getFileInfo(p));
-    w.setLength(content.length);
-    assertEquals(take, w.takeOver(take));
-    for (int s = 0; s * S < content.length; s++) {
-      if (!take.get(s)) {
-        w.seek((long) s * S);
-        w.write(content, s * S, Math.min(S, content.length - s * S));
-      }
-    }
-    w.close();
-  }
 
   private void sweepTwice() throws Exception {
     Thread.sleep(LEASE.toMillis() + 30); // the dead client's leases and untils run out
