@@ -57,6 +57,15 @@ class TakeoverCommitTest extends SharedStripesFixture {
     return ns.getFileInfo(F).record().fileId();
   }
 
+  /** A version of F rewriting stripe 2, written and not closed. */
+  private FileWriter pendingVersion() throws IOException {
+    FileWriter w = ns.createVersion(F, ns.getFileInfo(F));
+    w.setLength(LENGTH);
+    w.takeOver(stripes(0, 1, 3));
+    writeUntaken(w, rewritten(bytes, 2, 11), stripes(0, 1, 3));
+    return w;
+  }
+
   private Set<String> expected(String... keys) {
     return new TreeSet<>(Arrays.asList(keys));
   }
@@ -120,10 +129,7 @@ class TakeoverCommitTest extends SharedStripesFixture {
   void aReplacedBaseFailsTypedAndPublishesNothing(boolean transactional) throws Exception {
     open(transactional);
     publish(bytes);
-    FileWriter w = ns.createVersion(F, ns.getFileInfo(F));
-    w.setLength(LENGTH);
-    w.takeOver(stripes(0, 1, 3));
-    writeUntaken(w, rewritten(bytes, 2, 11), stripes(0, 1, 3));
+    FileWriter w = pendingVersion();
     byte[] theirs = rewritten(bytes, 1, 15);
     String other = publish(theirs);
     assertThrows(BaseChangedException.class, w::close);
@@ -137,10 +143,7 @@ class TakeoverCommitTest extends SharedStripesFixture {
   void aBaseRenamedAwayFailsTypedAndStaysWhole(boolean transactional) throws Exception {
     open(transactional);
     String a = publish(bytes);
-    FileWriter w = ns.createVersion(F, ns.getFileInfo(F));
-    w.setLength(LENGTH);
-    w.takeOver(stripes(0, 1, 3));
-    writeUntaken(w, rewritten(bytes, 2, 11), stripes(0, 1, 3));
+    FileWriter w = pendingVersion();
     assertTrue(ns.rename(F, FsPath.parse("/d/g")));
     assertThrows(BaseChangedException.class, w::close);
     assertFalse(ns.probe(F).isPresent());
@@ -157,10 +160,7 @@ class TakeoverCommitTest extends SharedStripesFixture {
   void aBaseReplacedDuringTheCommitFailsTyped() throws Exception {
     open(true);
     publish(bytes);
-    FileWriter w = ns.createVersion(F, ns.getFileInfo(F));
-    w.setLength(LENGTH);
-    w.takeOver(stripes(0, 1, 3));
-    writeUntaken(w, rewritten(bytes, 2, 11), stripes(0, 1, 3));
+    FileWriter w = pendingVersion();
     byte[] theirs = rewritten(bytes, 1, 15);
     FaultInjectingBlobStore.Fault paused = faults.on(Op.COMMIT).pause();
     Future<String> other = racer.submit(() -> {
