@@ -24,6 +24,10 @@ import java.util.concurrent.CompletableFuture;
  * then publishes the record, so the file appears whole or not at all. Small files never
  * touch a data blob: their bytes go into the record.
  *
+ * <p>A new version of an existing file ({@link BlobNamespace#createVersion}) may instead
+ * name some stripes of the version it replaces ({@link #takeOver}) and write only the
+ * others; it is published only over that version ({@link BaseChangedException}).
+ *
  * <p>Memory is bounded by one buffer plus {@link NamespaceOptions#maxWriteBytesInFlight()},
  * whatever the file size. Not thread-safe (like any OutputStream).
  */
