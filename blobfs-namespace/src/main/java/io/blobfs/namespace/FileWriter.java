@@ -12,6 +12,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.BitSet;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -75,6 +76,12 @@ public final class FileWriter implements Closeable {
   private final BitSet taken = new BitSet();
   /** Stripes this writer sent bytes into: never taken over (I3). */
   private final BitSet written = new BitSet();
+  /**
+   * For a version: the bytes sent into each stripe, so that {@link #close} refuses one
+   * sent in part (I4). A range sent twice counts twice: a check of what was sent, not of
+   * coverage.
+   */
+  private final Map<Long, Long> sentPerStripe = new HashMap<>();
   /** The length set by {@link #setLength}, else -1: the end of the furthest byte. */
   private long declaredLength = -1;
 
@@ -156,6 +163,9 @@ public final class FileWriter implements Closeable {
         mapFor(want, length);
         break;
       } catch (RecordTooLargeException | IllegalArgumentException tooMany) {
+        if (want.isEmpty()) {
+          break; // nothing left to drop: takes nothing (close() refuses what cannot commit)
+        }
         dropRarest(want);
       }
     }
@@ -211,8 +221,12 @@ public final class FileWriter implements Closeable {
       runs.add(new StripeMap.Run(first, count, index));
     }
     StripeMap map = new StripeMap(ids, runs);
-    // Checked as stored: the header limit, and the runs within this version's stripes.
-    FileRecord.striped(fileId, Math.max(length, 1), 0, stripeSize).withStripes(map, List.of());
+    // Checked as stored: the header limit, and the runs within this version's stripes,
+    // with the cleanup dues a commit may add (review M2: RADOS always, transactions when
+    // the cleanup passes one commit), so that a map accepted here is one close() can send.
+    FileRecord mapped = FileRecord.striped(fileId, Math.max(length, 1), 0, stripeSize)
+        .withStripes(map, List.of());
+    mapped.withStripes(map, TakeoverCommit.duesFor(base, mapped));
     return map;
   }
 
@@ -239,13 +253,20 @@ public final class FileWriter implements Closeable {
    * Publishes the file with this length, whatever was written: a new version that takes
    * stripes over ({@link #takeOver}) writes only the others, so its length is not the end
    * of its furthest byte. Set it before {@link #takeOver}. The file is then never inline;
-   * every stripe below it must be written or taken over.
+   * every stripe below it must be written whole or taken over ({@link #close} checks).
    *
    * @throws IllegalArgumentException if bytes were sent past it, or a stripe taken over
    *     would no longer be whole in both versions
+   * @throws IllegalStateException if this writer was not made by createVersion (a plain
+   *     writer's length is the end of its furthest byte)
    */
   public void setLength(long length) throws IOException {
     checkOpen();
+    if (base == null) {
+      // Review S1: a plain writer has no close() check of its stripes; a length past its
+      // bytes would publish a record naming keys never written.
+      throw new IllegalStateException("only a writer made by createVersion sets its length");
+    }
     if (length < 0 || length < extent) {
       throw new IllegalArgumentException("length " + length + " is below the "
           + extent + " bytes already sent");
@@ -439,6 +460,9 @@ public final class FileWriter implements Closeable {
     int bytes = chunk.remaining();
     long offset = sent % stripeSize;
     written.set((int) Math.min(stripe, Integer.MAX_VALUE));
+    if (base != null) {
+      sentPerStripe.merge(stripe, (long) bytes, Long::sum);
+    }
     CompletableFuture<Void> done =
         ns.calls().write(ns.layout().dataKey(fileId, stripe), offset, chunk);
     inFlight.add(new InFlight(done, bytes, ours ? chunk : null));
@@ -556,8 +580,9 @@ public final class FileWriter implements Closeable {
   /**
    * {@code record} with the map of the stripes taken over, after the writer rules (I4):
    * each taken stripe still whole in both versions at the final length, and every other
-   * stripe below it written by this writer (a stripe neither written nor taken would be a
-   * missing key). Throws before anything is put.
+   * stripe below it written whole by this writer, as counted by the bytes sent into it (a
+   * stripe neither written nor taken would be a missing key, one sent in part a short
+   * blob). Throws before anything is put.
    */
   private FileRecord versionRecord(FileRecord record) throws IOException {
     for (int s = taken.nextSetBit(0); s >= 0; s = taken.nextSetBit(s + 1)) {
@@ -569,9 +594,11 @@ public final class FileWriter implements Closeable {
     }
     for (long s = 0; s < record.stripeCount(); s++) {
       int i = (int) Math.min(s, Integer.MAX_VALUE);
-      if (!taken.get(i) && !written.get(i)) {
-        throw new IOException(path + ": stripe " + s + " was neither written nor taken"
-            + " over; nothing is published");
+      long whole = Math.min(stripeSize, record.length() - s * stripeSize);
+      long got = sentPerStripe.getOrDefault(s, 0L);
+      if (!taken.get(i) && got < whole) {
+        throw new IOException(path + ": stripe " + s + " was neither taken over nor written"
+            + " whole: received " + got + " of its " + whole + " bytes; nothing is published");
       }
     }
     return taken.isEmpty() ? record : record.withStripes(mapFor(taken, record.length()),

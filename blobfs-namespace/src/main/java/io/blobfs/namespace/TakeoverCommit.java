@@ -43,10 +43,12 @@ import java.util.Set;
  * <p>A cleanup too large for one transaction ({@link
  * io.blobfs.store.StoreLimits#maxCommitBytes}: about 4 KiB of deletes per 100 stripes)
  * is carried by B's record instead, as cleanup dues (A's keys that B does not name, and
- * the keys of the ids A borrowed), and done right after the commit; a crash there leaves
- * them to the sweeper, which runs dues, or to the next version over B, which deletes
- * them with its own cleanup (the dues stay on B: harmless, each delete is of a key no
- * record names).
+ * the keys of the ids A borrowed), and done right after the commit, which then drops the
+ * dues ({@code putIfVersion(name, B without dues, vB)}, as the RADOS step 7); a crash
+ * there leaves them to the sweeper, which runs dues, or to the next version over B, which
+ * deletes them with its own cleanup and carries them on only while its own is cut too.
+ * A record whose head alone (with its dues) is over the limit is refused before the
+ * commit ({@link RecordTooLargeException}), its data discarded.
  */
 final class TakeoverCommit {
   private static final System.Logger LOG = System.getLogger(TakeoverCommit.class.getName());
@@ -117,6 +119,14 @@ final class TakeoverCommit {
         cleanupAfter = !fits;
         published = fits ? ours : ours.withStripes(ours.map(), duesFor(base, ours));
         head.set(0, new BlobMutation.Put(key, published.encode(), PutMode.OVERWRITE));
+        if (tx.commitBytes(head) > budget) {
+          // Review S3: the record (with its dues) and its checks alone exceed one commit.
+          // The store would refuse it before applying anything: refused here, typed, and
+          // the data discarded (the catch below), not left as an unknown outcome.
+          throw new RecordTooLargeException(path + ": the record of this version, with the"
+              + " cleanup it must carry, takes " + tx.commitBytes(head) + " bytes of a commit"
+              + " limited to " + budget + "; nothing was published");
+        }
         mutations = head;
         if (fits) {
           mutations.addAll(tail);
@@ -146,7 +156,7 @@ final class TakeoverCommit {
         ns.confirmPublished(path, key, published, e);
       }
       if (cleanupAfter) {
-        cleanUp(path, base, published);
+        cleanUp(path, key, base, ours, published);
       }
       return;
     }
@@ -278,14 +288,20 @@ final class TakeoverCommit {
 
   /**
    * The cleanup that did not fit the commit's transaction, after it: the keys first, then
-   * the dropped ids' ADOPTED locks (I2). Best effort: B's record carries it as dues.
+   * the dropped ids' ADOPTED locks (I2), then B's dues dropped. Best effort: until then
+   * B's record carries the cleanup as dues.
    */
-  private void cleanUp(FsPath path, FileRecord base, FileRecord published) {
+  private void cleanUp(FsPath path, String key, FileRecord base, FileRecord ours,
+      FileRecord published) {
     try {
       forEachUnnamed(base, published, ns.calls()::delete, Long.MAX_VALUE);
       for (String id : dropped(base, published)) {
         ns.locks().releaseAdopted(id);
       }
+      // WHY (review M1): once done, the dues go, as RADOS step 7 drops them; else the next
+      // oversized version copies them forward plus this base's id, one id more per
+      // version, until the header passes 4 KiB. Conditional on the name holding B as put.
+      ns.dropDues(key, ours, ours.encode());
     } catch (IOException | RuntimeException e) {
       LOG.log(System.Logger.Level.WARNING, "published " + path + ", but removing the keys"
           + " of the version it replaced failed; its record lists them as cleanup dues,"

@@ -285,7 +285,7 @@ class TakeoverCommitTest extends SharedStripesFixture {
     gap.seek(3L * S);
     gap.write(bytes, 3 * S, LENGTH - 3 * S);
     IOException missing = assertThrows(IOException.class, gap::close);
-    assertTrue(missing.getMessage().contains("stripe 2 was neither written nor taken"),
+    assertTrue(missing.getMessage().contains("stripe 2 was neither taken over nor written whole"),
         missing.getMessage());
     assertEquals(before, keys(""));
 

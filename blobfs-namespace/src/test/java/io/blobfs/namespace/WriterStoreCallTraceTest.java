@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
  * create/overwrite (striped, inline, positional), rename, renameOver, delete, with and
  * without transactions, written to $TRACE_OUT; run on main and on the branch, diffed.
  */
-class ReviewWriterTraceTest {
+class WriterStoreCallTraceTest {
   @Test
   void traceOfTodaysFiles() throws Exception {
     StringBuilder out = new StringBuilder();

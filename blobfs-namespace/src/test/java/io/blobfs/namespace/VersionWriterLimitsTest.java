@@ -3,12 +3,14 @@ package io.blobfs.namespace;
 import static org.junit.jupiter.api.Assertions.*;
 
 import java.io.IOException;
+import java.util.Arrays;
+import java.util.Set;
 import java.util.BitSet;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 
-/** Review of stripes-writer: limits the writer rules do not see. */
-class ReviewWriterLimitsTest extends SharedStripesFixture {
+/** The limits a version writer checks before any put (review of stripes-writer). */
+class VersionWriterLimitsTest extends SharedStripesFixture {
   private static final FsPath F = FsPath.parse("/d/f");
 
   /**
@@ -57,21 +59,19 @@ class ReviewWriterLimitsTest extends SharedStripesFixture {
     System.out.println("[review] last committed: " + last);
   }
 
-  /** setLength on a plain writer (not createVersion) publishes a name without data. */
+  /**
+   * setLength is for versions only (review S1: on a plain writer it published a name
+   * whose stripes were never written): refused, and the writer still publishes its bytes.
+   */
   @Test
-  void setLengthOnAPlainWriterNeverPublishesMissingStripes() throws Exception {
+  void setLengthIsRefusedOnAPlainWriter() throws Exception {
     open(true);
     FileWriter w = ns.create(F, true);
     w.write(bytes, 0, 10);
-    w.setLength(3L * S);
-    try {
-      w.close();
-    } catch (IOException refused) {
-      return; // refused before any put: fine
-    }
-    IOException unreadable = assertThrows(IOException.class, () -> read(F.toString()));
-    fail(unreadable + ": published " + F + " (3 stripes) with stripes 1-2 never written: "
-        + keys("d/"));
+    assertThrows(IllegalStateException.class, () -> w.setLength(3L * S));
+    w.close();
+    assertArrayEquals(Arrays.copyOf(bytes, 10), read(F.toString()));
+    assertEquals(Set.of(), keys("d/"), "10 bytes: inline, no data blob");
   }
 
   /** I4 "every other stripe written whole": close checks only that it was touched. */
@@ -86,12 +86,11 @@ class ReviewWriterLimitsTest extends SharedStripesFixture {
     assertEquals(stripes(0, 1, 3), w.takeOver(stripes(0, 1, 3)));
     w.seek(2L * S);
     w.write(bytes, 2 * S, 10); // 10 of stripe 2's 4096 bytes
-    try {
-      w.close();
-    } catch (IOException refused) {
-      return; // refused before any put: fine
-    }
-    IOException unreadable = assertThrows(IOException.class, () -> read(F.toString()));
-    fail(unreadable + ": published a version whose stripe 2 holds 10 of 4096 bytes");
+    Set<String> before = keys("");
+    IOException refused = assertThrows(IOException.class, w::close);
+    assertTrue(refused.getMessage().contains("received 10 of its 4096 bytes"), refused.toString());
+    assertEquals(before.stream().filter(k -> !k.contains(w.fileId())).toList(),
+        keys("").stream().toList(), "the version's own keys discarded, nothing else changed");
+    assertArrayEquals(bytes, read(F.toString()), "the name still holds the base");
   }
 }
