@@ -52,6 +52,7 @@ public final class BlobNamespace {
   private final Renamer renamer = new Renamer(this);
   private final Replacer replacer = new Replacer(this);
   private final DataLocks locks = new DataLocks(this);
+  private final TakeoverCommit takeovers = new TakeoverCommit(this);
 
   public BlobNamespace(BlobStore store, NamespaceOptions options, StoreCallCounters counters) {
     StoreLimits limits = store.limits();
@@ -151,6 +152,32 @@ public final class BlobNamespace {
       }
     }
     return new FileWriter(this, path, overwrite, newFileId());
+  }
+
+  /**
+   * Starts a new version of the file {@code base} (what {@link #probe} or a listing
+   * returned for {@code path}), which may name the stripes of {@code base} it leaves
+   * unchanged instead of writing them again ({@link FileWriter#takeOver}; issue 16,
+   * {@code wip/shared-stripes/DESIGN.md} §2.3). The new version keeps the base's stripe
+   * size. Its {@link FileWriter#close()} publishes it only while the name still holds
+   * {@code base}, else throws {@link BaseChangedException} and applies nothing; the
+   * replace then deletes exactly the keys of {@code base} the new version does not name.
+   * Records that name other versions' stripes are stored as BFS3, which clients before
+   * it refuse to read ({@link FileRecord}): every client of the store must be at this
+   * version or later.
+   *
+   * <p>With transactions the commit is one transaction; without (RADOS), seven
+   * conditional steps, any cut of which leaves the name holding one version whole
+   * ({@link TakeoverCommit}).
+   */
+  public FileWriter createVersion(FsPath path, FileInfo base) throws IOException {
+    layout.checkPath(path);
+    if (!base.isFile() || !base.path().equals(path)) {
+      throw new IllegalArgumentException("the base of a version of " + path
+          + " must be the file at that path, not " + base.path()
+          + (base.isFile() ? "" : " (a directory)"));
+    }
+    return new FileWriter(this, path, newFileId(), base.record());
   }
 
   /**
@@ -425,11 +452,23 @@ public final class BlobNamespace {
     }
     Optional<VersionedRecord> replaced;
     DataLocks.Lock nameLock = null; // without transactions: the replaced file's lock
+    FileRecord carrying = null; // the record as put, with the replaced one's keys as dues
     try {
       for (int attempt = 1; ; attempt++) {
         Optional<VersionedRecord> old;
+        ByteBuffer put = encoded;
         try {
           old = overwrite ? readRecord(key, false) : Optional.empty();
+          carrying = null;
+          if (old.isPresent() && old.get().record().isMapped()) {
+            // The replaced file borrows other ids' keys (issue 16), which are ADOPTED: no
+            // sweep takes them, so a cleanup cut after the put would leave them with no
+            // record to find them. Its keys go into this record as cleanup dues (DESIGN
+            // §2.3 step 7), dropped again once the cleanup is done.
+            carrying = record.withStripes(record.map(),
+                TakeoverCommit.duesFor(old.get().record(), record));
+            put = carrying.encode();
+          }
           // The writer renewed its lease right before calling this; a later attempt may
           // follow a long wait (below, for the replaced file's lock, which ended with the
           // name changed), so it renews again before its put.
@@ -461,9 +500,9 @@ public final class BlobNamespace {
         }
         try {
           if (old.isPresent()) {
-            calls.putIfVersion(key, encoded.duplicate(), old.get().version());
+            calls.putIfVersion(key, put.duplicate(), old.get().version());
           } else {
-            calls.put(key, encoded.duplicate(), PutMode.CREATE);
+            calls.put(key, put.duplicate(), PutMode.CREATE);
           }
           replaced = old;
           break;
@@ -512,7 +551,9 @@ public final class BlobNamespace {
       }
       if (replaced.isPresent() && !replaced.get().record().fileId().equals(record.fileId())) {
         try {
-          deleteDataUnder(replaced.get().record(), nameLock);
+          if (deleteDataUnder(replaced.get().record(), nameLock) && carrying != null) {
+            dropDues(key, record, encoded);
+          }
         } catch (IOException | RuntimeException e) {
           LOG.log(System.Logger.Level.WARNING, "published " + path + ", but removing the data"
               + " of the file it replaced failed; the orphan sweeper will remove it", e);
@@ -521,6 +562,31 @@ public final class BlobNamespace {
     } finally {
       if (nameLock != null) {
         locks.release(nameLock, key); // a taken-over adoption may have to stay (S1)
+      }
+    }
+  }
+
+  /** The commit of a {@link #createVersion} writer: {@link TakeoverCommit}. */
+  void commitVersion(FsPath path, FileRecord record, String baseId, Runnable discardData,
+      Renewal renewWriterLock) throws IOException {
+    takeovers.commit(path, record, baseId, discardData, renewWriterLock);
+  }
+
+  /**
+   * Puts {@code record} ({@code encoded}, without cleanup dues) over the same version
+   * carrying dues, once its cleanup is done: only over that version as put, with no
+   * rename's mark (a conflict leaves the dues, which are harmless: each names keys no
+   * record names).
+   */
+  void dropDues(String key, FileRecord record, ByteBuffer encoded) throws IOException {
+    Optional<VersionedRecord> now = readStored(key, false);
+    if (now.isPresent() && now.get().record().mark() == FileRecord.Mark.NONE
+        && now.get().record().fileId().equals(record.fileId())
+        && !now.get().record().dues().isEmpty()) {
+      try {
+        calls.putIfVersion(key, encoded.duplicate(), now.get().version());
+      } catch (TransactionConflictException changed) {
+        // renamed or replaced meanwhile: the dues stay with the record
       }
     }
   }
@@ -545,7 +611,7 @@ public final class BlobNamespace {
    * of space. If reading it back fails, the outcome is unknown: the refusal is thrown with
    * the read's failure suppressed, and the data is left to the {@link OrphanSweeper}.
    */
-  private boolean publishedDespite(FsPath path, String key, FileRecord ours,
+  boolean publishedDespite(FsPath path, String key, FileRecord ours,
       StoreFullException refusal) throws StoreFullException {
     try {
       Optional<VersionedRecord> found = readRecord(key, false);
@@ -562,7 +628,7 @@ public final class BlobNamespace {
   }
 
   /** Returns if the record under {@code key} is {@code ours}, else throws. */
-  private void confirmPublished(FsPath path, String key, FileRecord ours, Exception putFailure)
+  void confirmPublished(FsPath path, String key, FileRecord ours, Exception putFailure)
       throws IOException {
     Optional<VersionedRecord> found;
     try {
@@ -593,15 +659,17 @@ public final class BlobNamespace {
    * file's lock it took ({@code held}; null: none was needed) is still its own. A client
    * that stalled past the lock's lease may have been overtaken by a rename of the file that
    * put a copy and died: that copy names the data now, and only the sweeper, which checks
-   * every name, may decide it is unnamed. So the data is then left to it.
+   * every name, may decide it is unnamed. So the data is then left to it. Returns whether
+   * the data was removed.
    */
-  void deleteDataUnder(FileRecord record, DataLocks.Lock held) throws IOException {
+  boolean deleteDataUnder(FileRecord record, DataLocks.Lock held) throws IOException {
     if (held != null && !locks.stillHeld(held)) {
       LOG.log(System.Logger.Level.INFO, "the lock on " + held.key() + " was taken over"
           + " while its name was removed: its data is left to the orphan sweeper");
-      return;
+      return false;
     }
     deleteData(record);
+    return true;
   }
 
   /** Removes the data blobs of a file whose record is gone; missing ones are fine. */

@@ -277,22 +277,36 @@ final class DataLocks {
 
   /**
    * Marks {@code fileId}'s data adopted by version {@code adopter}, conditionally on the
-   * lock as {@code seen} (absent: none), for {@code until}. Not yet called by a writer
-   * (DESIGN §4 step 3); the sweeper and deletes honour such locks already.
+   * lock as {@code seen} (absent: none), for {@code until}. A takeover commit with
+   * transactions puts {@link #adopted} in its transaction instead.
    */
   Lock adopt(String fileId, Optional<Lock> seen, String adopter, Duration until)
       throws IOException {
     long nonce = NONCES.nextLong();
-    byte[] id = adopter.getBytes(StandardCharsets.UTF_8);
-    ByteBuffer content = ByteBuffer.allocate(ENCODED + 8 + 4 + id.length);
-    content.put(MAGIC).put((byte) 'A').putLong(Long.MAX_VALUE).putLong(nonce)
-        .putLong(expiry(until)).putInt(id.length).put(id).flip();
+    ByteBuffer content = adopted(adopter, until, nonce);
     if (seen.isEmpty()) {
       ns.calls().put(key(fileId), content, PutMode.CREATE);
     } else {
       ns.calls().putIfVersion(key(fileId), content, seen.get().version());
     }
     return stamped(fileId, nonce);
+  }
+
+  /**
+   * An ADOPTED lock's bytes: adopted by version {@code adopter} until {@code until} from
+   * now, stored with an expiry of {@link Long#MAX_VALUE} (see the class comment).
+   */
+  static ByteBuffer adopted(String adopter, Duration until, long nonce) {
+    byte[] id = adopter.getBytes(StandardCharsets.UTF_8);
+    ByteBuffer content = ByteBuffer.allocate(ENCODED + 8 + 4 + id.length);
+    content.put(MAGIC).put((byte) 'A').putLong(Long.MAX_VALUE).putLong(nonce)
+        .putLong(expiry(until)).putInt(id.length).put(id).flip();
+    return content;
+  }
+
+  /** {@link #adopted(String, Duration, long)} with a fresh nonce. */
+  static ByteBuffer adopted(String adopter, Duration until) {
+    return adopted(adopter, until, NONCES.nextLong());
   }
 
   /**

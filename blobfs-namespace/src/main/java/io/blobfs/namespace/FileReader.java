@@ -30,7 +30,11 @@ import java.util.concurrent.CompletionException;
  * that names it is published: it is written under a fresh file id before the record, and
  * never written again (no append, truncate or rewrite: a new version of a file is a new
  * file id; a later version may name it through its stripe map instead of writing its own,
- * but never writes it), only deleted. So the version a snapshot holds is the only version the blob
+ * {@link FileWriter#takeOver}, but never writes it: a writer refuses to take over a stripe
+ * it wrote, and to write one it took), only deleted. A reader of a version replaced by one
+ * that took some of its stripes over reads its own bytes from those (the same key, the same
+ * bytes) and FileNotFoundException from the others once deleted: never the new
+ * version's. So the version a snapshot holds is the only version the blob
  * ever has while a record names it, and a snapshot's reads are the bytes the store's
  * reads would give. One difference: a stripe whose snapshot is open stays readable after
  * the file is deleted or overwritten (as HDFS's open blocks do), where a read through the

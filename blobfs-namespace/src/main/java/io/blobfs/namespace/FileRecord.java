@@ -46,8 +46,10 @@ import java.util.List;
  * reads every file not written through a takeover, and refuses ("bad magic") the others
  * rather than misread them. A BFS3 record is decoded with its whole header or not at all:
  * decoded without its map, it would name {@code d/<own id>/s} for every stripe, so a
- * reader would read missing keys and a delete would miss the borrowed ones. No writer
- * produces BFS3 yet (read side only).
+ * reader would read missing keys and a delete would miss the borrowed ones. Written by
+ * a version that takes stripes over ({@link FileWriter#takeOver}), and, carrying dues
+ * only, by a commit without transactions (or a plain overwrite of a mapped record) until
+ * its cleanup is done ({@link TakeoverCommit}).
  */
 public record FileRecord(Kind kind, long length, long modificationTime, long stripeSize,
     String fileId, boolean isInline, byte[] inline, Mark mark, String moveKey,

@@ -9,7 +9,13 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.BitSet;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 
@@ -18,6 +24,10 @@ import java.util.concurrent.CompletableFuture;
  * fresh file id while the caller goes on writing; {@link #close()} waits for them and
  * then publishes the record, so the file appears whole or not at all. Small files never
  * touch a data blob: their bytes go into the record.
+ *
+ * <p>A new version of an existing file ({@link BlobNamespace#createVersion}) may instead
+ * name some stripes of the version it replaces ({@link #takeOver}) and write only the
+ * others; it is published only over that version ({@link BaseChangedException}).
  *
  * <p>Memory is bounded by one buffer plus {@link NamespaceOptions#maxWriteBytesInFlight()},
  * whatever the file size. Not thread-safe (like any OutputStream).
@@ -55,17 +65,52 @@ public final class FileWriter implements Closeable {
   private DataLocks.Lock lock;
   private long lockRenewedNanos;
 
+  /** The stripe size of this file: its base's for a new version (I4), else the options'. */
+  private final long stripeSize;
+  /**
+   * The version this one was made from ({@link BlobNamespace#createVersion}), else null:
+   * the commit is then conditional on the name still holding it ({@link TakeoverCommit}).
+   */
+  private final FileRecord base;
+  /** Stripes named from the base instead of written ({@link #takeOver}). */
+  private final BitSet taken = new BitSet();
+  /** Stripes this writer sent bytes into: never taken over (I3). */
+  private final BitSet written = new BitSet();
+  /**
+   * For a version: the bytes sent into each stripe, so that {@link #close} refuses one
+   * sent in part (I4). A range sent twice counts twice: a check of what was sent, not of
+   * coverage.
+   */
+  private final Map<Long, Long> sentPerStripe = new HashMap<>();
+  /** The length set by {@link #setLength}, else -1: the end of the furthest byte. */
+  private long declaredLength = -1;
+
   /** Buffers whose writes completed, kept for the next chunks: no allocation per chunk. */
   private final ArrayDeque<ByteBuffer> spares = new ArrayDeque<>();
 
   private record InFlight(CompletableFuture<Void> done, int bytes, ByteBuffer buffer) {}
 
   FileWriter(BlobNamespace ns, FsPath path, boolean overwrite, String fileId) {
+    this(ns, path, overwrite, fileId, null);
+  }
+
+  /** A new version of {@code base} at {@code path} ({@link BlobNamespace#createVersion}). */
+  FileWriter(BlobNamespace ns, FsPath path, String fileId, FileRecord base) {
+    this(ns, path, true, fileId, base);
+  }
+
+  private FileWriter(BlobNamespace ns, FsPath path, boolean overwrite, String fileId,
+      FileRecord base) {
     this.ns = ns;
     this.path = path;
     this.overwrite = overwrite;
     this.fileId = fileId;
     this.options = ns.options();
+    this.base = base;
+    // A version keeps its base's stripe size, so that stripe s of both covers the same
+    // bytes (I4); an inline base has no stripes to take and gives none.
+    this.stripeSize = base != null && base.stripeCount() > 0 ? base.stripeSize()
+        : options.stripeSize();
     this.maxOp = ns.calls().store().limits().maxOpBytes();
     this.storeCopies = ns.calls().store() instanceof CopiesOnWrite;
     this.inProcess = ns.calls().store() instanceof InProcess;
@@ -83,6 +128,157 @@ public final class FileWriter implements Closeable {
   /** Where the next byte written goes: bytes written so far, unless {@link #seek} moved it. */
   public long position() {
     return sent + (buffer == null ? 0 : buffer.position());
+  }
+
+  /**
+   * Names stripes of the base version ({@link BlobNamespace#createVersion}) instead of
+   * writing them: this version's stripe {@code s} is then the base's key for it, which
+   * holds the same bytes (written once, never changed: I3). Returns the stripes accepted,
+   * a subset of {@code stripes}; every other stripe below the length must be written by
+   * this writer before {@link #close()}. A stripe is refused (DESIGN §2.2 I4) if this
+   * writer sent bytes into it, if the base has no such stripe, or unless both versions
+   * cover it whole ({@code (s+1)*S <= min(base length, length)}) or it is the last
+   * stripe of both with equal lengths; the length is the one {@link #setLength} set, so
+   * set it first (else the base's is assumed, and {@link #close()} checks again against
+   * the final length, failing before any put). When the map would exceed 16 borrowed ids
+   * or its 4 KiB header, the stripes of the rarest ids are refused first. Writing into an
+   * accepted stripe afterwards fails the writer (nothing is published).
+   *
+   * @throws IllegalStateException if this writer was not made by createVersion
+   */
+  public BitSet takeOver(BitSet stripes) throws IOException {
+    checkOpen();
+    if (base == null) {
+      throw new IllegalStateException("only a writer made by createVersion takes over stripes");
+    }
+    long length = declaredLength >= 0 ? declaredLength : base.length();
+    BitSet want = (BitSet) taken.clone();
+    for (int s = stripes.nextSetBit(0); s >= 0; s = stripes.nextSetBit(s + 1)) {
+      if (mayTake(s, length)) {
+        want.set(s);
+      }
+    }
+    while (true) {
+      try {
+        mapFor(want, length);
+        break;
+      } catch (RecordTooLargeException | IllegalArgumentException tooMany) {
+        if (want.isEmpty()) {
+          break; // nothing left to drop: takes nothing (close() refuses what cannot commit)
+        }
+        dropRarest(want);
+      }
+    }
+    taken.clear();
+    taken.or(want);
+    BitSet accepted = (BitSet) stripes.clone();
+    accepted.and(taken);
+    return accepted;
+  }
+
+  /** I4 for stripe {@code s}, this version being {@code length} bytes long. */
+  private boolean mayTake(long s, long length) {
+    long baseLength = base.length();
+    long baseStripes = base.stripeCount();
+    boolean covered = (s + 1) * stripeSize <= Math.min(baseLength, length)
+        || s == baseStripes - 1 && baseLength == length;
+    return !base.isInline() && base.stripeSize() == stripeSize && s < baseStripes
+        && !written.get((int) s) && !buffered(s) && covered;
+  }
+
+  /** Whether bytes written into stripe {@code s} wait in the buffer (sent later). */
+  private boolean buffered(long s) {
+    return buffer != null && buffer.position() > 0
+        && s >= sent / stripeSize && s <= (position() - 1) / stripeSize;
+  }
+
+  /** The map naming the base's keys of {@code stripes}: flattened, one run per id change. */
+  private StripeMap mapFor(BitSet stripes, long length) throws RecordTooLargeException {
+    List<String> ids = new ArrayList<>();
+    List<StripeMap.Run> runs = new ArrayList<>();
+    long first = -1;
+    long count = 0;
+    int index = -1;
+    for (int s = stripes.nextSetBit(0); s >= 0; s = stripes.nextSetBit(s + 1)) {
+      String id = baseIdOf(s);
+      int i = ids.indexOf(id);
+      if (i < 0) {
+        ids.add(id);
+        i = ids.size() - 1;
+      }
+      if (i == index && s == first + count) {
+        count++;
+        continue;
+      }
+      if (index >= 0) {
+        runs.add(new StripeMap.Run(first, count, index));
+      }
+      first = s;
+      count = 1;
+      index = i;
+    }
+    if (index >= 0) {
+      runs.add(new StripeMap.Run(first, count, index));
+    }
+    StripeMap map = new StripeMap(ids, runs);
+    // Checked as stored: the header limit, and the runs within this version's stripes,
+    // with the cleanup dues a commit may add (review M2: RADOS always, transactions when
+    // the cleanup passes one commit), so that a map accepted here is one close() can send.
+    FileRecord mapped = FileRecord.striped(fileId, Math.max(length, 1), 0, stripeSize)
+        .withStripes(map, List.of());
+    mapped.withStripes(map, TakeoverCommit.duesFor(base, mapped));
+    return map;
+  }
+
+  /** The id whose key holds the base's stripe {@code s}: borrowed by the base, or its own. */
+  private String baseIdOf(long s) {
+    String borrowed = base.map().idOf(s);
+    return borrowed == null ? base.fileId() : borrowed;
+  }
+
+  private void dropRarest(BitSet stripes) {
+    Map<String, Integer> counts = new LinkedHashMap<>();
+    for (int s = stripes.nextSetBit(0); s >= 0; s = stripes.nextSetBit(s + 1)) {
+      counts.merge(baseIdOf(s), 1, Integer::sum);
+    }
+    String rarest = counts.entrySet().stream().min(Map.Entry.comparingByValue()).get().getKey();
+    for (int s = stripes.nextSetBit(0); s >= 0; s = stripes.nextSetBit(s + 1)) {
+      if (baseIdOf(s).equals(rarest)) {
+        stripes.clear(s);
+      }
+    }
+  }
+
+  /**
+   * Publishes the file with this length, whatever was written: a new version that takes
+   * stripes over ({@link #takeOver}) writes only the others, so its length is not the end
+   * of its furthest byte. Set it before {@link #takeOver}. The file is then never inline;
+   * every stripe below it must be written whole or taken over ({@link #close} checks).
+   *
+   * @throws IllegalArgumentException if bytes were sent past it, or a stripe taken over
+   *     would no longer be whole in both versions
+   * @throws IllegalStateException if this writer was not made by createVersion (a plain
+   *     writer's length is the end of its furthest byte)
+   */
+  public void setLength(long length) throws IOException {
+    checkOpen();
+    if (base == null) {
+      // Review S1: a plain writer has no close() check of its stripes; a length past its
+      // bytes would publish a record naming keys never written.
+      throw new IllegalStateException("only a writer made by createVersion sets its length");
+    }
+    if (length < 0 || length < extent) {
+      throw new IllegalArgumentException("length " + length + " is below the "
+          + extent + " bytes already sent");
+    }
+    for (int s = taken.nextSetBit(0); s >= 0; s = taken.nextSetBit(s + 1)) {
+      if (!mayTake(s, length)) {
+        throw new IllegalArgumentException("stripe " + s + " was taken over; a length of "
+            + length + " would leave it partly outside this version");
+      }
+    }
+    declaredLength = length;
+    positional = true;
   }
 
   /**
@@ -219,7 +415,7 @@ public final class FileWriter implements Closeable {
 
   /** Largest chunk that fits the write buffer, the current stripe and one store op. */
   private long chunkLimit() {
-    long leftInStripe = options.stripeSize() - sent % options.stripeSize();
+    long leftInStripe = stripeSize - sent % stripeSize;
     return Math.min(Math.min(options.writeBufferSize(), leftInStripe), maxOp);
   }
 
@@ -251,10 +447,22 @@ public final class FileWriter implements Closeable {
 
   /** Sends the next bytes of the file; {@code ours}: the buffer may be recycled after. */
   private void send(ByteBuffer chunk, boolean ours) throws IOException {
+    long stripe = sent / stripeSize;
+    if (taken.get((int) Math.min(stripe, Integer.MAX_VALUE))) {
+      // Its key is the base's, written once (I3): this version must not change it, and
+      // its own key for the stripe would not be named. Refused before the store is asked.
+      failure = new IOException("stripe " + stripe + " of " + path + " was taken over from"
+          + " the version it replaces; a writer never writes a stripe it took over");
+      throw new IOException("write of " + path + " failed; the file will not be created",
+          failure);
+    }
     holdLock(false);
     int bytes = chunk.remaining();
-    long stripe = sent / options.stripeSize();
-    long offset = sent % options.stripeSize();
+    long offset = sent % stripeSize;
+    written.set((int) Math.min(stripe, Integer.MAX_VALUE));
+    if (base != null) {
+      sentPerStripe.merge(stripe, (long) bytes, Long::sum);
+    }
     CompletableFuture<Void> done =
         ns.calls().write(ns.layout().dataKey(fileId, stripe), offset, chunk);
     inFlight.add(new InFlight(done, bytes, ours ? chunk : null));
@@ -323,11 +531,15 @@ public final class FileWriter implements Closeable {
       if (failure != null) {
         throw new IOException("earlier write of " + path + " failed", failure);
       }
-      long length = Math.max(extent, position());
+      long length = declaredLength >= 0 ? declaredLength : Math.max(extent, position());
+      if (length < Math.max(extent, position())) {
+        throw new IOException(path + ": bytes written past the length set, "
+            + length + "; nothing is published");
+      }
       long now = modificationTime >= 0 ? modificationTime : System.currentTimeMillis();
-      if (!positional && sent == 0 && length <= options.inlineThreshold()) {
+      if (!positional && sent == 0 && length <= options.inlineThreshold() && taken.isEmpty()) {
         byte[] bytes = buffer == null ? new byte[0] : Arrays.copyOf(buffer.array(), (int) length);
-        record = FileRecord.inline(fileId, bytes, now, options.stripeSize());
+        record = FileRecord.inline(fileId, bytes, now, stripeSize);
       } else {
         if (buffer != null && buffer.position() > 0) {
           send();
@@ -336,7 +548,10 @@ public final class FileWriter implements Closeable {
           awaitOldest();
         }
         holdLock(true);
-        record = FileRecord.striped(fileId, length, now, options.stripeSize());
+        record = FileRecord.striped(fileId, length, now, stripeSize);
+        if (base != null) {
+          record = versionRecord(record);
+        }
       }
       buffer = null;
       spares.clear();
@@ -349,12 +564,45 @@ public final class FileWriter implements Closeable {
     // that a put applied late still finds its data.
     boolean striped = !record.isInline();
     committing = true;
-    ns.commitFile(path, record, overwrite, this::discardData, () -> {
+    BlobNamespace.Renewal renewal = () -> {
       if (striped) {
         holdLock(true);
       }
-    });
+    };
+    if (base != null) {
+      ns.commitVersion(path, record, base.fileId(), this::discardData, renewal);
+    } else {
+      ns.commitFile(path, record, overwrite, this::discardData, renewal);
+    }
     releaseLock(); // the record is now what keeps the sweeper away
+  }
+
+  /**
+   * {@code record} with the map of the stripes taken over, after the writer rules (I4):
+   * each taken stripe still whole in both versions at the final length, and every other
+   * stripe below it written whole by this writer, as counted by the bytes sent into it (a
+   * stripe neither written nor taken would be a missing key, one sent in part a short
+   * blob). Throws before anything is put.
+   */
+  private FileRecord versionRecord(FileRecord record) throws IOException {
+    for (int s = taken.nextSetBit(0); s >= 0; s = taken.nextSetBit(s + 1)) {
+      if (!mayTake(s, record.length())) {
+        throw new IOException(path + ": stripe " + s + " was taken over but is not whole in"
+            + " a version of " + record.length() + " bytes (set the length before"
+            + " takeOver); nothing is published");
+      }
+    }
+    for (long s = 0; s < record.stripeCount(); s++) {
+      int i = (int) Math.min(s, Integer.MAX_VALUE);
+      long whole = Math.min(stripeSize, record.length() - s * stripeSize);
+      long got = sentPerStripe.getOrDefault(s, 0L);
+      if (!taken.get(i) && got < whole) {
+        throw new IOException(path + ": stripe " + s + " was neither taken over nor written"
+            + " whole: received " + got + " of its " + whole + " bytes; nothing is published");
+      }
+    }
+    return taken.isEmpty() ? record : record.withStripes(mapFor(taken, record.length()),
+        List.of());
   }
 
   private void releaseLock() {
@@ -406,7 +654,7 @@ public final class FileWriter implements Closeable {
       f.done().exceptionally(t -> null).join();
     }
     inFlight.clear();
-    long stripes = (Math.max(sent, extent) + options.stripeSize() - 1) / options.stripeSize();
+    long stripes = (Math.max(sent, extent) + stripeSize - 1) / stripeSize;
     for (long s = 0; s < stripes; s++) {
       try {
         ns.calls().delete(ns.layout().dataKey(fileId, s));

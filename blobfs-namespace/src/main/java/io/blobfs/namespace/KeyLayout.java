@@ -13,9 +13,13 @@ import java.nio.charset.StandardCharsets;
  *   <li>{@code d/FILEID/N}: stripe N of a file's data. Names never appear here, so a
  *       rename rewrites records and leaves data where it is. It belongs to the one record
  *       that names it: the version with id FILEID, or a later version whose
- *       {@link StripeMap} borrows it ({@link FileRecord#stripeKey}).
- *   <li>{@code d/FILEID/lock}: while it exists, a writer or the orphan sweeper is at work
- *       on that file's data ({@link DataLocks}).
+ *       {@link StripeMap} borrows it ({@link FileRecord#stripeKey}), which took it over
+ *       when it replaced the one before ({@link BlobNamespace#createVersion},
+ *       {@link TakeoverCommit}). Written only by FILEID's writer, before its record exists;
+ *       never written again, deleted once no record names it.
+ *   <li>{@code d/FILEID/lock}: while it exists, a writer, a rename or the orphan sweeper
+ *       is at work on that file's data, or (ADOPTED) a later version names some of its
+ *       keys ({@link DataLocks}).
  *   <li>{@code r/a}: the intent of a directory rename of {@code /a} too large for one
  *       transaction, from its first step to its last ({@link RenameIntent}). No path maps
  *       here, so no file can be mistaken for one.

@@ -12,7 +12,7 @@ import java.util.List;
  * {@code d/X/s} only ever holds bytes {@code [s*S, (s+1)*S)} of some version, and a map
  * names where the bytes are (flattened), never "stripe s of my base".
  *
- * <p>Built by a takeover (not yet: read side only) and decoded from a {@code BFS3} record
+ * <p>Built by a takeover ({@link FileWriter#takeOver}) and decoded from a {@code BFS3} record
  * ({@link FileRecord}). The constructor checks what needs no record (id lengths, distinct
  * ids, sorted disjoint non-empty runs, indexes in range, every id used);
  * {@link #check} what does (no borrowed id is the own id, runs within the stripe count).

@@ -2,6 +2,7 @@ package io.blobfs.namespace;
 
 import static org.junit.jupiter.api.Assertions.*;
 
+import io.blobfs.store.BlobStore;
 import io.blobfs.store.FaultInjectingBlobStore;
 import io.blobfs.store.Futures;
 import io.blobfs.store.PutMode;
@@ -12,6 +13,7 @@ import io.blobfs.store.memory.InMemoryBlobStore;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.BitSet;
 import java.util.Random;
 import java.util.Set;
 import java.util.TreeSet;
@@ -64,6 +66,11 @@ abstract class SharedStripesFixture {
   }
 
   Set<String> keys(String prefix) throws IOException {
+    return keys(store, prefix);
+  }
+
+  /** Every key under {@code prefix} in {@code store}, sorted. */
+  static Set<String> keys(BlobStore store, String prefix) throws IOException {
     Set<String> all = new TreeSet<>();
     String cursor = null;
     do {
@@ -72,5 +79,43 @@ abstract class SharedStripesFixture {
       cursor = page.nextCursor();
     } while (cursor != null);
     return all;
+  }
+
+  static BitSet stripes(int... s) {
+    BitSet b = new BitSet();
+    Arrays.stream(s).forEach(b::set);
+    return b;
+  }
+
+  /** {@code from} with stripe {@code s} rewritten (other random bytes). */
+  static byte[] rewritten(byte[] from, int s, int seed) {
+    byte[] out = from.clone();
+    byte[] fresh = new byte[S];
+    new Random(seed).nextBytes(fresh);
+    System.arraycopy(fresh, 0, out, s * S, Math.min(S, out.length - s * S));
+    return out;
+  }
+
+  /**
+   * A new version of the file at {@code p} as it is now ({@link BlobNamespace#createVersion},
+   * shared stripes step 3), {@code content} long, taking over {@code take} and writing
+   * every other stripe from {@code content}: returns its file id.
+   */
+  String version(FsPath p, byte[] content, BitSet take) throws IOException {
+    FileWriter w = ns.createVersion(p, ns.getFileInfo(p));
+    w.setLength(content.length);
+    assertEquals(take, w.takeOver(take));
+    writeUntaken(w, content, take);
+    w.close();
+    return w.fileId();
+  }
+
+  static void writeUntaken(FileWriter w, byte[] content, BitSet take) throws IOException {
+    for (int s = 0; s * S < content.length; s++) {
+      if (!take.get(s)) {
+        w.seek((long) s * S);
+        w.write(content, s * S, Math.min(S, content.length - s * S));
+      }
+    }
   }
 }

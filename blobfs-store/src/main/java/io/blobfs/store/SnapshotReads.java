@@ -7,7 +7,9 @@ import java.util.concurrent.CompletableFuture;
  * Optional: many reads of one blob served by one set-up, for a caller that knows the blob
  * does not change while it reads it. BlobFS's data blobs are such blobs: each is written
  * under a fresh file id before the record that names it is published, and never written
- * again (no append, truncate or rewrite; a rewrite is a new file id), only deleted.
+ * again (no append, truncate or rewrite; a rewrite is a new file id, which may name the
+ * unchanged stripes of the version it replaces instead of writing its own, but never
+ * writes them), only deleted.
  *
  * <p>A store's {@link #read} serves the newest version at the time of each call; a
  * snapshot serves the version current when it was opened, for as long as it is open,
