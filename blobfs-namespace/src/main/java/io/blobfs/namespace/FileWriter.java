@@ -77,11 +77,12 @@ public final class FileWriter implements Closeable {
   /** Stripes this writer sent bytes into: never taken over (I3). */
   private final BitSet written = new BitSet();
   /**
-   * For a version: the bytes sent into each stripe, so that {@link #close} refuses one
-   * sent in part (I4). A range sent twice counts twice: a check of what was sent, not of
-   * coverage.
+   * For a version: the byte ranges sent into each stripe (start to end within the stripe,
+   * merged), so that {@link #close} refuses one not covered whole (I4). Ranges, not a
+   * count: a range sent twice would otherwise make up for a hole (second review, SF1).
+   * Each send lies within one stripe (chunks are cut at stripe boundaries).
    */
-  private final Map<Long, Long> sentPerStripe = new HashMap<>();
+  private final Map<Long, java.util.TreeMap<Long, Long>> sentPerStripe = new HashMap<>();
   /** The length set by {@link #setLength}, else -1: the end of the furthest byte. */
   private long declaredLength = -1;
 
@@ -164,7 +165,7 @@ public final class FileWriter implements Closeable {
         break;
       } catch (RecordTooLargeException | IllegalArgumentException tooMany) {
         if (want.isEmpty()) {
-          break; // nothing left to drop: takes nothing (close() refuses what cannot commit)
+          break; // nothing left to drop: takes nothing (the dues alone, ~18 ids at most, fit)
         }
         dropRarest(want);
       }
@@ -461,7 +462,8 @@ public final class FileWriter implements Closeable {
     long offset = sent % stripeSize;
     written.set((int) Math.min(stripe, Integer.MAX_VALUE));
     if (base != null) {
-      sentPerStripe.merge(stripe, (long) bytes, Long::sum);
+      addRange(sentPerStripe.computeIfAbsent(stripe, k -> new java.util.TreeMap<>()), offset,
+          offset + bytes);
     }
     CompletableFuture<Void> done =
         ns.calls().write(ns.layout().dataKey(fileId, stripe), offset, chunk);
@@ -580,9 +582,9 @@ public final class FileWriter implements Closeable {
   /**
    * {@code record} with the map of the stripes taken over, after the writer rules (I4):
    * each taken stripe still whole in both versions at the final length, and every other
-   * stripe below it written whole by this writer, as counted by the bytes sent into it (a
+   * stripe below it written whole by this writer, as the ranges sent into it show (a
    * stripe neither written nor taken would be a missing key, one sent in part a short
-   * blob). Throws before anything is put.
+   * blob or a hole). Throws before anything is put.
    */
   private FileRecord versionRecord(FileRecord record) throws IOException {
     for (int s = taken.nextSetBit(0); s >= 0; s = taken.nextSetBit(s + 1)) {
@@ -595,14 +597,38 @@ public final class FileWriter implements Closeable {
     for (long s = 0; s < record.stripeCount(); s++) {
       int i = (int) Math.min(s, Integer.MAX_VALUE);
       long whole = Math.min(stripeSize, record.length() - s * stripeSize);
-      long got = sentPerStripe.getOrDefault(s, 0L);
+      long got = coveredFromStart(sentPerStripe.get(s));
       if (!taken.get(i) && got < whole) {
         throw new IOException(path + ": stripe " + s + " was neither taken over nor written"
-            + " whole: received " + got + " of its " + whole + " bytes; nothing is published");
+            + " whole: its bytes from " + got + " of " + whole + " were never written;"
+            + " nothing is published");
       }
     }
     return taken.isEmpty() ? record : record.withStripes(mapFor(taken, record.length()),
         List.of());
+  }
+
+  /** Adds {@code [start, end)} to {@code ranges} (start to end, disjoint), merging. */
+  static void addRange(java.util.TreeMap<Long, Long> ranges, long start, long end) {
+    Map.Entry<Long, Long> before = ranges.floorEntry(start);
+    if (before != null && before.getValue() >= start) {
+      start = before.getKey();
+      end = Math.max(end, before.getValue());
+    }
+    for (Map.Entry<Long, Long> e = ranges.ceilingEntry(start); e != null && e.getKey() <= end;
+        e = ranges.ceilingEntry(start)) {
+      end = Math.max(end, e.getValue());
+      ranges.remove(e.getKey());
+    }
+    ranges.put(start, end);
+  }
+
+  /** How far from byte 0 {@code ranges} cover without a gap (0 if null or not from 0). */
+  static long coveredFromStart(java.util.TreeMap<Long, Long> ranges) {
+    if (ranges == null || ranges.isEmpty() || ranges.firstKey() != 0) {
+      return 0;
+    }
+    return ranges.firstEntry().getValue();
   }
 
   private void releaseLock() {
