@@ -586,30 +586,6 @@ public final class TyrEngine implements Closeable {
     }
   }
 
-  /**
-   * Reserves {@code tx}'s keys for {@code txId} if none of them moved off {@code
-   * recorded} (versions as {@link #versionsOf} gives them), in one commit-lock hold; false
-   * (nothing reserved) if one moved. Issue 13, bug 3: a takeover judges a share "not
-   * applied" and reserves it in one step, so no replicated write of its keys can land
-   * between the judge and the reservation and be applied again by the taken-over part.
-   */
-  public boolean reservePreparedIf(String txId, TxRequest tx, Map<String, Long> recorded) {
-    commitLock.lock();
-    try {
-      Map<String, Long> now = versionsOf(tx);
-      for (Map.Entry<String, Long> e : recorded.entrySet()) {
-        Long v = now.get(e.getKey());
-        if (v != null && !v.equals(e.getValue())) {
-          return false;
-        }
-      }
-      prepared.reserve(txId, tx);
-      return true;
-    } finally {
-      commitLock.unlock();
-    }
-  }
-
   /** The newest version (0: absent) of every key {@code tx} names. */
   public Map<String, Long> versionsOf(TxRequest tx) {
     Map<String, Long> out = new java.util.LinkedHashMap<>();

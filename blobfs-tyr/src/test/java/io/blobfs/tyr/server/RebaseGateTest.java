@@ -1,0 +1,128 @@
+package io.blobfs.tyr.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.blobfs.tyr.api.CommitResult;
+import io.blobfs.tyr.api.TxOp;
+import io.blobfs.tyr.api.TxRequest;
+import io.blobfs.tyr.engine.EngineConfig;
+import io.blobfs.tyr.engine.SyncPolicy;
+import io.blobfs.tyr.protocol.Request;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.ring.Ring;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Issue 13, bug 3: the primary's gate on rebases (wip/tyr-held/ALTERNATIVE.md, section 2).
+ * A write carrying rebases goes only to a backup that said REBASES in an answer; on a
+ * stream with no answer yet an empty probe batch goes first (never the item stripped: the
+ * s15 review's MF1); a backup answering without the bit (older) gets no rebases section.
+ * The local commit here fills the holders behind by hand, as the engine's commitPrepared
+ * does for a part.
+ */
+class RebaseGateTest {
+  private static final String Y = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9";
+
+  @TempDir Path dir;
+
+  @Test
+  void aFirstBatchWithRebasesIsPrecededByAProbe() throws Exception {
+    try (Pair two = new Pair()) {
+      List<Request.Replicate> sent = new CopyOnWriteArrayList<>();
+      two.np.replicator().sentForTest = sent::add;
+      two.commitWithRebase("x");
+      assertThat(sent).hasSize(2);
+      assertThat(sent.get(0).txs()).as("the probe: nothing numbered").isEmpty();
+      assertThat(sent.get(0).rebases()).isEmpty();
+      assertThat(sent.get(1).txs()).hasSize(1);
+      assertThat(sent.get(1).firstSeq()).isEqualTo(sent.get(0).firstSeq());
+      assertThat(sent.get(1).rebases()).isEqualTo(Map.of(0, Map.of(Y, List.of(two.k))));
+      two.commitWithRebase("xy"); // answered: no probe again
+      assertThat(sent).hasSize(3);
+      assertThat(sent.get(2).rebases()).isEqualTo(Map.of(0, Map.of(Y, List.of(two.k))));
+      assertThat(text(two.nb, two.k)).isEqualTo("xy");
+    }
+  }
+
+  @Test
+  void aBackupAnsweringWithoutTheBitGetsNoRebases() throws Exception {
+    try (Pair two = new Pair()) {
+      two.nb.replicator().answers = Replicator.STAGES_PIECES; // as session 14's backup
+      List<Request.Replicate> sent = new CopyOnWriteArrayList<>();
+      two.np.replicator().sentForTest = sent::add;
+      two.commitWithRebase("x"); // probe, then the item stripped: that backup is older
+      assertThat(sent).hasSize(2);
+      assertThat(sent.get(0).txs()).isEmpty();
+      assertThat(sent.get(1).txs()).hasSize(1);
+      assertThat(sent.get(1).rebases()).as("no trailing section").isEmpty();
+      assertThat(sent.get(1).pieces()).isEmpty();
+      assertThat(text(two.nb, two.k)).isEqualTo("x");
+    }
+  }
+
+  private static String text(TyrServer n, String key) throws IOException {
+    ByteBuffer b = ByteBuffer.allocate((int) n.engine().stat(key).size());
+    n.engine().read(key, 0, b);
+    return new String(b.array(), StandardCharsets.UTF_8);
+  }
+
+  /** p primary, b backup of k (R = 2). */
+  private final class Pair implements AutoCloseable {
+    final TyrServer np;
+    final TyrServer nb;
+    final String k;
+
+    Pair() throws IOException {
+      Member p = new Member("127.0.0.1", io.blobfs.tyr.TestPorts.free());
+      Member b = new Member("127.0.0.1", io.blobfs.tyr.TestPorts.free());
+      Ring ring = new Ring(1, List.of(p, b), 16, 2);
+      String key = null;
+      for (int i = 0; key == null; i++) {
+        if (ring.owners("k/" + i).equals(List.of(p, b))) {
+          key = "k/" + i;
+        }
+      }
+      k = key;
+      np = start(p, ring, "p");
+      nb = start(b, ring, "b");
+    }
+
+    /** A put of k on p whose local commit says Y's share held k behind it. */
+    void commitWithRebase(String value) throws Exception {
+      Map<String, List<String>> behind = new java.util.HashMap<>();
+      Function<TxRequest, CompletableFuture<CommitResult>> local = t -> {
+        behind.put(k, List.of(Y + "-s1f"));
+        return np.engine().commit(t);
+      };
+      np.replicator().commit(TxRequest.of(new TxOp.Put(k, ByteBuffer.wrap(
+          value.getBytes(StandardCharsets.UTF_8)), false)), local, behind)
+          .get(1, TimeUnit.MINUTES);
+    }
+
+    @Override
+    public void close() throws IOException {
+      nb.close();
+      np.close();
+    }
+  }
+
+  private TyrServer start(Member m, Ring ring, String name) throws IOException {
+    EngineConfig engine = EngineConfig.defaults(dir.resolve(name))
+        .withSyncPolicy(SyncPolicy.NONE);
+    ServerConfig config = new ServerConfig("127.0.0.1", m.port(), engine, 80 << 20, null, 8,
+        64, Duration.ofSeconds(60), 512L << 20, 128L << 20, Duration.ofSeconds(60), null);
+    return TyrServer.start(config, new Membership(m, ring));
+  }
+}
