@@ -295,6 +295,11 @@ final class Replicator implements Closeable {
   }
 
   private volatile ShareRebases shareRebases;
+  /**
+   * Test seam: runs in a replicated write's commit hook, under the engine's commit lock,
+   * after the write is logged and before its rebase (a test parks it there).
+   */
+  volatile Runnable inRebaseForTest;
   /** Test seam: sees each batch as it is sent. */
   volatile java.util.function.Consumer<Request.Replicate> sentForTest;
   /**
@@ -1300,12 +1305,17 @@ final class Replicator implements Closeable {
           if (rebase != null) {
             rebased.add(rebase);
           }
+          Runnable seam = inRebaseForTest;
+          Runnable hook = rebase == null || seam == null ? rebase : () -> {
+            seam.run();
+            rebase.run();
+          };
           // With a rebase, the shares held behind the writing part move to the versions
           // this write gives their keys in the same commit-lock hold (the hook), so no
           // judge sees the write without the rebase (which reads it as their apply). Not
           // run if the commit is refused: a refused item's rebase is not applied (a later
           // write of its keys that this node applies moves every share ahead of it).
-          applied.add(engine.commit(tx, rebase).whenComplete((x, e) -> {
+          applied.add(engine.commit(tx, hook).whenComplete((x, e) -> {
             if (e == null) {
               for (int i = 0; i < keys.size(); i++) {
                 refusedKeys.applied(keys.get(i), stamps[i]);

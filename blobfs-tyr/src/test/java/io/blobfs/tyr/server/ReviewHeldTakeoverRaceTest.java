@@ -32,8 +32,6 @@ import org.junit.jupiter.api.io.TempDir;
  * off the version c recorded for it: that move is X's apply, not Y's.
  */
 class ReviewHeldTakeoverRaceTest {
-  // The review's first test (a takeover between Y's apply and its bookkeeping) is rewritten
-  // with the rebase wire, once it exists (ALTERNATIVE.md section 7 (a)).
   private static final String Y = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9";
   private static final Duration LONG = Duration.ofSeconds(120);
 
@@ -70,6 +68,92 @@ class ReviewHeldTakeoverRaceTest {
       }
     }
     return start(m, new Ring(1, List.of(m), 16, 1), name, LONG);
+  }
+
+  /**
+   * Review of tyr-held (MF2), for the rebase (ALTERNATIVE.md section 3.2): c holds X's and
+   * Y's shares (Y an Append, behind X) from b, which took them over; X's apply comes with
+   * its rebase of Y, and its commit is parked on c between its log and its rebase (the
+   * commit lock held). Meanwhile an install marks b DOWN: it waits for the commit (on the
+   * Replicator's monitor, which the batch's apply holds, or past it, in follow, on the
+   * commit lock); it must then see X's write and Y rebased together: X applied, Y not,
+   * taken over and applied once ("xy").
+   * Judged out of the commit lock it sees k moved and Y at its old version: Y dropped as
+   * applied, "x" for good (bug 3); a takeover judged before the write and reserved after
+   * it would apply Y on top of a write it did not see.
+   */
+  @Test
+  void aTakeoverBetweenAnApplyAndItsRebaseDoesNotLoseOrRepeatY() throws Exception {
+    members();
+    String x = "1a1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9";
+    Ring down = ring.withState(p, Ring.State.DOWN, 2);
+    TyrServer nq = null;
+    try (TyrServer nc = start(c, down, "c", Duration.ofSeconds(1))) {
+      Replicator r = nc.replicator();
+      long inc = 9;
+      TxRequest none = new TxRequest(List.of(), List.of());
+      Request.Prepare px = new Request.Prepare(x, q.id(), List.of(p.id(), q.id()),
+          new TxRequest(List.of(), List.of(put("x"))));
+      Request.Prepare py = new Request.Prepare(Y, q.id(), List.of(p.id(), q.id()),
+          new TxRequest(List.of(), List.of(append("y"))));
+      TyrClient.await(r.apply(new Request.Replicate(2, b.id(), inc, 1, List.of(none),
+          Map.of(0, px))));
+      TyrClient.await(r.apply(new Request.Replicate(2, b.id(), inc, 2, List.of(none),
+          Map.of(0, py))));
+      assertThat(nc.transactions().held()).hasSize(2);
+      java.util.concurrent.CountDownLatch parked = new java.util.concurrent.CountDownLatch(1);
+      java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+      r.inRebaseForTest = () -> {
+        parked.countDown();
+        try {
+          go.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      };
+      Thread applying = new Thread(() -> {
+        try {
+          TyrClient.await(r.apply(new Request.Replicate(2, b.id(), inc, 3,
+              List.of(new TxRequest(List.of(), List.of(put("x")))), Map.of(), true,
+              Map.of(), Map.of(0, Map.of(Y, List.of(k))))));
+        } catch (Exception e) {
+          // its answer is not what this test looks at
+        }
+      }, "apply-of-x");
+      applying.setDaemon(true);
+      applying.start();
+      assertThat(parked.await(60, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+      Thread installing = new Thread(() -> nc.membership().install(
+          down.withState(b, Ring.State.DOWN, 3)), "install-b-down"); // c is k's primary
+      installing.setDaemon(true);
+      installing.start();
+      // The install waits for the parked commit: on the Replicator's monitor (its
+      // restartStreamsToDown, before follow: a backup's batch is applied under that
+      // monitor) or, past it, on the commit lock (follow's judge). Either way no judge
+      // sees X's write without Y's rebase.
+      long end = System.nanoTime() + LONG.toNanos();
+      while (installing.isAlive() && installing.getState() != Thread.State.BLOCKED
+          && installing.getState() != Thread.State.WAITING) {
+        assertThat(System.nanoTime()).as("the install waits for the commit")
+            .isLessThan(end);
+        Thread.sleep(1);
+      }
+      Thread.sleep(200);
+      assertThat(installing.isAlive()).as("the install waits for the commit").isTrue();
+      go.countDown();
+      installing.join();
+      applying.join();
+      r.inRebaseForTest = null;
+      assertThat(nc.transactions().prepared()).as("Y taken over on c").hasSize(1);
+      nq = startCoordinator(q, "q", x, Y);
+      waitFor("Y applied on c", () -> nc.transactions().prepared().isEmpty());
+      Thread.sleep(2000); // nothing applies it again
+      assertThat(new String(bytes(nc.engine()), StandardCharsets.UTF_8)).isEqualTo("xy");
+    } finally {
+      if (nq != null) {
+        nq.close();
+      }
+    }
   }
 
   /**
