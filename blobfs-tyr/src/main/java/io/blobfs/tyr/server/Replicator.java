@@ -286,6 +286,10 @@ final class Replicator implements Closeable {
    * the rebased shares' records again (same place) before the batch's answer.
    */
   interface Rebase extends Runnable {
+    /** Before the write is handed to the engine: its intent, forced. */
+    void intent() throws java.io.IOException;
+
+    /** Once the write is forced (or failed): the records again, then the intent deleted. */
     void rewrite() throws java.io.IOException;
   }
 
@@ -300,6 +304,8 @@ final class Replicator implements Closeable {
    * after the write is logged and before its rebase (a test parks it there).
    */
   volatile Runnable inRebaseForTest;
+  /** Test seam: runs before the rebased shares' records are written again (a crash there). */
+  volatile Runnable beforeRewriteForTest;
   /** Test seam: sees each batch as it is sent. */
   volatile java.util.function.Consumer<Request.Replicate> sentForTest;
   /**
@@ -1303,6 +1309,17 @@ final class Replicator implements Closeable {
           ShareRebases rebases = shareRebases;
           Rebase rebase = parts == null || rebases == null ? null : rebases.rebase(parts);
           if (rebase != null) {
+            try {
+              // Forced before the commit (an fsync under this monitor: only items with
+              // rebases, after takeovers, rare): a crash after the write's log and before
+              // the records' rewrite leaves it for recover() to finish the rebase.
+              rebase.intent();
+            } catch (java.io.IOException | RuntimeException e) {
+              // Not applied (nothing of it logged) and not confirmed: the key stays owed,
+              // and fenced here as any write refused in part of a batch.
+              fenced.refuse(t, tx);
+              continue;
+            }
             rebased.add(rebase);
           }
           Runnable seam = inRebaseForTest;
@@ -1350,6 +1367,10 @@ final class Replicator implements Closeable {
       // as it is (its hook did not run: nothing to write, or its versions unchanged).
       writes = writes.handle((x, e) -> {
         try {
+          Runnable seam = beforeRewriteForTest;
+          if (seam != null) {
+            seam.run();
+          }
           engine.force();
           for (Rebase r : rebased) {
             r.rewrite();

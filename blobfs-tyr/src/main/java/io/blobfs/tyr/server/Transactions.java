@@ -896,6 +896,26 @@ final class Transactions implements Closeable {
       replicas.put(file.getKey(), new Replica(rec.request(), rec.versions(),
           System.nanoTime(), seq));
     }
+    // Issue 13, bug 3: a rebase left half done by a crash (its intent written, the write
+    // perhaps logged, the shares' records not yet written again). Finished here: each
+    // listed share takes its listed keys' current versions. Sound because the write's item
+    // was the last of its batch and the batch unanswered: no later stream write of those
+    // keys was applied here (the primary sends the next batch after the answer; after a
+    // restart this node follows a renumbered stream). Had the write not reached the log,
+    // the current versions are the recorded ones: nothing changes.
+    for (Map.Entry<String, Map<String, List<String>>> intent
+        : records.readRebaseIntents().entrySet()) {
+      for (Map.Entry<String, Replica> e : replicas.entrySet()) {
+        Replica r = e.getValue();
+        if (!rebaseNow(r, intent.getValue().get(r.request.txId()))) {
+          continue;
+        }
+        records.writeReplica(e.getKey(), TxRecords.encode(r.request, r.versions, r.seq));
+        LOG.info("node {}: share {} rebased at restart (a crash left its rebase half done)",
+            self(), e.getKey());
+      }
+      records.deleteRebaseIntent(intent.getKey());
+    }
   }
 
   /** The records decoded, by name, in the order of their places (a stable sort). */
@@ -1032,6 +1052,29 @@ final class Transactions implements Closeable {
   }
 
   /**
+   * Sets share {@code r}'s versions of {@code keys} (those it holds; null: none) to their
+   * current ones here; whether any changed. Under the commit lock (a write's hook) or
+   * before the node serves (recover).
+   */
+  private boolean rebaseNow(Replica r, List<String> keys) {
+    if (keys == null) {
+      return false;
+    }
+    Map<String, Long> now = engine.versionsOf(r.request.tx());
+    Map<String, Long> v = new java.util.HashMap<>(r.versions);
+    boolean changed = false;
+    for (String k : keys) {
+      if (v.containsKey(k)) {
+        changed |= !now.get(k).equals(v.put(k, now.get(k)));
+      }
+    }
+    if (changed) {
+      r.versions = Map.copyOf(v);
+    }
+    return changed;
+  }
+
+  /**
    * As backup (issue 13, bug 3): the rebase a replicated write carries, of the shares of
    * {@code parts} (transaction ids; any share of one, also one held from an older primary)
    * for the listed keys they hold. Its hook runs under the engine's commit lock, in the
@@ -1043,25 +1086,18 @@ final class Transactions implements Closeable {
    */
   private Replicator.Rebase rebase(Map<String, List<String>> parts) {
     List<Map.Entry<String, Replica>> moved = new java.util.concurrent.CopyOnWriteArrayList<>();
+    String[] intent = new String[1];
     return new Replicator.Rebase() {
+      @Override
+      public void intent() throws IOException {
+        intent[0] = records.writeRebaseIntent(parts);
+      }
+
       @Override
       public void run() {
         for (Map.Entry<String, Replica> e : replicas.entrySet()) {
           Replica r = e.getValue();
-          List<String> keys = parts.get(r.request.txId());
-          if (keys == null) {
-            continue;
-          }
-          Map<String, Long> now = engine.versionsOf(r.request.tx());
-          Map<String, Long> v = new java.util.HashMap<>(r.versions);
-          boolean changed = false;
-          for (String k : keys) {
-            if (v.containsKey(k)) {
-              changed |= !now.get(k).equals(v.put(k, now.get(k)));
-            }
-          }
-          if (changed) {
-            r.versions = Map.copyOf(v);
+          if (rebaseNow(r, parts.get(r.request.txId()))) {
             moved.add(Map.entry(e.getKey(), r));
           }
         }
@@ -1080,6 +1116,9 @@ final class Transactions implements Closeable {
                   r.seq));
             }
           }
+        }
+        if (intent[0] != null) {
+          records.deleteRebaseIntent(intent[0]);
         }
       }
     };
