@@ -280,6 +280,63 @@ class BackupOfTakeoverSecondShareTest {
     }
   }
 
+  /**
+   * PLAN test 5 (session 11's first review, "yy"; ALTERNATIVE.md section 3.5): the share
+   * ahead of Y on k is an aborted transaction's (X aborted on q). X's abort writes nothing
+   * (no rebase, none needed); Y's apply is refused by c (epoch skew), b owes k and repairs
+   * it after Y released it; b is then lost. On c the repair moved Y's share: taken for
+   * applied, k = "y" once, never "yy".
+   */
+  @Test
+  void aStaleAbortedShareAheadLeavesYAppliedOnce() throws Exception {
+    members();
+    Duration timeout = Duration.ofSeconds(1);
+    TyrServer nb = start(b, ring, "b", timeout);
+    TyrServer nq = null;
+    try (TyrServer nc = start(c, ring, "c", timeout)) {
+      Ring down = ring.withState(p, Ring.State.DOWN, 2);
+      try {
+        Request.Prepare x = new Request.Prepare(X, q.id(), List.of(p.id(), q.id()),
+            new TxRequest(List.of(), List.of(put("x"))));
+        Request.Prepare y = new Request.Prepare(Y, q.id(), List.of(p.id(), q.id()),
+            new TxRequest(List.of(), List.of(append("y"))));
+        for (TyrServer n : List.of(nb, nc)) {
+          TyrClient.await(n.replicator().apply(new Request.Replicate(1, p.id(), 7, 1,
+              List.of(new TxRequest(List.of(), List.of())), Map.of(0, x))));
+          TyrClient.await(n.replicator().apply(new Request.Replicate(1, p.id(), 7, 2,
+              List.of(new TxRequest(List.of(), List.of())), Map.of(0, y))));
+        }
+        nc.membership().install(down);
+        nb.membership().install(down);
+        waitFor("both on c from b's hand-on", () -> nc.transactions().held().size() == 2
+            && nb.replicator().numbered(c) >= 2);
+        Thread.sleep(300);
+        nc.membership().install(down.withEpoch(3)); // c refuses b's batches
+        try (TyrEngine e = TyrEngine.open(EngineConfig.defaults(dir.resolve("q"))
+            .withSyncPolicy(SyncPolicy.NONE))) {
+          new TxRecords(e.config().directory()).writeDecision(X, false); // X aborted
+        }
+        nq = startQ();
+        waitFor("X aborted, Y applied on b", () -> nb.transactions().prepared().isEmpty());
+        assertThat(new String(bytes(nb.engine()), StandardCharsets.UTF_8)).isEqualTo("y");
+        nb.membership().install(down.withEpoch(3)); // b's repair of k now reaches c
+        waitFor("k repaired on c", () -> nc.engine().stat(k).exists()
+            && bytes(nc.engine()).length == 1);
+      } finally {
+        nb.close();
+      }
+      nc.membership().install(down.withEpoch(3).withState(b, Ring.State.DOWN, 4));
+      waitFor("nothing left prepared on c", () -> nc.transactions().prepared().isEmpty());
+      Thread.sleep(2 * timeout.toMillis() + 500);
+      assertThat(new String(bytes(nc.engine()), StandardCharsets.UTF_8)).isEqualTo("y");
+      assertThat(nc.transactions().held()).isEmpty();
+    } finally {
+      if (nq != null) {
+        nq.close();
+      }
+    }
+  }
+
   private byte[] bytes(TyrEngine e) {
     try {
       if (!e.stat(k).exists()) {
