@@ -72,6 +72,41 @@ class RebaseGateTest {
     }
   }
 
+  /**
+   * Reviewer (rev-tyr-rebase): the probe is refused whole (the backup is still at the
+   * ring before), the backup then installs the primary's ring before the held item gets
+   * there: the item goes stripped (probeRefusedAt) and is applied there without its
+   * rebase. A backup that reads rebases got X's write without Y's rebase: Y's share on it
+   * moves off its versions and is taken for applied (bug 3, the s15 review's MF1 by
+   * another way). Hold, never strip: the design's rule (ALTERNATIVE.md section 3.1).
+   */
+  @Test
+  void aRefusedProbeNeverLetsTheItemGoStripped() throws Exception {
+    try (Pair two = new Pair()) {
+      Ring two2 = two.np.membership().ring().withEpoch(2);
+      two.np.membership().install(two2); // the backup is still at epoch 1
+      List<Request.Replicate> sent = new CopyOnWriteArrayList<>();
+      two.np.replicator().sentForTest = rep -> {
+        sent.add(rep);
+        if (sent.size() == 2) {
+          two.nb.membership().install(two2); // the ring reaches it after the probe
+        }
+      };
+      try {
+        two.commitWithRebase("x");
+      } catch (Exception e) {
+        // refused or not: what matters is what the backup applied
+      }
+      assertThat(sent.get(0).txs()).as("the probe").isEmpty();
+      boolean strippedAndApplied = sent.size() >= 2 && !sent.get(1).txs().isEmpty()
+          && sent.get(1).rebases().isEmpty() && two.nb.engine().stat(two.k) != null
+          && two.nb.engine().stat(two.k).size() > 0;
+      assertThat(strippedAndApplied)
+          .as("X's write applied on the backup without Y's rebase: " + sent)
+          .isFalse();
+    }
+  }
+
   private static String text(TyrServer n, String key) throws IOException {
     ByteBuffer b = ByteBuffer.allocate((int) n.engine().stat(key).size());
     n.engine().read(key, 0, b);
