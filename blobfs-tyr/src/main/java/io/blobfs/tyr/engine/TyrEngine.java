@@ -682,7 +682,13 @@ public final class TyrEngine implements Closeable {
     }
   }
 
-  private void fail(Throwable e) {
+  /**
+   * Fails the store: it refuses every write until restarted, as after a log that could not
+   * be written. Also for a caller whose own record of a write failed after the write
+   * (the replicator's rebase records, issue 13 bug 3): nothing may apply before the
+   * restart that reads those records again.
+   */
+  public void fail(Throwable e) {
     if (failure == null) {
       failure = e instanceof IOException io ? io : new IOException(e);
       LOG.error("Týr log failed; refusing writes until restart", e);

@@ -155,9 +155,11 @@ final class Replicator implements Closeable {
      */
     boolean answered;
     /**
-     * The epoch of the last probe refused whole (another ring): items of that epoch are
-     * sent as they are (refused there too, nothing applied), not probed for again, which
-     * would loop on the refusal. Guarded by the stream.
+     * The epoch of the last probe refused whole by a backup ahead of it (or without a
+     * ring): items of that epoch are sent as they are, with their rebases (refused there
+     * too, nothing applied), not probed for again, which would loop on the refusal. A
+     * backup behind is probed again instead (it may install the ring). Guarded by the
+     * stream.
      */
     long probeRefusedAt = Long.MIN_VALUE;
 
@@ -210,6 +212,8 @@ final class Replicator implements Closeable {
    * their commit (issue 13, bug 3). An older primary ignores the bit.
    */
   static final long REBASES = 2;
+  /** The pause before a probe refused by a backup behind its epoch goes again. */
+  static final long PROBE_AGAIN_MS = 20;
   /** A piece of a repair in pieces, at most (and half the frame's room, at most). */
   private static final int PIECE_BYTES = 4 << 20;
 
@@ -800,7 +804,10 @@ final class Replicator implements Closeable {
       if (it.piece() != 0) {
         pieces.put(txs.size(), it.piece());
       }
-      if (!it.rebase().isEmpty() && s.rebases) {
+      if (!it.rebase().isEmpty() && (s.rebases || !s.answered)) {
+        // Unanswered here only past a probe refused by a backup ahead of the item's epoch
+        // (probeRefusedAt): sent as it is, with its rebases, never stripped; it is refused
+        // there as the probe was, nothing of it applied (its keys owed and fenced).
         rebases.put(txs.size(), it.rebase());
       } // else the backup answered without REBASES: older, main's behaviour there
       txs.add(it.tx());
@@ -860,16 +867,30 @@ final class Replicator implements Closeable {
         }
       }
       List<Item> unsent = new ArrayList<>();
+      boolean probeAgain = false;
       synchronized (s) {
         s.sending = false;
         if (failed == null && ok != null && s.incarnation == incarnation) {
           s.answered = true;
         } else if (failed != null && txs.isEmpty() && s.incarnation == incarnation
             && refusedWhole(unwrap(failed))) {
-          // A refused probe (another epoch): the item held behind it is sent as it is,
-          // without its rebases (the bit is still unknown); it is under the same epoch,
-          // so it is refused too and nothing of it applied there (its keys owed).
-          s.probeRefusedAt = epoch;
+          // A refused probe (issue 13, bug 3; review of b3af1b1, MF1). The refusal's ring
+          // says where the backup is. Behind the item's epoch: it may install that ring
+          // before the item gets there and apply it, so the item stays held and the probe
+          // goes again (after a pause, not in a loop on the refusal); stripped, its write
+          // would move the behind shares' keys off their versions there, which then takes
+          // those shares for applied. Ahead (or no ring: FENCED, HANDING_OVER at the same
+          // epoch): the item goes as it is, with its rebases; it is refused there too,
+          // nothing of it applied, and fenced there like any refused write. Failing it
+          // unsent would leave the backup unfenced for its keys.
+          Throwable why = unwrap(failed);
+          if (why instanceof WrongEpochException w && w.ring() != null
+              && w.ring().epoch() < epoch) {
+            probeAgain = true;
+            s.sending = true; // nothing goes on this stream until the probe goes again
+          } else {
+            s.probeRefusedAt = epoch;
+          }
         }
         if (failed != null && s.incarnation == incarnation
             && refusedWhole(unwrap(failed))
@@ -891,6 +912,16 @@ final class Replicator implements Closeable {
           s.ready.clear();
         }
         sendNext(s);
+      }
+      if (probeAgain) {
+        // A pause for the ring to reach the backup (an install there, or its own probe).
+        CompletableFuture.runAsync(() -> {
+          synchronized (s) {
+            s.sending = false;
+            sendNext(s);
+          }
+        }, CompletableFuture.delayedExecutor(PROBE_AGAIN_MS,
+            java.util.concurrent.TimeUnit.MILLISECONDS, COMPLETIONS));
       }
       // Failed outside the stream's lock: their callbacks release admissions (the
       // membership's lock), and an install holds that lock while it takes this one (a
@@ -1375,7 +1406,15 @@ final class Replicator implements Closeable {
           for (Rebase r : rebased) {
             r.rewrite();
           }
-        } catch (java.io.IOException err) {
+        } catch (java.io.IOException | RuntimeException err) {
+          // Issue 13, bug 3 (review of b3af1b1, MF2): the intent stays on disk, and
+          // recover() reads it at the next restart as the last, unanswered batch's, moving
+          // its shares to their keys' versions then. A later write of those keys applied
+          // before that restart (a share's own apply, a repair) would be taken into those
+          // versions and the share read as applied. So the store fails here, as LogSyncer
+          // fails it on a log error: nothing applies until the restart that consumes the
+          // intent (this batch's answer is an error: the primary renumbers the stream).
+          engine.fail(err);
           throw new CompletionException(err);
         }
         if (e != null) {

@@ -189,8 +189,14 @@ final class TxRecords {
     return name;
   }
 
+  /**
+   * Deletes an intent and forces the directory (issue 13, bug 3; review of b3af1b1, MF2):
+   * a delete a power loss could undo brings the intent back at the next restart, after
+   * later writes of its keys, and recover() would then rebase its shares over them.
+   */
   void deleteRebaseIntent(String name) throws IOException {
     Files.deleteIfExists(dir.resolve(name + ".rebase"));
+    forceDirectory();
   }
 
   /** Every rebase intent left by a crash, by name: transaction id to keys. */
@@ -255,6 +261,10 @@ final class TxRecords {
       ch.force(true);
     }
     Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
+    forceDirectory();
+  }
+
+  private void forceDirectory() throws IOException {
     try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
       d.force(true);
     }

@@ -73,7 +73,7 @@ class RebaseGateTest {
   }
 
   /**
-   * Reviewer (rev-tyr-rebase): the probe is refused whole (the backup is still at the
+   * Review of b3af1b1, MF1: the probe is refused whole (the backup is still at the
    * ring before), the backup then installs the primary's ring before the held item gets
    * there: the item goes stripped (probeRefusedAt) and is applied there without its
    * rebase. A backup that reads rebases got X's write without Y's rebase: Y's share on it
@@ -104,6 +104,10 @@ class RebaseGateTest {
       assertThat(strippedAndApplied)
           .as("X's write applied on the backup without Y's rebase: " + sent)
           .isFalse();
+      // Probed again once the backup was behind, then sent whole: never stripped.
+      assertThat(sent).as("frames carrying the item").filteredOn(r -> !r.txs().isEmpty())
+          .isNotEmpty().allMatch(r -> !r.rebases().isEmpty());
+      assertThat(text(two.nb, two.k)).as("applied there with its rebase").isEqualTo("x");
     }
   }
 
