@@ -111,6 +111,51 @@ class RebaseGateTest {
     }
   }
 
+  /**
+   * An item with rebases ends its batch (ALTERNATIVE.md section 4; recover()'s rule rests
+   * on it: a backup that crashes before answering has applied no later write of its keys).
+   * Two commits queue while the backup is busy with a batch: the one with rebases, then a
+   * plain one; they go in two batches, the rebased item last of its own.
+   */
+  @Test
+  void anItemWithRebasesEndsItsBatch() throws Exception {
+    try (Pair two = new Pair()) {
+      List<Request.Replicate> sent = new CopyOnWriteArrayList<>();
+      two.np.replicator().sentForTest = sent::add;
+      two.commitWithRebase("x"); // the probe, then the item: the stream answered
+      java.util.concurrent.CountDownLatch busy = new java.util.concurrent.CountDownLatch(1);
+      java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+      two.nb.replicator().beforeRewriteForTest = () -> {
+        busy.countDown();
+        try {
+          go.await(1, TimeUnit.MINUTES);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      };
+      CompletableFuture<?> a = two.send("a", true);
+      assertThat(busy.await(1, TimeUnit.MINUTES)).as("the backup busy with a").isTrue();
+      CompletableFuture<?> b = two.send("b", true);
+      CompletableFuture<?> c = two.send("c", false);
+      int before = sent.size();
+      two.nb.replicator().beforeRewriteForTest = null;
+      go.countDown();
+      CompletableFuture.allOf(a, b, c).get(1, TimeUnit.MINUTES);
+      List<Request.Replicate> after = sent.subList(before, sent.size());
+      assertThat(after).as("b alone, then c: " + after).hasSize(2);
+      assertThat(after.get(0).txs()).hasSize(1);
+      assertThat(after.get(0).rebases()).isEqualTo(Map.of(0, Map.of(Y, List.of(two.k))));
+      assertThat(after.get(1).rebases()).isEmpty();
+      for (Request.Replicate r : sent) {
+        for (int i : r.rebases().keySet()) {
+          assertThat(i).as("a rebased item last of its batch: " + r)
+              .isEqualTo(r.txs().size() - 1);
+        }
+      }
+      assertThat(text(two.nb, two.k)).isEqualTo("c");
+    }
+  }
+
   private static String text(TyrServer n, String key) throws IOException {
     ByteBuffer b = ByteBuffer.allocate((int) n.engine().stat(key).size());
     n.engine().read(key, 0, b);
@@ -140,14 +185,20 @@ class RebaseGateTest {
 
     /** A put of k on p whose local commit says Y's share held k behind it. */
     void commitWithRebase(String value) throws Exception {
+      send(value, true).get(1, TimeUnit.MINUTES);
+    }
+
+    /** A put of k on p, its local commit saying Y held k behind it ({@code rebase}) or not. */
+    CompletableFuture<?> send(String value, boolean rebase) {
       Map<String, List<String>> behind = new java.util.HashMap<>();
       Function<TxRequest, CompletableFuture<CommitResult>> local = t -> {
-        behind.put(k, List.of(Y + "-s1f"));
+        if (rebase) {
+          behind.put(k, List.of(Y + "-s1f"));
+        }
         return np.engine().commit(t);
       };
-      np.replicator().commit(TxRequest.of(new TxOp.Put(k, ByteBuffer.wrap(
-          value.getBytes(StandardCharsets.UTF_8)), false)), local, behind)
-          .get(1, TimeUnit.MINUTES);
+      return np.replicator().commit(TxRequest.of(new TxOp.Put(k, ByteBuffer.wrap(
+          value.getBytes(StandardCharsets.UTF_8)), false)), local, behind);
     }
 
     @Override
