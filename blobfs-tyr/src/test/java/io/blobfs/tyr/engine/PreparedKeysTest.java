@@ -128,8 +128,8 @@ class PreparedKeysTest {
         e.reservePrepared("Z", z);
         Map<String, List<String>> behind = new java.util.HashMap<>();
         Map<String, Long> seen = new java.util.HashMap<>();
-        java.util.concurrent.atomic.AtomicBoolean doneInHook =
-            new java.util.concurrent.atomic.AtomicBoolean(true);
+        java.util.concurrent.atomic.AtomicBoolean hookDone =
+            new java.util.concurrent.atomic.AtomicBoolean();
         e.commitPrepared("X", x, behind).join();
         assertThat(behind).isEqualTo(Map.of("k", List.of("Y", "Z")));
         java.util.concurrent.CompletableFuture<io.blobfs.tyr.api.CommitResult> yDone =
@@ -145,11 +145,18 @@ class PreparedKeysTest {
             new java.util.concurrent.CompletableFuture[1];
         w[0] = e.commit(TxRequest.of(new TxOp.Put("k", utf8("w"), false)), () -> {
           seen.putAll(e.versionsOf(y));
-          doneInHook.set(w[0] == null || !w[0].isDone());
+          // Slow on purpose: a hook run after (or beside) the future's completion would
+          // still be sleeping when join() returns, and hookDone still false there.
+          try {
+            Thread.sleep(100);
+          } catch (InterruptedException err) {
+            Thread.currentThread().interrupt();
+          }
+          hookDone.set(true);
         });
         long wVersion = w[0].join().version();
+        assertThat(hookDone.get()).as("hook ended before the future completed").isTrue();
         assertThat(seen).isEqualTo(Map.of("k", wVersion));
-        assertThat(doneInHook).as("hook before the future completes").isTrue();
         seen.clear();
         e.commit(TxRequest.of(new TxOp.Delete("absent", false)), () -> seen.put("ran", 1L))
             .join();
