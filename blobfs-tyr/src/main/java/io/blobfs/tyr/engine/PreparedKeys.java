@@ -118,6 +118,34 @@ final class PreparedKeys {
     return true;
   }
 
+  /**
+   * For each key of {@code tx} that {@code txId} holds, the parts holding it behind
+   * {@code txId}, in their order (issue 13, bug 3: the shares a backup must rebase when
+   * {@code txId}'s write of the key applies there). Keys with none behind are left out.
+   */
+  Map<String, List<String>> behind(String txId, TxRequest tx) {
+    Map<String, List<String>> out = new java.util.LinkedHashMap<>();
+    for (String key : keysOf(tx)) {
+      LinkedHashSet<String> held = holders.get(key);
+      if (held == null || !held.contains(txId)) {
+        continue;
+      }
+      List<String> after = new java.util.ArrayList<>();
+      boolean past = false;
+      for (String h : held) {
+        if (past) {
+          after.add(h);
+        } else if (h.equals(txId)) {
+          past = true;
+        }
+      }
+      if (!after.isEmpty()) {
+        out.put(key, List.copyOf(after));
+      }
+    }
+    return out;
+  }
+
   boolean holds(String txId) {
     return byTx.containsKey(txId);
   }

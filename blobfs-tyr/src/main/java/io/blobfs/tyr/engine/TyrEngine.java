@@ -373,7 +373,22 @@ public final class TyrEngine implements Closeable {
    * key that a prepared cross-node transaction holds is refused with CONFLICT.
    */
   public CompletableFuture<CommitResult> commit(TxRequest tx) {
-    return commit(tx, null);
+    return commit(tx, null, null, null);
+  }
+
+  /**
+   * As {@link #commit(TxRequest)}, and runs {@code hook} under the commit lock once the
+   * commit's changes are staged or published (so {@link #versionsOf} read there sees
+   * them), before its future completes; also when the commit changes nothing. Not run if
+   * the commit is refused. Issue 13, bug 3: a backup applying a replicated write rebases
+   * the shares held behind the writing part in the same critical section, so a judge that
+   * reads share and engine versions under the commit lock ({@link #underCommitLock}) sees
+   * both or neither. The hook must be trivial (volatile writes): it runs in the section
+   * that serializes every commit of the node, and must take no monitor (lock order:
+   * anything, then the commit lock, then nothing).
+   */
+  public CompletableFuture<CommitResult> commit(TxRequest tx, Runnable hook) {
+    return commit(tx, null, null, hook);
   }
 
   /**
@@ -383,6 +398,18 @@ public final class TyrEngine implements Closeable {
    * touch its keys meanwhile.
    */
   public CompletableFuture<CommitResult> commitPrepared(String txId, TxRequest tx) {
+    return commitPrepared(txId, tx, null);
+  }
+
+  /**
+   * As {@link #commitPrepared(String, TxRequest)}; fills {@code behindOut} (if not null)
+   * with the parts holding each of its keys behind {@code txId}, read in the commit-lock
+   * hold that logs the part and releases its keys, so exact: no part can reserve or
+   * release in between (issue 13, bug 3: what this write's replicated item tells the
+   * backups to rebase). Filled only if the part is logged.
+   */
+  public CompletableFuture<CommitResult> commitPrepared(String txId, TxRequest tx,
+      Map<String, List<String>> behindOut) {
     commitLock.lock();
     try {
       if (!prepared.holds(txId)) {
@@ -392,10 +419,11 @@ public final class TyrEngine implements Closeable {
     } finally {
       commitLock.unlock();
     }
-    return commit(tx, txId);
+    return commit(tx, txId, behindOut, null);
   }
 
-  private CompletableFuture<CommitResult> commit(TxRequest tx, String txId) {
+  private CompletableFuture<CommitResult> commit(TxRequest tx, String txId,
+      Map<String, List<String>> behindOut, Runnable hook) {
     try {
       CommitPlanner.checkShape(tx, config);
     } catch (TyrException e) {
@@ -414,12 +442,19 @@ public final class TyrEngine implements Closeable {
         p.defragmentTouched();
       }, false);
       if (txId != null) {
+        if (behindOut != null) {
+          // read before the release, in the hold that logs: the holders behind are exact
+          behindOut.putAll(prepared.behind(txId, tx));
+        }
         prepared.release(txId); // logged: later commits validate against its states
       }
       if (plan.ops().isEmpty()) { // nothing changes: no record, no commit number
+        if (hook != null) {
+          hook.run();
+        }
         done.complete(new CommitResult(log.lastVersion(), plan.values()));
       } else {
-        settle(plan, new CommitResult(plan.version(), plan.values()), done);
+        settle(plan, new CommitResult(plan.version(), plan.values()), done, hook);
       }
     } catch (TyrException e) {
       done.completeExceptionally(e);
@@ -536,6 +571,21 @@ public final class TyrEngine implements Closeable {
     }
   }
 
+  /**
+   * Runs {@code read} under the commit lock and returns what it returns: a judge comparing
+   * a share's versions with {@link #versionsOf} sees a replicated write and the rebase its
+   * commit hook made together, or neither (issue 13, bug 3). Lock order: the caller's
+   * monitors, then the commit lock; {@code read} must take no monitor.
+   */
+  public <T> T underCommitLock(java.util.function.Supplier<T> read) {
+    commitLock.lock();
+    try {
+      return read.get();
+    } finally {
+      commitLock.unlock();
+    }
+  }
+
   /** The newest version (0: absent) of every key {@code tx} names. */
   public Map<String, Long> versionsOf(TxRequest tx) {
     Map<String, Long> out = new java.util.LinkedHashMap<>();
@@ -577,12 +627,18 @@ public final class TyrEngine implements Closeable {
    * to publish once it is on disk. Called under the commit lock, in commit order.
    */
   private void settle(CommitPlanner plan, CommitResult result,
-      CompletableFuture<CommitResult> done) {
+      CompletableFuture<CommitResult> done, Runnable hook) {
     if (config.syncPolicy() == SyncPolicy.ALWAYS) {
-      syncer.await(plan.version(), versions.stage(plan.changes(), plan.version()), done,
-          result);
+      var staged = versions.stage(plan.changes(), plan.version());
+      if (hook != null) {
+        hook.run(); // after the stage (versionsOf sees it), before the syncer completes
+      }
+      syncer.await(plan.version(), staged, done, result);
     } else {
       versions.publish(plan.changes());
+      if (hook != null) {
+        hook.run(); // after the publish, before anyone sees the future complete
+      }
       done.complete(result);
     }
   }
@@ -626,7 +682,13 @@ public final class TyrEngine implements Closeable {
     }
   }
 
-  private void fail(Throwable e) {
+  /**
+   * Fails the store: it refuses every write until restarted, as after a log that could not
+   * be written. Also for a caller whose own record of a write failed after the write
+   * (the replicator's rebase records, issue 13 bug 3): nothing may apply before the
+   * restart that reads those records again.
+   */
+  public void fail(Throwable e) {
     if (failure == null) {
       failure = e instanceof IOException io ? io : new IOException(e);
       LOG.error("Týr log failed; refusing writes until restart", e);
@@ -738,7 +800,7 @@ public final class TyrEngine implements Closeable {
           return null;
         }
         CompletableFuture<CommitResult> done = new CompletableFuture<>();
-        settle(plan, new CommitResult(plan.version(), new long[0]), done);
+        settle(plan, new CommitResult(plan.version(), new long[0]), done, null);
         return done;
       } finally {
         commitLock.unlock();

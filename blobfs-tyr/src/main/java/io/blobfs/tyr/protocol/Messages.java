@@ -114,7 +114,9 @@ public final class Messages {
       for (TxRequest tx : rp.txs()) {
         out.addComponent(true, encodeTx(tx, alloc));
       }
-      if (!rp.prepares().isEmpty() || rp.readsRefusals() || !rp.pieces().isEmpty()) {
+      boolean rebases = !rp.rebases().isEmpty();
+      if (!rp.prepares().isEmpty() || rp.readsRefusals() || !rp.pieces().isEmpty()
+          || rebases) {
         // After the writes. A batch without prepares wrote no count before session 13;
         // now its count, 0, says that the primary reads the answer's list of refused
         // commits (Request.Replicate#readsRefusals): an older backup reads it as no
@@ -128,14 +130,29 @@ public final class Messages {
           out.addComponent(true, p);
         }
       }
-      if (!rp.pieces().isEmpty()) {
+      if (!rp.pieces().isEmpty() || rebases) {
         // After the prepares, only to a backup that stages repairs in pieces (an older one
-        // refuses stray bytes): the count, then each piece's index and kind.
+        // refuses stray bytes): the count, then each piece's index and kind. Written (0)
+        // when rebases follow, so that the rebases' section is always the last.
         ByteBuf pieces = alloc.buffer(4 + 5 * rp.pieces().size())
             .writeInt(rp.pieces().size());
         new java.util.TreeMap<>(rp.pieces()).forEach((at, kind) ->
             pieces.writeInt(at).writeByte(kind));
         out.addComponent(true, pieces);
+      }
+      if (rebases) {
+        // Issue 13, bug 3: last, only to a backup that said it reads them (REBASES in its
+        // answers; an older one refuses stray bytes): the count of items, then for each its
+        // index, its parts' count and each part's transaction id and keys.
+        ByteBuf rb = alloc.buffer().writeInt(rp.rebases().size());
+        new java.util.TreeMap<>(rp.rebases()).forEach((at, parts) -> {
+          rb.writeInt(at).writeInt(parts.size());
+          parts.forEach((id, keys) -> {
+            writeString(rb, id).writeInt(keys.size());
+            keys.forEach(key -> writeString(rb, key));
+          });
+        });
+        out.addComponent(true, rb);
       }
       return out;
     } else if (r instanceof Request.Prepare pr) {
@@ -202,9 +219,27 @@ public final class Messages {
             }
             pieces.put(at, kind);
           }
+          Map<Integer, Map<String, List<String>>> rebases = new java.util.HashMap<>();
+          for (int k = in.isReadable() ? count(in, 8) : 0; k > 0; k--) {
+            int at = in.readInt();
+            if (at < 0 || at >= n || rebases.containsKey(at)) {
+              throw new MalformedFrameException("rebase at " + at + " of " + n);
+            }
+            Map<String, List<String>> parts = new java.util.LinkedHashMap<>();
+            for (int j = count(in, 6); j > 0; j--) {
+              String id = readString(in);
+              int m = count(in, 2);
+              List<String> keys = new ArrayList<>(m);
+              for (int i = 0; i < m; i++) {
+                keys.add(readString(in));
+              }
+              parts.put(id, keys);
+            }
+            rebases.put(at, parts);
+          }
           // With prepares the count is there whatever the primary's version: not a sign.
           yield new Request.Replicate(epoch, source, incarnation, firstSeq, txs, prepares,
-              counted && prepares.isEmpty(), pieces);
+              counted && prepares.isEmpty(), pieces, rebases);
         }
         case Opcode.PREPARE -> {
           String txId = readString(in);

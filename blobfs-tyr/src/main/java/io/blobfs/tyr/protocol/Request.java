@@ -55,10 +55,20 @@ public sealed interface Request {
    * write of the key, which lifts its fence; applied as they came, a promotion midway
    * would serve a mix of old and new bytes. Sent only to a backup that said it stages them
    * (its answers' version, {@code Replicator}); an older backup would refuse the frame.
+   *
+   * <p>{@code rebases}, by index in {@code txs} (issue 13, bug 3): the commit is a
+   * prepared part's apply, and these parts (by transaction id) held the listed keys
+   * behind it on the primary. A backup applying the commit moves its shares of those
+   * parts, for those keys, to the versions the commit gives them, in the same critical
+   * section (the engine's commit lock): so a later judge does not take the write for the
+   * behind share's own apply. Sent only to a backup that said it reads them (its answers'
+   * version, {@code Replicator.REBASES}); an older one would refuse the frame.
    */
   record Replicate(long epoch, String source, long incarnation, long firstSeq,
       java.util.List<TxRequest> txs, java.util.Map<Integer, Prepare> prepares,
-      boolean readsRefusals, java.util.Map<Integer, Integer> pieces) implements Request {
+      boolean readsRefusals, java.util.Map<Integer, Integer> pieces,
+      java.util.Map<Integer, java.util.Map<String, java.util.List<String>>> rebases)
+      implements Request {
     public static final int PIECE_FIRST = 1;
     public static final int PIECE_NEXT = 2;
     public static final int PIECE_LAST = 3;
@@ -67,6 +77,22 @@ public sealed interface Request {
       txs = java.util.List.copyOf(txs);
       prepares = java.util.Map.copyOf(prepares);
       pieces = java.util.Map.copyOf(pieces);
+      java.util.Map<Integer, java.util.Map<String, java.util.List<String>>> copy =
+          new java.util.HashMap<>();
+      rebases.forEach((at, parts) -> {
+        java.util.Map<String, java.util.List<String>> each = new java.util.LinkedHashMap<>();
+        parts.forEach((id, keys) -> each.put(id, java.util.List.copyOf(keys)));
+        copy.put(at, java.util.Collections.unmodifiableMap(each));
+      });
+      rebases = java.util.Map.copyOf(copy);
+    }
+
+    /** No rebase in the batch. */
+    public Replicate(long epoch, String source, long incarnation, long firstSeq,
+        java.util.List<TxRequest> txs, java.util.Map<Integer, Prepare> prepares,
+        boolean readsRefusals, java.util.Map<Integer, Integer> pieces) {
+      this(epoch, source, incarnation, firstSeq, txs, prepares, readsRefusals, pieces,
+          java.util.Map.of());
     }
 
     /** No piece of a repair in the batch. */

@@ -59,6 +59,20 @@ final class FencedWrites {
   }
 
   /**
+   * Refuses the batch's commit number {@code index}, {@code tx}, whatever the fences: it
+   * passed {@link #refuses} but could not be applied here (issue 13, bug 3: its rebase's
+   * intent could not be written). Not applied, its keys are fenced as any refused write's.
+   */
+  void refuse(int index, TxRequest tx) {
+    refused.add(tx);
+    indexes.add((long) index);
+    for (TxOp op : tx.ops()) {
+      fencedHere.add(op.key());
+      replacedHere.remove(op.key());
+    }
+  }
+
+  /**
    * Whether the batch's prepared share at {@code index}, {@code share} (a cross-node
    * part's ops on this node's keys, held until its decision and applied by a takeover),
    * is refused here: as a commit is, if it changes a fenced key without replacing it whole.

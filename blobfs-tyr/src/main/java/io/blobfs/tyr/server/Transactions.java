@@ -76,7 +76,12 @@ final class Transactions implements Closeable {
    */
   private final Map<String, Part> parts = new HashMap<>();
   /** Shares of other nodes' prepared parts held here as backup, by local name. */
-  private final Map<String, Replica> replicas = new HashMap<>();
+  /**
+   * The shares held here as a backup, by local name. Changed under this object's monitor
+   * only; concurrent so that a replicated write's commit hook (under the engine's commit
+   * lock, which must take no monitor) finds the shares it rebases (issue 13, bug 3).
+   */
+  private final Map<String, Replica> replicas = new java.util.concurrent.ConcurrentHashMap<>();
   /**
    * The next part's or share's place ({@link Part#seq}, {@link Replica#seq}), under this
    * object's monitor; recorded with each, and restarted past the highest recorded.
@@ -104,8 +109,13 @@ final class Transactions implements Closeable {
   /** A share of another node's prepared part, held as its backup (not reserved here). */
   private static final class Replica {
     final Request.Prepare request;
-    /** This node's versions of its keys at its place in the primary's order. */
-    final Map<String, Long> versions;
+    /**
+     * This node's versions of its keys at its place in the primary's order. Volatile, an
+     * immutable map: a replicated write of a part held ahead of this one on the primary
+     * sets the keys it writes to the versions it gives them, in its commit hook under the
+     * engine's commit lock (issue 13, bug 3: a rebase), so judges read it under that lock.
+     */
+    volatile Map<String, Long> versions;
     /** When it was held, or last asked about: asked again a timeout later at the soonest. */
     long since;
     boolean asking;
@@ -118,7 +128,7 @@ final class Transactions implements Closeable {
 
     Replica(Request.Prepare request, Map<String, Long> versions, long since, long seq) {
       this.request = request;
-      this.versions = versions;
+      this.versions = Map.copyOf(versions);
       this.since = since;
       this.seq = seq;
     }
@@ -188,6 +198,7 @@ final class Transactions implements Closeable {
     recover();
     if (replicator != null) {
       replicator.onPrepared(this::holdReplica);
+      replicator.onRebase(this::rebase);
       replicator.onSplitOwners(this::commitWhole);
     }
     // Synchronously, under the install: a share is reserved before any commit is admitted
@@ -571,8 +582,11 @@ final class Transactions implements Closeable {
       return done;
     }
     CompletableFuture<CommitResult> local = new CompletableFuture<>();
+    // Filled by the engine in the lock hold that logs the part: the parts holding its keys
+    // behind it here, which its backups rebase with its write (issue 13, bug 3).
+    Map<String, List<String>> behind = new java.util.concurrent.ConcurrentHashMap<>();
     java.util.function.Function<TxRequest, CompletableFuture<CommitResult>> commitHere =
-        t -> engine.commitPrepared(id, t).whenComplete((r, e) -> {
+        t -> engine.commitPrepared(id, t, behind).whenComplete((r, e) -> {
           if (e == null) {
             part.result.complete(r);
             local.complete(r);
@@ -582,7 +596,8 @@ final class Transactions implements Closeable {
         });
     CompletableFuture<CommitResult> all;
     try {
-      all = replicator != null ? replicator.commit(tx, commitHere) : commitHere.apply(tx);
+      all = replicator != null ? replicator.commit(tx, commitHere, behind)
+          : commitHere.apply(tx);
     } catch (RuntimeException e) {
       all = CompletableFuture.failedFuture(e); // retried below, never left applying
     }
@@ -881,6 +896,26 @@ final class Transactions implements Closeable {
       replicas.put(file.getKey(), new Replica(rec.request(), rec.versions(),
           System.nanoTime(), seq));
     }
+    // Issue 13, bug 3: a rebase left half done by a crash (its intent written, the write
+    // perhaps logged, the shares' records not yet written again). Finished here: each
+    // listed share takes its listed keys' current versions. Sound because the write's item
+    // was the last of its batch and the batch unanswered: no later stream write of those
+    // keys was applied here (the primary sends the next batch after the answer; after a
+    // restart this node follows a renumbered stream). Had the write not reached the log,
+    // the current versions are the recorded ones: nothing changes.
+    for (Map.Entry<String, Map<String, List<String>>> intent
+        : records.readRebaseIntents().entrySet()) {
+      for (Map.Entry<String, Replica> e : replicas.entrySet()) {
+        Replica r = e.getValue();
+        if (!rebaseNow(r, intent.getValue().get(r.request.txId()))) {
+          continue;
+        }
+        records.writeReplica(e.getKey(), TxRecords.encode(r.request, r.versions, r.seq));
+        LOG.info("node {}: share {} rebased at restart (a crash left its rebase half done)",
+            self(), e.getKey());
+      }
+      records.deleteRebaseIntent(intent.getKey());
+    }
   }
 
   /** The records decoded, by name, in the order of their places (a stable sort). */
@@ -968,6 +1003,16 @@ final class Transactions implements Closeable {
     return engine.versionsOf(tx).keySet();
   }
 
+  /**
+   * The transaction id of a part's engine name: the id itself, or a share taken over,
+   * named {@code txId-s<hash>} ({@link #shareName}; a transaction id is a UUID, whose hex
+   * digits and dashes never make "-s").
+   */
+  static String txIdOf(String name) {
+    int at = name.indexOf("-s");
+    return at < 0 ? name : name.substring(0, at);
+  }
+
   /** A share's local name: its keys tell apart the shares of one transaction here. */
   private String shareName(Request.Prepare p) {
     List<String> keys = new ArrayList<>(keysOf(p.tx()));
@@ -1004,6 +1049,79 @@ final class Transactions implements Closeable {
     }
     LOG.debug("node {}: holds a share of transaction {} prepared on {}", self(),
         share.txId(), source);
+  }
+
+  /**
+   * Sets share {@code r}'s versions of {@code keys} (those it holds; null: none) to their
+   * current ones here; whether any changed. Under the commit lock (a write's hook) or
+   * before the node serves (recover).
+   */
+  private boolean rebaseNow(Replica r, List<String> keys) {
+    if (keys == null) {
+      return false;
+    }
+    Map<String, Long> now = engine.versionsOf(r.request.tx());
+    Map<String, Long> v = new java.util.HashMap<>(r.versions);
+    boolean changed = false;
+    for (String k : keys) {
+      if (v.containsKey(k)) {
+        changed |= !now.get(k).equals(v.put(k, now.get(k)));
+      }
+    }
+    if (changed) {
+      r.versions = Map.copyOf(v);
+    }
+    return changed;
+  }
+
+  /**
+   * As backup (issue 13, bug 3): the rebase a replicated write carries, of the shares of
+   * {@code parts} (transaction ids; any share of one, also one held from an older primary)
+   * for the listed keys they hold. Its hook runs under the engine's commit lock, in the
+   * hold that logs the write: each such share takes the versions the write gave the keys
+   * (versionsOf reads staged over visible, so the logged write), a volatile write, no
+   * monitor (lock order: Replicator, then the commit lock, then nothing). Found through
+   * the concurrent {@link #replicas}: a share removed meanwhile (taken over, dropped) was
+   * removed under the commit lock too (follow) or was judged applied for good.
+   */
+  private Replicator.Rebase rebase(Map<String, List<String>> parts) {
+    List<Map.Entry<String, Replica>> moved = new java.util.concurrent.CopyOnWriteArrayList<>();
+    String[] intent = new String[1];
+    return new Replicator.Rebase() {
+      @Override
+      public void intent() throws IOException {
+        intent[0] = records.writeRebaseIntent(parts);
+      }
+
+      @Override
+      public void run() {
+        for (Map.Entry<String, Replica> e : replicas.entrySet()) {
+          Replica r = e.getValue();
+          if (rebaseNow(r, parts.get(r.request.txId()))) {
+            moved.add(Map.entry(e.getKey(), r));
+          }
+        }
+      }
+
+      @Override
+      public void rewrite() throws IOException {
+        // Under this monitor, so that a share taken over or dropped meanwhile (its record
+        // deleted or made a part's) is not written back. Same seq: its place among the
+        // holders of its keys is unchanged by the rebase.
+        synchronized (Transactions.this) {
+          for (Map.Entry<String, Replica> e : moved) {
+            Replica r = e.getValue();
+            if (replicas.get(e.getKey()) == r) {
+              records.writeReplica(e.getKey(), TxRecords.encode(r.request, r.versions,
+                  r.seq));
+            }
+          }
+        }
+        if (intent[0] != null) {
+          records.deleteRebaseIntent(intent[0]);
+        }
+      }
+    };
   }
 
   /**
@@ -1073,8 +1191,8 @@ final class Transactions implements Closeable {
           continue;
         }
         String heldName = e.getKey();
-        replicas.remove(heldName);
         if (parts.containsKey(heldName)) {
+          replicas.remove(heldName);
           // Taken over already (same transaction, same keys): a crash came between the
           // part's record and the share's deletion, and both were read back. Taking it
           // again would replace the live part (its count as held leaked, its keys
@@ -1084,18 +1202,10 @@ final class Transactions implements Closeable {
               held.request.txId(), heldName);
           continue;
         }
-        // Its ops were applied here in one batch or not at all: any key tells.
-        if (!held.versions.equals(engine.versionsOf(held.request.tx()))) {
-          deleteQuietly(heldName, true);
-          LOG.info("node {}: transaction {}: share {} was applied before the takeover",
-              self(), held.request.txId(), heldName);
-          continue;
-        }
         Request.Prepare rest = restrict(held.request, k -> !primaryHere(ring, k));
-        Replica r = rest == null ? held : new Replica(mine, versionsOf(held, mine),
-            System.nanoTime(), held.seq);
         String name = rest == null ? heldName : shareName(mine);
         if (rest != null && parts.containsKey(name)) {
+          replicas.remove(heldName);
           // Taken over in part already: a crash came between that part's record and this
           // share's deletion (its other keys' share was kept before the part's record).
           deleteQuietly(heldName, true);
@@ -1103,18 +1213,42 @@ final class Transactions implements Closeable {
               self(), held.request.txId(), heldName, name);
           continue;
         }
+        // Its ops were applied here in one batch or not at all: any key tells. Judged and,
+        // if not applied, reserved in one hold of the engine's commit lock, the share
+        // leaving the index a rebase reads in that hold too (issue 13, bug 3): a
+        // replicated write and its rebase of this share land wholly before (both seen) or
+        // after (the write meets the reservation, CONFLICT, and is not applied here). Two
+        // steps, a write logged between the judge and the reservation was applied here and
+        // then again by the taken-over part. Lock order: this monitor, then the commit lock.
+        Map<String, Long> judged = engine.underCommitLock(() -> {
+          replicas.remove(heldName);
+          Map<String, Long> v = held.versions;
+          if (!v.equals(engine.versionsOf(held.request.tx()))) {
+            return null;
+          }
+          engine.reservePrepared(name, (rest == null ? held.request : mine).tx());
+          return v;
+        });
+        if (judged == null) {
+          deleteQuietly(heldName, true);
+          LOG.info("node {}: transaction {}: share {} was applied before the takeover",
+              self(), held.request.txId(), heldName);
+          continue;
+        }
+        Replica r = rest == null ? held : new Replica(mine, versionsOf(judged, mine),
+            System.nanoTime(), held.seq);
         if (rest != null) {
           // The other keys' primary is still the share's: their ops stay a share here.
-          keepShare(rest, versionsOf(held, rest), held.since, held.seq);
+          keepShare(rest, versionsOf(judged, rest), held.since, held.seq);
         }
         boolean behind = false;
         try {
-          engine.reservePrepared(name, r.request.tx());
           // Behind another part of one of its keys (an earlier share taken over): the
           // versions of its turn are not known yet (see TxRecords.UNKNOWN_VERSION).
           behind = engine.versionsIfFirst(name, r.request.tx()) == null;
           records.writePrepared(name, TxRecords.encode(r.request, behind
-              ? TxRecords.unknownVersions(r.versions.keySet()) : r.versions, held.seq));
+              ? TxRecords.unknownVersions(judged.keySet()) : versionsOf(judged, r.request),
+              held.seq));
           records.deleteReplica(heldName);
         } catch (IOException | RuntimeException err) {
           // Kept as a reserved part all the same: its record is the replica's.
@@ -1178,11 +1312,11 @@ final class Transactions implements Closeable {
         p.participants(), new TxRequest(reads, ops));
   }
 
-  /** The versions {@code held} recorded for the keys {@code part} names. */
-  private Map<String, Long> versionsOf(Replica held, Request.Prepare part) {
+  /** The versions {@code held} (a share's, as judged) gives the keys {@code part} names. */
+  private Map<String, Long> versionsOf(Map<String, Long> held, Request.Prepare part) {
     Map<String, Long> out = new java.util.LinkedHashMap<>();
     for (String k : keysOf(part.tx())) {
-      out.put(k, held.versions.get(k));
+      out.put(k, held.get(k));
     }
     return out;
   }
@@ -1275,7 +1409,11 @@ final class Transactions implements Closeable {
     }
     for (Map.Entry<String, Replica> e : due) {
       Replica r = e.getValue();
-      if (!r.versions.equals(engine.versionsOf(r.request.tx()))) {
+      // Under the commit lock (issue 13, bug 3): a replicated write and the rebase its hook
+      // makes of this share are seen together or not at all. "Moved" is final: a share is
+      // rebased only while its part holds the key on the primary, which writes it then
+      // only by that part's own apply. So judge-then-drop may be two steps.
+      if (engine.underCommitLock(() -> !r.versions.equals(engine.versionsOf(r.request.tx())))) {
         dropReplica(e.getKey(), r);
         continue;
       }

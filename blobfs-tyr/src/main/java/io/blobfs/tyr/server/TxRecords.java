@@ -164,6 +164,61 @@ final class TxRecords {
     return readAll(".replica");
   }
 
+  /**
+   * As backup (issue 13, bug 3): the rebase a replicated write carries, written and forced
+   * before the write is handed to the engine, deleted once the rebased shares' records
+   * are written again (before the batch's answer). Read back at restart: a crash between
+   * the write's log and those records leaves the shares at their old versions, and
+   * recover() rebases them to their keys' current ones (Transactions.recover). {@code
+   * parts}: transaction id to keys. Returns the intent's name.
+   */
+  String writeRebaseIntent(Map<String, java.util.List<String>> parts) throws IOException {
+    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+    java.io.DataOutputStream out = new java.io.DataOutputStream(bytes);
+    out.writeInt(parts.size());
+    for (Map.Entry<String, java.util.List<String>> e : parts.entrySet()) {
+      out.writeUTF(e.getKey());
+      out.writeInt(e.getValue().size());
+      for (String k : e.getValue()) {
+        out.writeUTF(k);
+      }
+    }
+    out.flush();
+    String name = java.util.UUID.randomUUID().toString();
+    writeWhole(dir.resolve(name + ".rebase"), bytes.toByteArray());
+    return name;
+  }
+
+  /**
+   * Deletes an intent and forces the directory (issue 13, bug 3; review of b3af1b1, MF2):
+   * a delete a power loss could undo brings the intent back at the next restart, after
+   * later writes of its keys, and recover() would then rebase its shares over them.
+   */
+  void deleteRebaseIntent(String name) throws IOException {
+    Files.deleteIfExists(dir.resolve(name + ".rebase"));
+    forceDirectory();
+  }
+
+  /** Every rebase intent left by a crash, by name: transaction id to keys. */
+  Map<String, Map<String, java.util.List<String>>> readRebaseIntents() throws IOException {
+    Map<String, Map<String, java.util.List<String>>> out = new LinkedHashMap<>();
+    for (Map.Entry<String, byte[]> f : readAll(".rebase").entrySet()) {
+      java.io.DataInputStream in = new java.io.DataInputStream(
+          new java.io.ByteArrayInputStream(f.getValue()));
+      Map<String, java.util.List<String>> parts = new LinkedHashMap<>();
+      for (int n = in.readInt(); n > 0; n--) {
+        String id = in.readUTF();
+        java.util.List<String> keys = new java.util.ArrayList<>();
+        for (int m = in.readInt(); m > 0; m--) {
+          keys.add(in.readUTF());
+        }
+        parts.put(id, keys);
+      }
+      out.put(f.getKey(), parts);
+    }
+    return out;
+  }
+
   private Map<String, byte[]> readAll(String suffix) throws IOException {
     Map<String, byte[]> out = new LinkedHashMap<>();
     try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, "*" + suffix)) {
@@ -206,6 +261,10 @@ final class TxRecords {
       ch.force(true);
     }
     Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
+    forceDirectory();
+  }
+
+  private void forceDirectory() throws IOException {
     try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
       d.force(true);
     }

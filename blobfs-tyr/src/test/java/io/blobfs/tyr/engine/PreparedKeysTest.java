@@ -107,4 +107,70 @@ class PreparedKeysTest {
       assertEquals("2", text(e, "a"));
     }
   }
+
+  /**
+   * Issue 13, bug 3 (the rebase): a prepared part's commit reports, per key, the parts held
+   * behind it (all of them, in order), read in the hold that logs it; a commit's hook sees
+   * its own write in versionsOf (both sync policies), before the future completes, and
+   * also runs for a commit that changes nothing.
+   */
+  @Test
+  void aPartsCommitReportsTheHoldersBehindItAndTheHookSeesTheWrite() throws Exception {
+    for (SyncPolicy policy : List.of(SyncPolicy.NONE, SyncPolicy.ALWAYS)) {
+      try (TyrEngine e = TyrEngine.open(EngineConfig.defaults(dir.resolve(policy.name()))
+          .withSyncPolicy(policy))) {
+        TxRequest x = TxRequest.of(new TxOp.Put("k", utf8("x"), false),
+            new TxOp.Put("j", utf8("x"), false));
+        TxRequest y = TxRequest.of(new TxOp.Append("k", utf8("y")));
+        TxRequest z = TxRequest.of(new TxOp.Put("k", utf8("z"), false));
+        e.reservePrepared("X", x);
+        e.reservePrepared("Y", y);
+        e.reservePrepared("Z", z);
+        Map<String, List<String>> behind = new java.util.HashMap<>();
+        Map<String, Long> seen = new java.util.HashMap<>();
+        java.util.concurrent.atomic.AtomicBoolean hookDone =
+            new java.util.concurrent.atomic.AtomicBoolean();
+        e.commitPrepared("X", x, behind).join();
+        assertThat(behind).isEqualTo(Map.of("k", List.of("Y", "Z")));
+        java.util.concurrent.CompletableFuture<io.blobfs.tyr.api.CommitResult> yDone =
+            e.commitPrepared("Y", y, null);
+        long yVersion = yDone.join().version();
+        behind.clear();
+        var zDone = e.commitPrepared("Z", z, behind);
+        zDone.join();
+        assertThat(behind).as("nothing behind Z").isEmpty();
+        assertThat(e.versionsOf(y).get("k")).isGreaterThan(yVersion);
+        // A plain commit with a hook: the hook reads the write's own version.
+        java.util.concurrent.CompletableFuture<io.blobfs.tyr.api.CommitResult>[] w =
+            new java.util.concurrent.CompletableFuture[1];
+        w[0] = e.commit(TxRequest.of(new TxOp.Put("k", utf8("w"), false)), () -> {
+          seen.putAll(e.versionsOf(y));
+          // Slow on purpose: a hook run after (or beside) the future's completion would
+          // still be sleeping when join() returns, and hookDone still false there.
+          try {
+            Thread.sleep(100);
+          } catch (InterruptedException err) {
+            Thread.currentThread().interrupt();
+          }
+          hookDone.set(true);
+        });
+        long wVersion = w[0].join().version();
+        assertThat(hookDone.get()).as("hook ended before the future completed").isTrue();
+        assertThat(seen).isEqualTo(Map.of("k", wVersion));
+        seen.clear();
+        e.commit(TxRequest.of(new TxOp.Delete("absent", false)), () -> seen.put("ran", 1L))
+            .join();
+        assertThat(seen).as("hook of a commit that changes nothing").containsKey("ran");
+        assertThat(e.underCommitLock(() -> text0(e, "k"))).isEqualTo("w");
+      }
+    }
+  }
+
+  private static String text0(TyrEngine e, String key) {
+    try {
+      return text(e, key);
+    } catch (Exception err) {
+      throw new IllegalStateException(err);
+    }
+  }
 }

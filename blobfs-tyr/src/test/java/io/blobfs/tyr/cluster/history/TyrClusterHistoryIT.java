@@ -80,8 +80,9 @@ class TyrClusterHistoryIT {
       + "(a broken stream, not a refusal), or that the owner took during its hand-over but "
       + "its engine refused (the key held by a share it took over), is lost, though read, if "
       + "the owner is marked UP before the stand-in's repair; (3) the second of two decided "
-      + "shares of one key can be taken for applied on the backup of the node that took them "
-      + "over; see blobfs-tyr/README.md, the history section, 'Hand-over' and 'Not built yet "
+      + "shares of one key can still be taken for applied on the backup of the node that "
+      + "took them over when a catch-up copy lands there between the two applies (the "
+      + "stream's case is rebased since session 16); see blobfs-tyr/README.md, the history section, 'Hand-over' and 'Not built yet "
       + "in the cluster'";
 
   @TempDir
