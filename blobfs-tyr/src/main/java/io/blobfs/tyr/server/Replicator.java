@@ -162,6 +162,17 @@ final class Replicator implements Closeable {
      * stream.
      */
     long probeRefusedAt = Long.MIN_VALUE;
+    /**
+     * When (System.nanoTime) a backup behind the held item's epoch first refused its probe,
+     * or 0: the probe goes again only until {@link #PROBE_BEHIND_NANOS} after it. Why a
+     * bound (second review of the rebase, MF1): a backup that stays UP but never loads the
+     * ring (its watcher dead, its ring file unreadable) is never marked DOWN, and the held
+     * item, with every later write of the keys it backs behind it, would wait for ever;
+     * past the bound the item goes as to a backup ahead: with its rebases, refused there
+     * by epoch and fenced, its writes failed UNAVAILABLE (keys owed), never stripped.
+     * Guarded by the stream; reset by a renumbering or an answer.
+     */
+    long behindSince;
 
     Stream(TyrClient client) {
       this.client = client;
@@ -175,6 +186,7 @@ final class Replicator implements Closeable {
       next = 1;
       sendFrom = 1;
       answered = false; // the backup may have restarted as another version: ask again
+      behindSince = 0;
     }
 
     /**
@@ -214,6 +226,8 @@ final class Replicator implements Closeable {
   static final long REBASES = 2;
   /** The pause before a probe refused by a backup behind its epoch goes again. */
   static final long PROBE_AGAIN_MS = 20;
+  /** How long a backup behind the held item's epoch is probed again: see Stream#behindSince. */
+  static final long PROBE_BEHIND_NANOS = TIMEOUT.toNanos();
   /** A piece of a repair in pieces, at most (and half the frame's room, at most). */
   private static final int PIECE_BYTES = 4 << 20;
 
@@ -872,6 +886,7 @@ final class Replicator implements Closeable {
         s.sending = false;
         if (failed == null && ok != null && s.incarnation == incarnation) {
           s.answered = true;
+          s.behindSince = 0;
         } else if (failed != null && txs.isEmpty() && s.incarnation == incarnation
             && refusedWhole(unwrap(failed))) {
           // A refused probe (issue 13, bug 3; review of b3af1b1, MF1). The refusal's ring
@@ -884,8 +899,13 @@ final class Replicator implements Closeable {
           // nothing of it applied, and fenced there like any refused write. Failing it
           // unsent would leave the backup unfenced for its keys.
           Throwable why = unwrap(failed);
+          long now = System.nanoTime();
           if (why instanceof WrongEpochException w && w.ring() != null
-              && w.ring().epoch() < epoch) {
+              && w.ring().epoch() < epoch && s.behindSince == 0) {
+            s.behindSince = now;
+          }
+          if (why instanceof WrongEpochException w && w.ring() != null
+              && w.ring().epoch() < epoch && now - s.behindSince < PROBE_BEHIND_NANOS) {
             probeAgain = true;
             s.sending = true; // nothing goes on this stream until the probe goes again
           } else {

@@ -112,6 +112,34 @@ class RebaseGateTest {
   }
 
   /**
+   * A backup that stays behind the item's epoch (UP in the ring, answering pings, but
+   * never loading the new ring: the monitor never marks it DOWN) does not hold the stream
+   * for ever (second review of the rebase, MF1: re-probed every PROBE_AGAIN_MS with no
+   * bound, the item and every write queued behind it never completed, and their
+   * admissions never released). Past the replication timeout (30 s) the item goes with
+   * its rebases, is refused by epoch there, and fails UNAVAILABLE (its keys owed), as on
+   * main; the write behind it too.
+   */
+  @Test
+  void aBackupThatStaysBehindDoesNotHoldTheStreamForEver() throws Exception {
+    try (Pair two = new Pair()) {
+      two.np.membership().install(two.np.membership().ring().withEpoch(2)); // b stays at 1
+      CompletableFuture<?> x = two.send("x", true);
+      CompletableFuture<?> y = two.send("y", false);
+      CompletableFuture<?> both = CompletableFuture.allOf(x, y).handle((r, e) -> null);
+      try {
+        both.get(45, TimeUnit.SECONDS);
+      } catch (java.util.concurrent.TimeoutException e) {
+        // fall through to the assertion
+      }
+      assertThat(x.isDone()).as("the item held behind a backup that stays behind").isTrue();
+      assertThat(y.isDone()).as("a plain write queued behind it on the stream").isTrue();
+      assertThat(x.isCompletedExceptionally()).as("refused by epoch there: not acknowledged")
+          .isTrue();
+    }
+  }
+
+  /**
    * An item with rebases ends its batch (ALTERNATIVE.md section 4; recover()'s rule rests
    * on it: a backup that crashes before answering has applied no later write of its keys).
    * Two commits queue while the backup is busy with a batch: the one with rebases, then a
