@@ -140,10 +140,11 @@ class RebaseGateTest {
   }
 
   /**
-   * Review 3: behindSince is not reset when the item goes past the bound (nor by a probe
-   * refused ahead), so a later item of a newer epoch, whose backup is behind only for the
-   * ~ms it takes to load the ring, is given up on at once: refused and failed UNAVAILABLE
-   * where the re-probe would have applied it.
+   * Each behind phase gets its own bound: once an item goes past the bound (or to a
+   * backup ahead) the phase's start is forgotten, so a later item of a newer epoch, whose
+   * backup is behind only for the ~ms it takes to load the ring, is probed again and
+   * applied, not refused and failed UNAVAILABLE at once (third review of the rebase; it
+   * failed before behindSince was reset there).
    */
   @Test
   void aLaterBehindPhaseGetsItsOwnBound() throws Exception {
