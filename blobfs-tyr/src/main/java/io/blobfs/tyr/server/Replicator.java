@@ -910,6 +910,7 @@ final class Replicator implements Closeable {
             s.sending = true; // nothing goes on this stream until the probe goes again
           } else {
             s.probeRefusedAt = epoch;
+            s.behindSince = 0;
           }
         }
         if (failed != null && s.incarnation == incarnation

@@ -140,6 +140,38 @@ class RebaseGateTest {
   }
 
   /**
+   * Each behind phase gets its own bound: once an item goes past the bound (or to a
+   * backup ahead) the phase's start is forgotten, so a later item of a newer epoch, whose
+   * backup is behind only for the ~ms it takes to load the ring, is probed again and
+   * applied, not refused and failed UNAVAILABLE at once (third review of the rebase; it
+   * failed before behindSince was reset there).
+   */
+  @Test
+  void aLaterBehindPhaseGetsItsOwnBound() throws Exception {
+    try (Pair two = new Pair()) {
+      two.np.membership().install(two.np.membership().ring().withEpoch(2)); // b stays at 1
+      CompletableFuture<?> x = two.send("x", true);
+      CompletableFuture.allOf(x).handle((r, e) -> null).get(45, TimeUnit.SECONDS);
+      assertThat(x.isCompletedExceptionally()).isTrue();
+      Ring three = two.np.membership().ring().withEpoch(3);
+      two.nb.membership().install(two.np.membership().ring().withEpoch(2));
+      two.np.membership().install(three); // b at 2: behind again, briefly
+      List<Request.Replicate> sent = new CopyOnWriteArrayList<>();
+      two.np.replicator().sentForTest = rep -> {
+        sent.add(rep);
+        if (sent.size() == 1) {
+          CompletableFuture.runAsync(() -> two.nb.membership().install(three),
+              CompletableFuture.delayedExecutor(300, TimeUnit.MILLISECONDS));
+        }
+      };
+      CompletableFuture<?> z = two.send("z", true);
+      CompletableFuture.allOf(z).handle((r, e) -> null).get(45, TimeUnit.SECONDS);
+      assertThat(z.isCompletedExceptionally()).as("z given up on at once: " + sent).isFalse();
+      assertThat(text(two.nb, two.k)).isEqualTo("z");
+    }
+  }
+
+  /**
    * An item with rebases ends its batch (ALTERNATIVE.md section 4; recover()'s rule rests
    * on it: a backup that crashes before answering has applied no later write of its keys).
    * Two commits queue while the backup is busy with a batch: the one with rebases, then a
