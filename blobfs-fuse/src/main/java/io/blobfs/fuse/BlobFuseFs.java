@@ -59,12 +59,19 @@ public final class BlobFuseFs implements LowLevelFs {
   /**
    * Settings of the semantics; {@code earlyUploadChunk}: bytes a file being written gathers
    * before its next version starts uploading in the background ({@link EarlyUpload}), 0 for
-   * never.
+   * never; {@code takeover}: shared stripes ({@code fs.blob.fuse.takeover}, off by default:
+   * see MountConfig), a publication of a file written here (not passed through) sends
+   * only the stripes changed since the version before and names the others.
    */
   public record Settings(boolean paperMode, int permission, int blockSize, Path stagingDir,
-      long earlyUploadChunk) {
+      long earlyUploadChunk, boolean takeover) {
     public Settings(boolean paperMode, int permission, int blockSize, Path stagingDir) {
       this(paperMode, permission, blockSize, stagingDir, EarlyUpload.DEFAULT_CHUNK);
+    }
+
+    public Settings(boolean paperMode, int permission, int blockSize, Path stagingDir,
+        long earlyUploadChunk) {
+      this(paperMode, permission, blockSize, stagingDir, earlyUploadChunk, false);
     }
   }
 
@@ -313,8 +320,10 @@ public final class BlobFuseFs implements LowLevelFs {
             }
             return getattr(node); // a directory has no time to keep
           }
-          StagedFile tmp = change.size() == 0 ? StagedFile.empty(settings.stagingDir())
-              : StagedFile.copyOf(settings.stagingDir(), ns.open(info), false);
+          // With shared stripes a time or a truncate of a closed file sends only the
+          // stripes it changes (none for a time): the copy is still read whole.
+          StagedFile tmp = versions(change.size() == 0 ? StagedFile.empty(settings.stagingDir())
+              : StagedFile.copyOf(settings.stagingDir(), ns.open(info), false));
           try {
             if (change.size() >= 0) {
               tmp.truncate(change.size());
@@ -684,7 +693,7 @@ public final class BlobFuseFs implements LowLevelFs {
         throw new FuseException(Errno.EISDIR, n.path.toString());
       }
       try {
-        return (trunc ? StagedFile.empty(settings.stagingDir())
+        return versions(trunc ? StagedFile.empty(settings.stagingDir())
             : StagedFile.copyOf(settings.stagingDir(), ns.open(info), passthrough != null))
             .uploadEarly(ns, uploads, settings.earlyUploadChunk(), writeStats);
       } catch (FileNotFoundException e) {
@@ -697,6 +706,16 @@ public final class BlobFuseFs implements LowLevelFs {
         }
       }
     }
+  }
+
+  /**
+   * {@code s} publishing versions that take unchanged stripes over, where the mount's
+   * settings ask for it and no file passes through (the kernel's writes are not seen:
+   * DESIGN §4 step 6, not built); else as it is, each publication a whole new file.
+   */
+  private StagedFile versions(StagedFile s) {
+    return settings.takeover() && passthrough == null
+        ? s.versions(ns.options().stripeSize()) : s;
   }
 
   /** How often an open for writing copies again when other clients keep publishing. */
@@ -732,7 +751,7 @@ public final class BlobFuseFs implements LowLevelFs {
     }
     StagedFile s;
     try {
-      s = StagedFile.empty(settings.stagingDir())
+      s = versions(StagedFile.empty(settings.stagingDir()))
           .uploadEarly(ns, uploads, settings.earlyUploadChunk(), writeStats);
       try {
         FileWriter w = ns.create(path, !excl);

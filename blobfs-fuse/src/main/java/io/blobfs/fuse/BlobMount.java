@@ -54,7 +54,7 @@ public final class BlobMount implements AutoCloseable {
     FuseSession.Options options = FuseSession.Options.defaults().withPassthrough(c.passthrough());
     int blockSize = (int) Math.min(c.namespace().stripeSize(), options.maxWrite());
     BlobFuseFs fs = new BlobFuseFs(ns, new BlobFuseFs.Settings(paperMode, c.permission(),
-        blockSize, c.stagingDir(), c.earlyUploadChunk()));
+        blockSize, c.stagingDir(), c.earlyUploadChunk(), c.takeover()));
     Files.createDirectories(mountPoint);
     FuseSession session = FuseSession.mount(fs, mountPoint.toString(), options);
     return new BlobMount(store, fs, session);

@@ -1,6 +1,7 @@
 package io.blobfs.fuse;
 
 import io.blobfs.namespace.BlobNamespace;
+import io.blobfs.namespace.FileInfo;
 import io.blobfs.namespace.FileWriter;
 import io.blobfs.namespace.FsPath;
 import java.io.IOException;
@@ -81,6 +82,16 @@ final class EarlyUpload {
   private long limit = NO_LIMIT;
   private static final long NO_LIMIT = -1;
   private FileWriter writer;
+  /**
+   * The published version the next writer is made over ({@link BlobNamespace#createVersion},
+   * so that the publication may take its unchanged stripes over); null: a plain new file.
+   * Set by the staged file after each commit, before {@link #resume}: a writer is created
+   * only by a task, which never runs between a publication's {@link #stopAt} and its
+   * {@link #resume}, so every writer is made over the version its staged file holds then.
+   */
+  private FileInfo base;
+  /** The base {@link #writer} was made over (null: a plain new file). */
+  private FileInfo writerBase;
   private CompletableFuture<Void> task = CompletableFuture.completedFuture(null);
   /**
    * The token of a task handed to the executor that has not started yet: {@link #awaitIdle}
@@ -98,7 +109,7 @@ final class EarlyUpload {
    * sent.
    */
   record Taken(FileWriter writer, BitSet chunks, long chunk, boolean usable,
-      Map<Integer, byte[]> digests) {
+      Map<Integer, byte[]> digests, FileInfo base) {
     /** The bytes of the chunks. */
     long bytes() {
       return chunks.cardinality() * chunk;
@@ -123,6 +134,23 @@ final class EarlyUpload {
 
   synchronized void chunk(long bytes) {
     chunk = bytes;
+  }
+
+  /** The version the next writer is made over; null: none (a plain new file). */
+  synchronized void base(FileInfo version) {
+    base = version;
+  }
+
+  /**
+   * Bytes written so far no longer count as written: with shared stripes, a version
+   * takes the unchanged stripes of its base over, and a chunk uploaded here makes its
+   * stripe one the version must write whole (a writer never takes over a stripe it wrote
+   * into, I3). So only chunks written since the last publication's snapshot go up early
+   * (called there, and when a copied file starts, whose bytes are its base's). A write in
+   * flight now adds its range when it finishes.
+   */
+  synchronized void forgetWritten() {
+    ranges.clear();
   }
 
   /**
@@ -314,9 +342,19 @@ final class EarlyUpload {
           w = writer;
         }
         if (w == null) { // created outside the monitor: a store call
-          FileWriter created = ns.create(path, true);
+          FileInfo over;
+          synchronized (this) {
+            over = base;
+          }
+          // A version of the staged file's base (shared stripes): its publication names
+          // the base's unchanged stripes instead of sending them (StagedFile#upload). The
+          // base's name may be an older one (renamed while open): the version is of the
+          // same file (same record) at the name it has now.
+          FileWriter created = over == null ? ns.create(path, true)
+              : ns.createVersion(path, StagedFile.at(over, path));
           synchronized (this) {
             writer = created; // only this task creates it; awaitIdle() waits for the task
+            writerBase = over;
           }
           w = created;
         }
@@ -422,17 +460,19 @@ final class EarlyUpload {
       throw new IllegalStateException("take() before awaitIdle(): a task still runs");
     }
     FileWriter w = writer;
+    FileInfo over = writerBase;
     BitSet chunks = (BitSet) uploaded.clone();
     boolean usable = w != null && !broken && w.path().equals(path);
     Map<Integer, byte[]> sent = verify ? new HashMap<>(digests) : null;
     writer = null;
+    writerBase = null;
     broken = false;
     claimed.clear();
     uploaded.clear();
     digests.clear();
     // the written ranges stay: the next version's upload claims again every chunk written
     // (holes another writer has yet to fill are not)
-    return w == null ? null : new Taken(w, chunks, chunk, usable, sent);
+    return w == null ? null : new Taken(w, chunks, chunk, usable, sent, over);
   }
 
   /** The staged file is gone: the upload is dropped, its data removed. */

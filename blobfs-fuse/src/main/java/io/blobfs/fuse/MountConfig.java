@@ -20,10 +20,24 @@ import org.w3c.dom.NodeList;
  * the store profile's value ({@code fs.blob.store.STORE.KEY}) wins, then
  * {@code fs.blob.KEY}, then the backend's own default, then blob://'s default, as in
  * blobfs-core's {@code BlobFsConfiguration}, whose key names and defaults these are.
+ *
+ * <p>Shared stripes (issue 16, {@code wip/shared-stripes/DESIGN.md} §3-4): with
+ * {@value #TAKEOVER}{@code =true} a publication of a file the mount writes (not passed
+ * through) is a new version that names the stripes of the version before which no write
+ * or truncate through the mount changed, and sends only the others. <b>Off by
+ * default</b>, the rollout gate of step 4: such a record is stored as {@code BFS3}, which
+ * clients before session 16 cannot read (they refuse it as a bad magic: an old blob://
+ * client's listing of the directory fails whole, an old mount gets EIO); turn it on only
+ * once every client of the store is at this version or later. With it on, the mount's
+ * new files get {@value #STRIPE_SIZE} (8 MiB unless set: a version re-sends whole
+ * stripes, so a 4 KiB change costs 8 MiB, not 64); without it they keep
+ * {@code fs.blob.stripe.size} unless {@value #STRIPE_SIZE} is set. An existing file keeps
+ * its stripe size in every version (a version adopts its base's, I4). blob://'s default
+ * (64 MiB) is unchanged.
  */
 record MountConfig(String storeName, String storeType, StoreOptions backend,
     NamespaceOptions namespace, int permission, Path stagingDir, long earlyUploadChunk,
-    boolean passthrough) {
+    boolean passthrough, boolean takeover) {
 
   static final String PREFIX = "fs.blob.";
   static final String STORE_PREFIX = "fs.blob.store.";
@@ -35,6 +49,12 @@ record MountConfig(String storeName, String storeType, StoreOptions backend,
    * its staged copy itself, with no round trip to the mount per request. Off by default.
    */
   static final String PASSTHROUGH = "fs.blob.fuse.passthrough";
+  /** Shared stripes for the mount's publications (see above). Off by default. */
+  static final String TAKEOVER = "fs.blob.fuse.takeover";
+  /** The stripe size of the files the mount creates (see above). */
+  static final String STRIPE_SIZE = "fs.blob.fuse.stripe.size";
+  /** {@value #STRIPE_SIZE} with {@value #TAKEOVER} on, when not set: the early upload's chunk. */
+  static final long TAKEOVER_STRIPE_SIZE = 8L << 20;
 
   private static final List<String> FS_SUFFIXES = List.of("stripe.size", "write.buffer.size",
       "write.max-inflight", "inline.threshold", "directory.markers", "list.page.size",
@@ -93,7 +113,11 @@ record MountConfig(String storeName, String storeType, StoreOptions backend,
       }
     }
     StoreOptions fs = new StoreOptions(PREFIX, fsValues);
-    long stripe = fs.getBytes("stripe.size", NamespaceOptions.DEFAULT_STRIPE_SIZE, 4096, 1L << 40);
+    StoreOptions mount = new StoreOptions("fs.blob.fuse.", fuseKeys(conf));
+    boolean takeover = mount.getBoolean("takeover", false);
+    long stripe = mount.getBytes("stripe.size", takeover ? TAKEOVER_STRIPE_SIZE
+        : fs.getBytes("stripe.size", NamespaceOptions.DEFAULT_STRIPE_SIZE, 4096, 1L << 40),
+        4096, 1L << 40);
     long buffer = Math.min(stripe, fs.getBytes("write.buffer.size", 8L << 20, 4096, 1L << 30));
     long inflight = fs.getBytes("write.max-inflight", 64L << 20, 0, 1L << 40);
     long inline = fs.getBytes("inline.threshold", 64L << 10, 0, 1L << 20);
@@ -116,13 +140,20 @@ record MountConfig(String storeName, String storeType, StoreOptions backend,
     }
     Path staging = Path.of(conf.getOrDefault(STAGING_DIR, System.getProperty("java.io.tmpdir")
         + "/blobfs-fuse-" + ProcessHandle.current().pid()));
-    long early = new StoreOptions("fs.blob.fuse.", conf.containsKey(EARLY_UPLOAD)
-        ? Map.of("early-upload.chunk", conf.get(EARLY_UPLOAD)) : Map.of())
-        .getBytes("early-upload.chunk", EarlyUpload.DEFAULT_CHUNK, 0, 1L << 40);
-    boolean passthrough = new StoreOptions("fs.blob.fuse.", conf.containsKey(PASSTHROUGH)
-        ? Map.of("passthrough", conf.get(PASSTHROUGH)) : Map.of())
-        .getBoolean("passthrough", false);
+    long early = mount.getBytes("early-upload.chunk", EarlyUpload.DEFAULT_CHUNK, 0, 1L << 40);
+    boolean passthrough = mount.getBoolean("passthrough", false);
     return new MountConfig(storeName, type, new StoreOptions(storePrefix, profile), ns,
-        permission, staging, early, passthrough);
+        permission, staging, early, passthrough, takeover);
+  }
+
+  /** The mount's own keys ({@code fs.blob.fuse.*}) that are options, without the prefix. */
+  private static Map<String, String> fuseKeys(Map<String, String> conf) {
+    Map<String, String> keys = new HashMap<>();
+    for (String key : List.of(EARLY_UPLOAD, PASSTHROUGH, TAKEOVER, STRIPE_SIZE)) {
+      if (conf.containsKey(key)) {
+        keys.put(key.substring("fs.blob.fuse.".length()), conf.get(key));
+      }
+    }
+    return keys;
   }
 }

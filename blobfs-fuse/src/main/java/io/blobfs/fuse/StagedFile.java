@@ -1,7 +1,9 @@
 package io.blobfs.fuse;
 
 import io.blobfs.fuse.kernel.Passthrough;
+import io.blobfs.namespace.BaseChangedException;
 import io.blobfs.namespace.BlobNamespace;
+import io.blobfs.namespace.FileInfo;
 import io.blobfs.namespace.FileReader;
 import io.blobfs.namespace.FileWriter;
 import io.blobfs.namespace.FsPath;
@@ -12,6 +14,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.BitSet;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.locks.ReadWriteLock;
@@ -73,6 +76,40 @@ final class StagedFile {
   int handles;
   /** The publication reading the staged file now; null: none. Guarded by {@code lengthLock}. */
   private Reading reading;
+  /**
+   * Shared stripes (issue 16, {@code wip/shared-stripes/DESIGN.md} §3, seen writes): a
+   * publication makes its version over {@link #base} ({@link BlobNamespace#createVersion})
+   * and names the base's stripes no write or truncate changed since ({@link #dirty})
+   * instead of sending them. Set by {@link #versions} (the mount's gate, off for files
+   * passed through: their writes are not seen here). Guarded by {@code lengthLock}.
+   */
+  private boolean versions;
+  /**
+   * The published version this file's bytes started from: the record {@link #copyOf}
+   * copied, then the record each publication committed ({@link FileWriter#published}),
+   * never a version read back from the store (another client's could be there). Null:
+   * none (O_TRUNC, a new file before its first publication, an inline version: nothing to
+   * take over). Guarded by {@code lengthLock}.
+   */
+  private FileInfo base;
+  /**
+   * The granules ({@link #granule} bytes each, from byte 0) a write or truncate changed
+   * since the last publication's snapshot, set under {@code lengthLock} where the change
+   * is counted (a failed write too: its bytes may have landed). Swapped for an empty set
+   * at the snapshot (writes finishing after it mark the next version), OR-ed back if the
+   * publication fails. A stripe of the base is clean when no granule meeting it is set.
+   * Granules, not stripes: the next base's stripe size is not known when a write lands (a
+   * whole upload after {@link BaseChangedException} publishes with the mount's size); a
+   * granule that straddles two stripes marks both (more sent, never less).
+   */
+  private BitSet dirty = new BitSet();
+  private long granule = 1 << 20;
+  /**
+   * Of the publication under way (its thread only): the base stripes its version took
+   * over (null: none) and their size, which {@link #read} skips.
+   */
+  private BitSet takenOver;
+  private long takenStripe;
   /** The next version's upload, under way while the file is written. */
   private final EarlyUpload early;
   /** Where early uploads run; null: none (every publication uploads the whole file). */
@@ -205,6 +242,77 @@ final class StagedFile {
   }
 
   /**
+   * Publishes versions that take the unchanged stripes of the version before over
+   * (shared stripes: {@link #base}, {@link #dirty}); {@code mountStripe}: the stripe size
+   * of the mount's new files (a whole upload's), which the granule of {@link #dirty}
+   * divides when it is a power of two, as the base's size. Called before any write.
+   */
+  StagedFile versions(long mountStripe) {
+    FileInfo over;
+    synchronized (lengthLock) {
+      versions = true;
+      if (base != null && base.record().stripeCount() == 0) {
+        base = null; // inline: no stripe to take over
+      }
+      long g = Long.lowestOneBit(mountStripe);
+      if (base != null) {
+        g = Math.min(g, Long.lowestOneBit(base.record().stripeSize()));
+      }
+      granule = Math.max(4096, Math.min(g, 1L << 20));
+      over = base;
+    }
+    early.base(over);
+    if (over != null) {
+      early.forgetWritten(); // the copied bytes are the base's: taken over, not sent early
+    }
+    return this;
+  }
+
+  /** {@code version} at {@code path}: the same record under the name the file has now. */
+  static FileInfo at(FileInfo version, FsPath path) {
+    return version.path().equals(path) ? version : new FileInfo(path, false,
+        version.length(), version.modificationTime(), version.blockSize(), version.record());
+  }
+
+  /** Under {@code lengthLock}: bytes {@code [start, end)} changed ({@link #dirty}). */
+  private void changed(long start, long end) {
+    if (versions && end > start) {
+      dirty.set(granuleOf(start), granuleOf(end - 1) + 1);
+    }
+  }
+
+  /** The granule holding byte {@code offset}; past 2^31 granules, all share the last. */
+  private int granuleOf(long offset) {
+    return (int) Math.min(offset / granule, Integer.MAX_VALUE - 1);
+  }
+
+  /**
+   * Under {@code lengthLock}: the stripes of {@code over} a version of {@code len} bytes
+   * may name instead of sending: no granule of them in {@code changed}, and whole in both
+   * versions, or the last of both with equal lengths (DESIGN §2.2 I4; the writer checks
+   * again, {@link FileWriter#takeOver}).
+   */
+  private BitSet cleanStripes(FileInfo over, BitSet changed, long len) {
+    BitSet clean = new BitSet();
+    long size = over.record().stripeSize();
+    long count = Math.min(over.record().stripeCount(), Integer.MAX_VALUE - 1);
+    long baseLen = over.record().length();
+    for (long s = 0; s < count; s++) {
+      boolean covered = (s + 1) * size <= Math.min(baseLen, len)
+          || s == over.record().stripeCount() - 1 && baseLen == len;
+      if (!covered) {
+        continue;
+      }
+      int first = granuleOf(s * size);
+      int next = changed.nextSetBit(first);
+      if (next < 0 || next > granuleOf((s + 1) * size - 1)) {
+        clean.set((int) s);
+      }
+    }
+    return clean;
+  }
+
+  /**
    * Serves this file's handles by FUSE passthrough from now on: registers the local file
    * and returns its backing id ({@link #discard} gives it back). Called before any handle
    * is opened on it: the kernel wants every handle of an inode passing through, or none.
@@ -212,7 +320,12 @@ final class StagedFile {
   int passThrough(Passthrough p) throws IOException {
     int id = p.open(local);
     early.verifySent(); // before any handle opens: the kernel writes it from the first one
+    early.base(null);
     synchronized (lengthLock) {
+      // Its writes are not seen here: no dirty set to trust, every publication whole
+      // (shared stripes for passed-through files, from digests, is DESIGN §4 step 6).
+      versions = false;
+      base = null;
       passthrough = p;
       backingId = id;
       seenSize = channel.size();
@@ -372,6 +485,7 @@ final class StagedFile {
       throws IOException {
     StagedFile f = new StagedFile(Files.createTempFile(dir, "staged-", ""), reader.length(),
         reader.info().modificationTime());
+    f.base = reader.info(); // used only if versions() is called: the bytes copied are its
     ByteBuffer buf = ByteBuffer.allocateDirect(1 << 20);
     long pos = 0;
     Reading.Sums sums = recordCopy ? new Reading.Sums() : null;
@@ -520,8 +634,13 @@ final class StagedFile {
       } finally {
         // written or not, the range may have changed: never counted as uploadable unless
         // it was fully written (a failed write leaves the upload claimed below it)
-        if (pos == at + n) {
-          synchronized (lengthLock) {
+        boolean whole = pos == at + n;
+        synchronized (lengthLock) {
+          // Marked with the count, in one step: a publication's snapshot (which swaps the
+          // dirty set) sees the write both counted and marked, or neither. A failed write
+          // is marked too: its bytes may have landed anywhere in the range.
+          changed(at, at + n);
+          if (whole) {
             length = Math.max(length, at + n);
             mtime = System.currentTimeMillis();
             count = ++changes;
@@ -529,6 +648,8 @@ final class StagedFile {
               reading.written(at, at + n, count);
             }
           }
+        }
+        if (whole) {
           Executor ex = uploadExecutor;
           early.written(token, path == null || ex == null ? null : uploadNs, path, ex);
         } else {
@@ -575,6 +696,8 @@ final class StagedFile {
       raf.setLength(size); // sparse when it grows: the new bytes read as zeros
       early.truncated(size);
       synchronized (lengthLock) {
+        // the stripe holding the new end and every one after it, up to the old end
+        changed(Math.min(length, size), Math.max(length, size));
         length = size;
         mtime = System.currentTimeMillis();
         unowned = ++changes;
@@ -616,6 +739,9 @@ final class StagedFile {
       long carried;
       long len;
       Stamp stamp = null;
+      BitSet changed = null;
+      FileInfo over = null;
+      BitSet clean = null;
       if (passthrough != null) {
         // Taken before the snapshot and applied to it (a write seen here is in this
         // version's length): a write after it moves the stamp or the bytes the version's
@@ -650,9 +776,31 @@ final class StagedFile {
         // seeing it only now must not start the next version's upload of unchanged bytes
         grownTo = Math.max(grownTo, len);
         reading = new Reading(len, stamp != null);
+        if (versions) {
+          // The stripes changed up to this snapshot are this version's to send; a write
+          // finishing after it marks the next one's set. A clean stripe is named from the
+          // base; a write finishing into it from now on is not in this version (Reading),
+          // and the next publication sends it: never lost.
+          changed = dirty;
+          dirty = new BitSet();
+          over = base;
+          clean = over == null ? new BitSet() : cleanStripes(over, changed, len);
+          reading.clean(clean, over == null ? 1 : over.record().stripeSize());
+          early.forgetWritten(); // only chunks written from now on are the next version's
+        }
       }
+      boolean done = false;
       try {
-        published = upload(ns, path, len, carried);
+        Version v = upload(ns, path, len, carried, over, clean);
+        published = v.carried();
+        done = true;
+        if (versions && v.info() != null) {
+          FileInfo next = v.info().record().stripeCount() > 0 ? v.info() : null;
+          synchronized (lengthLock) {
+            base = next; // before early.resume() below: the next early writer is over it
+          }
+          early.base(next);
+        }
         if (stamp != null) {
           synchronized (lengthLock) {
             // committed: the file as stamped, with the sums of the bytes this commit sent
@@ -663,6 +811,9 @@ final class StagedFile {
       } finally {
         synchronized (lengthLock) {
           reading = null;
+          if (!done && changed != null) {
+            dirty.or(changed); // not published: the next publication sends them
+          }
         }
         early.resume();
       }
@@ -673,11 +824,14 @@ final class StagedFile {
 
   /**
    * Uploads and commits the version of the first {@code len} bytes, from what the
-   * background upload sent and the rest; returns the count of changes it carries (at
-   * least {@code carried}, the count at its snapshot: see {@link Reading}).
+   * background upload sent and the rest; returns it, with the count of changes it carries
+   * (at least {@code carried}, the count at its snapshot: see {@link Reading}). With a
+   * base ({@code over}, shared stripes) the version is made over it and names its stripes
+   * in {@code clean} that the background upload did not write into; a base replaced
+   * meanwhile ({@link BaseChangedException}) makes it a whole upload, as before.
    */
-  private long upload(BlobNamespace ns, FsPath path, long len, long carried)
-      throws IOException {
+  private Version upload(BlobNamespace ns, FsPath path, long len, long carried,
+      FileInfo over, BitSet clean) throws IOException {
     long started = System.nanoTime();
     early.awaitIdle(len); // the background round under way: outside every lock
     EarlyUpload.Taken taken;
@@ -696,7 +850,9 @@ final class StagedFile {
       // counted as carried, its bytes skipped: acknowledged, closed and never published.
       // Lock order lengthLock -> EarlyUpload's monitor, as stopAt in publish.
       taken = early.take(path);
-      use = taken != null && taken.usable();
+      // a writer made over another base than this snapshot's (none can be: bases change
+      // only at commits, before the next writer starts) would name the wrong stripes
+      use = taken != null && taken.usable() && sameVersion(taken.base(), over);
       if (use && taken.end() > len) {
         // A poll between this publication's stamp and its stopAt (another process
         // appending during the fsync) handed growth past len to the early upload, which
@@ -722,40 +878,88 @@ final class StagedFile {
     Version v;
     boolean whole = taken == null;
     if (taken == null) {
-      v = write(ns.create(path, true), null, len);
+      // a version only if it has a stripe to take over: else a plain new file, as before
+      // (a small one stays inline; a version's record is never inline)
+      boolean version = over != null && !clean.isEmpty();
+      whole = !version;
+      try {
+        v = version ? write(ns.createVersion(path, at(over, path)), null, len, over, clean)
+            : write(ns.create(path, true), null, len, null, null);
+      } catch (IOException first) {
+        if (!version || !causedBy(first, BaseChangedException.class)) {
+          throw first;
+        }
+        whole = true;
+        v = writeWhole(ns, path, len, first);
+      }
     } else {
       try {
-        v = write(taken.writer(), taken, end); // the rest after what went up in the background
+        // the rest after what went up in the background
+        v = write(taken.writer(), taken, end, taken.base(), clean);
       } catch (IOException first) {
         // Only a failure of the early writer's own state (its lease lapsed while the file
         // sat open, a write it sent failed) is worth the whole file once more. A failed
         // commit (a lost race, an outcome unknown) or a full store would fail again, or
-        // publish twice, at twice the space and time: thrown as it is.
-        if (taken.writer().reachedCommit() || causedBy(first, StoreFullException.class)) {
+        // publish twice, at twice the space and time: thrown as it is. A version whose
+        // base another client replaced (BaseChangedException: nothing was applied, its
+        // data discarded) is written whole as a plain new file: the staged bytes win, as
+        // any publication of the mount does.
+        if (!causedBy(first, BaseChangedException.class)
+            && (taken.writer().reachedCommit() || causedBy(first, StoreFullException.class))) {
           throw first;
         }
-        try {
-          whole = true;
-          synchronized (lengthLock) {
-            reading.restart(null, len); // a second pass reads the sent chunks too
-          }
-          v = write(ns.create(path, true), null, len);
-        } catch (IOException | RuntimeException again) {
-          again.addSuppressed(first);
-          throw again;
-        }
+        whole = true;
+        v = writeWhole(ns, path, len, first);
       }
     }
-    long fromEarly = whole ? 0 : taken.bytes() - resent;
-    stats.published(fromEarly, v.length() - fromEarly, whole, waited,
+    long fromEarly = whole ? 0 : taken == null ? 0 : taken.bytes() - resent;
+    long kept = whole ? 0 : takenBytes(v.length());
+    stats.published(fromEarly, v.length() - fromEarly - kept, whole, waited,
         System.nanoTime() - started);
     Version done = v;
     LOG.log(System.Logger.Level.DEBUG, () -> path + ": published " + done.length() + " bytes ("
-        + fromEarly + " sent before and kept, " + resent + " sent again, length " + len
+        + fromEarly + " sent before and kept, " + kept + " taken over from the version before, "
+        + resent + " sent again, length " + len
         + " at the snapshot), changes up to "
         + done.carried() + " (" + carried + " at the snapshot, " + changes() + " now), waited "
         + waited / 1_000_000 + " ms, took " + (System.nanoTime() - started) / 1_000_000 + " ms");
-    return Math.max(carried, v.carried());
+    return new Version(v.length(), Math.max(carried, v.carried()), v.info());
+  }
+
+  /**
+   * The publication's second pass after its first failed ({@code first}): every byte of
+   * the first {@code len}, through a plain new writer, the sent chunks and the stripes a
+   * version would have taken over read too (a write into them meanwhile was counted as
+   * missed: see {@link Reading#clean}).
+   */
+  private Version writeWhole(BlobNamespace ns, FsPath path, long len, IOException first)
+      throws IOException {
+    try {
+      synchronized (lengthLock) {
+        reading.restart(null, len); // a second pass reads the sent chunks too
+        reading.clean(null, 1);
+      }
+      return write(ns.create(path, true), null, len, null, null);
+    } catch (IOException | RuntimeException again) {
+      again.addSuppressed(first);
+      throw again;
+    }
+  }
+
+  /** Whether two bases are the same published version (same file id), or both none. */
+  private static boolean sameVersion(FileInfo a, FileInfo b) {
+    return a == null ? b == null
+        : b != null && a.record().fileId().equals(b.record().fileId());
+  }
+
+  /** The bytes of the stripes the last {@link #write} took over, of a version of {@code len}. */
+  private long takenBytes(long len) {
+    BitSet t = takenOver;
+    long bytes = 0;
+    for (int s = t == null ? -1 : t.nextSetBit(0); s >= 0; s = t.nextSetBit(s + 1)) {
+      bytes += Math.max(0, Math.min(takenStripe, len - s * takenStripe));
+    }
+    return bytes;
   }
 
   /** Bytes a publication reads from the staged file at a time (see {@link Reading}). */
@@ -770,8 +974,11 @@ final class StagedFile {
    */
   private static final int MAX_GROWTH = 16;
 
-  /** A version uploaded: its length and the count of changes it carries. */
-  private record Version(long length, long carried) {}
+  /**
+   * A version uploaded: its length, the count of changes it carries and, once committed,
+   * the record published ({@link FileWriter#published}).
+   */
+  private record Version(long length, long carried, FileInfo info) {}
 
   /**
    * A committed version of a passed-through file: the local file's {@link Stamp} before its
@@ -795,22 +1002,53 @@ final class StagedFile {
   /**
    * Completes a version in {@code w}, which holds {@code sent}'s chunks already (null:
    * nothing), with the rest of the first {@code len} bytes, and any written past them while
-   * it read ({@link #MAX_GROWTH}), and publishes it.
+   * it read ({@link #MAX_GROWTH}), and publishes it. With {@code over} (w is a version of
+   * it: shared stripes), its stripes in {@code clean} that {@code sent} did not write into
+   * are taken over ({@link FileWriter#takeOver}) and not read.
    */
-  private Version write(FileWriter w, EarlyUpload.Taken sent, long len) throws IOException {
+  private Version write(FileWriter w, EarlyUpload.Taken sent, long len, FileInfo over,
+      BitSet clean) throws IOException {
     Version v;
+    takenOver = null;
     try {
       long end = len; // the caller restarted the reading for this pass
       long pos = 0;
+      boolean mayGrow = true;
+      if (over != null) {
+        // The length first: takeOver checks each stripe against it (I4).
+        w.setLength(end);
+        long size = over.record().stripeSize();
+        BitSet want = (BitSet) clean.clone();
+        if (sent != null) {
+          // a stripe the background upload wrote into is this writer's to write whole
+          for (int i = sent.chunks().nextSetBit(0); i >= 0; i = sent.chunks().nextSetBit(i + 1)) {
+            long from = i * sent.chunk() / size;
+            long to = Math.min(((i + 1) * sent.chunk() - 1) / size, Integer.MAX_VALUE - 1);
+            if (from <= to) {
+              want.clear((int) Math.min(from, Integer.MAX_VALUE - 1), (int) to + 1);
+            }
+          }
+        }
+        takenStripe = size;
+        takenOver = w.takeOver(want);
+        int last = takenOver.length() - 1;
+        // A version that took the base's last, partial stripe (equal lengths) cannot grow:
+        // that stripe would no longer be whole in it. Writes past its end go to the next.
+        mayGrow = last < 0 || (last + 1) * size <= end;
+      }
       for (int grown = 0; ; grown++) {
         pos = read(w, sent, pos, end);
         synchronized (lengthLock) {
-          if (length <= end || grown == MAX_GROWTH) {
-            v = new Version(end, reading.carriedUpTo(changes)); // all of it has been read
+          if (length <= end || grown == MAX_GROWTH || !mayGrow) {
+            // all of it has been read
+            v = new Version(end, reading.carriedUpTo(changes), null);
             break;
           }
           end = length;
           reading.grow(end);
+        }
+        if (over != null) {
+          w.setLength(end);
         }
       }
       // the time of the last write (or utimensat), not of this close: stat shows one time
@@ -821,7 +1059,7 @@ final class StagedFile {
       throw e;
     }
     w.close();
-    return v;
+    return new Version(v.length(), v.carried(), w.published());
   }
 
   /**
@@ -831,8 +1069,22 @@ final class StagedFile {
    */
   private long read(FileWriter w, EarlyUpload.Taken sent, long pos, long end)
       throws IOException {
+    BitSet skip = takenOver;
+    long size = takenStripe;
     while (pos < end) {
       long gapEnd = end;
+      if (skip != null && pos / size < skip.length()) {
+        int s = (int) (pos / size);
+        if (skip.get(s)) {
+          // taken over: the base's key holds these bytes (DESIGN §3), none sent
+          pos = Math.min(end, skip.nextClearBit(s) * size);
+          continue;
+        }
+        int next = skip.nextSetBit(s);
+        if (next >= 0) {
+          gapEnd = Math.min(gapEnd, next * size);
+        }
+      }
       if (sent != null && pos / sent.chunk() < sent.chunks().length()) {
         int i = (int) (pos / sent.chunk());
         if (sent.chunks().get(i)) {
@@ -845,7 +1097,7 @@ final class StagedFile {
         }
         int next = sent.chunks().nextSetBit(i);
         if (next >= 0) {
-          gapEnd = Math.min(end, next * sent.chunk());
+          gapEnd = Math.min(gapEnd, next * sent.chunk());
         }
       }
       w.seek(pos);
@@ -978,10 +1230,33 @@ final class StagedFile {
      */
     Sums sums;
     private final boolean summed;
+    /**
+     * Shared stripes: the base's stripes ({@link #cleanStripe} bytes each) this version may
+     * name instead of reading; null: none. A write finishing into one after the snapshot
+     * is not in the version (the base's key holds the bytes before it) and is counted as
+     * missed, whatever the cursor: the next publication, whose dirty set holds it, sends
+     * it. Without this, a write in flight at the snapshot into a stripe taken over would
+     * be counted as carried, and a close needing it would publish nothing.
+     */
+    private BitSet clean;
+    private long cleanStripe = 1;
 
     Reading(long length, boolean summed) {
       this.length = length;
       this.summed = summed;
+    }
+
+    void clean(BitSet stripes, long stripeSize) {
+      clean = stripes;
+      cleanStripe = stripeSize;
+    }
+
+    private boolean cleanHolds(long start, long end) {
+      if (clean == null || end <= start) {
+        return false;
+      }
+      int i = clean.nextSetBit((int) Math.min(start / cleanStripe, Integer.MAX_VALUE - 1));
+      return i >= 0 && i <= (end - 1) / cleanStripe;
     }
 
     /**
@@ -1070,7 +1345,7 @@ final class StagedFile {
 
     /** A write of {@code [start, end)}, change number {@code count}, has finished. */
     void written(long start, long end, long count) {
-      if (start < cursor || sentHolds(start, end)) {
+      if (start < cursor || sentHolds(start, end) || cleanHolds(start, end)) {
         missed(count);
       } else if (end > length) {
         firstPast = Math.min(firstPast, count);

@@ -85,6 +85,8 @@ public final class FileWriter implements Closeable {
   private final Map<Long, java.util.TreeMap<Long, Long>> sentPerStripe = new HashMap<>();
   /** The length set by {@link #setLength}, else -1: the end of the furthest byte. */
   private long declaredLength = -1;
+  /** The record {@link #close()} committed; null until it returned normally. */
+  private FileRecord publishedRecord;
 
   /** Buffers whose writes completed, kept for the next chunks: no allocation per chunk. */
   private final ArrayDeque<ByteBuffer> spares = new ArrayDeque<>();
@@ -577,6 +579,19 @@ public final class FileWriter implements Closeable {
       ns.commitFile(path, record, overwrite, this::discardData, renewal);
     }
     releaseLock(); // the record is now what keeps the sweeper away
+    publishedRecord = record;
+  }
+
+  /**
+   * The version {@link #close()} published, as this writer built it (without the cleanup
+   * dues a commit may carry for a moment: they name no stripe of it), else null: not
+   * closed, or its close failed. A front end that writes the next version of the same
+   * file (the FUSE mount) passes it to {@link BlobNamespace#createVersion} as its base:
+   * exactly the version whose bytes it holds, where a probe of the name could return
+   * another client's newer one.
+   */
+  public FileInfo published() {
+    return publishedRecord == null ? null : FileInfo.file(path, publishedRecord);
   }
 
   /**
