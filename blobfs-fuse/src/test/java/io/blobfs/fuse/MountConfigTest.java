@@ -38,4 +38,27 @@ class MountConfigTest {
     assertEquals(Duration.ofMinutes(1), parse(Map.of("fs.blob.store.m.type", "memory",
         "fs.blob.writer.lease", "1m")).namespace().writerLease());
   }
+
+  /**
+   * Shared stripes are off unless asked for (old clients cannot read the records they
+   * make); with them on, the mount's new files get 8 MiB stripes unless
+   * fs.blob.fuse.stripe.size says otherwise; blob://'s stripe key is left as it is.
+   */
+  @Test
+  void takeoverIsOffByDefaultAndBringsTheMountsOwnStripeSize() {
+    MountConfig plain = parse(Map.of("fs.blob.store.m.type", "memory"));
+    assertEquals(false, plain.takeover());
+    assertEquals(NamespaceOptions.DEFAULT_STRIPE_SIZE, plain.namespace().stripeSize());
+    MountConfig on = parse(Map.of("fs.blob.store.m.type", "memory",
+        "fs.blob.fuse.takeover", "true", "fs.blob.stripe.size", "32m"));
+    assertEquals(true, on.takeover());
+    assertEquals(8L << 20, on.namespace().stripeSize());
+    assertEquals(4L << 20, parse(Map.of("fs.blob.store.m.type", "memory",
+        "fs.blob.fuse.takeover", "true", "fs.blob.fuse.stripe.size", "4m"))
+        .namespace().stripeSize());
+    assertEquals(32L << 20, parse(Map.of("fs.blob.store.m.type", "memory",
+        "fs.blob.stripe.size", "32m")).namespace().stripeSize());
+    assertEquals(2L << 20, parse(Map.of("fs.blob.store.m.type", "memory",
+        "fs.blob.fuse.stripe.size", "2m")).namespace().stripeSize());
+  }
 }

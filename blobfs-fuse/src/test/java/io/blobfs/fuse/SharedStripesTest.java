@@ -42,7 +42,9 @@ import org.junit.jupiter.api.io.TempDir;
  * step 5, seen writes; {@code fs.blob.fuse.takeover} on): a publication of a file the mount
  * writes sends only the stripes a write or truncate changed since the version before, and
  * names the others; what any client reads is the staged file's bytes, exact. The store
- * counts the data bytes written to it ({@code d/} keys).
+ * counts the data bytes written to it ({@code d/} keys). Over the memory store's
+ * transactions here; {@link SharedStripesStepsTest} runs the same without (RADOS's
+ * conditional steps).
  */
 class SharedStripesTest {
   private static final int S = 64 << 10;
@@ -96,8 +98,12 @@ class SharedStripesTest {
         throw ex.getCause();
       }
     };
-    return (BlobStore) Proxy.newProxyInstance(getClass().getClassLoader(),
-        inner.getClass().getInterfaces(), h);
+    return (BlobStore) Proxy.newProxyInstance(getClass().getClassLoader(), interfaces(), h);
+  }
+
+  /** What the store shows the namespace: all the memory store's (transactions). */
+  Class<?>[] interfaces() {
+    return InMemoryBlobStore.class.getInterfaces();
   }
 
   private static byte[] random(int n, long seed) {
@@ -268,6 +274,33 @@ class SharedStripesTest {
     put(file, 0, change);
     assertArrayEquals(file, published("/r"));
     assertEquals(S, dataBytes.get() - before, "stripe 0 only");
+    fs.release(n, h.fh());
+  }
+
+  /**
+   * As above, the version being the background upload's writer (early upload of whole
+   * stripes): its commit fails on the replaced base, and the publication uploads whole.
+   * (Without the fallback on BaseChangedException the fsync fails with EIO.)
+   */
+  @Test
+  void anEarlyUploadOverAReplacedBaseFallsBackToAWholeUpload() throws Exception {
+    fs = mount(S);
+    byte[] file = random(4 * S, 13);
+    publishElsewhere("/e", file);
+    long n = node("e");
+    Opened h = fs.open(n, RW);
+    byte[] change = random(S, 14);
+    long before = dataBytes.get();
+    fs.write(n, h.fh(), S, ByteBuffer.wrap(change)); // a whole chunk: goes up early
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (dataBytes.get() - before < S && System.nanoTime() < deadline) {
+      Thread.sleep(5);
+    }
+    assertEquals(S, dataBytes.get() - before, "stripe 1 sent early, alone");
+    publishElsewhere("/e", random(3 * S, 15)); // blob:// replaces it meanwhile
+    fs.fsync(n, h.fh(), false);
+    put(file, S, change);
+    assertArrayEquals(file, published("/e"));
     fs.release(n, h.fh());
   }
 
