@@ -10,7 +10,7 @@ import io.blobfs.store.PlacementAware;
  */
 class SharedStripesStepsTest extends SharedStripesTest {
   @Override
-  Class<?>[] interfaces() {
+  Class<?>[] interfaces(BlobStore store) {
     return new Class<?>[] {BlobStore.class, PlacementAware.class, InProcess.class};
   }
 }

@@ -44,7 +44,7 @@ import org.junit.jupiter.api.io.TempDir;
  * names the others; what any client reads is the staged file's bytes, exact. The store
  * counts the data bytes written to it ({@code d/} keys). Over the memory store's
  * transactions here; {@link SharedStripesStepsTest} runs the same without (RADOS's
- * conditional steps).
+ * conditional steps), {@link SharedStripesTyrTest} over an in-JVM Týr node.
  */
 class SharedStripesTest {
   private static final int S = 64 << 10;
@@ -52,7 +52,7 @@ class SharedStripesTest {
 
   @TempDir
   Path staging;
-  private InMemoryBlobStore memory;
+  private BlobStore inner;
   private BlobStore store;
   /** Data bytes written to the store ({@code d/} keys). */
   private final AtomicLong dataBytes = new AtomicLong();
@@ -65,10 +65,20 @@ class SharedStripesTest {
 
   @BeforeEach
   void setUp() throws Exception {
-    memory = new InMemoryBlobStore("stripes", new StoreLimits(200, 1L << 30, Integer.MAX_VALUE));
-    store = counting(memory);
+    inner = inner();
+    store = counting(inner);
     ns = namespace();
     fs = mount(0);
+  }
+
+  @org.junit.jupiter.api.AfterEach
+  void closeStore() throws Exception {
+    inner.close();
+  }
+
+  /** The store under test. */
+  BlobStore inner() throws Exception {
+    return new InMemoryBlobStore("stripes", new StoreLimits(200, 1L << 30, Integer.MAX_VALUE));
   }
 
   private BlobNamespace namespace() {
@@ -83,6 +93,7 @@ class SharedStripesTest {
   }
 
   private BlobStore counting(BlobStore inner) {
+    Class<?>[] shown = interfaces(inner);
     InvocationHandler h = (proxy, m, args) -> {
       if (m.getName().equals("write") && args.length == 3
           && ((String) args[0]).startsWith("d/")) {
@@ -98,12 +109,12 @@ class SharedStripesTest {
         throw ex.getCause();
       }
     };
-    return (BlobStore) Proxy.newProxyInstance(getClass().getClassLoader(), interfaces(), h);
+    return (BlobStore) Proxy.newProxyInstance(getClass().getClassLoader(), shown, h);
   }
 
-  /** What the store shows the namespace: all the memory store's (transactions). */
-  Class<?>[] interfaces() {
-    return InMemoryBlobStore.class.getInterfaces();
+  /** What the store shows the namespace: all its interfaces (transactions among them). */
+  Class<?>[] interfaces(BlobStore store) {
+    return store.getClass().getInterfaces();
   }
 
   private static byte[] random(int n, long seed) {
