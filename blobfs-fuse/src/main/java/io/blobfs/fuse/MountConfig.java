@@ -28,10 +28,11 @@ import org.w3c.dom.NodeList;
  * default</b>, the rollout gate of step 4: such a record is stored as {@code BFS3}, which
  * clients before session 16 cannot read (they refuse it as a bad magic: an old blob://
  * client's listing of the directory fails whole, an old mount gets EIO); turn it on only
- * once every client of the store is at this version or later. With it on, the mount's
- * new files get {@value #STRIPE_SIZE} (8 MiB unless set: a version re-sends whole
- * stripes, so a 4 KiB change costs 8 MiB, not 64); without it they keep
- * {@code fs.blob.stripe.size} unless {@value #STRIPE_SIZE} is set. An existing file keeps
+ * once every client of the store is at this version or later. The mount's new files get
+ * {@value #STRIPE_SIZE} if set, else the store's {@code stripe.size} or
+ * {@code fs.blob.stripe.size} if set, else, with it on (and passthrough off: passed-through
+ * files are uploaded whole), 8 MiB (a version re-sends whole stripes, so a 4 KiB change
+ * costs 8 MiB, not 64), else blob://'s default. An existing file keeps
  * its stripe size in every version (a version adopts its base's, I4). blob://'s default
  * (64 MiB) is unchanged.
  */
@@ -102,6 +103,10 @@ record MountConfig(String storeName, String storeType, StoreOptions backend,
     if (type == null) {
       type = conf.getOrDefault("fs.blob.default.store.type", "memory");
     }
+    // Set by the user for this store or for every blob:// store (not a back end's
+    // suggestion): then the mount's new files keep it, takeover or not.
+    boolean stripeSet = profile.containsKey("stripe.size")
+        || conf.containsKey(PREFIX + "stripe.size");
     Map<String, String> fsValues = new HashMap<>();
     for (String suffix : FS_SUFFIXES) {
       String v = profile.remove(suffix);
@@ -115,7 +120,11 @@ record MountConfig(String storeName, String storeType, StoreOptions backend,
     StoreOptions fs = new StoreOptions(PREFIX, fsValues);
     StoreOptions mount = new StoreOptions("fs.blob.fuse.", fuseKeys(conf));
     boolean takeover = mount.getBoolean("takeover", false);
-    long stripe = mount.getBytes("stripe.size", takeover ? TAKEOVER_STRIPE_SIZE
+    boolean passthrough = mount.getBoolean("passthrough", false);
+    // 8 MiB only where versions are made (seen writes: a passthrough mount uploads whole)
+    // and nobody chose a stripe size.
+    long stripe = mount.getBytes("stripe.size", takeover && !passthrough && !stripeSet
+        ? TAKEOVER_STRIPE_SIZE
         : fs.getBytes("stripe.size", NamespaceOptions.DEFAULT_STRIPE_SIZE, 4096, 1L << 40),
         4096, 1L << 40);
     long buffer = Math.min(stripe, fs.getBytes("write.buffer.size", 8L << 20, 4096, 1L << 30));
@@ -141,7 +150,6 @@ record MountConfig(String storeName, String storeType, StoreOptions backend,
     Path staging = Path.of(conf.getOrDefault(STAGING_DIR, System.getProperty("java.io.tmpdir")
         + "/blobfs-fuse-" + ProcessHandle.current().pid()));
     long early = mount.getBytes("early-upload.chunk", EarlyUpload.DEFAULT_CHUNK, 0, 1L << 40);
-    boolean passthrough = mount.getBoolean("passthrough", false);
     return new MountConfig(storeName, type, new StoreOptions(storePrefix, profile), ns,
         permission, staging, early, passthrough, takeover);
   }

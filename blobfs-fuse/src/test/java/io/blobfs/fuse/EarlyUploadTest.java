@@ -706,9 +706,9 @@ class EarlyUploadTest {
     }
   }
 
-  /** Review: as above, the second half holding stripe 0 (the only one a version sends with the gate on). */
+  /** As above, the second half holding stripe 0: the one stripe a version sends (takeover on). */
   @Test
-  void reviewGateOnVariantHoldsStripeZeroInTheSecondHalf() throws Exception {
+  void aWriteAheadOfAPublicationsReadingGoesUpWithItHoldingStripeZero() throws Exception {
     Opened[] h = new Opened[1];
     Entry e = create("ahead", h);
     Opened a = fs.open(e.node(), RW);

@@ -41,8 +41,9 @@ class MountConfigTest {
 
   /**
    * Shared stripes are off unless asked for (old clients cannot read the records they
-   * make); with them on, the mount's new files get 8 MiB stripes unless
-   * fs.blob.fuse.stripe.size says otherwise; blob://'s stripe key is left as it is.
+   * make); with them on, the mount's new files get 8 MiB stripes unless a stripe size was
+   * chosen (fs.blob.fuse.stripe.size first, then the store's or blob://'s key), and not
+   * on a passthrough mount, which uploads whole.
    */
   @Test
   void takeoverIsOffByDefaultAndBringsTheMountsOwnStripeSize() {
@@ -50,9 +51,18 @@ class MountConfigTest {
     assertEquals(false, plain.takeover());
     assertEquals(NamespaceOptions.DEFAULT_STRIPE_SIZE, plain.namespace().stripeSize());
     MountConfig on = parse(Map.of("fs.blob.store.m.type", "memory",
-        "fs.blob.fuse.takeover", "true", "fs.blob.stripe.size", "32m"));
+        "fs.blob.fuse.takeover", "true"));
     assertEquals(true, on.takeover());
     assertEquals(8L << 20, on.namespace().stripeSize());
+    assertEquals(32L << 20, parse(Map.of("fs.blob.store.m.type", "memory",
+        "fs.blob.fuse.takeover", "true", "fs.blob.stripe.size", "32m"))
+        .namespace().stripeSize());
+    assertEquals(16L << 20, parse(Map.of("fs.blob.store.m.type", "memory",
+        "fs.blob.fuse.takeover", "true", "fs.blob.store.m.stripe.size", "16m"))
+        .namespace().stripeSize());
+    assertEquals(NamespaceOptions.DEFAULT_STRIPE_SIZE, parse(Map.of("fs.blob.store.m.type",
+        "memory", "fs.blob.fuse.takeover", "true", "fs.blob.fuse.passthrough", "true"))
+        .namespace().stripeSize());
     assertEquals(4L << 20, parse(Map.of("fs.blob.store.m.type", "memory",
         "fs.blob.fuse.takeover", "true", "fs.blob.fuse.stripe.size", "4m"))
         .namespace().stripeSize());
