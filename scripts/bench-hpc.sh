@@ -24,7 +24,9 @@
 # unmount) is kept as benchmarks/target/NAME-mount-BACKEND.log.
 # Back ends tyr-pt and rados-pt: this build's mount with FUSE passthrough on
 # (fs.blob.fuse.passthrough, Linux 6.9+), beside tyr and rados with it off; tyr-pt-base
-# and rados-pt-base: the --base build's mount with passthrough on.
+# and rados-pt-base: the --base build's mount with passthrough on. Back ends tyr-tk and
+# rados-tk: this build's mount with shared stripes on (fs.blob.fuse.takeover: a
+# publication sends only the stripes writes changed), beside tyr and rados with it off.
 # Result: benchmarks/reports/NAME.md and NAME-*.png (io.blobfs.bench.hpc.HpcReport), from
 # the raw figures in benchmarks/target/NAME.tsv. Needs root and /dev/fuse; Ceph on
 # BLOBFS_CEPH_ROOT / BLOBFS_CEPH_PORT_BASE (scripts/ceph/cluster.sh), started and stopped
@@ -57,8 +59,8 @@ if [[ ,$backends, == *-base,* ]] && { [ -z "$base" ] || [ ! -s "$base/blobfs-fus
   echo "bench-hpc: a *-base back end needs --base CHECKOUT, built" >&2; exit 2
 fi
 services=""
-[[ ,$backends, =~ ,tyr(-base|-pt|-pt-base)?, ]] && services+=tyr,
-[[ ,$backends, =~ ,rados(-base|-pt|-pt-base)?, ]] && services+=rados,
+[[ ,$backends, =~ ,tyr(-base|-pt|-pt-base|-tk)?, ]] && services+=tyr,
+[[ ,$backends, =~ ,rados(-base|-pt|-pt-base|-tk)?, ]] && services+=rados,
 [[ ,$backends, == *,cephfs,* ]] && services+=cephfs,
 work=$(mktemp -d /var/tmp/blobfs-bench-hpc.XXXXXX)
 mount_pids=()
@@ -78,14 +80,15 @@ bench_start_services "${services%,}"
 
 # blobfs_mount NAME: mounts store profile NAME of $work/core-site.xml at $work/mnt-NAME;
 # NAME-base: profile NAME with the --base checkout's build; NAME-pt: with passthrough on;
-# NAME-pt-base: both
+# NAME-pt-base: both; NAME-tk: with shared stripes on
 blobfs_mount() {
   local mnt=$work/mnt-$1 n root=. conf=$work/core-site.xml
   [[ $1 == *-base ]] && root=$base
   [[ $1 == *-pt || $1 == *-pt-base ]] && conf=$work/core-site-pt.xml
+  [[ $1 == *-tk ]] && conf=$work/core-site-tk.xml
   mkdir -p "$mnt"
   BLOBFS_MOUNT_SKIP_BUILD=1 "$root/scripts/blobfs-mount.sh" --conf "$conf" \
-    --name "$(sed -E 's/(-pt)?(-base)?$//' <<<"$1")" "$mnt" >"$work/mount-$1.log" 2>&1 &
+    --name "$(sed -E 's/(-pt|-tk)?(-base)?$//' <<<"$1")" "$mnt" >"$work/mount-$1.log" 2>&1 &
   mount_pids+=($!)
   for ((n = 0; n < 600; n++)); do grep -q " $mnt fuse.blobfs" /proc/mounts && return 0; sleep 0.2; done
   cat "$work/mount-$1.log" >&2
@@ -108,12 +111,14 @@ blobfs_mount() {
 } >"$work/core-site.xml"
 sed 's|^</configuration>|  <property><name>fs.blob.fuse.passthrough</name><value>true</value></property>\n</configuration>|' \
   "$work/core-site.xml" >"$work/core-site-pt.xml"
+sed 's|^</configuration>|  <property><name>fs.blob.fuse.takeover</name><value>true</value></property>\n</configuration>|' \
+  "$work/core-site.xml" >"$work/core-site-tk.xml"
 
 declare -A dir
 IFS=, read -ra list <<<"$backends"
 for b in "${list[@]}"; do
   case $b in
-    tyr|rados|tyr-base|rados-base|tyr-pt|rados-pt|tyr-pt-base|rados-pt-base) blobfs_mount "$b"; dir[$b]=$work/mnt-$b ;;
+    tyr|rados|tyr-base|rados-base|tyr-pt|rados-pt|tyr-pt-base|rados-pt-base|tyr-tk|rados-tk) blobfs_mount "$b"; dir[$b]=$work/mnt-$b ;;
     cephfs) dir[$b]=$CEPHFS_MOUNT/bench-hpc; rm -rf "${dir[$b]}"; mkdir -p "${dir[$b]}" ;;
     local) dir[$b]=$work/local; mkdir -p "${dir[$b]}" ;;
     *) echo "unknown back end $b" >&2; exit 2 ;;

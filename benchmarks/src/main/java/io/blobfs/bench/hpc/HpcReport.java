@@ -28,7 +28,7 @@ import org.knowm.xchart.style.Styler;
 public final class HpcReport {
   /** The mounts the targets are about; the baselines they are measured against. */
   static final List<String> MOUNTS = List.of("tyr", "rados", "tyr-base", "rados-base", "tyr-pt",
-      "rados-pt", "tyr-pt-base", "rados-pt-base");
+      "rados-pt", "tyr-pt-base", "rados-pt-base", "tyr-tk", "rados-tk");
   static final String CEPHFS = "cephfs";
   static final String LOCAL = "local";
 
@@ -52,6 +52,9 @@ public final class HpcReport {
       // both: the --base build with passthrough on, beside tyr-pt and rados-pt
       Map.entry("tyr-pt-base", "mount over a Týr server, passthrough, base build"),
       Map.entry("rados-pt-base", "mount over RADOS, passthrough, base build"),
+      // scripts/bench-hpc.sh tyr-tk, rados-tk: the same build with shared stripes on
+      Map.entry("tyr-tk", "mount over a Týr server, shared stripes"),
+      Map.entry("rados-tk", "mount over RADOS, shared stripes"),
       Map.entry(CEPHFS, "CephFS (ceph-fuse)"), Map.entry(LOCAL, "local disk"));
 
   /** Raw figures: workload, then back end, then MB/s per round in order. */
