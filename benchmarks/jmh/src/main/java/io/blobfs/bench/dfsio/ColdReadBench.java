@@ -122,7 +122,7 @@ public final class ColdReadBench {
    * summed reads of every file (what TestDFSIO times).
    */
   static double[] phasesOf(double[] per, int files) {
-    if (per.length != 1 + 3 * files) {
+    if (files < 1 || per.length != 1 + 3 * files) {
       throw new IllegalArgumentException("a probe of " + files + " files gives "
           + (1 + 3 * files) + " figures, not " + per.length);
     }

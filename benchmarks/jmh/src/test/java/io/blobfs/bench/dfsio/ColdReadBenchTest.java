@@ -27,6 +27,8 @@ class ColdReadBenchTest {
   void aProbeLineOfTheWrongLengthIsRefused() {
     assertThrows(IllegalArgumentException.class,
         () -> ColdReadBench.phasesOf(new double[] {1, 2, 3, 4, 5}, 2));
+    assertThrows(IllegalArgumentException.class,
+        () -> ColdReadBench.phasesOf(new double[] {1}, 0));
   }
 
   @Test
