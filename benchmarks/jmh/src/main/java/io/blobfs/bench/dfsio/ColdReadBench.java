@@ -113,12 +113,21 @@ public final class ColdReadBench {
     for (int i = 0; i < f.length; i++) {
       per[i] = Double.parseDouble(f[i]);
     }
-    // per: fs, then open, first, rest for each file
+    return phasesOf(per, files);
+  }
+
+  /**
+   * A probe's line ({@code fs}, then {@code open, first read, rest} of each file) as the
+   * phases of {@link #PHASES}: the first file's own, the later files' medians, and the
+   * summed reads of every file (what TestDFSIO times).
+   */
+  static double[] phasesOf(double[] per, int files) {
+    if (files < 1 || per.length != 1 + 3 * files) {
+      throw new IllegalArgumentException("a probe of " + files + " files gives "
+          + (1 + 3 * files) + " figures, not " + per.length);
+    }
     double[] phases = new double[PHASES.length];
-    phases[0] = per[0];
-    phases[1] = per[1];
-    phases[2] = per[2];
-    phases[3] = per[3];
+    System.arraycopy(per, 0, phases, 0, 4);
     List<Double> opens = new ArrayList<>();
     List<Double> firsts = new ArrayList<>();
     List<Double> rests = new ArrayList<>();
@@ -139,7 +148,7 @@ public final class ColdReadBench {
   }
 
   /** In the probe JVM: args {@code --probe BASE FILES key=value...}. */
-  private static void probe(String[] args) throws Exception {
+  static void probe(String[] args) throws Exception {
     long t0 = System.nanoTime();
     Configuration c = new Configuration();
     for (int i = 3; i < args.length; i++) {
