@@ -20,7 +20,33 @@ public final class TestPorts {
 
   private TestPorts() {}
 
+  /**
+   * A range to take ports from instead, {@code low-high} inclusive, from the system
+   * property {@code blobfs.tyr.test-ports} or the environment's {@code BLOBFS_TYR_TEST_PORTS}:
+   * runs that share a host are each given their own range.
+   */
+  static int[] range() {
+    String r = System.getProperty("blobfs.tyr.test-ports", System.getenv("BLOBFS_TYR_TEST_PORTS"));
+    if (r == null || r.isBlank()) {
+      return null;
+    }
+    String[] lh = r.strip().split("-");
+    return new int[] {Integer.parseInt(lh[0].strip()), Integer.parseInt(lh[1].strip())};
+  }
+
   public static int free() throws IOException {
+    int[] range = range();
+    if (range != null) {
+      int n = range[1] - range[0] + 1;
+      int start = ThreadLocalRandom.current().nextInt(n);
+      for (int i = 0; i < n; i++) {
+        int port = range[0] + (start + i) % n;
+        if (GIVEN.add(port) && bindable(port)) {
+          return port;
+        }
+      }
+      throw new IOException("no free port left in " + range[0] + "-" + range[1]);
+    }
     for (int attempt = 0; attempt < 200; attempt++) {
       int port = 20_000 + ThreadLocalRandom.current().nextInt(12_000);
       if (GIVEN.add(port)) {
