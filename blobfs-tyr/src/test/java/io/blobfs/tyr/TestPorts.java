@@ -26,7 +26,8 @@ public final class TestPorts {
    * runs that share a host are each given their own range.
    */
   static int[] range() {
-    String r = System.getProperty("blobfs.tyr.test-ports", System.getenv("BLOBFS_TYR_TEST_PORTS"));
+    String r = System.getProperty("blobfs.tyr.test-ports",
+        System.getenv("BLOBFS_TYR_TEST_PORTS"));
     if (r == null || r.isBlank()) {
       return null;
     }
@@ -34,14 +35,20 @@ public final class TestPorts {
     return new int[] {Integer.parseInt(lh[0].strip()), Integer.parseInt(lh[1].strip())};
   }
 
+  /** Where the next pick in {@link #range} starts: round robin over it. */
+  private static final java.util.concurrent.atomic.AtomicInteger NEXT =
+      new java.util.concurrent.atomic.AtomicInteger();
+
   public static int free() throws IOException {
     int[] range = range();
     if (range != null) {
+      // A small range (100 ports) is used again and again over a run: round robin, so a
+      // port comes back only after every other one was handed out (a test's members are
+      // still distinct), and only if bindable (not held by a server still running).
       int n = range[1] - range[0] + 1;
-      int start = ThreadLocalRandom.current().nextInt(n);
       for (int i = 0; i < n; i++) {
-        int port = range[0] + (start + i) % n;
-        if (GIVEN.add(port) && bindable(port)) {
+        int port = range[0] + Math.floorMod(NEXT.getAndIncrement(), n);
+        if (bindable(port)) {
           return port;
         }
       }
