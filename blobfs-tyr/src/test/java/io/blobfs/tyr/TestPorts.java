@@ -13,7 +13,8 @@ import java.util.concurrent.ThreadLocalRandom;
  * port to the next pick (two members on one port: "a member is listed twice"), and a
  * port from the ephemeral range (32768-60999) can be taken by any outgoing connection
  * before the server binds it. So ports come from below that range, are checked bindable,
- * and are never handed out twice in one JVM.
+ * and are never handed out twice in one JVM; within a given {@link #range} (helpers sharing
+ * a host), round robin instead, each port again only after every other one.
  */
 public final class TestPorts {
   private static final Set<Integer> GIVEN = ConcurrentHashMap.newKeySet();
@@ -32,7 +33,16 @@ public final class TestPorts {
       return null;
     }
     String[] lh = r.strip().split("-");
-    return new int[] {Integer.parseInt(lh[0].strip()), Integer.parseInt(lh[1].strip())};
+    try {
+      int[] range = {Integer.parseInt(lh[0].strip()), Integer.parseInt(lh[1].strip())};
+      if (lh.length == 2 && range[0] > 0 && range[0] <= range[1] && range[1] < 65536) {
+        return range;
+      }
+    } catch (NumberFormatException | ArrayIndexOutOfBoundsException e) {
+      // named below
+    }
+    throw new IllegalArgumentException("blobfs.tyr.test-ports / BLOBFS_TYR_TEST_PORTS: not"
+        + " low-high: " + r);
   }
 
   /** Where the next pick in {@link #range} starts: round robin over it. */

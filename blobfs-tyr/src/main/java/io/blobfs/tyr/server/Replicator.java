@@ -844,10 +844,15 @@ final class Replicator implements Closeable {
         // section as a malformed frame (BAD_REQUEST), which is no refusal, so the stream
         // numbered afresh and failed every write queued behind the item unsent (unfenced
         // there), also those of the newer epoch the backup would have taken. Stripped is
-        // safe here: the backup refuses the item by epoch whatever it carries (its epoch
-        // never goes back), and no hand-over can take it (one from this epoch would have
-        // taken the probe, and never opens again once the backup has passed it), so
-        // nothing of it is applied there (its keys owed and fenced as for any refusal).
+        // safe here: the backup refuses the item by epoch whatever it carries, and no
+        // hand-over can take it (one from this epoch would have taken the probe, and never
+        // opens again once the backup has passed it), so nothing of it is applied there
+        // (its keys owed and fenced as for any refusal). One item per refused probe: a
+        // backup's epoch goes back if it restarts on an older ring file, and such a
+        // backup would apply a later stripped item without its rebases (bug 3 again;
+        // the review of tyr-shoulds, M1), so the next item with rebases is probed again.
+        s.refusedAheadAt = Long.MIN_VALUE;
+        s.probeRefusedAt = Long.MIN_VALUE;
       } else if (!it.rebase().isEmpty() && (s.rebases || !s.answered)) {
         // Unanswered here only past a probe refused without a ring ahead (FENCED,
         // HANDING_OVER at the same epoch) or by a backup behind past PROBE_BEHIND_NANOS

@@ -60,7 +60,7 @@ class TyrFailedEngineGoesDownTest {
     Path file = dir.resolve("ring.properties");
     Files.writeString(file, Membership.ringFileText(ring));
     List<TyrServer> servers = new ArrayList<>();
-    Duration downAfter = Duration.ofSeconds(2);
+    Duration downAfter = Duration.ofSeconds(4);
     try {
       for (int i = 0; i < 3; i++) {
         Member m = members.get(i);
