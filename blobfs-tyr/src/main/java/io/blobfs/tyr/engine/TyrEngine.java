@@ -695,6 +695,14 @@ public final class TyrEngine implements Closeable {
     }
   }
 
+  /**
+   * Why the store refuses writes until restarted ({@link #fail}), or null while it takes
+   * them. A node's liveness probe reads it: a failed node must not look alive.
+   */
+  public IOException failure() {
+    return failure;
+  }
+
   // ------------------------------------------------------------------ reclaiming disk
 
   /**

@@ -163,6 +163,13 @@ final class Replicator implements Closeable {
      */
     long probeRefusedAt = Long.MIN_VALUE;
     /**
+     * The epoch of the last probe refused by a backup whose ring was ahead of it and had
+     * this node UP, or MIN_VALUE: items of that epoch or older go stripped of their
+     * rebases while the stream is unanswered (see sendNext). Not reset by a renumbering:
+     * a backup's epoch only goes forward. Guarded by the stream.
+     */
+    long refusedAheadAt = Long.MIN_VALUE;
+    /**
      * When (System.nanoTime) a backup behind the held item's epoch first refused its probe,
      * or 0: the probe goes again only until {@link #PROBE_BEHIND_NANOS} after it. Why a
      * bound (second review of the rebase, MF1): a backup that stays UP but never loads the
@@ -331,6 +338,18 @@ final class Replicator implements Closeable {
    * #STAGES_PIECES}, {@link #REBASES}); a test makes it answer as an older one.
    */
   volatile long answers = STAGES_PIECES | REBASES;
+
+  /**
+   * As backup, before any check: a batch with a rebases section refused as an older node's
+   * decoder refuses it (a malformed frame: BAD_REQUEST) when {@link #answers} makes this
+   * node answer as one that does not read them. Only tests lower {@code answers}.
+   */
+  void decodeAsAnswered(Request.Replicate rep) throws TyrException {
+    if ((answers & REBASES) == 0 && !rep.rebases().isEmpty()) {
+      throw new TyrException(ErrorCode.BAD_REQUEST, "malformed frame: bytes past the batch's "
+          + "end (as a backup without REBASES reads a rebases section)");
+    }
+  }
 
   void onRebase(ShareRebases rebases) {
     this.shareRebases = rebases;
@@ -818,9 +837,27 @@ final class Replicator implements Closeable {
       if (it.piece() != 0) {
         pieces.put(txs.size(), it.piece());
       }
-      if (!it.rebase().isEmpty() && (s.rebases || !s.answered)) {
-        // Unanswered here only past a probe refused by a backup ahead of the item's epoch
-        // (probeRefusedAt): sent as it is, with its rebases, never stripped; it is refused
+      if (!it.rebase().isEmpty() && !s.answered && it.epoch() <= s.refusedAheadAt) {
+        // Past a probe refused by a backup AHEAD of the item's epoch, with this node UP in
+        // its ring (review 1 of the rebase, should-fix): sent stripped. The backup never
+        // answered, so it may be older than the REBASES section: such a backup read the
+        // section as a malformed frame (BAD_REQUEST), which is no refusal, so the stream
+        // numbered afresh and failed every write queued behind the item unsent (unfenced
+        // there), also those of the newer epoch the backup would have taken. Stripped is
+        // safe here: the backup refuses the item by epoch whatever it carries, and no
+        // hand-over can take it (one from this epoch would have taken the probe, and never
+        // opens again once the backup has passed it), so nothing of it is applied there
+        // (its keys owed and fenced as for any refusal). One item per refused probe: a
+        // backup's epoch goes back if it restarts on an older ring file, and such a
+        // backup would apply a later stripped item without its rebases (bug 3 again;
+        // the review of tyr-shoulds, M1), so the next item with rebases is probed again.
+        s.refusedAheadAt = Long.MIN_VALUE;
+        s.probeRefusedAt = Long.MIN_VALUE;
+      } else if (!it.rebase().isEmpty() && (s.rebases || !s.answered)) {
+        // Unanswered here only past a probe refused without a ring ahead (FENCED,
+        // HANDING_OVER at the same epoch) or by a backup behind past PROBE_BEHIND_NANOS
+        // (probeRefusedAt): sent as it is, with its rebases, never stripped: a backup
+        // behind may install the ring before it gets there and apply it. It is refused
         // there as the probe was, nothing of it applied (its keys owed and fenced).
         rebases.put(txs.size(), it.rebase());
       } // else the backup answered without REBASES: older, main's behaviour there
@@ -911,6 +948,11 @@ final class Replicator implements Closeable {
           } else {
             s.probeRefusedAt = epoch;
             s.behindSince = 0;
+            if (why instanceof WrongEpochException w && w.ring() != null
+                && w.ring().epoch() > epoch
+                && w.ring().state(membership.self()) == Ring.State.UP) {
+              s.refusedAheadAt = Math.max(s.refusedAheadAt, epoch); // see sendNext
+            }
           }
         }
         if (failed != null && s.incarnation == incarnation

@@ -228,6 +228,17 @@ final class Transactions implements Closeable {
     if (!TxRecords.ID.matcher(id).matches()) {
       throw new TyrException(ErrorCode.BAD_REQUEST, "bad transaction id " + id);
     }
+    if (id.contains(SHARE_MARK)) {
+      // Refused at admission, before anything is held (review 1 of the rebase, should-fix):
+      // a share taken over is named txId + SHARE_MARK + hash, and txIdOf reads a name up
+      // to its first SHARE_MARK. An id holding one was admitted (the wire takes any id
+      // TxRecords.ID matches; our clients send UUIDs, which never hold it), and then a
+      // primary's rebases named the wrong transaction for its shares, so a backup
+      // rebased none of them: issue 13's bug 3 for that transaction.
+      throw new TyrException(ErrorCode.BAD_REQUEST, "bad transaction id " + id + ": it must "
+          + "not hold \"" + SHARE_MARK + "\" (this node names a share taken over "
+          + "txId" + SHARE_MARK + "<hash>); a UUID never does");
+    }
     if (!p.participants().contains(self()) || !p.participants().contains(p.coordinator())) {
       throw new TyrException(ErrorCode.BAD_REQUEST, "transaction " + id + ": participants "
           + p.participants() + " must hold this node, " + self() + ", and the coordinator");
@@ -1003,13 +1014,16 @@ final class Transactions implements Closeable {
     return engine.versionsOf(tx).keySet();
   }
 
+  /** What separates a share's transaction id from its hash in its name ({@link #shareName}). */
+  static final String SHARE_MARK = "-s";
+
   /**
    * The transaction id of a part's engine name: the id itself, or a share taken over,
-   * named {@code txId-s<hash>} ({@link #shareName}; a transaction id is a UUID, whose hex
-   * digits and dashes never make "-s").
+   * named {@code txId-s<hash>} ({@link #shareName}). Unambiguous because prepare refuses
+   * an id holding "-s" (a UUID's hex digits and dashes never make it).
    */
   static String txIdOf(String name) {
-    int at = name.indexOf("-s");
+    int at = name.indexOf(SHARE_MARK);
     return at < 0 ? name : name.substring(0, at);
   }
 
@@ -1017,7 +1031,7 @@ final class Transactions implements Closeable {
   private String shareName(Request.Prepare p) {
     List<String> keys = new ArrayList<>(keysOf(p.tx()));
     keys.sort(null);
-    return p.txId() + "-s" + Integer.toHexString(keys.hashCode());
+    return p.txId() + SHARE_MARK + Integer.toHexString(keys.hashCode());
   }
 
   /**

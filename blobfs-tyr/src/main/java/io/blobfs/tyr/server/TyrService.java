@@ -96,6 +96,7 @@ final class TyrService {
         return membership.settled(routed.epoch(), true).thenApply(r -> r);
       }
       if (membership != null && request instanceof Request.Replicate rep) {
+        replicator.decodeAsAnswered(rep); // a test's older backup refuses what it cannot read
         // Counted before it is checked, under a ring no newer than the check's, so that
         // a recovering peer's barrier waits for a batch let in under an older ring.
         io.blobfs.tyr.ring.Ring admitted = membership.admit();
@@ -205,6 +206,19 @@ final class TyrService {
         return CompletableFuture.completedFuture(engine.scan(s.prefix(), s.cursor(),
             s.limit(), s.headBytes(), listed));
       } else if (request instanceof Request.Ping) {
+        // The monitor's liveness probe. A failed engine (TyrEngine.fail: a log that could
+        // not be written, a rebase record whose rewrite or delete failed, a transient
+        // ENOSPC) refuses every write until restarted, so it must not look alive: answered,
+        // the monitor kept it UP, clients and primaries kept choosing it, and every write
+        // of a key it holds failed (as primary SERVER_ERROR, as backup UNAVAILABLE). Refused
+        // with a typed error, the monitor counts it silent and marks it DOWN after its
+        // down-after, and its keys' writes move to their other owners. It stays DOWN (its
+        // pings stay refused) until restarted, then catches up as any node back.
+        java.io.IOException failed = engine.failure();
+        if (failed != null) {
+          throw new TyrException(ErrorCode.SERVER_ERROR, "this node's store failed and "
+              + "refuses writes until restarted: " + failed, failed);
+        }
         return CompletableFuture.completedFuture(Boolean.TRUE);
       }
       throw new TyrException(ErrorCode.BAD_REQUEST, "unexpected request " + request);

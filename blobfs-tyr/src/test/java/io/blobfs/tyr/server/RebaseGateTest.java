@@ -140,6 +140,44 @@ class RebaseGateTest {
   }
 
   /**
+   * A backup AHEAD of the item's epoch that never answered may be older than the rebases
+   * section (review 1 of the rebase, should-fix): the item went with its rebases past the
+   * refused probe, the older backup read them as a malformed frame (BAD_REQUEST), and the
+   * stream numbered afresh, failing the write queued behind it unsent, though that write,
+   * admitted under the backup's epoch, would have been applied there. Sent stripped, the
+   * item is refused by epoch alone and the write behind it goes on and is applied.
+   */
+  @Test
+  void anOlderBackupAheadOfTheItemsEpochFailsNoWriteQueuedBehindIt() throws Exception {
+    try (Pair two = new Pair()) {
+      Ring two2 = two.np.membership().ring().withEpoch(2);
+      two.nb.membership().install(two2); // the backup is ahead: p still at epoch 1
+      two.nb.replicator().answers = Replicator.STAGES_PIECES; // as session 14's backup
+      List<Request.Replicate> sent = new CopyOnWriteArrayList<>();
+      List<CompletableFuture<?>> behind = new CopyOnWriteArrayList<>();
+      two.np.replicator().sentForTest = rep -> {
+        sent.add(rep);
+        if (sent.size() == 1) {
+          // The probe is out (the stream busy): p moves to epoch 2, and a plain write of
+          // k admitted under it queues behind the held item.
+          two.np.membership().install(two2);
+          behind.add(two.send("y", false));
+        }
+      };
+      CompletableFuture<?> x = two.send("x", true);
+      CompletableFuture.allOf(x).handle((r, e) -> null).get(1, TimeUnit.MINUTES);
+      assertThat(x.isCompletedExceptionally()).as("refused by epoch there").isTrue();
+      assertThat(sent.get(0).txs()).as("the probe").isEmpty();
+      assertThat(behind).hasSize(1);
+      behind.get(0).get(1, TimeUnit.MINUTES); // not failed by a renumbering: applied there
+      assertThat(text(two.nb, two.k)).isEqualTo("y");
+      assertThat(sent).as("frames carrying the item").filteredOn(
+          r -> !r.txs().isEmpty() && r.epoch() == 1).isNotEmpty()
+          .allMatch(r -> r.rebases().isEmpty());
+    }
+  }
+
+  /**
    * Each behind phase gets its own bound: once an item goes past the bound (or to a
    * backup ahead) the phase's start is forgotten, so a later item of a newer epoch, whose
    * backup is behind only for the ~ms it takes to load the ring, is probed again and

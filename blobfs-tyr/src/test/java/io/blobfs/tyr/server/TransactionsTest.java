@@ -189,6 +189,41 @@ class TransactionsTest {
   }
 
   /**
+   * A transaction id holding "-s" is refused BAD_REQUEST at its prepare, before anything is
+   * held (review 1 of the rebase, should-fix): a share taken over is named txId-s<hash>
+   * and txIdOf reads a name up to its first "-s", so such an id was admitted and its
+   * shares' rebases named another transaction ("job" for "job-sales-7"), and a backup
+   * rebased none of them. A UUID (what our clients send) is still taken.
+   */
+  @Test
+  void aTransactionIdTheShareNamesCannotCarryIsRefusedAtItsPrepare() throws Exception {
+    Member self = new Member("127.0.0.1", 1);
+    Membership membership = new Membership(self, new Ring(1, List.of(self), 8, 1))
+        .withTxTimeout(Duration.ofSeconds(30));
+    try (TyrEngine engine = TyrEngine.open(EngineConfig.defaults(dir.resolve("ids")));
+        Transactions t = new Transactions(engine, membership, null, PeerAccess.NONE, 1 << 20)) {
+      String bad = "job-sales-7";
+      assertThat(Transactions.txIdOf(bad + "-s1f")).as("what a share of it reads as")
+          .isNotEqualTo(bad);
+      assertThatThrownBy(() -> t.prepare(new Request.Prepare(bad, self.id(),
+          List.of(self.id()), TxRequest.of(new TxOp.Put("k", utf8("new"), false)))))
+          .isInstanceOfSatisfying(TyrException.class,
+              e -> assertEquals(ErrorCode.BAD_REQUEST, e.code()))
+          .hasMessageContaining("-s");
+      assertThat(t.prepared()).isEmpty();
+      engine.commit(TxRequest.of(new TxOp.Put("k", utf8("plain"), false))).join(); // not held
+      assertEquals("plain", text(engine, "k"));
+      String uuid = "5e4d3c2b-1a09-4f8e-9d7c-6b5a49382716";
+      t.prepare(new Request.Prepare(uuid, self.id(), List.of(self.id()),
+          TxRequest.of(new TxOp.Put("k", utf8("new"), false)))).join();
+      assertThat(t.prepared()).containsExactly(uuid);
+      assertEquals(uuid, Transactions.txIdOf(uuid + "-s1f"));
+      assertEquals(TxDecision.COMMITTED, decide(t, uuid, TxDecision.DECIDE_COMMIT));
+      assertEquals("new", text(engine, "k"));
+    }
+  }
+
+  /**
    * The coordinator's own apply fails (here: its engine closed): the decision recorded is
    * commit all the same, so the answer says committed, apart from "applied", and the part
    * stays prepared here, to be applied again.

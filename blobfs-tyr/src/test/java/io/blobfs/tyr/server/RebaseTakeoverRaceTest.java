@@ -23,7 +23,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Review. The history IT's open bug 3 (issue 13, M1a on backups), reproduced in one JVM: with
+ * Issue 13's bug 3, the rebase against takeovers: an install racing an apply and its rebase,
+ * and a later part's apply moving every share ahead of it (was ReviewHeldTakeoverRaceTest).
+ * The history IT's open bug 3 (issue 13, M1a on backups), reproduced in one JVM: with
  * R = 3, key k owned by [p, b, c]. b and c hold shares of two decided transactions of k,
  * X then Y in p's order (p applied X and its apply to both backups was lost, then prepared
  * Y: p's batches are fed to b and c by hand, p never runs). p is lost: b takes X and Y
@@ -31,7 +33,7 @@ import org.junit.jupiter.api.io.TempDir;
  * replication, on c. On c the second share Y must not be taken for applied because k moved
  * off the version c recorded for it: that move is X's apply, not Y's.
  */
-class ReviewHeldTakeoverRaceTest {
+class RebaseTakeoverRaceTest {
   private static final String Y = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9";
   private static final Duration LONG = Duration.ofSeconds(120);
 
