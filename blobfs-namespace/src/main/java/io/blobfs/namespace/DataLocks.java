@@ -1,6 +1,7 @@
 package io.blobfs.namespace;
 
 import io.blobfs.store.BlobAlreadyExistsException;
+import io.blobfs.store.BlobMutation;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.TransactionConflictException;
 import io.blobfs.store.VersionedBytes;
@@ -11,6 +12,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -98,6 +100,27 @@ final class DataLocks {
   }
 
   /**
+   * A delete's will (issue 16, DESIGN §2.4): what a delete of a mapped record (one that
+   * borrows stripes, or owes a cleanup's dues) writes into the file's lock, conditionally on
+   * the lock it holds, before it removes the name ({@code nameKey}, which it first rewrote
+   * to {@code nameVersion}: see {@code Deleter}). {@code record} is that record's header:
+   * its map and dues, never its inline bytes. Stored with owner byte {@code 'D'} (a client
+   * predating it reads a lock of unknown kind: never swept, never blocking); in memory a
+   * {@link Owner#RENAMER} lock, which it is while its delete runs. A will left behind
+   * (the delete cut between the name's removal and its data's) is carried out by whoever
+   * meets it expired ({@link #settleWill}): the orphan sweeper, or a client taking the
+   * lock. Without it the borrowed keys stayed ADOPTED and named by no record, which no
+   * sweep takes (the delete leak).
+   */
+  record Will(String nameKey, long nameVersion, FileRecord record) {
+    /**
+     * The {@code nameVersion} of a will written in the transaction that deleted the name
+     * (Týr, memory): it exists only if the delete applied.
+     */
+    static final long WITH_DELETE = -1;
+  }
+
+  /**
    * A lock as read or taken: who holds it, until when (wall clock of its holder), the
    * version of its blob, which every later change of it is conditional on, and for a
    * rename the move it guards (else null). An {@link Owner#ADOPTED} lock's expiry is its
@@ -107,7 +130,12 @@ final class DataLocks {
    * else null.
    */
   record Lock(String fileId, String key, Owner owner, long expiresMillis, long nonce,
-      long version, Move move, String adopter) {
+      long version, Move move, String adopter, Will will) {
+    Lock(String fileId, String key, Owner owner, long expiresMillis, long nonce,
+        long version, Move move, String adopter) {
+      this(fileId, key, owner, expiresMillis, nonce, version, move, adopter, null);
+    }
+
     boolean expired(long nowMillis) {
       return nowMillis > expiresMillis;
     }
@@ -115,6 +143,11 @@ final class DataLocks {
     Lock tookOver(String adoptedBy) {
       return adoptedBy == null ? this
           : new Lock(fileId, key, owner, expiresMillis, nonce, version, move, adoptedBy);
+    }
+
+    /** A delete's will left by a client that died or stalled past its lease. */
+    boolean unsettledWill(long nowMillis) {
+      return will != null && expired(nowMillis);
     }
 
     /** A rename's lock left by a client that died or stalled past its lease mid-move. */
@@ -137,9 +170,10 @@ final class DataLocks {
     String key = key(fileId);
     VersionedBytes got;
     try {
-      // A move holds two record keys, each at most the store's key limit.
-      got = ns.calls().readWithVersion(key,
-          (int) Math.min(Integer.MAX_VALUE, ENCODED + 24 + 2L * ns.layout().maxKeyBytes()));
+      // A move holds two record keys, each at most the store's key limit; a will one key
+      // and a record's header.
+      got = ns.calls().readWithVersion(key, (int) Math.min(Integer.MAX_VALUE, ENCODED + 24
+          + 2L * ns.layout().maxKeyBytes() + FileRecord.MAX_STORED_HEADER + 16));
     } catch (FileNotFoundException e) {
       return Optional.empty();
     }
@@ -156,6 +190,19 @@ final class DataLocks {
         return Optional.of(new Lock(fileId, key, Owner.ADOPTED, until, nonce, got.version(),
             null, string(b)));
       } catch (RuntimeException e) {
+        return Optional.of(unreadable(fileId, key, got.version()));
+      }
+    }
+    if (owner == 'D') {
+      try {
+        String nameKey = string(b);
+        long nameVersion = b.getLong();
+        byte[] rec = new byte[b.getInt()];
+        b.get(rec);
+        return Optional.of(new Lock(fileId, key, Owner.RENAMER, expires, nonce, got.version(),
+            null, null, new Will(nameKey, nameVersion,
+                FileRecord.decode(key, rec, rec.length, false))));
+      } catch (RuntimeException | CorruptRecordException e) {
         return Optional.of(unreadable(fileId, key, got.version()));
       }
     }
@@ -438,6 +485,12 @@ final class DataLocks {
         MoveSettler.settle(ns, lock.get());
         continue; // settled by this client or another: look again
       }
+      if (lock.isPresent() && lock.get().unsettledWill(now)) {
+        // Taken over as it is, the will would be lost with this client's lock if the name
+        // changed (a delete that applied): carried out first, then looked at again.
+        settleWill(lock.get());
+        continue;
+      }
       // ADOPTED: a publication over this file is committing (it adopted the file's data
       // before its commit, RADOS); it has until then to commit or to give up.
       boolean busy = lock.isPresent() && !lock.get().expired(now)
@@ -483,6 +536,98 @@ final class DataLocks {
       }
       pauseMillis = Math.min(pauseMillis * 2, 500);
     }
+  }
+
+  /**
+   * Turns the lock a delete holds into its {@link Will}, conditionally on the version held,
+   * with a fresh rename lease: the delete of {@code nameKey}, which holds {@code record} at
+   * {@code nameVersion}, is about to apply. Returns the lock as it is then.
+   */
+  Lock writeWill(Lock held, String nameKey, long nameVersion, FileRecord record)
+      throws IOException {
+    long nonce = NONCES.nextLong();
+    ByteBuffer b = encodeWill(nameKey, nameVersion, record, nonce);
+    try {
+      ns.calls().putIfVersion(held.key(), b, held.version());
+    } catch (TransactionConflictException e) {
+      throw new TransactionConflictException(held.key() + " was taken over before the"
+          + " delete wrote its will");
+    } catch (IOException e) {
+      return ownIfApplied(held.fileId(), nonce, renameLease(), e);
+    }
+    return stamped(held.fileId(), nonce);
+  }
+
+  private ByteBuffer encodeWill(String nameKey, long nameVersion, FileRecord record,
+      long nonce) {
+    // The header only (map, dues): the will's data are the keys, never the inline bytes.
+    FileRecord header = new FileRecord(record.kind(), record.isInline() ? 0 : record.length(),
+        record.modificationTime(), record.stripeSize(), record.fileId(), false, null,
+        FileRecord.Mark.NONE, null, 0, record.isInline() ? StripeMap.NONE : record.map(),
+        record.dues());
+    byte[] name = nameKey.getBytes(StandardCharsets.UTF_8);
+    ByteBuffer rec = header.encode();
+    ByteBuffer b = ByteBuffer.allocate(ENCODED + 4 + name.length + 8 + 4 + rec.remaining());
+    b.put(MAGIC).put((byte) 'D').putLong(expiry(renameLease())).putLong(nonce)
+        .putInt(name.length).put(name).putLong(nameVersion).putInt(rec.remaining()).put(rec)
+        .flip();
+    return b;
+  }
+
+  /**
+   * With transactions: the mutations that write the {@link Will} of {@code record}'s delete
+   * (nonce {@code nonce}) into its lock, to go in the transaction that deletes its name at
+   * {@code nameKey}: the will exists if and only if the name's delete applied. Over the
+   * lock as it is once no live sweeper holds it (an expired sweeper's is overwritten: it
+   * checks its lock before deleting, and stands down), checked.
+   */
+  List<BlobMutation> willWithDelete(String nameKey, FileRecord record, FsPath path, long nonce)
+      throws IOException {
+    Optional<Lock> seen = awaitNoSweeper(record.fileId(), path);
+    String k = key(record.fileId());
+    return List.of(
+        new BlobMutation.Put(k, encodeWill(nameKey, Will.WITH_DELETE, record, nonce),
+            PutMode.OVERWRITE),
+        new BlobMutation.Check(k, seen.map(Lock::version).orElse(BlobMutation.ABSENT)));
+  }
+
+  static long nonce() {
+    return NONCES.nextLong();
+  }
+
+  /** Removes the will with {@code nonce} once its delete removed the data. */
+  void releaseWill(String fileId, long nonce) throws IOException {
+    Optional<Lock> now = read(fileId);
+    if (now.isPresent() && now.get().will() != null && now.get().nonce() == nonce) {
+      release(now.get());
+    }
+  }
+
+  /**
+   * Carries out an expired {@link Will}: under its lock, taken over as it was read, if the
+   * name no longer holds the version the delete was to remove, the delete applied (it was
+   * the only change that version allowed: the delete had rewritten the record, fencing any
+   * older writer's put, and held the lock until the will) and the record's keys are named
+   * by nothing: the file's own, the borrowed ones and its dues' go, then the ADOPTED locks
+   * of the ids it borrowed (I1: it was their only namer; {@link BlobNamespace#deleteData}).
+   * Else the delete never applied and the file lives on: the will is void. Either way the
+   * lock goes. False if another client took the lock first.
+   */
+  boolean settleWill(Lock will) throws IOException {
+    Optional<Lock> mine = takeOver(will);
+    if (mine.isEmpty()) {
+      return false;
+    }
+    Optional<VersionedRecord> now = ns.readStored(will.will().nameKey(), false);
+    boolean applied = will.will().nameVersion() == Will.WITH_DELETE || now.isEmpty()
+        || now.get().version() != will.will().nameVersion();
+    if (applied) {
+      LOG.log(System.Logger.Level.INFO, "carrying out the will of a delete of "
+          + will.will().nameKey() + " (" + will.key() + "): its data was left behind");
+      ns.deleteData(will.will().record());
+    }
+    release(mine.get());
+    return applied;
   }
 
   /**

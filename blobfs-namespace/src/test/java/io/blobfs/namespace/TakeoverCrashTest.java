@@ -13,6 +13,8 @@ import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * Shared stripes, step 3 without transactions (RADOS, DESIGN §2.3 steps 1-7): a takeover
@@ -98,6 +100,143 @@ class TakeoverCrashTest extends SharedStripesFixture {
         w.write(next, 0, next.length);
       }
     });
+  }
+
+  /**
+   * The delete leak (DESIGN §2.4): a delete of a mapped version (or of its directory, with
+   * transactions: the chunks' path) cut at every store call, then sweeps: nothing of it is left (its own keys, the keys it borrowed, their ADOPTED
+   * locks), or, where the delete did not apply, it reads whole and a second delete and
+   * sweeps leave nothing. A mapped file living alongside keeps every key and byte. Before
+   * the delete's will, the cuts between the name's removal and the data's left the
+   * borrowed keys and their ADOPTED locks for good.
+   */
+  // Without transactions a recursive delete removes each file as a single delete does
+  // (Deleter.deleteFile, under its lock), with an intent's calls around it (cut elsewhere).
+  @ParameterizedTest(name = "transactional={0}, recursive={1}")
+  @CsvSource({"false,false", "true,false", "true,true"})
+  void aDeleteOfAMappedVersionCutAtEveryStoreCallLeavesNothingOfIt(boolean transactional,
+      boolean recursive) throws Exception {
+    open(transactional);
+    ns = new BlobNamespace(faults.store(), ns.options().withWriterLease(LEASE),
+        StoreCallCounters.NONE);
+    FsPath live = FsPath.parse("/live/f");
+    try (FileWriter w = ns.create(live, false)) {
+      w.write(bytes, 0, LENGTH);
+    }
+    byte[] liveBytes = rewritten(bytes, 2, 7);
+    version(live, liveBytes, stripes(0, 1, 3));
+    Set<String> liveKeys = keys("d/");
+    List<String> problems = new ArrayList<>();
+    int cuts = 0;
+    boolean reachedEnd = false;
+    for (int cut = 1; !reachedEnd && cut < 200; cut++) {
+      reachedEnd = true;
+      for (boolean applied : new boolean[] {false, true}) {
+        String at = "cut " + cut + (applied ? " (applied, answer lost)" : " (not applied)");
+        FsPath p = FsPath.parse("/c" + cut + (applied ? "a" : "n") + "/f");
+        // Borrows 0 and 3 of its first version, 2 of its second: its own key, borrowed
+        // keys of two ids, their ADOPTED locks.
+        try (FileWriter w = ns.create(p, false)) {
+          w.write(bytes, 0, LENGTH);
+        }
+        byte[] v2 = rewritten(bytes, 1, cut);
+        version(p, v2, stripes(0, 2, 3));
+        byte[] v3 = rewritten(v2, 1, 1000 + cut);
+        version(p, v3, stripes(0, 2, 3));
+        Op[] ops = Op.values();
+        Fault first = applied ? faults.on(ops[0], ops).nth(cut).applyThenFail()
+            : faults.on(ops[0], ops).nth(cut).always().failBefore();
+        if (applied) {
+          faults.on(ops[0], ops).nth(cut + 1).always().failBefore();
+        }
+        try {
+          ns.delete(recursive ? p.parent() : p, recursive);
+        } catch (IOException | RuntimeException dead) {
+          // the client died at the cut: every later call failed
+        }
+        boolean fired = first.fired() > 0;
+        faults.clear();
+        reachedEnd &= !fired;
+        cuts += fired ? 1 : 0;
+        sweepTwice();
+        if (ns.probe(p).isPresent()) {
+          if (!Arrays.equals(read(p.toString()), v3)) {
+            problems.add(at + ": the file was not deleted, and does not read whole");
+          }
+          assertTrue(ns.delete(p, false));
+          sweepTwice();
+        }
+        if (!keys("d/").equals(liveKeys)) {
+          Set<String> extra = new TreeSet<>(keys("d/"));
+          extra.removeAll(liveKeys);
+          Set<String> missing = new TreeSet<>(liveKeys);
+          missing.removeAll(keys("d/"));
+          problems.add(at + ": left " + extra + ", lost " + missing);
+        }
+        if (!Arrays.equals(read(live.toString()), liveBytes)) {
+          problems.add(at + ": the live file's bytes changed");
+        }
+      }
+    }
+    System.out.printf("[takeover crash] delete (transactional=%s, recursive=%s): %d cuts%n",
+        transactional, recursive, cuts);
+    assertTrue(reachedEnd, "the delete never completed without reaching the cut");
+    assertTrue(cuts > 5, "cuts: " + cuts);
+    assertEquals(List.of(), problems);
+  }
+
+  /**
+   * Why the delete puts its record again before its will (DESIGN §2.4): a new version over
+   * the record whose lock ran out while its commit (a put conditional on the version it
+   * read) was in flight, and a delete that took the lock, wrote its will and died before
+   * removing the name. The late put must not apply: if it did, the name would hold the new
+   * version, the will would take the name's change for the delete's, and delete the keys
+   * the new version took over. The put fails (the record was put again, at a version only
+   * the delete knew), the will is void, and the file reads whole.
+   */
+  @Test
+  void aLatePutOfANewVersionCannotApplyAfterADeletesWill() throws Exception {
+    open(false);
+    ns = new BlobNamespace(faults.store(), ns.options().withWriterLease(LEASE),
+        StoreCallCounters.NONE);
+    FsPath p = FsPath.parse("/late/f");
+    try (FileWriter w = ns.create(p, false)) {
+      w.write(bytes, 0, LENGTH);
+    }
+    byte[] b = rewritten(bytes, 2, 3);
+    version(p, b, stripes(0, 1, 3));
+    String name = ns.layout().recordKey(p);
+    FileWriter c = ns.createVersion(p, ns.getFileInfo(p));
+    c.setLength(LENGTH);
+    c.takeOver(stripes(0, 1, 2));
+    writeUntaken(c, rewritten(b, 3, 4), stripes(0, 1, 2));
+    Fault held = faults.on(Op.PUT).keys(name).pause(); // C's commit, step 5
+    java.util.concurrent.ExecutorService late =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<?> closing = late.submit(() -> {
+        c.close();
+        return null;
+      });
+      held.awaitReached();
+      Thread.sleep(LEASE.toMillis() + 20); // C's adoption of B runs out
+      Fault dies = faults.on(Op.DELETE).keys(name).always().failBefore();
+      assertThrows(IOException.class, () -> ns.delete(p, false));
+      assertEquals(1, dies.fired());
+      held.release();
+      java.util.concurrent.ExecutionException refused = assertThrows(
+          java.util.concurrent.ExecutionException.class,
+          () -> closing.get(10, java.util.concurrent.TimeUnit.SECONDS));
+      assertInstanceOf(BaseChangedException.class, refused.getCause());
+    } finally {
+      faults.clear();
+      late.shutdownNow();
+    }
+    sweepTwice();
+    assertArrayEquals(b, read(p.toString()));
+    assertTrue(ns.delete(p, false));
+    sweepTwice();
+    assertEquals(Set.of(), keys("d/"));
   }
 
   private void cutAtEveryCall(Publication cutOne) throws Exception {
