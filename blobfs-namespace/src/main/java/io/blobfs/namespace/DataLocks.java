@@ -439,14 +439,28 @@ final class DataLocks {
    * which checks its lock before it deletes anything, stands down.
    */
   Optional<Lock> awaitNoSweeper(String fileId, FsPath path) throws IOException {
+    return awaitNoSweeper(fileId, path, () -> {});
+  }
+
+  /**
+   * {@link #awaitNoSweeper(String, FsPath)}, calling {@code afterWait} before it returns
+   * if it waited: a writer's lease may have run out meanwhile (review S2).
+   */
+  Optional<Lock> awaitNoSweeper(String fileId, FsPath path, BlobNamespace.Renewal afterWait)
+      throws IOException {
     long deadline = System.nanoTime() + SWEEPER_WAIT.toNanos();
     long pauseMillis = 10;
+    boolean waited = false;
     while (true) {
       Optional<Lock> lock = read(fileId);
       if (lock.isEmpty() || lock.get().owner() != Owner.SWEEPER
           || lock.get().expired(System.currentTimeMillis())) {
+        if (waited) {
+          afterWait.renew();
+        }
         return lock;
       }
+      waited = true;
       if (System.nanoTime() > deadline) {
         throw new IOException("the orphan sweeper has held the data of " + path + " ("
             + lock.get().key() + ") for over " + SWEEPER_WAIT.toSeconds() + " s; retry once"

@@ -96,7 +96,12 @@ final class TakeoverCommit {
         head.add(null); // the record's put, below
         head.add(new BlobMutation.Check(key, now.get().version()));
         if (ours.map().ids().contains(baseId)) {
-          Optional<DataLocks.Lock> lock = ns.locks().awaitNoSweeper(baseId, path);
+          // Review S2: a wait for a sweeper on A can outlast the writer's lease, and a sweep
+          // may then have taken B's own data: the lease is renewed (conditionally: it fails
+          // if a sweeper took B's lock) after any wait, on every attempt. Afterwards, as for
+          // a plain overwrite (commitFile), only reads come before the transaction.
+          Optional<DataLocks.Lock> lock =
+              ns.locks().awaitNoSweeper(baseId, path, renewWriterLock);
           String lockKey = ns.locks().key(baseId);
           head.add(new BlobMutation.Put(lockKey,
               DataLocks.adopted(ours.fileId(), Duration.ZERO), PutMode.OVERWRITE));

@@ -60,6 +60,37 @@ class TakeoverCommitTest extends TakeoverScenarios {
   }
 
   /**
+   * Review S2: the commit waits for a live sweeper on A's lock, longer than the writer's
+   * lease; meanwhile a sweep takes B's own stripe (unnamed, its writer's lease out). The
+   * lease is renewed after the wait and fails: nothing is published, and the name reads A
+   * whole. Before, the first attempt renewed only before the wait, and the commit named a
+   * stripe the sweep had deleted.
+   */
+  @Test
+  void aWaitForASweeperPastTheWritersLeaseRenewsItBeforeTheCommit() throws Exception {
+    Duration lease = Duration.ofMillis(100);
+    ns = new BlobNamespace(faults.store(), ns.options().withWriterLease(lease),
+        StoreCallCounters.NONE);
+    String a = publish(bytes);
+    FileWriter w = pendingVersion();
+    DataLocks.Lock sweeper =
+        ns.locks().takeForSweeper(a, ns.locks().read(a), Duration.ofMillis(600)).get();
+    Future<?> closing = racer.submit(() -> {
+      w.close();
+      return null;
+    });
+    Thread.sleep(lease.toMillis() + 100); // B's lease runs out while the commit waits
+    OrphanSweeper.Report swept = new OrphanSweeper(ns).sweep(Duration.ZERO, false);
+    assertEquals(java.util.List.of(w.fileId()), swept.orphanFileIds());
+    ns.locks().release(sweeper);
+    java.util.concurrent.ExecutionException refused = assertThrows(
+        java.util.concurrent.ExecutionException.class, () -> closing.get(10, TimeUnit.SECONDS));
+    assertInstanceOf(IOException.class, refused.getCause());
+    assertArrayEquals(bytes, read(F.toString()));
+    assertEquals(a, id());
+  }
+
+  /**
    * A commit whose answer is lost: applied, it is published (read back), with its cleanup;
    * not applied, close fails and B's data stays for the sweeper (a late apply may come).
    */
