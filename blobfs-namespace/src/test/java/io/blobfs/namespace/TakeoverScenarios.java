@@ -3,6 +3,7 @@ package io.blobfs.namespace;
 import static org.junit.jupiter.api.Assertions.*;
 
 import io.blobfs.store.BlobStore;
+import io.blobfs.store.FaultInjectingBlobStore;
 import io.blobfs.store.Futures;
 import java.io.FileNotFoundException;
 import java.io.IOException;
@@ -228,6 +229,30 @@ public abstract class TakeoverScenarios extends SharedStripesFixture {
     assertEquals(before, keys(""));
     assertArrayEquals(bytes, read(F.toString()));
     assertEquals(a, id());
+  }
+
+  /**
+   * The delete leak (DESIGN §2.4): a delete of a mapped version cut after the name went and
+   * before any of its data: its will, once expired, is carried out by the next sweep, and
+   * nothing is left (the borrowed keys and their ADOPTED lock included).
+   */
+  @Test
+  public void aDeleteCutBeforeItsDataIsFinishedByTheNextSweep() throws Exception {
+    Duration lease = Duration.ofMillis(300);
+    ns = new BlobNamespace(faults.store(), ns.options().withWriterLease(lease),
+        StoreCallCounters.NONE);
+    publish(bytes);
+    version(F, rewritten(bytes, 2, 11), stripes(0, 1, 3));
+    faults.on(FaultInjectingBlobStore.Op.DELETE).keys("d/.*").always().failBefore();
+    assertThrows(IOException.class, () -> ns.delete(F, false));
+    faults.clear();
+    assertFalse(ns.probe(F).isPresent());
+    // A's 0, 1, 3 and its ADOPTED lock; B's 2 and its lock, which holds the will.
+    assertEquals(6, keys("d/").size());
+    Thread.sleep(lease.toMillis() + 50);
+    OrphanSweeper.Report swept = new OrphanSweeper(ns).sweep(Duration.ZERO, false);
+    assertEquals(1, swept.willsCarriedOut());
+    assertEquals(Set.of(), keys("d/"));
   }
 
   /** A reader of A open across B reads A's bytes or FileNotFound, never B's. */
