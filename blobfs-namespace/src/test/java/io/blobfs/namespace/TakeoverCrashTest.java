@@ -104,14 +104,14 @@ class TakeoverCrashTest extends SharedStripesFixture {
 
   /**
    * The delete leak (DESIGN §2.4): a delete of a mapped version (or of its directory, with
-   * transactions: the chunks' path) cut at every store call, then sweeps: nothing of it is left (its own keys, the keys it borrowed, their ADOPTED
-   * locks), or, where the delete did not apply, it reads whole and a second delete and
-   * sweeps leave nothing. A mapped file living alongside keeps every key and byte. Before
-   * the delete's will, the cuts between the name's removal and the data's left the
-   * borrowed keys and their ADOPTED locks for good.
+   * transactions: the chunks' path) cut at every store call, then sweeps: nothing of it is
+   * left (its own keys, the keys it borrowed, their ADOPTED locks), or, where the delete
+   * did not apply, it reads whole and a second delete and sweeps leave nothing. A mapped
+   * file living alongside keeps every key and byte. Before the delete's will, the cuts
+   * between the name's removal and the data's left the borrowed keys and their ADOPTED
+   * locks for good. Without transactions a recursive delete removes each file as a single
+   * delete does (Deleter.deleteFile, under its lock), with an intent's calls around it.
    */
-  // Without transactions a recursive delete removes each file as a single delete does
-  // (Deleter.deleteFile, under its lock), with an intent's calls around it (cut elsewhere).
   @ParameterizedTest(name = "transactional={0}, recursive={1}")
   @CsvSource({"false,false", "true,false", "true,true"})
   void aDeleteOfAMappedVersionCutAtEveryStoreCallLeavesNothingOfIt(boolean transactional,
@@ -143,19 +143,8 @@ class TakeoverCrashTest extends SharedStripesFixture {
         version(p, v2, stripes(0, 2, 3));
         byte[] v3 = rewritten(v2, 1, 1000 + cut);
         version(p, v3, stripes(0, 2, 3));
-        Op[] ops = Op.values();
-        Fault first = applied ? faults.on(ops[0], ops).nth(cut).applyThenFail()
-            : faults.on(ops[0], ops).nth(cut).always().failBefore();
-        if (applied) {
-          faults.on(ops[0], ops).nth(cut + 1).always().failBefore();
-        }
-        try {
-          ns.delete(recursive ? p.parent() : p, recursive);
-        } catch (IOException | RuntimeException dead) {
-          // the client died at the cut: every later call failed
-        }
-        boolean fired = first.fired() > 0;
-        faults.clear();
+        boolean fired =
+            withCut(cut, applied, () -> ns.delete(recursive ? p.parent() : p, recursive));
         reachedEnd &= !fired;
         cuts += fired ? 1 : 0;
         sweepTwice();
@@ -239,6 +228,32 @@ class TakeoverCrashTest extends SharedStripesFixture {
     assertEquals(Set.of(), keys("d/"));
   }
 
+  private interface Step {
+    void run() throws IOException;
+  }
+
+  /**
+   * Runs {@code step} with the cut at its {@code cut}th store call armed: that call fails
+   * unapplied, or is applied with its answer lost, and every later call fails (the client
+   * is dead). Returns whether the cut was reached.
+   */
+  private boolean withCut(int cut, boolean applied, Step step) {
+    Op[] ops = Op.values();
+    Fault first = applied ? faults.on(ops[0], ops).nth(cut).applyThenFail()
+        : faults.on(ops[0], ops).nth(cut).always().failBefore();
+    if (applied) {
+      faults.on(ops[0], ops).nth(cut + 1).always().failBefore();
+    }
+    try {
+      step.run();
+    } catch (IOException | RuntimeException dead) {
+      // the client died at the cut: every later call failed
+    }
+    boolean fired = first.fired() > 0;
+    faults.clear();
+    return fired;
+  }
+
   private void cutAtEveryCall(Publication cutOne) throws Exception {
     open(false);
     ns = new BlobNamespace(faults.store(), ns.options().withWriterLease(LEASE),
@@ -259,19 +274,7 @@ class TakeoverCrashTest extends SharedStripesFixture {
         byte[] base = rewritten(bytes, 1, cut);
         version(p, base, stripes(0, 2, 3));
         byte[] next = rewritten(base, 2, 1000 + cut);
-        Op[] ops = Op.values();
-        Fault first = applied ? faults.on(ops[0], ops).nth(cut).applyThenFail()
-            : faults.on(ops[0], ops).nth(cut).always().failBefore();
-        if (applied) {
-          faults.on(ops[0], ops).nth(cut + 1).always().failBefore();
-        }
-        try {
-          cutOne.publish(p, next);
-        } catch (IOException | RuntimeException dead) {
-          // the client died at the cut: every later call failed
-        }
-        boolean fired = first.fired() > 0;
-        faults.clear();
+        boolean fired = withCut(cut, applied, () -> cutOne.publish(p, next));
         reachedEnd &= !fired;
         cuts += fired ? 1 : 0;
         sweepTwice();
