@@ -143,8 +143,9 @@ final class Deleter {
    * version allows: a writer of a new version over this record that lost its lock while
    * its put (conditional on the version read) was in flight could otherwise apply it
    * after the will, name the borrowed keys, and see them deleted by the will. Put again,
-   * the record has a version only this client knows, and that put fails from now on. One
-   * read and one put more per delete of a mapped record; plain records are as before.
+   * the record has a version only this client knows, and that put fails from now on. Two
+   * reads and one put more per delete of a mapped record (the will: one read and one put
+   * more); plain records are as before.
    */
   private long fence(String key, VersionedRecord read) throws IOException {
     Optional<VersionedRecord> stored = ns.readStored(key, true);
