@@ -228,6 +228,58 @@ class TakeoverCrashTest extends SharedStripesFixture {
     assertEquals(Set.of(), keys("d/"));
   }
 
+  /**
+   * REVIEW (takeover-rados): the fence assumes the delete is the only change the fenced
+   * version allows, but dropDues (TakeoverCommit step 7, commitFile) reads the name's
+   * current version and re-puts the record under it, without the file's lock (a delete
+   * takes over a live WRITER lock at once). Writer C publishes its version (step 5, with
+   * dues) and is held in its cleanup (step 6); a delete of the name fences, writes its
+   * will and dies before removing the name; C's step 7 then re-puts the record, so the
+   * name no longer holds the will's version; the sweep carries the will out and deletes
+   * the data of the live record C.
+   */
+  @Test
+  void reviewAWriterDroppingItsDuesAfterADeletesWillKeepsItsData() throws Exception {
+    open(false);
+    ns = new BlobNamespace(faults.store(), ns.options().withWriterLease(LEASE),
+        StoreCallCounters.NONE);
+    FsPath p = FsPath.parse("/drop/f");
+    try (FileWriter w = ns.create(p, false)) {
+      w.write(bytes, 0, LENGTH);
+    }
+    String a = ns.getFileInfo(p).record().fileId();
+    String name = ns.layout().recordKey(p);
+    byte[] c = rewritten(bytes, 2, 11);
+    FileWriter cw = ns.createVersion(p, ns.getFileInfo(p));
+    cw.setLength(LENGTH);
+    cw.takeOver(stripes(0, 1, 3));
+    writeUntaken(cw, c, stripes(0, 1, 3));
+    Fault held = faults.on(Op.DELETE).keys(java.util.regex.Pattern.quote("d/" + a + "/2"))
+        .pause(); // C's step 6: A's unnamed stripe
+    java.util.concurrent.ExecutorService bg =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<?> closing = bg.submit(() -> {
+        cw.close();
+        return null;
+      });
+      held.awaitReached(); // C is published, with dues
+      Fault dies = faults.on(Op.DELETE).keys(java.util.regex.Pattern.quote(name)).always()
+          .failBefore();
+      assertThrows(IOException.class, () -> ns.delete(p, false)); // dies after its will
+      assertEquals(1, dies.fired());
+      held.release();
+      closing.get(10, java.util.concurrent.TimeUnit.SECONDS); // C's close succeeds
+    } finally {
+      faults.clear();
+      bg.shutdownNow();
+    }
+    assertTrue(ns.probe(p).isPresent(), "the delete never removed the name");
+    assertArrayEquals(c, read(p.toString()), "before the sweep");
+    sweepTwice();
+    assertArrayEquals(c, read(p.toString()), "after the sweep: the will deleted live data");
+  }
+
   private interface Step {
     void run() throws IOException;
   }
