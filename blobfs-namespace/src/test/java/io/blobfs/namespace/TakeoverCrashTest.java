@@ -280,6 +280,41 @@ class TakeoverCrashTest extends SharedStripesFixture {
     assertArrayEquals(c, read(p.toString()), "after the sweep: the will deleted live data");
   }
 
+  /**
+   * REVIEW (takeover-rados): the report says a client predating the will reads a 'D' lock
+   * as UNKNOWN. main's DataLocks.read (35a1d99) parses any owner but 'A' as W/S/R plus an
+   * optional Move: the will's bytes after the nonce are taken as a move's version (the
+   * name's length and its first 4 bytes) and then the length of its source, which is 4
+   * bytes of the name key, ASCII: main then runs new byte[that] before the underflow.
+   */
+  @Test
+  void reviewAnOldClientParsesADeletesWillWithoutAGiantAllocation() throws Exception {
+    open(false);
+    ns = new BlobNamespace(faults.store(), ns.options().withWriterLease(LEASE),
+        StoreCallCounters.NONE);
+    FsPath p = FsPath.parse("/drop/f");
+    try (FileWriter w = ns.create(p, false)) {
+      w.write(bytes, 0, LENGTH);
+    }
+    version(p, rewritten(bytes, 2, 11), stripes(0, 1, 3));
+    String id = ns.getFileInfo(p).record().fileId();
+    String name = ns.layout().recordKey(p);
+    faults.on(Op.DELETE).keys(java.util.regex.Pattern.quote(name)).always().failBefore();
+    assertThrows(IOException.class, () -> ns.delete(p, false)); // dies after its will
+    faults.clear();
+    byte[] raw = store.readWithVersion("d/" + id + "/lock", 1 << 16).bytes();
+    java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(raw);
+    assertEquals('L', b.get());
+    assertEquals('D', b.get());
+    b.getLong();
+    b.getLong();
+    assertTrue(b.hasRemaining()); // main: "a rename's move; older versions wrote none"
+    b.getLong(); // main: the move's version
+    int from = b.getInt(); // main: new byte[from] for the move's source
+    assertTrue(from >= 0 && from <= b.remaining(),
+        "an old client allocates new byte[" + from + "] reading " + name + "'s will");
+  }
+
   private interface Step {
     void run() throws IOException;
   }
