@@ -62,6 +62,11 @@ final class DataLocks {
   private static final SecureRandom NONCES = new SecureRandom();
   private static final byte MAGIC = 'L';
   private static final int ENCODED = 1 + 1 + 8 + 8;
+  /**
+   * After a will's name version, where an older client reads a move's source length:
+   * negative, so that it fails at once (NegativeArraySizeException) and reads "unknown".
+   */
+  private static final int WILL_MARK = -1;
   /** How long a rename waits for a sweeper to finish looking at a file before failing. */
   static final Duration SWEEPER_WAIT = Duration.ofSeconds(60);
   /** Renewals answered with less than half the lease left, in a row, before giving up. */
@@ -104,8 +109,10 @@ final class DataLocks {
    * borrows stripes, or owes a cleanup's dues) writes into the file's lock, conditionally on
    * the lock it holds, before it removes the name ({@code nameKey}, which it first rewrote
    * to {@code nameVersion}: see {@code Deleter}). {@code record} is that record's header:
-   * its map and dues, never its inline bytes. Stored with owner byte {@code 'D'} (a client
-   * predating it reads a lock of unknown kind: never swept, never blocking); in memory a
+   * its map and dues, never its inline bytes. Stored with owner byte {@code 'D'}, then
+   * {@code nameVersion} and {@link #WILL_MARK} before the rest (a client predating it
+   * fails on the mark where it looks for a move, and reads a lock of unknown kind: never
+   * swept, never blocking); in memory a
    * {@link Owner#RENAMER} lock, which it is while its delete runs. A will left behind
    * (the delete cut between the name's removal and its data's) is carried out by whoever
    * meets it expired ({@link #settleWill}): the orphan sweeper, or a client taking the
@@ -195,8 +202,11 @@ final class DataLocks {
     }
     if (owner == 'D') {
       try {
-        String nameKey = string(b);
         long nameVersion = b.getLong();
+        if (b.getInt() != WILL_MARK) {
+          return Optional.of(unreadable(fileId, key, got.version()));
+        }
+        String nameKey = string(b);
         byte[] rec = new byte[b.getInt()];
         b.get(rec);
         return Optional.of(new Lock(fileId, key, Owner.RENAMER, expires, nonce, got.version(),
@@ -564,6 +574,13 @@ final class DataLocks {
     try {
       ns.calls().putIfVersion(held.key(), b, held.version());
     } catch (TransactionConflictException e) {
+      // A retry of an applied put conflicts with itself (review should-fix 5): the will is
+      // then this delete's, live, and it must go on (or release it), not return as lost
+      // and wait for its own will on the next attempt.
+      Optional<Lock> mine = mine(held.fileId(), nonce, renameLease());
+      if (mine.isPresent()) {
+        return mine.get();
+      }
       throw new TransactionConflictException(held.key() + " was taken over before the"
           + " delete wrote its will");
     } catch (IOException e) {
@@ -581,10 +598,14 @@ final class DataLocks {
         record.dues());
     byte[] name = nameKey.getBytes(StandardCharsets.UTF_8);
     ByteBuffer rec = header.encode();
-    ByteBuffer b = ByteBuffer.allocate(ENCODED + 4 + name.length + 8 + 4 + rec.remaining());
+    // The name's version, then WILL_MARK, before the name (review must-fix 2): a client
+    // predating the will parses a move there, a long then a source key's length, and so
+    // fails on new byte[-1] and reads the lock as unknown. The name's length and bytes
+    // there made it allocate a length read from 4 ASCII bytes of the name (~1.9 GB).
+    ByteBuffer b = ByteBuffer.allocate(ENCODED + 8 + 4 + 4 + name.length + 4 + rec.remaining());
     b.put(MAGIC).put((byte) 'D').putLong(expiry(renameLease())).putLong(nonce)
-        .putInt(name.length).put(name).putLong(nameVersion).putInt(rec.remaining()).put(rec)
-        .flip();
+        .putLong(nameVersion).putInt(WILL_MARK).putInt(name.length).put(name)
+        .putInt(rec.remaining()).put(rec).flip();
     return b;
   }
 
@@ -618,14 +639,15 @@ final class DataLocks {
   }
 
   /**
-   * Carries out an expired {@link Will}: under its lock, taken over as it was read, if the
-   * name no longer holds the version the delete was to remove, the delete applied (it was
-   * the only change that version allowed: the delete had rewritten the record, fencing any
-   * older writer's put, and held the lock until the will) and the record's keys are named
-   * by nothing: the file's own, the borrowed ones and its dues' go, then the ADOPTED locks
+   * Carries out an expired {@link Will}: under its lock, taken over as it was read (the
+   * will kept in it), if the name no longer holds the will's file at all (gone, or another
+   * file's), the delete applied (the delete had rewritten the record, fencing any older
+   * writer's put, and the file's names change only under the lock the will holds) and the
+   * record's keys are named by nothing: the file's own, the borrowed ones and its dues' go, then the ADOPTED locks
    * of the ids it borrowed (I1: it was their only namer; {@link BlobNamespace#deleteData}).
-   * Else the delete never applied and the file lives on: the will is void. Either way the
-   * lock goes. False if another client took the lock first.
+   * Else the delete never applied and the file lives on, at the fenced version or a later
+   * one (a writer's dropDues, review must-fix 1): the will is void. Either way the lock
+   * goes. False if another client took the lock first.
    */
   boolean settleWill(Lock will) throws IOException {
     Optional<Lock> mine = takeOver(will);
@@ -633,8 +655,16 @@ final class DataLocks {
       return false;
     }
     Optional<VersionedRecord> now = ns.readStored(will.will().nameKey(), false);
+    // The name holding the will's file at another version is NOT the delete applied
+    // (review must-fix 1): a writer's dropDues may have re-put the record over the fenced
+    // version (it checks its own lock, which the delete took, but a put of it may have
+    // been in flight), and a deleter whose name delete conflicted goes again from a fresh
+    // read. Only a name gone, or holding another file, means the delete applied: the
+    // file's names change only under its lock, which the will holds, so another file
+    // there replaced it after the delete.
     boolean applied = will.will().nameVersion() == Will.WITH_DELETE || now.isEmpty()
-        || now.get().version() != will.will().nameVersion();
+        || (now.get().version() != will.will().nameVersion()
+        && !now.get().record().fileId().equals(will.will().record().fileId()));
     if (applied) {
       LOG.log(System.Logger.Level.INFO, "carrying out the will of a delete of "
           + will.will().nameKey() + " (" + will.key() + "): its data was left behind");
@@ -721,10 +751,15 @@ final class DataLocks {
    */
   Optional<Lock> takeOver(Lock expired) throws IOException {
     long nonce = NONCES.nextLong();
+    // A will is kept in the taken-over lock (review should-fix 3): a settler cut in the
+    // will's deleteData leaves it for the next one; as a plain lock, the borrowed keys
+    // stayed ADOPTED and named by nothing (the delete leak again).
+    Will will = expired.will();
+    ByteBuffer content = will != null
+        ? encodeWill(will.nameKey(), will.nameVersion(), will.record(), nonce)
+        : encode(Owner.RENAMER, expiry(renameLease()), nonce, expired.move());
     try {
-      ns.calls().putIfVersion(expired.key(),
-          encode(Owner.RENAMER, expiry(renameLease()), nonce, expired.move()),
-          expired.version());
+      ns.calls().putIfVersion(expired.key(), content, expired.version());
     } catch (TransactionConflictException e) {
       return Optional.empty();
     }

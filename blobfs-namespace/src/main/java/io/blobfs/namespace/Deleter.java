@@ -117,7 +117,19 @@ final class Deleter {
         lock = ns.locks().writeWill(lock, key, version, read.record());
         willLeft = true;
       }
-      ns.calls().deleteIfVersion(key, version);
+      try {
+        ns.calls().deleteIfVersion(key, version);
+      } catch (TransactionConflictException changed) {
+        // The name changed after the fence (a writer's dropDues re-put it): the delete did
+        // not apply, so its will is void and goes with the lock now (review must-fix 1).
+        // Left, the retry waited on it for SWEEPER_WAIT and failed. Kept only if the name
+        // no longer holds the file (a delete of ours applied, its answer lost and the
+        // retry conflicting): then it is what finishes the data.
+        Optional<VersionedRecord> now = ns.readStored(key, false);
+        willLeft = willLeft && (now.isEmpty()
+            || !now.get().record().fileId().equals(read.record().fileId()));
+        throw changed;
+      }
       ns.deleteDataUnder(read.record(), lock);
       willLeft = false;
       return null;
