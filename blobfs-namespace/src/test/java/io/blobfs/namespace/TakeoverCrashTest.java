@@ -291,15 +291,8 @@ class TakeoverCrashTest extends SharedStripesFixture {
    */
   @Test
   void aWillIsVoidWhileTheNameHoldsItsFileAtAnotherVersion() throws Exception {
-    open(false);
-    ns = new BlobNamespace(faults.store(), ns.options().withWriterLease(LEASE),
-        StoreCallCounters.NONE);
-    FsPath p = FsPath.parse("/void/f");
-    try (FileWriter w = ns.create(p, false)) {
-      w.write(bytes, 0, LENGTH);
-    }
+    FsPath p = mappedVersion("/void/f", LEASE);
     byte[] next = rewritten(bytes, 2, 11);
-    version(p, next, stripes(0, 1, 3));
     String name = ns.layout().recordKey(p);
     faults.on(Op.DELETE).keys(java.util.regex.Pattern.quote(name)).always().failBefore();
     assertThrows(IOException.class, () -> ns.delete(p, false)); // dies after its will
@@ -318,16 +311,7 @@ class TakeoverCrashTest extends SharedStripesFixture {
    */
   @Test
   void aDeleteWhoseNameChangedAfterItsWillReleasesItAndGoesAgain() throws Exception {
-    open(false);
-    Duration longLease = Duration.ofMinutes(5);
-    ns = new BlobNamespace(faults.store(),
-        ns.options().withWriterLease(longLease).withRenameLease(longLease),
-        StoreCallCounters.NONE);
-    FsPath p = FsPath.parse("/again/f");
-    try (FileWriter w = ns.create(p, false)) {
-      w.write(bytes, 0, LENGTH);
-    }
-    version(p, rewritten(bytes, 2, 11), stripes(0, 1, 3));
+    FsPath p = mappedVersion("/again/f", Duration.ofMinutes(5));
     String name = ns.layout().recordKey(p);
     Fault held = faults.on(Op.DELETE).keys(java.util.regex.Pattern.quote(name)).pause();
     java.util.concurrent.ExecutorService bg =
@@ -354,14 +338,7 @@ class TakeoverCrashTest extends SharedStripesFixture {
    */
   @Test
   void aSettlerCutInAWillsDataDeleteLeavesTheWillForTheNext() throws Exception {
-    open(false);
-    ns = new BlobNamespace(faults.store(), ns.options().withWriterLease(LEASE),
-        StoreCallCounters.NONE);
-    FsPath p = FsPath.parse("/settle/f");
-    try (FileWriter w = ns.create(p, false)) {
-      w.write(bytes, 0, LENGTH);
-    }
-    version(p, rewritten(bytes, 2, 11), stripes(0, 1, 3));
+    FsPath p = mappedVersion("/settle/f", LEASE);
     Fault data = faults.on(Op.DELETE).keys("d/[^/]+/[0-9]+").always().failBefore();
     assertThrows(IOException.class, () -> ns.delete(p, false)); // name gone, data not
     assertFalse(ns.probe(p).isPresent());
@@ -388,14 +365,7 @@ class TakeoverCrashTest extends SharedStripesFixture {
    */
   @Test
   void anOldClientReadsADeletesWillAsUnknownWithoutAGiantAllocation() throws Exception {
-    open(false);
-    ns = new BlobNamespace(faults.store(), ns.options().withWriterLease(LEASE),
-        StoreCallCounters.NONE);
-    FsPath p = FsPath.parse("/drop/f");
-    try (FileWriter w = ns.create(p, false)) {
-      w.write(bytes, 0, LENGTH);
-    }
-    version(p, rewritten(bytes, 2, 11), stripes(0, 1, 3));
+    FsPath p = mappedVersion("/old/f", LEASE);
     String id = ns.getFileInfo(p).record().fileId();
     String name = ns.layout().recordKey(p);
     faults.on(Op.DELETE).keys(java.util.regex.Pattern.quote(name)).always().failBefore();
@@ -439,6 +409,22 @@ class TakeoverCrashTest extends SharedStripesFixture {
         "an old client allocates new byte[" + length + "] reading a will");
     byte[] bytes = new byte[length]; // main's allocation: negative throws, as in main
     b.get(bytes);
+  }
+
+  /**
+   * A file at {@code path} and a version over it that takes over its stripes 0, 1, 3 (a
+   * mapped record), without transactions, writer and rename leases {@code lease}.
+   */
+  private FsPath mappedVersion(String path, Duration lease) throws IOException {
+    open(false);
+    ns = new BlobNamespace(faults.store(),
+        ns.options().withWriterLease(lease).withRenameLease(lease), StoreCallCounters.NONE);
+    FsPath p = FsPath.parse(path);
+    try (FileWriter w = ns.create(p, false)) {
+      w.write(bytes, 0, LENGTH);
+    }
+    version(p, rewritten(bytes, 2, 11), stripes(0, 1, 3));
+    return p;
   }
 
   private interface Step {
