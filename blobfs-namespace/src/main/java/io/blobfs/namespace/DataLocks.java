@@ -512,7 +512,17 @@ final class DataLocks {
       if (lock.isPresent() && lock.get().unsettledWill(now)) {
         // Taken over as it is, the will would be lost with this client's lock if the name
         // changed (a delete that applied): carried out first, then looked at again.
-        settleWill(lock.get());
+        try {
+          settleWill(lock.get());
+        } catch (WillLeft left) {
+          // Review should-fix 4: the data of a delete that applied could not all go. The
+          // file has no name now, so the caller read it before that delete: a change of
+          // the name, as after a lost race, not a failure of the caller's operation. The
+          // will stays in the settler's lock for the sweeper (or whoever comes next).
+          LOG.log(System.Logger.Level.WARNING, left.getMessage(), left.getCause());
+          throw new TransactionConflictException(path + " was deleted meanwhile (" + key(fileId)
+              + " holds its will)");
+        }
         continue;
       }
       // ADOPTED: a publication over this file is committing (it adopted the file's data
@@ -643,8 +653,10 @@ final class DataLocks {
    * will kept in it), if the name no longer holds the will's file at all (gone, or another
    * file's), the delete applied (the delete had rewritten the record, fencing any older
    * writer's put, and the file's names change only under the lock the will holds) and the
-   * record's keys are named by nothing: the file's own, the borrowed ones and its dues' go, then the ADOPTED locks
-   * of the ids it borrowed (I1: it was their only namer; {@link BlobNamespace#deleteData}).
+   * record's keys are named by nothing: the file's own, the borrowed ones and its dues'
+   * go, then the ADOPTED locks of the ids it borrowed (I1: it was their only namer;
+   * {@link BlobNamespace#deleteData}); if they cannot all go, {@link WillLeft}, the will
+   * kept in this settler's lock.
    * Else the delete never applied and the file lives on, at the fenced version or a later
    * one (a writer's dropDues, review must-fix 1): the will is void. Either way the lock
    * goes. False if another client took the lock first.
@@ -668,10 +680,25 @@ final class DataLocks {
     if (applied) {
       LOG.log(System.Logger.Level.INFO, "carrying out the will of a delete of "
           + will.will().nameKey() + " (" + will.key() + "): its data was left behind");
-      ns.deleteData(will.will().record());
+      try {
+        ns.deleteData(will.will().record());
+      } catch (IOException | RuntimeException e) {
+        throw new WillLeft("the will of a delete of " + will.will().nameKey() + " ("
+            + will.key() + ") could not be carried out; it is kept for the orphan sweeper", e);
+      }
     }
     release(mine.get());
     return applied;
+  }
+
+  /**
+   * A will whose delete applied but whose data could not all be deleted: it stays in the
+   * settler's lock (see {@link #takeOver}), for the next settler.
+   */
+  static final class WillLeft extends IOException {
+    WillLeft(String message, Throwable cause) {
+      super(message, cause);
+    }
   }
 
   /**
@@ -713,7 +740,12 @@ final class DataLocks {
       // (fourth review; harmless now that a finisher removes a moved source whatever the
       // destination became, but the delete acted on names a move was still changing).
     }
-    Lock lock = takeForRename(id, path, null);
+    Lock lock;
+    try {
+      lock = takeForRename(id, path, null);
+    } catch (TransactionConflictException deletedMeanwhile) {
+      return new Held(null, true); // read again (should-fix 4, takeForRename)
+    }
     boolean same = false;
     try {
       same = stillAt(key, read);
