@@ -67,10 +67,11 @@ public final class SweepOrphans extends Configured implements Tool {
       System.out.printf("data blobs %d, file ids %d, referenced %d, orphaned file ids %d "
               + "(%d blobs, %d bytes), deleted %d, left to writers %d, renamed during the"
               + " sweep %d, adopted (never swept) %d, cleanup-due blobs deleted %d,"
-              + " spent adoptions removed %d%s%n", r.dataBlobs(), r.fileIds(),
+              + " spent adoptions removed %d, wills of cut deletes carried out %d%s%n",
+          r.dataBlobs(), r.fileIds(),
           r.referencedFileIds(), r.orphanFileIds().size(), r.orphanBlobs(), r.orphanBytes(),
           r.deletedBlobs(), r.heldByWriters(), r.stillNamed(), r.adopted(),
-          r.dueBlobsDeleted(), r.adoptedLocksRemoved(),
+          r.dueBlobsDeleted(), r.adoptedLocksRemoved(), r.willsCarriedOut(),
           dryRun ? " (dry run: candidates only)" : "");
       for (String id : r.orphanFileIds()) {
         System.out.println("orphan " + id);

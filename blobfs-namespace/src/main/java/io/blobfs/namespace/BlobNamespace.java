@@ -552,7 +552,7 @@ public final class BlobNamespace {
       if (replaced.isPresent() && !replaced.get().record().fileId().equals(record.fileId())) {
         try {
           if (deleteDataUnder(replaced.get().record(), nameLock) && carrying != null) {
-            dropDues(key, record, encoded);
+            dropDues(key, record, encoded, renewWriterLock);
           }
         } catch (IOException | RuntimeException e) {
           LOG.log(System.Logger.Level.WARNING, "published " + path + ", but removing the data"
@@ -574,15 +574,22 @@ public final class BlobNamespace {
 
   /**
    * Puts {@code record} ({@code encoded}, without cleanup dues) over the same version
-   * carrying dues, once its cleanup is done: only over that version as put, with no
-   * rename's mark (a conflict leaves the dues, which are harmless: each names keys no
-   * record names).
+   * carrying dues, once its cleanup is done: only over that version as its writer put it,
+   * with no rename's mark (a conflict or a skip leaves the dues, which are harmless: each
+   * names keys no record names). The put does not return the version it made, so "as
+   * put" is: the version read now, while {@code writer}'s lock is still as the writer
+   * left it, read AFTER the name (review must-fix 1). Every other change of the record
+   * takes that lock first (a delete, which fences then writes its will, a rename, a new
+   * version), so a change before the name's read fails the lock's check, and one after it
+   * fails the put. Before, it put over whatever version was there: over a delete's fence,
+   * after which the delete's will took the live record for deleted.
    */
-  void dropDues(String key, FileRecord record, ByteBuffer encoded) throws IOException {
+  void dropDues(String key, FileRecord record, ByteBuffer encoded, Renewal writer)
+      throws IOException {
     Optional<VersionedRecord> now = readStored(key, false);
     if (now.isPresent() && now.get().record().mark() == FileRecord.Mark.NONE
         && now.get().record().fileId().equals(record.fileId())
-        && !now.get().record().dues().isEmpty()) {
+        && !now.get().record().dues().isEmpty() && writer.held()) {
       try {
         calls.putIfVersion(key, encoded.duplicate(), now.get().version());
       } catch (TransactionConflictException changed) {
@@ -604,6 +611,14 @@ public final class BlobNamespace {
   /** A writer's renewal of the lock on its data ({@link FileWriter}). */
   interface Renewal {
     void renew() throws IOException;
+
+    /**
+     * Whether the writer's lock is still as it last took or renewed it (nobody took it
+     * over since); true for a writer that holds none.
+     */
+    default boolean held() throws IOException {
+      return true;
+    }
   }
 
   /**

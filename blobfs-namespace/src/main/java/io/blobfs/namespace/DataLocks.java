@@ -1,6 +1,7 @@
 package io.blobfs.namespace;
 
 import io.blobfs.store.BlobAlreadyExistsException;
+import io.blobfs.store.BlobMutation;
 import io.blobfs.store.PutMode;
 import io.blobfs.store.TransactionConflictException;
 import io.blobfs.store.VersionedBytes;
@@ -11,6 +12,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -60,6 +62,11 @@ final class DataLocks {
   private static final SecureRandom NONCES = new SecureRandom();
   private static final byte MAGIC = 'L';
   private static final int ENCODED = 1 + 1 + 8 + 8;
+  /**
+   * After a will's name version, where an older client reads a move's source length:
+   * negative, so that it fails at once (NegativeArraySizeException) and reads "unknown".
+   */
+  private static final int WILL_MARK = -1;
   /** How long a rename waits for a sweeper to finish looking at a file before failing. */
   static final Duration SWEEPER_WAIT = Duration.ofSeconds(60);
   /** Renewals answered with less than half the lease left, in a row, before giving up. */
@@ -98,6 +105,29 @@ final class DataLocks {
   }
 
   /**
+   * A delete's will (issue 16, DESIGN §2.4): what a delete of a mapped record (one that
+   * borrows stripes, or owes a cleanup's dues) writes into the file's lock, conditionally on
+   * the lock it holds, before it removes the name ({@code nameKey}, which it first rewrote
+   * to {@code nameVersion}: see {@code Deleter}). {@code record} is that record's header:
+   * its map and dues, never its inline bytes. Stored with owner byte {@code 'D'}, then
+   * {@code nameVersion} and {@link #WILL_MARK} before the rest (a client predating it
+   * fails on the mark where it looks for a move, and reads a lock of unknown kind: never
+   * swept, never blocking); in memory a
+   * {@link Owner#RENAMER} lock, which it is while its delete runs. A will left behind
+   * (the delete cut between the name's removal and its data's) is carried out by whoever
+   * meets it expired ({@link #settleWill}): the orphan sweeper, or a client taking the
+   * lock. Without it the borrowed keys stayed ADOPTED and named by no record, which no
+   * sweep takes (the delete leak).
+   */
+  record Will(String nameKey, long nameVersion, FileRecord record) {
+    /**
+     * The {@code nameVersion} of a will written in the transaction that deleted the name
+     * (Týr, memory): it exists only if the delete applied.
+     */
+    static final long WITH_DELETE = -1;
+  }
+
+  /**
    * A lock as read or taken: who holds it, until when (wall clock of its holder), the
    * version of its blob, which every later change of it is conditional on, and for a
    * rename the move it guards (else null). An {@link Owner#ADOPTED} lock's expiry is its
@@ -107,7 +137,12 @@ final class DataLocks {
    * else null.
    */
   record Lock(String fileId, String key, Owner owner, long expiresMillis, long nonce,
-      long version, Move move, String adopter) {
+      long version, Move move, String adopter, Will will) {
+    Lock(String fileId, String key, Owner owner, long expiresMillis, long nonce,
+        long version, Move move, String adopter) {
+      this(fileId, key, owner, expiresMillis, nonce, version, move, adopter, null);
+    }
+
     boolean expired(long nowMillis) {
       return nowMillis > expiresMillis;
     }
@@ -115,6 +150,11 @@ final class DataLocks {
     Lock tookOver(String adoptedBy) {
       return adoptedBy == null ? this
           : new Lock(fileId, key, owner, expiresMillis, nonce, version, move, adoptedBy);
+    }
+
+    /** A delete's will left by a client that died or stalled past its lease. */
+    boolean unsettledWill(long nowMillis) {
+      return will != null && expired(nowMillis);
     }
 
     /** A rename's lock left by a client that died or stalled past its lease mid-move. */
@@ -137,9 +177,10 @@ final class DataLocks {
     String key = key(fileId);
     VersionedBytes got;
     try {
-      // A move holds two record keys, each at most the store's key limit.
-      got = ns.calls().readWithVersion(key,
-          (int) Math.min(Integer.MAX_VALUE, ENCODED + 24 + 2L * ns.layout().maxKeyBytes()));
+      // A move holds two record keys, each at most the store's key limit; a will one key
+      // and a record's header.
+      got = ns.calls().readWithVersion(key, (int) Math.min(Integer.MAX_VALUE, ENCODED + 24
+          + 2L * ns.layout().maxKeyBytes() + FileRecord.MAX_STORED_HEADER + 16));
     } catch (FileNotFoundException e) {
       return Optional.empty();
     }
@@ -156,6 +197,22 @@ final class DataLocks {
         return Optional.of(new Lock(fileId, key, Owner.ADOPTED, until, nonce, got.version(),
             null, string(b)));
       } catch (RuntimeException e) {
+        return Optional.of(unreadable(fileId, key, got.version()));
+      }
+    }
+    if (owner == 'D') {
+      try {
+        long nameVersion = b.getLong();
+        if (b.getInt() != WILL_MARK) {
+          return Optional.of(unreadable(fileId, key, got.version()));
+        }
+        String nameKey = string(b);
+        byte[] rec = new byte[b.getInt()];
+        b.get(rec);
+        return Optional.of(new Lock(fileId, key, Owner.RENAMER, expires, nonce, got.version(),
+            null, null, new Will(nameKey, nameVersion,
+                FileRecord.decode(key, rec, rec.length, false))));
+      } catch (RuntimeException | CorruptRecordException e) {
         return Optional.of(unreadable(fileId, key, got.version()));
       }
     }
@@ -392,14 +449,28 @@ final class DataLocks {
    * which checks its lock before it deletes anything, stands down.
    */
   Optional<Lock> awaitNoSweeper(String fileId, FsPath path) throws IOException {
+    return awaitNoSweeper(fileId, path, () -> {});
+  }
+
+  /**
+   * {@link #awaitNoSweeper(String, FsPath)}, calling {@code afterWait} before it returns
+   * if it waited: a writer's lease may have run out meanwhile (review S2).
+   */
+  Optional<Lock> awaitNoSweeper(String fileId, FsPath path, BlobNamespace.Renewal afterWait)
+      throws IOException {
     long deadline = System.nanoTime() + SWEEPER_WAIT.toNanos();
     long pauseMillis = 10;
+    boolean waited = false;
     while (true) {
       Optional<Lock> lock = read(fileId);
       if (lock.isEmpty() || lock.get().owner() != Owner.SWEEPER
           || lock.get().expired(System.currentTimeMillis())) {
+        if (waited) {
+          afterWait.renew();
+        }
         return lock;
       }
+      waited = true;
       if (System.nanoTime() > deadline) {
         throw new IOException("the orphan sweeper has held the data of " + path + " ("
             + lock.get().key() + ") for over " + SWEEPER_WAIT.toSeconds() + " s; retry once"
@@ -437,6 +508,22 @@ final class DataLocks {
       if (lock.isPresent() && lock.get().interruptedMove(now)) {
         MoveSettler.settle(ns, lock.get());
         continue; // settled by this client or another: look again
+      }
+      if (lock.isPresent() && lock.get().unsettledWill(now)) {
+        // Taken over as it is, the will would be lost with this client's lock if the name
+        // changed (a delete that applied): carried out first, then looked at again.
+        try {
+          settleWill(lock.get());
+        } catch (WillLeft left) {
+          // Review should-fix 4: the data of a delete that applied could not all go. The
+          // file has no name now, so the caller read it before that delete: a change of
+          // the name, as after a lost race, not a failure of the caller's operation. The
+          // will stays in the settler's lock for the sweeper (or whoever comes next).
+          LOG.log(System.Logger.Level.WARNING, left.getMessage(), left.getCause());
+          throw new TransactionConflictException(path + " was deleted meanwhile (" + key(fileId)
+              + " holds its will)");
+        }
+        continue;
       }
       // ADOPTED: a publication over this file is committing (it adopted the file's data
       // before its commit, RADOS); it has until then to commit or to give up.
@@ -486,6 +573,135 @@ final class DataLocks {
   }
 
   /**
+   * Turns the lock a delete holds into its {@link Will}, conditionally on the version held,
+   * with a fresh rename lease: the delete of {@code nameKey}, which holds {@code record} at
+   * {@code nameVersion}, is about to apply. Returns the lock as it is then.
+   */
+  Lock writeWill(Lock held, String nameKey, long nameVersion, FileRecord record)
+      throws IOException {
+    long nonce = NONCES.nextLong();
+    ByteBuffer b = encodeWill(nameKey, nameVersion, record, nonce);
+    try {
+      ns.calls().putIfVersion(held.key(), b, held.version());
+    } catch (TransactionConflictException e) {
+      // A retry of an applied put conflicts with itself (review should-fix 5): the will is
+      // then this delete's, live, and it must go on (or release it), not return as lost
+      // and wait for its own will on the next attempt.
+      Optional<Lock> mine = mine(held.fileId(), nonce, renameLease());
+      if (mine.isPresent()) {
+        return mine.get();
+      }
+      throw new TransactionConflictException(held.key() + " was taken over before the"
+          + " delete wrote its will");
+    } catch (IOException e) {
+      return ownIfApplied(held.fileId(), nonce, renameLease(), e);
+    }
+    return stamped(held.fileId(), nonce);
+  }
+
+  private ByteBuffer encodeWill(String nameKey, long nameVersion, FileRecord record,
+      long nonce) {
+    // The header only (map, dues): the will's data are the keys, never the inline bytes.
+    FileRecord header = new FileRecord(record.kind(), record.isInline() ? 0 : record.length(),
+        record.modificationTime(), record.stripeSize(), record.fileId(), false, null,
+        FileRecord.Mark.NONE, null, 0, record.isInline() ? StripeMap.NONE : record.map(),
+        record.dues());
+    byte[] name = nameKey.getBytes(StandardCharsets.UTF_8);
+    ByteBuffer rec = header.encode();
+    // The name's version, then WILL_MARK, before the name (review must-fix 2): a client
+    // predating the will parses a move there, a long then a source key's length, and so
+    // fails on new byte[-1] and reads the lock as unknown. The name's length and bytes
+    // there made it allocate a length read from 4 ASCII bytes of the name (~1.9 GB).
+    ByteBuffer b = ByteBuffer.allocate(ENCODED + 8 + 4 + 4 + name.length + 4 + rec.remaining());
+    b.put(MAGIC).put((byte) 'D').putLong(expiry(renameLease())).putLong(nonce)
+        .putLong(nameVersion).putInt(WILL_MARK).putInt(name.length).put(name)
+        .putInt(rec.remaining()).put(rec).flip();
+    return b;
+  }
+
+  /**
+   * With transactions: the mutations that write the {@link Will} of {@code record}'s delete
+   * (nonce {@code nonce}) into its lock, to go in the transaction that deletes its name at
+   * {@code nameKey}: the will exists if and only if the name's delete applied. Over the
+   * lock as it is once no live sweeper holds it (an expired sweeper's is overwritten: it
+   * checks its lock before deleting, and stands down), checked.
+   */
+  List<BlobMutation> willWithDelete(String nameKey, FileRecord record, FsPath path, long nonce)
+      throws IOException {
+    Optional<Lock> seen = awaitNoSweeper(record.fileId(), path);
+    String k = key(record.fileId());
+    return List.of(
+        new BlobMutation.Put(k, encodeWill(nameKey, Will.WITH_DELETE, record, nonce),
+            PutMode.OVERWRITE),
+        new BlobMutation.Check(k, seen.map(Lock::version).orElse(BlobMutation.ABSENT)));
+  }
+
+  static long nonce() {
+    return NONCES.nextLong();
+  }
+
+  /** Removes the will with {@code nonce} once its delete removed the data. */
+  void releaseWill(String fileId, long nonce) throws IOException {
+    Optional<Lock> now = read(fileId);
+    if (now.isPresent() && now.get().will() != null && now.get().nonce() == nonce) {
+      release(now.get());
+    }
+  }
+
+  /**
+   * Carries out an expired {@link Will}: under its lock, taken over as it was read (the
+   * will kept in it), if the name no longer holds the will's file at all (gone, or another
+   * file's), the delete applied (the delete had rewritten the record, fencing any older
+   * writer's put, and the file's names change only under the lock the will holds) and the
+   * record's keys are named by nothing: the file's own, the borrowed ones and its dues'
+   * go, then the ADOPTED locks of the ids it borrowed (I1: it was their only namer;
+   * {@link BlobNamespace#deleteData}); if they cannot all go, {@link WillLeft}, the will
+   * kept in this settler's lock.
+   * Else the delete never applied and the file lives on, at the fenced version or a later
+   * one (a writer's dropDues, review must-fix 1): the will is void. Either way the lock
+   * goes. False if another client took the lock first.
+   */
+  boolean settleWill(Lock will) throws IOException {
+    Optional<Lock> mine = takeOver(will);
+    if (mine.isEmpty()) {
+      return false;
+    }
+    Optional<VersionedRecord> now = ns.readStored(will.will().nameKey(), false);
+    // The name holding the will's file at another version is NOT the delete applied
+    // (review must-fix 1): a writer's dropDues may have re-put the record over the fenced
+    // version (it checks its own lock, which the delete took, but a put of it may have
+    // been in flight), and a deleter whose name delete conflicted goes again from a fresh
+    // read. Only a name gone, or holding another file, means the delete applied: the
+    // file's names change only under its lock, which the will holds, so another file
+    // there replaced it after the delete.
+    boolean applied = will.will().nameVersion() == Will.WITH_DELETE || now.isEmpty()
+        || (now.get().version() != will.will().nameVersion()
+        && !now.get().record().fileId().equals(will.will().record().fileId()));
+    if (applied) {
+      LOG.log(System.Logger.Level.INFO, "carrying out the will of a delete of "
+          + will.will().nameKey() + " (" + will.key() + "): its data was left behind");
+      try {
+        ns.deleteData(will.will().record());
+      } catch (IOException | RuntimeException e) {
+        throw new WillLeft("the will of a delete of " + will.will().nameKey() + " ("
+            + will.key() + ") could not be carried out; it is kept for the orphan sweeper", e);
+      }
+    }
+    release(mine.get());
+    return applied;
+  }
+
+  /**
+   * A will whose delete applied but whose data could not all be deleted: it stays in the
+   * settler's lock (see {@link #takeOver}), for the next settler.
+   */
+  static final class WillLeft extends IOException {
+    WillLeft(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+
+  /**
    * What a delete or overwrite holds: the file's lock (null if none is needed), and
    * whether the name changed since it was read (then nothing is held: read again).
    */
@@ -524,7 +740,12 @@ final class DataLocks {
       // (fourth review; harmless now that a finisher removes a moved source whatever the
       // destination became, but the delete acted on names a move was still changing).
     }
-    Lock lock = takeForRename(id, path, null);
+    Lock lock;
+    try {
+      lock = takeForRename(id, path, null);
+    } catch (TransactionConflictException deletedMeanwhile) {
+      return new Held(null, true); // read again (should-fix 4, takeForRename)
+    }
     boolean same = false;
     try {
       same = stillAt(key, read);
@@ -562,10 +783,15 @@ final class DataLocks {
    */
   Optional<Lock> takeOver(Lock expired) throws IOException {
     long nonce = NONCES.nextLong();
+    // A will is kept in the taken-over lock (review should-fix 3): a settler cut in the
+    // will's deleteData leaves it for the next one; as a plain lock, the borrowed keys
+    // stayed ADOPTED and named by nothing (the delete leak again).
+    Will will = expired.will();
+    ByteBuffer content = will != null
+        ? encodeWill(will.nameKey(), will.nameVersion(), will.record(), nonce)
+        : encode(Owner.RENAMER, expiry(renameLease()), nonce, expired.move());
     try {
-      ns.calls().putIfVersion(expired.key(),
-          encode(Owner.RENAMER, expiry(renameLease()), nonce, expired.move()),
-          expired.version());
+      ns.calls().putIfVersion(expired.key(), content, expired.version());
     } catch (TransactionConflictException e) {
       return Optional.empty();
     }

@@ -568,9 +568,19 @@ public final class FileWriter implements Closeable {
     // that a put applied late still finds its data.
     boolean striped = !record.isInline();
     committing = true;
-    BlobNamespace.Renewal renewal = () -> {
-      if (striped) {
-        holdLock(true);
+    BlobNamespace.Renewal renewal = new BlobNamespace.Renewal() {
+      @Override
+      public void renew() throws IOException {
+        if (striped) {
+          holdLock(true);
+        }
+      }
+
+      @Override
+      public boolean held() throws IOException {
+        // A delete of the published record takes this lock before it fences the record:
+        // see BlobNamespace.dropDues.
+        return lock == null || ns.locks().stillHeld(lock);
       }
     };
     if (base != null) {

@@ -49,12 +49,13 @@ public final class OrphanSweeper {
    * the second scan found named (renamed during the first); {@code adopted}: unnamed ids
    * left alone because their lock is ADOPTED; {@code dueBlobsDeleted}: blobs deleted as a
    * record's cleanup dues listed them; {@code adoptedLocksRemoved}: ADOPTED locks of ids
-   * with no data left.
+   * with no data left; {@code willsCarriedOut}: wills of deletes cut before their data
+   * was gone, carried out ({@link DataLocks.Will}).
    */
   public record Report(int dataBlobs, int fileIds, int referencedFileIds,
       List<String> orphanFileIds, int orphanBlobs, long orphanBytes, int deletedBlobs,
       int heldByWriters, int stillNamed, int adopted, int dueBlobsDeleted,
-      int adoptedLocksRemoved) {}
+      int adoptedLocksRemoved, int willsCarriedOut) {}
 
   /** What the records of one scan name: ids (own and borrowed), keys, cleanup dues. */
   private static final class Names {
@@ -125,6 +126,7 @@ public final class OrphanSweeper {
     Map<String, Optional<DataLocks.Lock>> seenLocks = new HashMap<>();
     int heldByWriters = 0;
     int adopted = 0;
+    int willsCarriedOut = 0;
     for (Map.Entry<String, List<String>> e : blobsByFile.entrySet()) {
       String id = e.getKey();
       if (referenced.contains(id)) {
@@ -139,6 +141,16 @@ public final class OrphanSweeper {
         // A later version names (or is committing to name) some of its keys: that record
         // may have moved past this scan, and the second one too. Never taken.
         adopted++;
+        continue;
+      }
+      if (lock.isPresent() && lock.get().will() != null) {
+        // A delete's will (DESIGN §2.4): expired, it is carried out (its record's own,
+        // borrowed and due keys, the borrowed ids' ADOPTED locks) if the delete applied,
+        // else voided; never taken as a sweeper's, which would lose it. Live: its delete
+        // runs.
+        if (!dryRun && lock.get().unsettledWill(now) && ns.locks().settleWill(lock.get())) {
+          willsCarriedOut++;
+        }
         continue;
       }
       if (lock.isPresent() && lock.get().owner() == DataLocks.Owner.RENAMER
@@ -167,7 +179,8 @@ public final class OrphanSweeper {
       seenLocks.put(id, lock);
     }
     if (dryRun) {
-      return report(blobsByFile, referenced, candidates, 0, heldByWriters, 0, adopted, 0, 0);
+      return report(blobsByFile, referenced, candidates, 0, heldByWriters, 0, adopted, 0, 0,
+          0);
     }
 
     Map<String, DataLocks.Lock> held = new HashMap<>();
@@ -203,7 +216,7 @@ public final class OrphanSweeper {
         ns.locks().release(held.remove(e.getKey()));
       }
       return report(blobsByFile, referenced, candidates, deleted, heldByWriters,
-          stillNamed, adopted, dueBlobsDeleted, adoptedLocksRemoved);
+          stillNamed, adopted, dueBlobsDeleted, adoptedLocksRemoved, willsCarriedOut);
     } finally {
       // Named after all, or a deletion failed: the lock goes so renames need not wait.
       // A lock kept by a sweeper that died expires after its hold; then the next sweep or
@@ -352,6 +365,8 @@ public final class OrphanSweeper {
         Optional<DataLocks.Lock> lock = ns.locks().read(id);
         if (lock.isPresent() && lock.get().interruptedMove(now)) {
           MoveSettler.settle(ns, lock.get());
+        } else if (lock.isPresent() && lock.get().unsettledWill(now)) {
+          ns.locks().settleWill(lock.get()); // void if its name still holds the record
         } else if (lock.isPresent() && lock.get().expired(now)
             && lock.get().owner() != DataLocks.Owner.ADOPTED) { // its until is no lease
           ns.locks().release(lock.get());
@@ -363,7 +378,7 @@ public final class OrphanSweeper {
   private static Report report(Map<String, List<String>> blobsByFile,
       Set<String> referenced, Map<String, List<BlobInfo>> orphans, int deleted,
       int heldByWriters, int stillNamed, int adopted, int dueBlobsDeleted,
-      int adoptedLocksRemoved) {
+      int adoptedLocksRemoved, int willsCarriedOut) {
     List<String> ids = new ArrayList<>(orphans.keySet());
     ids.sort(null);
     int blobs = 0;
@@ -380,6 +395,6 @@ public final class OrphanSweeper {
     }
     return new Report(dataBlobs, blobsByFile.size(), referenced.size(), ids, blobs,
         bytes, deleted, heldByWriters, stillNamed, adopted, dueBlobsDeleted,
-        adoptedLocksRemoved);
+        adoptedLocksRemoved, willsCarriedOut);
   }
 }

@@ -96,7 +96,12 @@ final class TakeoverCommit {
         head.add(null); // the record's put, below
         head.add(new BlobMutation.Check(key, now.get().version()));
         if (ours.map().ids().contains(baseId)) {
-          Optional<DataLocks.Lock> lock = ns.locks().awaitNoSweeper(baseId, path);
+          // Review S2: a wait for a sweeper on A can outlast the writer's lease, and a sweep
+          // may then have taken B's own data: the lease is renewed (conditionally: it fails
+          // if a sweeper took B's lock) after any wait, on every attempt. Afterwards, as for
+          // a plain overwrite (commitFile), only reads come before the transaction.
+          Optional<DataLocks.Lock> lock =
+              ns.locks().awaitNoSweeper(baseId, path, renewWriterLock);
           String lockKey = ns.locks().key(baseId);
           head.add(new BlobMutation.Put(lockKey,
               DataLocks.adopted(ours.fileId(), Duration.ZERO), PutMode.OVERWRITE));
@@ -156,7 +161,7 @@ final class TakeoverCommit {
         ns.confirmPublished(path, key, published, e);
       }
       if (cleanupAfter) {
-        cleanUp(path, key, base, ours, published);
+        cleanUp(path, key, base, ours, published, renewWriterLock);
       }
       return;
     }
@@ -189,7 +194,9 @@ final class TakeoverCommit {
    *       longer names, only while A's lock is still as this writer left it (else a client
    *       that overtook a stall decided; the dues stay for the sweeper);
    *   <li>the dues dropped: {@code putIfVersion(name, B, vB)}, only over B as this writer
-   *       put it (no rename's mark: a conflict leaves the dues, harmless).
+   *       put it: vB read while the writer's own lock is still as it held it, since a
+   *       delete takes that lock before it fences (review must-fix 1; no rename's mark: a
+   *       conflict leaves the dues, harmless).
    * </ol>
    * A cut after any step leaves the name holding A whole or B whole: before step 5 B's
    * keys are unnamed (the sweeper takes them once the writer's lease ends) and A's are
@@ -273,7 +280,7 @@ final class TakeoverCommit {
         if (held != null && !adopted) {
           ns.locks().release(held); // A is gone whole: its lock with it
         }
-        ns.dropDues(key, ours, ours.encode()); // 7
+        ns.dropDues(key, ours, ours.encode(), renewWriterLock); // 7
       } else {
         LOG.log(System.Logger.Level.INFO, "the lock on " + held.key() + " was taken over"
             + " while " + path + " was published: the cleanup is left to the sweeper (the"
@@ -292,7 +299,7 @@ final class TakeoverCommit {
    * B's record carries the cleanup as dues.
    */
   private void cleanUp(FsPath path, String key, FileRecord base, FileRecord ours,
-      FileRecord published) {
+      FileRecord published, BlobNamespace.Renewal writer) {
     try {
       forEachUnnamed(base, published, ns.calls()::delete, Long.MAX_VALUE);
       for (String id : dropped(base, published)) {
@@ -301,7 +308,7 @@ final class TakeoverCommit {
       // WHY (review M1): once done, the dues go, as RADOS step 7 drops them; else the next
       // oversized version copies them forward plus this base's id, one id more per
       // version, until the header passes 4 KiB. Conditional on the name holding B as put.
-      ns.dropDues(key, ours, ours.encode());
+      ns.dropDues(key, ours, ours.encode(), writer);
     } catch (IOException | RuntimeException e) {
       LOG.log(System.Logger.Level.WARNING, "published " + path + ", but removing the keys"
           + " of the version it replaced failed; its record lists them as cleanup dues,"

@@ -27,7 +27,11 @@ import java.util.TreeSet;
 abstract class SharedStripesFixture {
   static final int S = 4096;
   static final int LENGTH = 4 * S - 100;
-  final InMemoryBlobStore store =
+  /**
+   * The store under test: a memory store, or (RADOS's IT of the takeover commit, which
+   * sets it before {@link #open}) a store on a real cluster.
+   */
+  BlobStore store =
       new InMemoryBlobStore("stripes", new StoreLimits(1024, 1L << 30, Integer.MAX_VALUE));
   final byte[] bytes = new byte[LENGTH];
   FaultInjectingBlobStore faults;
@@ -57,6 +61,10 @@ abstract class SharedStripesFixture {
   }
 
   byte[] read(String path) throws IOException {
+    return read(ns, path);
+  }
+
+  static byte[] read(BlobNamespace ns, String path) throws IOException {
     FileReader r = ns.open(FsPath.parse(path));
     ByteBuffer back = ByteBuffer.allocate((int) r.length());
     while (back.hasRemaining()) {

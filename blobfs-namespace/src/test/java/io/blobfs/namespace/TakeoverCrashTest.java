@@ -13,6 +13,8 @@ import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * Shared stripes, step 3 without transactions (RADOS, DESIGN §2.3 steps 1-7): a takeover
@@ -100,6 +102,379 @@ class TakeoverCrashTest extends SharedStripesFixture {
     });
   }
 
+  /**
+   * The delete leak (DESIGN §2.4): a delete of a mapped version (or of its directory, with
+   * transactions: the chunks' path) cut at every store call, then sweeps: nothing of it is
+   * left (its own keys, the keys it borrowed, their ADOPTED locks), or, where the delete
+   * did not apply, it reads whole and a second delete and sweeps leave nothing. A mapped
+   * file living alongside keeps every key and byte. Before the delete's will, the cuts
+   * between the name's removal and the data's left the borrowed keys and their ADOPTED
+   * locks for good. Without transactions a recursive delete removes each file as a single
+   * delete does (Deleter.deleteFile, under its lock), with an intent's calls around it.
+   */
+  @ParameterizedTest(name = "transactional={0}, recursive={1}")
+  @CsvSource({"false,false", "true,false", "true,true"})
+  void aDeleteOfAMappedVersionCutAtEveryStoreCallLeavesNothingOfIt(boolean transactional,
+      boolean recursive) throws Exception {
+    open(transactional);
+    ns = new BlobNamespace(faults.store(), ns.options().withWriterLease(LEASE),
+        StoreCallCounters.NONE);
+    FsPath live = FsPath.parse("/live/f");
+    try (FileWriter w = ns.create(live, false)) {
+      w.write(bytes, 0, LENGTH);
+    }
+    byte[] liveBytes = rewritten(bytes, 2, 7);
+    version(live, liveBytes, stripes(0, 1, 3));
+    Set<String> liveKeys = keys("d/");
+    List<String> problems = new ArrayList<>();
+    int cuts = 0;
+    boolean reachedEnd = false;
+    for (int cut = 1; !reachedEnd && cut < 200; cut++) {
+      reachedEnd = true;
+      for (boolean applied : new boolean[] {false, true}) {
+        String at = "cut " + cut + (applied ? " (applied, answer lost)" : " (not applied)");
+        FsPath p = FsPath.parse("/c" + cut + (applied ? "a" : "n") + "/f");
+        // Borrows 0 and 3 of its first version, 2 of its second: its own key, borrowed
+        // keys of two ids, their ADOPTED locks.
+        try (FileWriter w = ns.create(p, false)) {
+          w.write(bytes, 0, LENGTH);
+        }
+        byte[] v2 = rewritten(bytes, 1, cut);
+        version(p, v2, stripes(0, 2, 3));
+        byte[] v3 = rewritten(v2, 1, 1000 + cut);
+        version(p, v3, stripes(0, 2, 3));
+        boolean fired =
+            withCut(cut, applied, () -> ns.delete(recursive ? p.parent() : p, recursive));
+        reachedEnd &= !fired;
+        cuts += fired ? 1 : 0;
+        sweepTwice();
+        if (ns.probe(p).isPresent()) {
+          if (!Arrays.equals(read(p.toString()), v3)) {
+            problems.add(at + ": the file was not deleted, and does not read whole");
+          }
+          assertTrue(ns.delete(p, false));
+          sweepTwice();
+        }
+        if (!keys("d/").equals(liveKeys)) {
+          Set<String> extra = new TreeSet<>(keys("d/"));
+          extra.removeAll(liveKeys);
+          Set<String> missing = new TreeSet<>(liveKeys);
+          missing.removeAll(keys("d/"));
+          problems.add(at + ": left " + extra + ", lost " + missing);
+        }
+        if (!Arrays.equals(read(live.toString()), liveBytes)) {
+          problems.add(at + ": the live file's bytes changed");
+        }
+      }
+    }
+    System.out.printf("[takeover crash] delete (transactional=%s, recursive=%s): %d cuts%n",
+        transactional, recursive, cuts);
+    assertTrue(reachedEnd, "the delete never completed without reaching the cut");
+    assertTrue(cuts > 5, "cuts: " + cuts);
+    assertEquals(List.of(), problems);
+  }
+
+  /**
+   * Why the delete puts its record again before its will (DESIGN §2.4): a new version over
+   * the record whose lock ran out while its commit (a put conditional on the version it
+   * read) was in flight, and a delete that took the lock, wrote its will and died before
+   * removing the name. The late put must not apply: if it did, the name would hold the new
+   * version, the will would take the name's change for the delete's, and delete the keys
+   * the new version took over. The put fails (the record was put again, at a version only
+   * the delete knew), the will is void, and the file reads whole.
+   */
+  @Test
+  void aLatePutOfANewVersionCannotApplyAfterADeletesWill() throws Exception {
+    open(false);
+    ns = new BlobNamespace(faults.store(), ns.options().withWriterLease(LEASE),
+        StoreCallCounters.NONE);
+    FsPath p = FsPath.parse("/late/f");
+    try (FileWriter w = ns.create(p, false)) {
+      w.write(bytes, 0, LENGTH);
+    }
+    byte[] b = rewritten(bytes, 2, 3);
+    version(p, b, stripes(0, 1, 3));
+    String name = ns.layout().recordKey(p);
+    FileWriter c = ns.createVersion(p, ns.getFileInfo(p));
+    c.setLength(LENGTH);
+    c.takeOver(stripes(0, 1, 2));
+    writeUntaken(c, rewritten(b, 3, 4), stripes(0, 1, 2));
+    Fault held = faults.on(Op.PUT).keys(name).pause(); // C's commit, step 5
+    java.util.concurrent.ExecutorService late =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<?> closing = late.submit(() -> {
+        c.close();
+        return null;
+      });
+      held.awaitReached();
+      Thread.sleep(LEASE.toMillis() + 20); // C's adoption of B runs out
+      Fault dies = faults.on(Op.DELETE).keys(name).always().failBefore();
+      assertThrows(IOException.class, () -> ns.delete(p, false));
+      assertEquals(1, dies.fired());
+      held.release();
+      java.util.concurrent.ExecutionException refused = assertThrows(
+          java.util.concurrent.ExecutionException.class,
+          () -> closing.get(10, java.util.concurrent.TimeUnit.SECONDS));
+      assertInstanceOf(BaseChangedException.class, refused.getCause());
+    } finally {
+      faults.clear();
+      late.shutdownNow();
+    }
+    sweepTwice();
+    assertArrayEquals(b, read(p.toString()));
+    assertTrue(ns.delete(p, false));
+    sweepTwice();
+    assertEquals(Set.of(), keys("d/"));
+  }
+
+  /**
+   * Review must-fix 1: the fence assumed the delete is the only change the fenced version
+   * allows, but dropDues (TakeoverCommit step 7, commitFile) reads the name's
+   * current version and re-puts the record under it, without the file's lock (a delete
+   * takes over a live WRITER lock at once). Writer C publishes its version (step 5, with
+   * dues) and is held in its cleanup (step 6); a delete of the name fences, writes its
+   * will and dies before removing the name; C's step 7 then re-puts the record, so the
+   * name no longer holds the will's version; the sweep carries the will out and deletes
+   * the data of the live record C.
+   */
+  @Test
+  void aWriterDroppingItsDuesAfterADeletesWillKeepsItsData() throws Exception {
+    open(false);
+    ns = new BlobNamespace(faults.store(), ns.options().withWriterLease(LEASE),
+        StoreCallCounters.NONE);
+    FsPath p = FsPath.parse("/drop/f");
+    try (FileWriter w = ns.create(p, false)) {
+      w.write(bytes, 0, LENGTH);
+    }
+    String a = ns.getFileInfo(p).record().fileId();
+    String name = ns.layout().recordKey(p);
+    byte[] c = rewritten(bytes, 2, 11);
+    FileWriter cw = ns.createVersion(p, ns.getFileInfo(p));
+    cw.setLength(LENGTH);
+    cw.takeOver(stripes(0, 1, 3));
+    writeUntaken(cw, c, stripes(0, 1, 3));
+    Fault held = faults.on(Op.DELETE).keys(java.util.regex.Pattern.quote("d/" + a + "/2"))
+        .pause(); // C's step 6: A's unnamed stripe
+    java.util.concurrent.ExecutorService bg =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<?> closing = bg.submit(() -> {
+        cw.close();
+        return null;
+      });
+      held.awaitReached(); // C is published, with dues
+      Fault dies = faults.on(Op.DELETE).keys(java.util.regex.Pattern.quote(name)).always()
+          .failBefore();
+      assertThrows(IOException.class, () -> ns.delete(p, false)); // dies after its will
+      assertEquals(1, dies.fired());
+      held.release();
+      closing.get(10, java.util.concurrent.TimeUnit.SECONDS); // C's close succeeds
+      // C's dropDues put nothing over the delete's fence: the delete holds C's lock.
+      assertFalse(ns.readStored(name, false).get().record().dues().isEmpty(),
+          "the writer re-put the record over a version it did not write");
+    } finally {
+      faults.clear();
+      bg.shutdownNow();
+    }
+    assertTrue(ns.probe(p).isPresent(), "the delete never removed the name");
+    assertArrayEquals(c, read(p.toString()), "before the sweep");
+    sweepTwice();
+    assertArrayEquals(c, read(p.toString()), "after the sweep: the will deleted live data");
+  }
+
+  /**
+   * Review must-fix 1 (a): a will whose name holds its file at a later version (here a
+   * put of the record applied after the will, as a writer's dropDues in flight could) is
+   * void: the file is live. Before, any other version was taken for the delete applied,
+   * and the sweep deleted the data the name reads.
+   */
+  @Test
+  void aWillIsVoidWhileTheNameHoldsItsFileAtAnotherVersion() throws Exception {
+    FsPath p = mappedVersion("/void/f", LEASE);
+    byte[] next = rewritten(bytes, 2, 11);
+    String name = ns.layout().recordKey(p);
+    faults.on(Op.DELETE).keys(java.util.regex.Pattern.quote(name)).always().failBefore();
+    assertThrows(IOException.class, () -> ns.delete(p, false)); // dies after its will
+    faults.clear();
+    io.blobfs.store.VersionedBytes got = store.readWithVersion(name, 1 << 16);
+    store.putIfVersion(name, java.nio.ByteBuffer.wrap(got.bytes()), got.version());
+    sweepTwice();
+    assertArrayEquals(next, read(p.toString()), "the void will deleted live data");
+  }
+
+  /**
+   * Review must-fix 1 (c): a delete whose name delete conflicts after its will (the
+   * record re-put meanwhile, as a writer's dropDues in flight could) did not apply: it
+   * releases the will and goes again at once. Before, the will stayed and the retry
+   * waited on it (a live rename lock) for SWEEPER_WAIT, then failed.
+   */
+  @Test
+  void aDeleteWhoseNameChangedAfterItsWillReleasesItAndGoesAgain() throws Exception {
+    FsPath p = mappedVersion("/again/f", Duration.ofMinutes(5));
+    String name = ns.layout().recordKey(p);
+    Fault held = faults.on(Op.DELETE).keys(java.util.regex.Pattern.quote(name)).pause();
+    java.util.concurrent.ExecutorService bg =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<Boolean> deleting = bg.submit(() -> ns.delete(p, false));
+      held.awaitReached(); // fenced, will written, the name's delete about to go
+      io.blobfs.store.VersionedBytes got = store.readWithVersion(name, 1 << 16);
+      store.putIfVersion(name, java.nio.ByteBuffer.wrap(got.bytes()), got.version());
+      held.release();
+      assertTrue(deleting.get(20, java.util.concurrent.TimeUnit.SECONDS));
+    } finally {
+      faults.clear();
+      bg.shutdownNow();
+    }
+    assertFalse(ns.probe(p).isPresent());
+    assertEquals(Set.of(), keys("d/"));
+  }
+
+  /**
+   * Review should-fix 3: a settler of a will cut in the will's data delete leaves the
+   * will for the next one. Before, it took the lock over as a plain lock: the borrowed
+   * keys stayed ADOPTED and named by nothing, which no sweep takes.
+   */
+  @Test
+  void aSettlerCutInAWillsDataDeleteLeavesTheWillForTheNext() throws Exception {
+    FsPath p = mappedVersion("/settle/f", LEASE);
+    Fault data = faults.on(Op.DELETE).keys("d/[^/]+/[0-9]+").always().failBefore();
+    assertThrows(IOException.class, () -> ns.delete(p, false)); // name gone, data not
+    assertFalse(ns.probe(p).isPresent());
+    int before = data.fired();
+    Thread.sleep(LEASE.toMillis() + 30);
+    try {
+      new OrphanSweeper(ns, LEASE).sweep(Duration.ZERO, false); // the settler is cut too
+    } catch (IOException | RuntimeException cut) {
+      // a sweep may report it: the point is what is left
+    }
+    assertTrue(data.fired() > before, "the sweep did not try the will");
+    faults.clear();
+    sweepTwice();
+    assertEquals(Set.of(), keys("d/"));
+  }
+
+  /**
+   * Review should-fix 4: another operation that meets an applied will whose data cannot
+   * all be deleted is told its name changed (it read it before the delete), not failed by
+   * the data delete; the will stays for the sweeper, which finishes it.
+   */
+  @Test
+  void aWillThatCannotBeCarriedOutInsideAnotherOperationIsLeftToTheSweeper()
+      throws Exception {
+    FsPath p = mappedVersion("/inside/f", LEASE);
+    String name = ns.layout().recordKey(p);
+    VersionedRecord stale = ns.readRecord(name, false).get();
+    faults.on(Op.DELETE).keys("d/[^/]+/[0-9]+").always().failBefore();
+    assertThrows(IOException.class, () -> ns.delete(p, false)); // name gone, data not
+    Thread.sleep(LEASE.toMillis() + 30);
+    DataLocks.Held held = ns.locks().takeForReplace(name, stale, p); // e.g. an overwrite
+    assertTrue(held.changed());
+    assertNull(held.lock());
+    faults.clear();
+    sweepTwice();
+    assertEquals(Set.of(), keys("d/"));
+  }
+
+  /**
+   * Review must-fix 2: a client predating the will (main 35a1d99) must read a 'D' lock as
+   * UNKNOWN, cheaply. Its DataLocks.read parses any owner but 'A' as W/S/R plus an optional
+   * Move after the nonce: a long, then a length-prefixed source key. The will's first
+   * layout put the name's length and bytes there, so the source's length was 4 ASCII bytes
+   * of the name key and main ran new byte[1869623142] (an OutOfMemoryError, which it does
+   * not catch). Replays main's parse on the stored will.
+   */
+  @Test
+  void anOldClientReadsADeletesWillAsUnknownWithoutAGiantAllocation() throws Exception {
+    FsPath p = mappedVersion("/old/f", LEASE);
+    String id = ns.getFileInfo(p).record().fileId();
+    String name = ns.layout().recordKey(p);
+    faults.on(Op.DELETE).keys(java.util.regex.Pattern.quote(name)).always().failBefore();
+    assertThrows(IOException.class, () -> ns.delete(p, false)); // dies after its will
+    faults.clear();
+    byte[] raw = store.readWithVersion("d/" + id + "/lock", 1 << 16).bytes();
+    assertEquals("UNKNOWN", mainsLockParse(raw));
+  }
+
+  /**
+   * main's (35a1d99) DataLocks.read of a lock's bytes, step for step, to the owner it
+   * reports; an allocation past the bytes left fails the test (main would run it).
+   */
+  private static String mainsLockParse(byte[] raw) {
+    java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(raw);
+    if (b.remaining() < 18 || b.get() != 'L') {
+      return "UNKNOWN";
+    }
+    byte owner = b.get();
+    b.getLong(); // expires
+    b.getLong(); // nonce
+    if (owner == 'A') {
+      return "ADOPTED";
+    }
+    if (b.hasRemaining()) { // a rename's move; older versions wrote none
+      try {
+        b.getLong(); // the move's version
+        mainsString(b); // from
+        mainsString(b); // to
+      } catch (RuntimeException e) {
+        return "UNKNOWN"; // main: unreadable
+      }
+    }
+    return owner == 'W' ? "WRITER" : owner == 'S' ? "SWEEPER" : owner == 'R' ? "RENAMER"
+        : "UNKNOWN";
+  }
+
+  private static void mainsString(java.nio.ByteBuffer b) {
+    int length = b.getInt();
+    assertTrue(length <= b.remaining(),
+        "an old client allocates new byte[" + length + "] reading a will");
+    byte[] bytes = new byte[length]; // main's allocation: negative throws, as in main
+    b.get(bytes);
+  }
+
+  /**
+   * A file at {@code path} and a version over it that takes over its stripes 0, 1, 3 (a
+   * mapped record), without transactions, writer and rename leases {@code lease}.
+   */
+  private FsPath mappedVersion(String path, Duration lease) throws IOException {
+    open(false);
+    ns = new BlobNamespace(faults.store(),
+        ns.options().withWriterLease(lease).withRenameLease(lease), StoreCallCounters.NONE);
+    FsPath p = FsPath.parse(path);
+    try (FileWriter w = ns.create(p, false)) {
+      w.write(bytes, 0, LENGTH);
+    }
+    version(p, rewritten(bytes, 2, 11), stripes(0, 1, 3));
+    return p;
+  }
+
+  private interface Step {
+    void run() throws IOException;
+  }
+
+  /**
+   * Runs {@code step} with the cut at its {@code cut}th store call armed: that call fails
+   * unapplied, or is applied with its answer lost, and every later call fails (the client
+   * is dead). Returns whether the cut was reached.
+   */
+  private boolean withCut(int cut, boolean applied, Step step) {
+    Op[] ops = Op.values();
+    Fault first = applied ? faults.on(ops[0], ops).nth(cut).applyThenFail()
+        : faults.on(ops[0], ops).nth(cut).always().failBefore();
+    if (applied) {
+      faults.on(ops[0], ops).nth(cut + 1).always().failBefore();
+    }
+    try {
+      step.run();
+    } catch (IOException | RuntimeException dead) {
+      // the client died at the cut: every later call failed
+    }
+    boolean fired = first.fired() > 0;
+    faults.clear();
+    return fired;
+  }
+
   private void cutAtEveryCall(Publication cutOne) throws Exception {
     open(false);
     ns = new BlobNamespace(faults.store(), ns.options().withWriterLease(LEASE),
@@ -120,19 +495,7 @@ class TakeoverCrashTest extends SharedStripesFixture {
         byte[] base = rewritten(bytes, 1, cut);
         version(p, base, stripes(0, 2, 3));
         byte[] next = rewritten(base, 2, 1000 + cut);
-        Op[] ops = Op.values();
-        Fault first = applied ? faults.on(ops[0], ops).nth(cut).applyThenFail()
-            : faults.on(ops[0], ops).nth(cut).always().failBefore();
-        if (applied) {
-          faults.on(ops[0], ops).nth(cut + 1).always().failBefore();
-        }
-        try {
-          cutOne.publish(p, next);
-        } catch (IOException | RuntimeException dead) {
-          // the client died at the cut: every later call failed
-        }
-        boolean fired = first.fired() > 0;
-        faults.clear();
+        boolean fired = withCut(cut, applied, () -> cutOne.publish(p, next));
         reachedEnd &= !fired;
         cuts += fired ? 1 : 0;
         sweepTwice();
