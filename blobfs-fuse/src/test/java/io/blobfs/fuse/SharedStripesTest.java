@@ -419,13 +419,10 @@ class SharedStripesTest {
     fs.rename(LowLevelFs.ROOT, "f", LowLevelFs.ROOT, "g", false);
     assertArrayEquals(file, published("/g"));
     byte[] c2 = random(S, 23);
-    long before = dataBytes.get();
     fs.write(n, h.fh(), S, ByteBuffer.wrap(c2));
     put(file, S, c2);
     fs.fsync(n, h.fh(), false);
     assertArrayEquals(file, published("/g"));
-    System.out.println("REVIEW rename early=" + early + ": fsync after rename sent "
-        + (dataBytes.get() - before));
     fs.release(n, h.fh());
     assertArrayEquals(file, published("/g"));
   }
