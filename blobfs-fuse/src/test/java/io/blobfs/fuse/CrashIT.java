@@ -2,6 +2,7 @@ package io.blobfs.fuse;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -11,7 +12,9 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
 import java.util.Random;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -46,6 +49,11 @@ class CrashIT {
 
   /** The mount's core-site.xml: an embedded Týr node that syncs every commit, or RADOS. */
   private void writeConf(Store store) throws Exception {
+    writeConf(store, false);
+  }
+
+  /** As {@link #writeConf(Store)}, with shared stripes ({@code fs.blob.fuse.takeover}). */
+  private void writeConf(Store store, boolean takeover) throws Exception {
     java.util.Map<String, String> keys = new java.util.TreeMap<>();
     String p = "fs.blob.store.crash.";
     if (store == Store.EMBEDDED_TYR) {
@@ -57,6 +65,7 @@ class CrashIT {
       keys.putAll(MountedStore.radosOptions(p, MountedStore.ceph(), "crash-" + System.nanoTime()));
     }
     keys.put(p + "stripe.size", "1m");
+    keys.put(MountConfig.TAKEOVER, Boolean.toString(takeover));
     keys.put("fs.blob.fuse.staging.dir", tmp.resolve("staging").toString());
     StringBuilder xml = new StringBuilder("<?xml version=\"1.0\"?>\n<configuration>\n");
     keys.forEach((k, v) -> xml.append("  <property><name>").append(k).append("</name><value>")
@@ -149,5 +158,80 @@ class CrashIT {
     closeQuietly(open);
     mount = start();
     assertArrayEquals(data, Files.readAllBytes(mnt.resolve("open")));
+  }
+
+  /**
+   * SIGKILL while a publication with shared stripes is under way: its version record is
+   * committed whole or not at all, so a fresh mount reads the file as it was before the
+   * round's changes or as it is after, never a mix, and an fsync that returned before the
+   * kill has the changes. Each round kills at a later point of its fsync (by the time one
+   * uncut fsync took), and starts from
+   * what the round before left, so the later versions take over stripes of versions a
+   * kill cut around.
+   */
+  @ParameterizedTest
+  @EnumSource(Store.class)
+  void sigkillDuringATakeoverPublicationLeavesTheOldOrTheNewFile(Store store)
+      throws Exception {
+    writeConf(store, true);
+    mount = start();
+    byte[] base = random(24 << 20, 5);
+    Files.write(mnt.resolve("f"), base);
+    // one round not cut, timed: the later rounds kill at points spread over its fsync
+    long fsyncNanos = 0;
+    int[] outcomes = new int[2];
+    for (int round = 0; round <= 6; round++) {
+      byte[] changed = base.clone();
+      byte[] patch = random(8192, 10 + round);
+      FileChannel f = FileChannel.open(mnt.resolve("f"), StandardOpenOption.WRITE);
+      for (int stripe = round % 2; stripe < 24; stripe += 2) { // half the stripes change
+        long at = ((long) stripe << 20) + 4096L * round;
+        f.write(ByteBuffer.wrap(patch), at);
+        System.arraycopy(patch, 0, changed, (int) at, patch.length);
+      }
+      if (round == 0) {
+        long t0 = System.nanoTime();
+        f.force(true);
+        fsyncNanos = System.nanoTime() - t0;
+        f.close();
+        base = changed;
+        continue;
+      }
+      CompletableFuture<Boolean> synced = CompletableFuture.supplyAsync(() -> {
+        try {
+          f.force(true);
+          return true;
+        } catch (IOException cut) {
+          return false;
+        }
+      });
+      TimeUnit.NANOSECONDS.sleep(fsyncNanos * (2 * round - 1) / 10); // 10% ... 110%
+      mount.destroyForcibly();
+      assertTrue(mount.waitFor(30, TimeUnit.SECONDS));
+      boolean fsynced = synced.get(30, TimeUnit.SECONDS);
+      closeQuietly(f);
+      assertEquals(0, new ProcessBuilder("umount", "-l", mnt.toString()).start().waitFor());
+      mount = start();
+      byte[] now = Files.readAllBytes(mnt.resolve("f"));
+      if (Arrays.equals(now, changed)) {
+        outcomes[1]++;
+      } else {
+        assertFalse(fsynced, "round " + round + ": the fsync returned, its changes are lost");
+        assertArrayEquals(base, now, "round " + round + ": neither the old file nor the new");
+        outcomes[0]++;
+      }
+      base = now;
+    }
+    // a version made now takes over stripes of whatever the kills left, and reads back
+    byte[] last = base.clone();
+    byte[] patch = random(8192, 99);
+    try (FileChannel f = FileChannel.open(mnt.resolve("f"), StandardOpenOption.WRITE)) {
+      f.write(ByteBuffer.wrap(patch), 7L << 20);
+    }
+    System.arraycopy(patch, 0, last, 7 << 20, patch.length);
+    assertArrayEquals(last, Files.readAllBytes(mnt.resolve("f")));
+    System.out.println("CrashIT takeover " + store + ": an fsync took "
+        + fsyncNanos / 1_000_000 + " ms; rounds cut before the commit " + outcomes[0]
+        + ", after " + outcomes[1]);
   }
 }

@@ -1,6 +1,8 @@
 package io.blobfs.fuse;
 
 import io.blobfs.namespace.BlobNamespace;
+import io.blobfs.namespace.FileReader;
+import io.blobfs.namespace.FsPath;
 import io.blobfs.namespace.StoreCallCounters;
 import io.blobfs.store.BlobStore;
 import io.blobfs.store.BlobStoreProvider;
@@ -8,6 +10,7 @@ import io.blobfs.store.BlobStores;
 import io.blobfs.tyr.server.TyrServerProcess;
 import java.io.File;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -144,6 +147,14 @@ final class MountedStore implements AutoCloseable {
     BlobStore store = provider.open(name, c.backend());
     clients.add(store);
     return new BlobNamespace(store, c.namespace(), StoreCallCounters.NONE);
+  }
+
+  /** The bytes of {@code path} as another client of the store reads them. */
+  byte[] storeBytes(String path) throws Exception {
+    FileReader r = client().open(FsPath.parse(path));
+    ByteBuffer b = ByteBuffer.allocate((int) r.length());
+    while (b.hasRemaining() && r.read(b.position(), b).get() > 0) { }
+    return b.array();
   }
 
   @Override

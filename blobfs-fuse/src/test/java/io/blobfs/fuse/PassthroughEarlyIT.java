@@ -5,10 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.blobfs.fuse.MountedStore.Backend;
-import io.blobfs.namespace.BlobNamespace;
-import io.blobfs.namespace.FileReader;
-import io.blobfs.namespace.FsPath;
-import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
@@ -55,13 +51,6 @@ class PassthroughEarlyIT {
     assertTrue(done.getAsBoolean(), "not within two minutes");
   }
 
-  private static byte[] read(BlobNamespace ns, String path) throws Exception {
-    FileReader r = ns.open(FsPath.parse(path));
-    ByteBuffer b = ByteBuffer.allocate((int) r.length());
-    while (b.hasRemaining() && r.read(b.position(), b).get() > 0) { }
-    return b.array();
-  }
-
   @ParameterizedTest
   @EnumSource(names = {"MEMORY", "TYR", "RADOS"})
   void chunksWrittenAfterTheirEarlySendAreSentAgainAndTheStoreHoldsTheStagedBytes(
@@ -101,7 +90,7 @@ class PassthroughEarlyIT {
     byte[] want = Files.readAllBytes(staged);
     assertEquals(8 * MIB, want.length);
     assertEquals("MAPPED", new String(want, 100, 6, java.nio.charset.StandardCharsets.US_ASCII));
-    assertArrayEquals(want, read(mount.client(), "/f"), "the store holds the staged bytes");
+    assertArrayEquals(want, mount.storeBytes("/f"), "the store holds the staged bytes");
     assertEquals(2L * MIB, mount.mount().resentBytes(), "chunks 0 and 3 sent again, only");
   }
 
