@@ -378,6 +378,37 @@ class TakeoverCrashTest extends SharedStripesFixture {
   }
 
   /**
+   * Second review: a directory move (Renamer.moveLocked, followChanges) that read a file
+   * before a delete whose data delete then failed meets the expired will in takeForRename.
+   * The source is gone: moveLocked's answer for that is false ("renamed or deleted
+   * meanwhile", the directory move goes on); it must not fail the whole directory move
+   * with a TransactionConflictException, nor create the destination.
+   */
+  @Test
+  void reviewAMoveMeetingAWillItCannotCarryOutTreatsItsSourceAsGone() throws Exception {
+    FsPath p = mappedVersion("/mv/f", LEASE);
+    FsPath dst = FsPath.parse("/mv2/f");
+    String name = ns.layout().recordKey(p);
+    String to = ns.layout().recordKey(dst);
+    VersionedRecord stale = ns.readRecord(name, true).get();
+    faults.on(Op.DELETE).keys("d/[^/]+/[0-9]+").always().failBefore();
+    assertThrows(IOException.class, () -> ns.delete(p, false)); // name gone, data not
+    Thread.sleep(LEASE.toMillis() + 30);
+    IOException failed = null;
+    boolean moved = true;
+    try {
+      moved = ns.renamer().moveLocked(name, to, stale, p, dst, true, null);
+    } catch (IOException e) {
+      failed = e;
+    }
+    faults.clear();
+    assertFalse(ns.probe(dst).isPresent(), "a name was made for a deleted file");
+    assertFalse(ns.probe(p).isPresent());
+    assertNull(failed, "the directory move failed: " + failed);
+    assertFalse(moved);
+  }
+
+  /**
    * Review must-fix 2: a client predating the will (main 35a1d99) must read a 'D' lock as
    * UNKNOWN, cheaply. Its DataLocks.read parses any owner but 'A' as W/S/R plus an optional
    * Move after the nonce: a long, then a length-prefixed source key. The will's first
