@@ -378,14 +378,15 @@ class TakeoverCrashTest extends SharedStripesFixture {
   }
 
   /**
-   * Second review: a directory move (Renamer.moveLocked, followChanges) that read a file
-   * before a delete whose data delete then failed meets the expired will in takeForRename.
+   * The will's second review, should-fix 1: a directory move (Renamer.moveLocked,
+   * followChanges) that read a file before a delete whose data delete then failed meets the
+   * expired will in takeForRename.
    * The source is gone: moveLocked's answer for that is false ("renamed or deleted
    * meanwhile", the directory move goes on); it must not fail the whole directory move
    * with a TransactionConflictException, nor create the destination.
    */
   @Test
-  void reviewAMoveMeetingAWillItCannotCarryOutTreatsItsSourceAsGone() throws Exception {
+  void aMoveMeetingAWillItCannotCarryOutTreatsItsSourceAsGone() throws Exception {
     FsPath p = mappedVersion("/mv/f", LEASE);
     FsPath dst = FsPath.parse("/mv2/f");
     String name = ns.layout().recordKey(p);
@@ -406,6 +407,30 @@ class TakeoverCrashTest extends SharedStripesFixture {
     assertFalse(ns.probe(p).isPresent());
     assertNull(failed, "the directory move failed: " + failed);
     assertFalse(moved);
+  }
+
+  /**
+   * The will's second review, should-fix 1, for a rename that settles both names of a
+   * file: when the file was deleted meanwhile and its will cannot be carried out, the
+   * source is gone: FileNotFoundException ("renamed or deleted meanwhile"), as when the
+   * lock is taken, not the raw conflict of takeForRename; no name is made.
+   */
+  @Test
+  void settlingBothNamesOfAFileWhoseWillCannotBeCarriedOutFindsTheSourceGone()
+      throws Exception {
+    FsPath p = mappedVersion("/both/f", LEASE);
+    FsPath dst = FsPath.parse("/both2/f");
+    String id = ns.readRecord(ns.layout().recordKey(p), false).get().record().fileId();
+    faults.on(Op.DELETE).keys("d/[^/]+/[0-9]+").always().failBefore();
+    assertThrows(IOException.class, () -> ns.delete(p, false)); // name gone, data not
+    Thread.sleep(LEASE.toMillis() + 30);
+    assertThrows(java.io.FileNotFoundException.class,
+        () -> ns.renamer().settleBothNames(p, dst, id));
+    faults.clear();
+    assertFalse(ns.probe(dst).isPresent(), "a name was made for a deleted file");
+    assertFalse(ns.probe(p).isPresent());
+    sweepTwice();
+    assertEquals(Set.of(), keys("d/"));
   }
 
   /**
