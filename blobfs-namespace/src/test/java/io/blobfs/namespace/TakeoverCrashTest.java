@@ -434,6 +434,39 @@ class TakeoverCrashTest extends SharedStripesFixture {
   }
 
   /**
+   * The will's second review, should-fix 2: a will that keeps failing (its data delete
+   * fails every time) is logged and passed over, and the sweep goes on: the other orphans
+   * go in the same run, the will stays for a later one. Before, the WillLeft ended the
+   * whole sweep, so one such will stopped every run.
+   */
+  @Test
+  void aSweepMeetingAWillItCannotCarryOutStillSweepsTheOtherFiles() throws Exception {
+    FsPath p = mappedVersion("/stuck/f", LEASE);
+    String id = ns.readRecord(ns.layout().recordKey(p), false).get().record().fileId();
+    faults.on(Op.DELETE).keys("d/" + id + "/[0-9]+").always().failBefore();
+    assertThrows(IOException.class, () -> ns.delete(p, false)); // name gone, data not
+    Set<String> orphans = new TreeSet<>();
+    for (int i = 0; i < 8; i++) {
+      putStripe("orphan" + i, 0);
+      putStripe("orphan" + i, 1);
+      orphans.add("d/orphan" + i + "/0");
+      orphans.add("d/orphan" + i + "/1");
+    }
+    Thread.sleep(LEASE.toMillis() + 30);
+    OrphanSweeper.Report r = new OrphanSweeper(ns, LEASE).sweep(Duration.ZERO, false);
+    assertEquals(0, r.willsCarriedOut());
+    Set<String> left = keys("d/");
+    for (String orphan : orphans) {
+      assertFalse(left.contains(orphan), "not swept: " + orphan);
+    }
+    assertTrue(left.stream().anyMatch(k -> k.startsWith("d/" + id + "/")),
+        "the will's data went although its delete failed: " + left);
+    faults.clear();
+    sweepTwice(); // the will, carried out now
+    assertEquals(Set.of(), keys("d/"));
+  }
+
+  /**
    * Review must-fix 2: a client predating the will (main 35a1d99) must read a 'D' lock as
    * UNKNOWN, cheaply. Its DataLocks.read parses any owner but 'A' as W/S/R plus an optional
    * Move after the nonce: a long, then a length-prefixed source key. The will's first
