@@ -409,6 +409,64 @@ class TakeoverCrashTest extends SharedStripesFixture {
     assertFalse(moved);
   }
 
+  /** Review of will-shoulds: the source deleted under a will left, then another file made there. */
+  @Test
+  void reviewAMoveMeetingAWillLeftFollowsAnotherFileAtItsSource() throws Exception {
+    FsPath p = mappedVersion("/mvf/f", LEASE);
+    FsPath dst = FsPath.parse("/mvf2/f");
+    String name = ns.layout().recordKey(p);
+    String to = ns.layout().recordKey(dst);
+    VersionedRecord stale = ns.readRecord(name, true).get();
+    faults.on(Op.DELETE).keys("d/" + stale.record().fileId() + "/[0-9]+").always().failBefore();
+    assertThrows(IOException.class, () -> ns.delete(p, false));
+    mappedVersion("/mvf/f", LEASE);
+    faults.on(Op.DELETE).keys("d/" + stale.record().fileId() + "/[0-9]+").always().failBefore();
+    VersionedRecord y = ns.readRecord(name, true).get();
+    Thread.sleep(LEASE.toMillis() + 30);
+    Object out;
+    try {
+      out = ns.renamer().moveLocked(name, to, stale, p, dst, true, null);
+    } catch (Exception e) {
+      out = e;
+    }
+    Set<String> dataBefore = keys("d/" + y.record().fileId() + "/");
+    System.err.println("REVIEW2 outcome: " + out + " dst=" + ns.probe(dst) + " src="
+        + ns.probe(p) + " y=" + y.record().fileId() + " x=" + stale.record().fileId()
+        + " d=" + keys("d/"));
+    assertEquals(Boolean.TRUE, out);
+    assertFalse(ns.probe(p).isPresent());
+    assertEquals(y.record().fileId(), ns.probe(dst).get().record().fileId());
+    faults.clear();
+    sweepTwice();
+    assertTrue(ns.probe(dst).isPresent());
+    System.err.println("REVIEW2 after sweeps d=" + keys("d/"));
+  }
+
+  /** Review of will-shoulds: the source deleted under a will left, then made a directory. */
+  @Test
+  void reviewAMoveMeetingAWillLeftFollowsADirectoryAtItsSource() throws Exception {
+    FsPath p = mappedVersion("/mvd/f", LEASE);
+    FsPath dst = FsPath.parse("/mvd2/f");
+    String name = ns.layout().recordKey(p);
+    String to = ns.layout().recordKey(dst);
+    VersionedRecord stale = ns.readRecord(name, true).get();
+    faults.on(Op.DELETE).keys("d/[^/]+/[0-9]+").always().failBefore();
+    assertThrows(IOException.class, () -> ns.delete(p, false));
+    assertTrue(ns.mkdirs(p));
+    Thread.sleep(LEASE.toMillis() + 30);
+    Object out;
+    try {
+      out = ns.renamer().moveLocked(name, to, stale, p, dst, true, null);
+    } catch (Exception e) {
+      out = e;
+    }
+    faults.clear();
+    System.err.println("REVIEW outcome: " + out + " dst=" + ns.probe(dst) + " src="
+        + ns.probe(p) + " lockOfEmptyId=" + ns.locks().read(""));
+    assertFalse(out instanceof RuntimeException, "unchecked: " + out);
+    assertFalse(ns.locks().read("").isPresent(), "a lock under d//lock");
+  }
+
   /**
    * The will's second review, should-fix 1, for a rename that settles both names of a
    * file: when the file was deleted meanwhile and its will cannot be carried out, the
