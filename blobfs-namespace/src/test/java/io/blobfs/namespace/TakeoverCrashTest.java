@@ -492,6 +492,67 @@ class TakeoverCrashTest extends SharedStripesFixture {
   }
 
   /**
+   * will-land (the will's second review, should-fix 1 for Replacer): a rename over an
+   * existing file whose source was deleted, after the rename read it, by a delete whose
+   * data delete failed meets the expired will in takeForRename, with the target's lock
+   * taken first or not (file-id order). The source is gone: FileNotFoundException, as the
+   * locked path says, not the raw TransactionConflictException; the target is untouched,
+   * its lock released, and nothing leaks once the will is carried out.
+   */
+  @ParameterizedTest
+  @CsvSource({"true", "false"})
+  void aRenameOverAFileMeetingAWillItCannotCarryOutFindsItsSourceGone(boolean targetFirst)
+      throws Exception {
+    FsPath p = mappedVersion("/over/f", LEASE);
+    FsPath dst = FsPath.parse("/over/g");
+    String srcId = ns.readRecord(ns.layout().recordKey(p), false).get().record().fileId();
+    byte[] old = rewritten(bytes, 1, 77);
+    String dstId;
+    for (int tries = 1; ; tries++) { // ids are random: the order asked for
+      try (FileWriter w = ns.create(dst, false)) {
+        w.write(old, 0, LENGTH);
+      }
+      dstId = ns.getFileInfo(dst).record().fileId();
+      if ((dstId.compareTo(srcId) < 0) == targetFirst) {
+        break;
+      }
+      assertTrue(ns.delete(dst, false));
+      assertTrue(tries < 64);
+    }
+    FileInfo target = ns.getFileInfo(dst);
+    Fault held = faults.on(Op.READ, Op.STAT)
+        .keys(java.util.regex.Pattern.quote(ns.layout().recordKey(dst))).pause();
+    java.util.concurrent.ExecutorService bg =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<?> renaming = bg.submit(() -> {
+        ns.renameOver(p, target);
+        return null;
+      });
+      held.awaitReached(); // the source read, the target about to be read
+      faults.on(Op.DELETE).keys("d/(?!" + dstId + "/)[^/]+/[0-9]+").always().failBefore();
+      assertThrows(IOException.class, () -> ns.delete(p, false)); // src gone, data not
+      Thread.sleep(LEASE.toMillis() + 30);
+      held.release();
+      java.util.concurrent.ExecutionException failed = assertThrows(
+          java.util.concurrent.ExecutionException.class,
+          () -> renaming.get(20, java.util.concurrent.TimeUnit.SECONDS));
+      assertInstanceOf(java.io.FileNotFoundException.class, failed.getCause(),
+          "not 'source gone': " + failed.getCause());
+    } finally {
+      faults.clear();
+      bg.shutdownNow();
+    }
+    assertFalse(ns.probe(p).isPresent());
+    assertEquals(dstId, ns.probe(dst).get().record().fileId());
+    assertArrayEquals(old, read(dst.toString()));
+    assertFalse(ns.locks().read(dstId).isPresent(), "the target's lock was left");
+    sweepTwice(); // the will, carried out now
+    assertEquals(List.of(), leaks());
+    assertArrayEquals(old, read(dst.toString()));
+  }
+
+  /**
    * The will's second review, should-fix 2: a will that keeps failing (its data delete
    * fails every time) is logged and passed over, and the sweep goes on: the other orphans
    * go in the same run, the will stays for a later one. Before, the WillLeft ended the
