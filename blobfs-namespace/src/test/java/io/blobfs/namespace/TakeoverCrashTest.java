@@ -516,20 +516,7 @@ class TakeoverCrashTest extends SharedStripesFixture {
     secondName(name, ns.layout().recordKey(dst));
     faults.on(Op.DELETE).keys("d/(?!orphan)[^/]+/[0-9]+").always().failBefore();
     assertThrows(IOException.class, () -> ns.delete(p, false)); // src gone, data not
-    Set<String> orphans = new TreeSet<>();
-    for (int i = 0; i < 4; i++) {
-      putStripe("orphan" + i, 0);
-      putStripe("orphan" + i, 1);
-      orphans.add("d/orphan" + i + "/0");
-      orphans.add("d/orphan" + i + "/1");
-    }
-    Thread.sleep(LEASE.toMillis() + 30);
-    OrphanSweeper.Report r = new OrphanSweeper(ns, LEASE).sweep(Duration.ZERO, false);
-    assertEquals(0, r.willsCarriedOut());
-    Set<String> left = keys("d/");
-    for (String orphan : orphans) {
-      assertFalse(left.contains(orphan), "not swept: " + orphan);
-    }
+    sweepPassingOverTheWill(4);
     assertNotNull(ns.locks().read(id).get().will(), "the will was lost");
     assertArrayEquals(x, read(dst.toString()), "data went although its delete failed");
     faults.clear();
@@ -598,6 +585,27 @@ class TakeoverCrashTest extends SharedStripesFixture {
     assertArrayEquals(old, read(dst.toString()));
   }
 
+  /**
+   * Puts the stripes of {@code n} orphan files and sweeps once, past the lease: no will is
+   * carried out (the one there cannot be), and every orphan goes in that same run.
+   */
+  private void sweepPassingOverTheWill(int n) throws Exception {
+    Set<String> orphans = new TreeSet<>();
+    for (int i = 0; i < n; i++) {
+      putStripe("orphan" + i, 0);
+      putStripe("orphan" + i, 1);
+      orphans.add("d/orphan" + i + "/0");
+      orphans.add("d/orphan" + i + "/1");
+    }
+    Thread.sleep(LEASE.toMillis() + 30);
+    OrphanSweeper.Report r = new OrphanSweeper(ns, LEASE).sweep(Duration.ZERO, false);
+    assertEquals(0, r.willsCarriedOut());
+    Set<String> left = keys("d/");
+    for (String orphan : orphans) {
+      assertFalse(left.contains(orphan), "not swept: " + orphan);
+    }
+  }
+
   /** Puts the record at {@code from} under {@code to} too: one file under two names. */
   private void secondName(String from, String to) throws IOException {
     io.blobfs.store.VersionedBytes got = store.readWithVersion(from, 1 << 16);
@@ -616,20 +624,8 @@ class TakeoverCrashTest extends SharedStripesFixture {
     String id = ns.readRecord(ns.layout().recordKey(p), false).get().record().fileId();
     faults.on(Op.DELETE).keys("d/" + id + "/[0-9]+").always().failBefore();
     assertThrows(IOException.class, () -> ns.delete(p, false)); // name gone, data not
-    Set<String> orphans = new TreeSet<>();
-    for (int i = 0; i < 8; i++) {
-      putStripe("orphan" + i, 0);
-      putStripe("orphan" + i, 1);
-      orphans.add("d/orphan" + i + "/0");
-      orphans.add("d/orphan" + i + "/1");
-    }
-    Thread.sleep(LEASE.toMillis() + 30);
-    OrphanSweeper.Report r = new OrphanSweeper(ns, LEASE).sweep(Duration.ZERO, false);
-    assertEquals(0, r.willsCarriedOut());
+    sweepPassingOverTheWill(8);
     Set<String> left = keys("d/");
-    for (String orphan : orphans) {
-      assertFalse(left.contains(orphan), "not swept: " + orphan);
-    }
     assertTrue(left.stream().anyMatch(k -> k.startsWith("d/" + id + "/")),
         "the will's data went although its delete failed: " + left);
     faults.clear();
