@@ -578,11 +578,18 @@ public final class BlobNamespace {
    * with no rename's mark (a conflict or a skip leaves the dues, which are harmless: each
    * names keys no record names). The put does not return the version it made, so "as
    * put" is: the version read now, while {@code writer}'s lock is still as the writer
-   * left it, read AFTER the name (review must-fix 1). Every other change of the record
-   * takes that lock first (a delete, which fences then writes its will, a rename, a new
-   * version), so a change before the name's read fails the lock's check, and one after it
-   * fails the put. Before, it put over whatever version was there: over a delete's fence,
-   * after which the delete's will took the live record for deleted.
+   * left it, read AFTER the name (review must-fix 1). For a writer that holds a lock,
+   * every other change of the record takes that lock first (a delete, which fences then
+   * writes its will, a rename, a new version), so a change before the name's read fails
+   * the lock's check, and one after it fails the put. A writer without a lock
+   * ({@code writer.held()} is always true) has no such check: a delete's fence put before
+   * the name's read is not seen, and the put goes over the fenced version (the delete's
+   * conditional removal of the name then fails). That case is safe only through
+   * {@link DataLocks#settleWill}'s file-id rule: a will whose name still holds its file,
+   * at any version, is void, so no live record's data is deleted (the will's second
+   * review, should-fix 3). Before, it put over whatever version
+   * was there: over a delete's fence, after which the delete's will took the live record
+   * for deleted.
    */
   void dropDues(String key, FileRecord record, ByteBuffer encoded, Renewal writer)
       throws IOException {

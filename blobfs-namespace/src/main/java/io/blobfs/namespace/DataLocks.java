@@ -520,7 +520,7 @@ final class DataLocks {
           // the name, as after a lost race, not a failure of the caller's operation. The
           // will stays in the settler's lock for the sweeper (or whoever comes next).
           LOG.log(System.Logger.Level.WARNING, left.getMessage(), left.getCause());
-          throw new TransactionConflictException(path + " was deleted meanwhile (" + key(fileId)
+          throw new DeletedUnderWill(path + " was deleted meanwhile (" + key(fileId)
               + " holds its will)");
         }
         continue;
@@ -698,6 +698,21 @@ final class DataLocks {
   static final class WillLeft extends IOException {
     WillLeft(String message, Throwable cause) {
       super(message, cause);
+    }
+  }
+
+  /**
+   * {@link #takeForRename} met an expired will whose delete applied but whose data could
+   * not all go ({@link WillLeft}): the file has no name now (or another file holds it), so
+   * the caller read it before that delete. A lost race, as its supertype says; typed so a
+   * rename can tell it from the others and treat its source as gone (second review of the
+   * will, should-fix 1) after reading the name again.
+   */
+  static final class DeletedUnderWill extends TransactionConflictException {
+    private static final long serialVersionUID = 1L;
+
+    DeletedUnderWill(String message) {
+      super(message);
     }
   }
 

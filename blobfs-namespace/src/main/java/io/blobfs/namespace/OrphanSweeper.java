@@ -42,6 +42,8 @@ import java.util.TreeMap;
  * blob left in the first scan and is no record's own id goes too, conditionally.
  */
 public final class OrphanSweeper {
+  private static final System.Logger LOG = System.getLogger(OrphanSweeper.class.getName());
+
   /**
    * What a sweep found; {@code deletedBlobs} is 0 for a dry run, whose orphans are only
    * candidates (the second scan and the locks are skipped). {@code heldByWriters}: file ids
@@ -148,7 +150,7 @@ public final class OrphanSweeper {
         // borrowed and due keys, the borrowed ids' ADOPTED locks) if the delete applied,
         // else voided; never taken as a sweeper's, which would lose it. Live: its delete
         // runs.
-        if (!dryRun && lock.get().unsettledWill(now) && ns.locks().settleWill(lock.get())) {
+        if (!dryRun && lock.get().unsettledWill(now) && settleWill(lock.get())) {
           willsCarriedOut++;
         }
         continue;
@@ -366,12 +368,28 @@ public final class OrphanSweeper {
         if (lock.isPresent() && lock.get().interruptedMove(now)) {
           MoveSettler.settle(ns, lock.get());
         } else if (lock.isPresent() && lock.get().unsettledWill(now)) {
-          ns.locks().settleWill(lock.get()); // void if its name still holds the record
+          settleWill(lock.get()); // void if its name still holds the record
         } else if (lock.isPresent() && lock.get().expired(now)
             && lock.get().owner() != DataLocks.Owner.ADOPTED) { // its until is no lease
           ns.locks().release(lock.get());
         }
       }
+    }
+  }
+
+  /**
+   * {@link DataLocks#settleWill}, except that a will whose data cannot all be deleted
+   * ({@link DataLocks.WillLeft}: it stays in this sweeper's lock, expiring, for the next
+   * settler) is logged and passed over, false, so the sweep goes on with the next file
+   * (second review of the will, should-fix 2). Before, it ended the whole sweep: one will
+   * that kept failing stopped every run from sweeping anything after it.
+   */
+  private boolean settleWill(DataLocks.Lock will) throws IOException {
+    try {
+      return ns.locks().settleWill(will);
+    } catch (DataLocks.WillLeft left) {
+      LOG.log(System.Logger.Level.WARNING, left.getMessage(), left.getCause());
+      return false;
     }
   }
 

@@ -157,7 +157,18 @@ final class Renamer {
   Optional<Boolean> settleBothNames(FsPath src, FsPath dst, String id)
       throws IOException {
     // Changes no name: an adoption it took over is put back (S1, DataLocks.release).
-    ns.locks().release(ns.locks().takeForRename(id, src, null), ns.layout().recordKey(src));
+    try {
+      ns.locks().release(ns.locks().takeForRename(id, src, null), ns.layout().recordKey(src));
+    } catch (DataLocks.DeletedUnderWill deleted) {
+      // A delete of the file applied but its will could not be carried out (second review
+      // of the will, should-fix 1): no lock is taken, the will stays for the sweeper. The
+      // file's names change only under its lock, which the will's settler keeps, so the
+      // names read now are final for this call: decided below as after the lock; if the
+      // source still holds the file the delete was not of it, and the conflict stands.
+      if (holds(ns.probe(src), id)) {
+        throw deleted;
+      }
+    }
     Optional<FileInfo> srcNow = ns.probe(src);
     boolean dstHolds = holds(ns.probe(dst), id);
     if (srcNow.isEmpty()) {
@@ -286,8 +297,30 @@ final class Renamer {
       return true;
     }
     for (int attempt = 1; ; attempt++) {
-      DataLocks.Lock lock = ns.locks().takeForRename(read.record().fileId(), src,
-          new DataLocks.Move(from, to, read.version()));
+      DataLocks.Lock lock;
+      try {
+        lock = ns.locks().takeForRename(read.record().fileId(), src,
+            new DataLocks.Move(from, to, read.version()));
+      } catch (DataLocks.DeletedUnderWill deleted) {
+        // Second review of the will, should-fix 1: the file read was deleted meanwhile and
+        // its will could not be carried out (its data delete failed; the will stays in the
+        // settler's lock for the sweeper). The source is read again and judged as under the
+        // lock below: gone, false ("renamed or deleted meanwhile"; a directory move goes
+        // on); another file there, followed or a lost race. Before, the conflict failed the
+        // whole directory move, half-moved until another client finished its intent.
+        Optional<VersionedRecord> now = ns.readRecord(from, true);
+        if (now.isEmpty()) {
+          return false;
+        }
+        if (now.get().record().fileId().equals(read.record().fileId())) {
+          throw deleted; // the name still holds it: not this file's delete
+        }
+        if (!followChanges || attempt == BlobNamespace.RACE_ATTEMPTS) {
+          throw BlobNamespace.lostRace("rename " + src + " to " + dst, deleted);
+        }
+        read = now.get();
+        continue;
+      }
       boolean keep = false;
       try {
         if (running != null) {

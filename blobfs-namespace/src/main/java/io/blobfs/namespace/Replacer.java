@@ -179,7 +179,7 @@ final class Replacer {
     boolean targetFirst = old.record().fileId().compareTo(srcId) < 0;
     try {
       if (!targetFirst) {
-        srcLock = ns.locks().takeForRename(srcId, src, move);
+        srcLock = takeSource(from, srcId, src, dst, move);
       }
       DataLocks.Held held = ns.locks().takeForReplace(to, old, dst);
       if (held.changed()) {
@@ -187,7 +187,7 @@ final class Replacer {
       }
       targetLock = held.lock();
       if (targetFirst) {
-        srcLock = ns.locks().takeForRename(srcId, src, move);
+        srcLock = takeSource(from, srcId, src, dst, move); // the target's released below
       }
       // Both taken (which may have waited): the names as they are now are final.
       Optional<VersionedRecord> source = ns.readRecord(from, true);
@@ -229,6 +229,37 @@ final class Replacer {
       if (targetLock != null) {
         ns.locks().release(targetLock, to);
       }
+    }
+  }
+
+  /**
+   * The source's lock for the marked move. A delete of the source that applied after the
+   * caller read it, and whose will could not be carried out ({@link
+   * DataLocks.DeletedUnderWill}: its data delete failed; the will stays in the settler's
+   * lock for the sweeper), takes no lock: the source is read again and judged as under
+   * the lock below (will-land, the will's second review, should-fix 1 for a rename over a
+   * file). Gone: FileNotFoundException, as the locked path says. Another file there: a lost
+   * race, as the locked path says of a source changed to another file. The same file still
+   * there: the delete was not of this name, and the conflict stands. Before, the raw
+   * TransactionConflictException reached the caller although nothing was wrong but its
+   * source being gone. This call holds no lock and has put no mark yet, so nothing changed.
+   */
+  private DataLocks.Lock takeSource(String from, String srcId, FsPath src, FsPath dst,
+      DataLocks.Move move) throws IOException {
+    try {
+      return ns.locks().takeForRename(srcId, src, move);
+    } catch (DataLocks.DeletedUnderWill deleted) {
+      Optional<VersionedRecord> now = ns.readRecord(from, false);
+      if (now.isEmpty()) {
+        FileNotFoundException gone =
+            new FileNotFoundException("renamed away or deleted meanwhile: " + src);
+        gone.initCause(deleted);
+        throw gone;
+      }
+      if (now.get().record().fileId().equals(srcId)) {
+        throw deleted;
+      }
+      throw BlobNamespace.lostRace("rename " + src + " over " + dst, deleted);
     }
   }
 
