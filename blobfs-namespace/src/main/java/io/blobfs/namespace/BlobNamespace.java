@@ -474,7 +474,8 @@ public final class BlobNamespace {
           // name changed), so it renews again before its put.
           boolean waited = attempt > 1;
           if (old.isPresent() && locksNames(old.get())) {
-            DataLocks.Held taken = locks.takeForReplace(key, old.get(), path);
+            DataLocks.Held taken = locks.takeForReplace(key, old.get(), path,
+                locks.forWriter());
             if (taken.changed()) {
               if (attempt < RACE_ATTEMPTS) {
                 continue; // the name changed after it was read: replace what is there now

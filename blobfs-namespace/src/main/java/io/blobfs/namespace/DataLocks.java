@@ -14,6 +14,7 @@ import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The lock blob {@code d/FILEID/lock} that keeps the orphan sweeper away from the data of
@@ -163,10 +164,65 @@ final class DataLocks {
     }
   }
 
+  /**
+   * How long {@link #takeForRename} may wait for another client's lock.
+   * <ul>
+   *   <li>BOUNDED: {@link #SWEEPER_WAIT}, which fits under the leases a caller may already
+   *       hold: a lock taken first (a rename over a file takes two), a directory
+   *       operation's intent, renewed only before it acts (session 17's rename-wait
+   *       review, M1: a longer wait let them run out under a live caller).
+   *   <li>OUTWAIT: the caller holds nothing a longer wait could outlive (a rename or a
+   *       delete of one file, the first of a rename-over's two locks, a publication whose
+   *       writer lease is long), so it waits until the lock it meets has expired, then
+   *       takes it over as it would at once: a client that died holding a lock leaves it
+   *       for a whole rename lease (90 s), longer than the fixed wait, and the next rename,
+   *       delete or publication of that file in the lease's last 30 s failed "retry" (a
+   *       mount SIGKILLed mid-publication: the fresh mount's close got EIO, CrashIT).
+   *       Bounded by the wait plus one rename lease: a lock that lasts longer is not one
+   *       this client's options wrote, and it fails as before rather than wait for ever.
+   * </ul>
+   */
+  enum Patience { BOUNDED, OUTWAIT }
+
   private final BlobNamespace ns;
+  /** {@link #SWEEPER_WAIT}; shorter only in tests, which cannot wait a minute. */
+  private volatile Duration wait = SWEEPER_WAIT;
 
   DataLocks(BlobNamespace ns) {
     this.ns = ns;
+  }
+
+  /** For tests: the fixed wait, instead of {@link #SWEEPER_WAIT}. */
+  void waitForTests(Duration d) {
+    wait = d;
+  }
+
+  /**
+   * A publication's patience: OUTWAIT unless its writer lease could run out meanwhile
+   * (the longest wait plus a lease of margin for the renewal after it; only tests set
+   * leases that short).
+   */
+  Patience forWriter() {
+    Duration longest = wait.plus(renameLease());
+    return ns.options().writerLease().compareTo(longest.plus(renameLease())) > 0
+        ? Patience.OUTWAIT : Patience.BOUNDED;
+  }
+
+  /**
+   * When a wait that began at {@code startNanos} gives up on {@code held}: see
+   * {@link Patience}. Compared as durations since the start, so that a lock whose expiry
+   * is far off (an old client's) cannot overflow the clock.
+   */
+  private long deadline(long startNanos, Lock held, Patience patience) {
+    long bounded = wait.toNanos();
+    if (patience == Patience.BOUNDED) {
+      return startNanos + bounded;
+    }
+    long cap = bounded + renameLease().toNanos();
+    long left = Math.min(cap, TimeUnit.MILLISECONDS.toNanos(
+        Math.max(0, held.expiresMillis() - System.currentTimeMillis())));
+    long untilExpired = System.nanoTime() - startNanos + left + TimeUnit.SECONDS.toNanos(1);
+    return startNanos + Math.max(bounded, Math.min(untilExpired, cap));
   }
 
   String key(String fileId) {
@@ -458,7 +514,7 @@ final class DataLocks {
    */
   Optional<Lock> awaitNoSweeper(String fileId, FsPath path, BlobNamespace.Renewal afterWait)
       throws IOException {
-    long deadline = System.nanoTime() + SWEEPER_WAIT.toNanos();
+    long deadline = System.nanoTime() + wait.toNanos();
     long pauseMillis = 10;
     boolean waited = false;
     while (true) {
@@ -473,7 +529,7 @@ final class DataLocks {
       waited = true;
       if (System.nanoTime() > deadline) {
         throw new IOException("the orphan sweeper has held the data of " + path + " ("
-            + lock.get().key() + ") for over " + SWEEPER_WAIT.toSeconds() + " s; retry once"
+            + lock.get().key() + ") for over " + wait.toSeconds() + " s; retry once"
             + " it is done (a lock of a sweeper that died is removed once it expires)");
       }
       try {
@@ -495,12 +551,19 @@ final class DataLocks {
    * source's removal is rolled forward by whoever takes the lock next. A delete or an
    * overwrite holds it too ({@code move} null), from before it changes the name until the
    * data is gone, so that while a rename's lock is held or unsettled nobody else changes
-   * the names of its file. Waits (up to {@link #SWEEPER_WAIT}) while a live sweeper or
-   * rename holds it; takes over a writer's lock (the file is named: its writer is done)
-   * and expired ones, first settling an interrupted move ({@link MoveSettler}).
+   * the names of its file. Waits (up to {@link #SWEEPER_WAIT}, or as {@link Patience}
+   * says) while a live sweeper or rename holds it; takes over a writer's lock (the file
+   * is named: its writer is done) and expired ones, first settling an interrupted move
+   * ({@link MoveSettler}).
    */
   Lock takeForRename(String fileId, FsPath path, Move move) throws IOException {
-    long deadline = System.nanoTime() + SWEEPER_WAIT.toNanos();
+    return takeForRename(fileId, path, move, Patience.BOUNDED);
+  }
+
+  /** {@link #takeForRename(String, FsPath, Move)}, waiting as {@code patience} says. */
+  Lock takeForRename(String fileId, FsPath path, Move move, Patience patience)
+      throws IOException {
+    long start = System.nanoTime();
     long pauseMillis = 5;
     while (true) {
       Optional<Lock> lock = read(fileId);
@@ -555,12 +618,12 @@ final class DataLocks {
           return ownIfApplied(fileId, nonce, renameLease(), e).tookOver(adopter);
         }
       }
-      if (System.nanoTime() > deadline) {
+      if (System.nanoTime() > deadline(start, lock.get(), patience)) {
         throw new IOException("the data of " + path + " (" + lock.get().key() + ") has been"
             + " held by " + (lock.get().owner() == Owner.SWEEPER ? "the orphan sweeper"
             : lock.get().owner() == Owner.ADOPTED ? "a publication over it"
             : "another rename, delete or overwrite") + " for over "
-            + SWEEPER_WAIT.toSeconds() + " s; retry");
+            + TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start) + " s; retry");
       }
       try {
         Thread.sleep(pauseMillis);
@@ -732,7 +795,8 @@ final class DataLocks {
    * another client took that lock first, or a rename of it is live, it waits for it under
    * the lock as a file with data blobs does.
    */
-  Held takeForReplace(String key, VersionedRecord read, FsPath path) throws IOException {
+  Held takeForReplace(String key, VersionedRecord read, FsPath path, Patience patience)
+      throws IOException {
     String id = read.record().fileId();
     Optional<Lock> seen = read.record().stripeCount() == 0 ? read(id) : Optional.empty();
     // A live rename of it is waited for, under the lock: acting on the name meanwhile
@@ -757,7 +821,7 @@ final class DataLocks {
     }
     Lock lock;
     try {
-      lock = takeForRename(id, path, null);
+      lock = takeForRename(id, path, null, patience);
     } catch (TransactionConflictException deletedMeanwhile) {
       return new Held(null, true); // read again (should-fix 4, takeForRename)
     }

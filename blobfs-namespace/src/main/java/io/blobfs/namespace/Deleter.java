@@ -83,7 +83,9 @@ final class Deleter {
     if (ns.locksNames(read)) {
       DataLocks.Held taken;
       try {
-        taken = ns.locks().takeForReplace(key, read, path);
+        // one file's delete holds nothing; a directory's holds its intent (Patience)
+        taken = ns.locks().takeForReplace(key, read, path, running == null
+            ? DataLocks.Patience.OUTWAIT : DataLocks.Patience.BOUNDED);
       } catch (StoreFullException full) {
         // A full store takes no lock, and deletes must still free space: without it, as
         // long as no rename of this file was cut off (that needs writes to settle).

@@ -299,8 +299,10 @@ final class Renamer {
     for (int attempt = 1; ; attempt++) {
       DataLocks.Lock lock;
       try {
+        // a file's own rename holds nothing; a directory's holds its intent (Patience)
         lock = ns.locks().takeForRename(read.record().fileId(), src,
-            new DataLocks.Move(from, to, read.version()));
+            new DataLocks.Move(from, to, read.version()), running == null
+                ? DataLocks.Patience.OUTWAIT : DataLocks.Patience.BOUNDED);
       } catch (DataLocks.DeletedUnderWill deleted) {
         // Second review of the will, should-fix 1: the file read was deleted meanwhile and
         // its will could not be carried out (its data delete failed; the will stays in the

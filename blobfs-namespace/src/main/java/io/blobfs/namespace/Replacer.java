@@ -177,17 +177,21 @@ final class Replacer {
     DataLocks.Lock targetLock = null;
     MarkedReplace replace = null;
     boolean targetFirst = old.record().fileId().compareTo(srcId) < 0;
+    // The first of the two locks is taken holding nothing, so it may wait out a dead
+    // holder's lease; the second is bounded, under the first one's lease (DataLocks.Patience).
+    DataLocks.Patience second = DataLocks.Patience.BOUNDED;
     try {
       if (!targetFirst) {
-        srcLock = takeSource(from, srcId, src, dst, move);
+        srcLock = takeSource(from, srcId, src, dst, move, DataLocks.Patience.OUTWAIT);
       }
-      DataLocks.Held held = ns.locks().takeForReplace(to, old, dst);
+      DataLocks.Held held = ns.locks().takeForReplace(to, old, dst,
+          targetFirst ? DataLocks.Patience.OUTWAIT : second);
       if (held.changed()) {
         return retargeted(to, old, dst, mayRetry);
       }
       targetLock = held.lock();
       if (targetFirst) {
-        srcLock = takeSource(from, srcId, src, dst, move); // the target's released below
+        srcLock = takeSource(from, srcId, src, dst, move, second); // the target's released below
       }
       // Both taken (which may have waited): the names as they are now are final.
       Optional<VersionedRecord> source = ns.readRecord(from, true);
@@ -245,9 +249,9 @@ final class Replacer {
    * source being gone. This call holds no lock and has put no mark yet, so nothing changed.
    */
   private DataLocks.Lock takeSource(String from, String srcId, FsPath src, FsPath dst,
-      DataLocks.Move move) throws IOException {
+      DataLocks.Move move, DataLocks.Patience patience) throws IOException {
     try {
-      return ns.locks().takeForRename(srcId, src, move);
+      return ns.locks().takeForRename(srcId, src, move, patience);
     } catch (DataLocks.DeletedUnderWill deleted) {
       Optional<VersionedRecord> now = ns.readRecord(from, false);
       if (now.isEmpty()) {

@@ -216,7 +216,8 @@ final class TakeoverCommit {
         if (now.isEmpty() || !now.get().record().fileId().equals(baseId)) {
           throw baseChanged(path, baseId);
         }
-        DataLocks.Held taken = ns.locks().takeForReplace(key, now.get(), path); // 2
+        DataLocks.Held taken = ns.locks().takeForReplace(key, now.get(), path, // 2
+            ns.locks().forWriter());
         if (taken.changed()) {
           if (attempt < BlobNamespace.RACE_ATTEMPTS) {
             continue; // changed after it was read: step 1 tells whether it is A still

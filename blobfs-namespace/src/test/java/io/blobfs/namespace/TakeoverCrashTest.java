@@ -369,7 +369,8 @@ class TakeoverCrashTest extends SharedStripesFixture {
     faults.on(Op.DELETE).keys("d/[^/]+/[0-9]+").always().failBefore();
     assertThrows(IOException.class, () -> ns.delete(p, false)); // name gone, data not
     Thread.sleep(LEASE.toMillis() + 30);
-    DataLocks.Held held = ns.locks().takeForReplace(name, stale, p); // e.g. an overwrite
+    DataLocks.Held held = ns.locks().takeForReplace(name, stale, p,
+        DataLocks.Patience.OUTWAIT); // e.g. an overwrite
     assertTrue(held.changed());
     assertNull(held.lock());
     faults.clear();
