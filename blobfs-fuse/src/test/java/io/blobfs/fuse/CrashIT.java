@@ -160,14 +160,30 @@ class CrashIT {
     assertArrayEquals(data, Files.readAllBytes(mnt.resolve("open")));
   }
 
+  /** Changes made through the mount and not yet fsynced: the file open, and its bytes. */
+  private record Change(FileChannel file, byte[] bytes) {}
+
+  /** 8 KiB written into half of the 24 stripes of {@code f}, whose bytes are {@code base}. */
+  private Change change(byte[] base, int seed) throws IOException {
+    byte[] changed = base.clone();
+    byte[] patch = random(8192, 10 + seed);
+    FileChannel f = FileChannel.open(mnt.resolve("f"), StandardOpenOption.WRITE);
+    for (int stripe = seed % 2; stripe < 24; stripe += 2) {
+      long at = ((long) stripe << 20) + 4096L * (seed % 200);
+      f.write(ByteBuffer.wrap(patch), at);
+      System.arraycopy(patch, 0, changed, (int) at, patch.length);
+    }
+    return new Change(f, changed);
+  }
+
   /**
    * SIGKILL while a publication with shared stripes is under way: its version record is
    * committed whole or not at all, so a fresh mount reads the file as it was before the
    * round's changes or as it is after, never a mix, and an fsync that returned before the
-   * kill has the changes. Each round kills at a later point of its fsync (by the time one
-   * uncut fsync took), and starts from
-   * what the round before left, so the later versions take over stripes of versions a
-   * kill cut around.
+   * kill has the changes. Each round first times an uncut fsync of a change (the mount's
+   * JVM is fresh each round), then kills during the next change's fsync at a later point
+   * of that time, 10% to 110%; it starts from what the round before left, so the later
+   * versions take over stripes of versions a kill cut around.
    */
   @ParameterizedTest
   @EnumSource(Store.class)
@@ -177,31 +193,22 @@ class CrashIT {
     mount = start();
     byte[] base = random(24 << 20, 5);
     Files.write(mnt.resolve("f"), base);
-    // one round not cut, timed: the later rounds kill at points spread over its fsync
-    long fsyncNanos = 0;
     int[] outcomes = new int[2];
-    for (int round = 0; round <= 6; round++) {
-      byte[] changed = base.clone();
-      byte[] patch = random(8192, 10 + round);
-      FileChannel f = FileChannel.open(mnt.resolve("f"), StandardOpenOption.WRITE);
-      for (int stripe = round % 2; stripe < 24; stripe += 2) { // half the stripes change
-        long at = ((long) stripe << 20) + 4096L * round;
-        f.write(ByteBuffer.wrap(patch), at);
-        System.arraycopy(patch, 0, changed, (int) at, patch.length);
-      }
-      if (round == 0) {
-        long t0 = System.nanoTime();
-        f.force(true);
-        fsyncNanos = System.nanoTime() - t0;
-        f.close();
-        base = changed;
-        continue;
-      }
+    long[] fsyncMillis = new long[6];
+    for (int round = 1; round <= 6; round++) {
+      Change uncut = change(base, 2 * round);
+      long t0 = System.nanoTime();
+      uncut.file().force(true);
+      long fsyncNanos = System.nanoTime() - t0;
+      fsyncMillis[round - 1] = fsyncNanos / 1_000_000;
+      uncut.file().close();
+      base = uncut.bytes();
+      Change cut = change(base, 2 * round + 1);
       CompletableFuture<Boolean> synced = CompletableFuture.supplyAsync(() -> {
         try {
-          f.force(true);
+          cut.file().force(true);
           return true;
-        } catch (IOException cut) {
+        } catch (IOException e) {
           return false;
         }
       });
@@ -209,11 +216,11 @@ class CrashIT {
       mount.destroyForcibly();
       assertTrue(mount.waitFor(30, TimeUnit.SECONDS));
       boolean fsynced = synced.get(30, TimeUnit.SECONDS);
-      closeQuietly(f);
+      closeQuietly(cut.file());
       assertEquals(0, new ProcessBuilder("umount", "-l", mnt.toString()).start().waitFor());
       mount = start();
       byte[] now = Files.readAllBytes(mnt.resolve("f"));
-      if (Arrays.equals(now, changed)) {
+      if (Arrays.equals(now, cut.bytes())) {
         outcomes[1]++;
       } else {
         assertFalse(fsynced, "round " + round + ": the fsync returned, its changes are lost");
@@ -230,8 +237,8 @@ class CrashIT {
     }
     System.arraycopy(patch, 0, last, 7 << 20, patch.length);
     assertArrayEquals(last, Files.readAllBytes(mnt.resolve("f")));
-    System.out.println("CrashIT takeover " + store + ": an fsync took "
-        + fsyncNanos / 1_000_000 + " ms; rounds cut before the commit " + outcomes[0]
+    System.out.println("CrashIT takeover " + store + ": uncut fsyncs took "
+        + Arrays.toString(fsyncMillis) + " ms; rounds cut before the commit " + outcomes[0]
         + ", after " + outcomes[1]);
   }
 }
