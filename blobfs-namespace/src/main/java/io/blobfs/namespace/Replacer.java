@@ -191,7 +191,9 @@ final class Replacer {
       }
       targetLock = held.lock();
       if (targetFirst) {
-        srcLock = takeSource(from, srcId, src, dst, move, second); // the target's released below
+        // an inline target takes no lock: the source's is then the only one, taken holding nothing
+        srcLock = takeSource(from, srcId, src, dst, move,
+            targetLock == null ? DataLocks.Patience.OUTWAIT : second);
       }
       // Both taken (which may have waited): the names as they are now are final.
       Optional<VersionedRecord> source = ns.readRecord(from, true);
