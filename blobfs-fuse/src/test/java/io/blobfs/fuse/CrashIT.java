@@ -36,6 +36,8 @@ class CrashIT {
   private Path conf;
   private Process mount;
 
+  private static final long RENAME_LEASE_MILLIS = 3000;
+
   /** Where the killed mount keeps its files. */
   enum Store { EMBEDDED_TYR, RADOS }
 
@@ -66,6 +68,10 @@ class CrashIT {
     }
     keys.put(p + "stripe.size", "1m");
     keys.put(MountConfig.TAKEOVER, Boolean.toString(takeover));
+    if (takeover) {
+      // a killed publication's lock (RADOS) lasts this long: the next round waits it out
+      keys.put(p + "rename.lease", RENAME_LEASE_MILLIS + "ms");
+    }
     keys.put("fs.blob.fuse.staging.dir", tmp.resolve("staging").toString());
     StringBuilder xml = new StringBuilder("<?xml version=\"1.0\"?>\n<configuration>\n");
     keys.forEach((k, v) -> xml.append("  <property><name>").append(k).append("</name><value>")
@@ -180,10 +186,12 @@ class CrashIT {
    * SIGKILL while a publication with shared stripes is under way: its version record is
    * committed whole or not at all, so a fresh mount reads the file as it was before the
    * round's changes or as it is after, never a mix, and an fsync that returned before the
-   * kill has the changes. Each round first times an uncut fsync of a change (the mount's
-   * JVM is fresh each round), then kills during the next change's fsync at a later point
-   * of that time, 10% to 110%; it starts from what the round before left, so the later
-   * versions take over stripes of versions a kill cut around.
+   * kill has the changes. Each round first waits out the lock a killed publication may
+   * have left (RADOS: a 3 s rename lease here), times an uncut fsync of a change (the
+   * mount's JVM is fresh each round), then kills during the next change's fsync at a later
+   * point of that time, 10% to 110%; it starts from what the round before left, so the
+   * later versions take over stripes of versions a kill cut around. At least one kill must
+   * land before its fsync returned (review S3: else nothing was cut).
    */
   @ParameterizedTest
   @EnumSource(Store.class)
@@ -195,7 +203,11 @@ class CrashIT {
     Files.write(mnt.resolve("f"), base);
     int[] outcomes = new int[2];
     long[] fsyncMillis = new long[6];
+    int cutBeforeReturn = 0;
     for (int round = 1; round <= 6; round++) {
+      if (round > 1) {
+        Thread.sleep(RENAME_LEASE_MILLIS + 500); // else the uncut fsync's time includes the wait
+      }
       Change uncut = change(base, 2 * round);
       long t0 = System.nanoTime();
       uncut.file().force(true);
@@ -216,6 +228,7 @@ class CrashIT {
       mount.destroyForcibly();
       assertTrue(mount.waitFor(30, TimeUnit.SECONDS));
       boolean fsynced = synced.get(30, TimeUnit.SECONDS);
+      cutBeforeReturn += fsynced ? 0 : 1;
       closeQuietly(cut.file());
       assertEquals(0, new ProcessBuilder("umount", "-l", mnt.toString()).start().waitFor());
       mount = start();
@@ -238,7 +251,8 @@ class CrashIT {
     System.arraycopy(patch, 0, last, 7 << 20, patch.length);
     assertArrayEquals(last, Files.readAllBytes(mnt.resolve("f")));
     System.out.println("CrashIT takeover " + store + ": uncut fsyncs took "
-        + Arrays.toString(fsyncMillis) + " ms; rounds cut before the commit " + outcomes[0]
-        + ", after " + outcomes[1]);
+        + Arrays.toString(fsyncMillis) + " ms; kills before the fsync returned "
+        + cutBeforeReturn + "; the file read old " + outcomes[0] + ", new " + outcomes[1]);
+    assertTrue(cutBeforeReturn > 0, "no kill landed before its fsync returned");
   }
 }

@@ -77,8 +77,10 @@ class TakeoverMountIT {
 
   /**
    * fio's own verification, 4 jobs writing disjoint 8 MiB of one file, each fsyncing at
-   * its end: every publication after the first takes over the stripes the others wrote,
-   * while jobs still write into theirs. Then a fresh mount's verify-only pass.
+   * its end: a publication after the first takes over the stripes the others wrote, while
+   * jobs still write into theirs. Then a fresh mount's verify-only pass. This checks the
+   * bytes; the bytes sent are checked by the test above (fsyncs finding nothing new send
+   * nothing with or without takeover, so a bound here would not tell the two apart).
    */
   @ParameterizedTest
   @EnumSource(names = {"MEMORY", "TYR", "RADOS"})
@@ -89,10 +91,6 @@ class TakeoverMountIT {
         + " --offset_increment=8M";
     String out = Mounts.sh(mnt, job + " --do_verify=1 --end_fsync=1");
     assertTrue(out.contains("err= 0"), out);
-    long sent = sent();
-    // whole uploads would send the file once per fsync (4 x 32 MiB at the end); versions
-    // send each stripe about once, a stripe written during a publication twice
-    assertTrue(sent <= 2L * 32 * MIB, sent + " bytes sent for a 32 MiB file written by 4 jobs");
     mount.remount(tmp.resolve("staging-again"));
     out = Mounts.sh(mnt, job + " --verify_only");
     assertTrue(out.contains("err= 0"), out);

@@ -181,6 +181,10 @@ final class DataLocks {
    *       Bounded by the wait plus one rename lease: a lock that lasts longer is not one
    *       this client's options wrote, and it fails as before rather than wait for ever.
    * </ul>
+   * A rename's, delete's or overwrite's lock (RENAMER) is never renewed: a live holder
+   * slower than its lease is taken over at expiry by whoever waits (now every OUTWAIT
+   * waiter, before only those that came late), and fenced as before: its later steps are
+   * conditional on the lock and the names it read.
    */
   enum Patience { BOUNDED, OUTWAIT }
 
@@ -198,20 +202,22 @@ final class DataLocks {
   }
 
   /**
-   * A publication's patience: OUTWAIT unless its writer lease could run out meanwhile
-   * (the longest wait plus a lease of margin for the renewal after it; only tests set
-   * leases that short).
+   * A publication's patience: OUTWAIT unless its writer lease could run out meanwhile. A
+   * publication may wait once per attempt ({@link BlobNamespace#RACE_ATTEMPTS}) before it
+   * renews, each time up to the fixed wait plus a lease, and keeps a lease of margin for
+   * the renewal: 14 min with the defaults, well inside the writer lease of a day. A
+   * shorter {@code writer.lease} (a few minutes; tests) keeps the fixed wait (review S5).
    */
   Patience forWriter() {
-    Duration longest = wait.plus(renameLease());
+    Duration longest = wait.plus(renameLease()).multipliedBy(BlobNamespace.RACE_ATTEMPTS);
     return ns.options().writerLease().compareTo(longest.plus(renameLease())) > 0
         ? Patience.OUTWAIT : Patience.BOUNDED;
   }
 
   /**
-   * When a wait that began at {@code startNanos} gives up on {@code held}: see
-   * {@link Patience}. Compared as durations since the start, so that a lock whose expiry
-   * is far off (an old client's) cannot overflow the clock.
+   * When (a {@code System.nanoTime()}) a wait that began at {@code startNanos} gives up on
+   * {@code held}: see {@link Patience}. The holder's time left is capped before it is
+   * added, so that a lock whose expiry is far off (an old client's) cannot overflow.
    */
   private long deadline(long startNanos, Lock held, Patience patience) {
     long bounded = wait.toNanos();
