@@ -8,14 +8,10 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -248,25 +244,10 @@ final class TxRecords {
   }
 
   private void writeWhole(Path target, byte[] bytes) throws IOException {
-    Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
-    java.util.Set<StandardOpenOption> options = java.util.Set.of(StandardOpenOption.CREATE,
-        StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
-    try (FileChannel ch = posix() ? FileChannel.open(tmp, options,
-        PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")))
-        : FileChannel.open(tmp, options)) {
-      ByteBuffer b = ByteBuffer.wrap(bytes);
-      while (b.hasRemaining()) {
-        ch.write(b);
-      }
-      ch.force(true);
-    }
-    Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
-    forceDirectory();
+    io.blobfs.tyr.engine.Durable.replace(target, bytes, true);
   }
 
   private void forceDirectory() throws IOException {
-    try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
-      d.force(true);
-    }
+    io.blobfs.tyr.engine.Durable.forceDirectory(dir);
   }
 }
