@@ -440,7 +440,8 @@ public final class ClusterMonitor implements Closeable {
    * (issue 13, review S2): the temporary file is forced before the rename and the
    * directory after it, so a host crash cannot bring back an older ring once a node may
    * have acted on this one; a node started on an older ring would go back in epoch, and
-   * the replication stream's rules assume a backup's epoch never goes back.
+   * the replication stream's rules assume a backup's epoch never goes back (each node also
+   * refuses a ring older than the newest it installed: Membership.recordEpochs).
    */
   private static void write(Path ringFile, Ring ring) throws IOException {
     io.blobfs.tyr.engine.Durable.replace(ringFile,

@@ -45,7 +45,9 @@ import org.slf4j.LoggerFactory;
  * cluster-tx-timeout   10s    a prepared cross-node transaction's wait for its decision
  * cluster-file         a properties file with nodes, epoch, vnodes, replication instead;
  *                      re-read when it changes (checked every second), so a running node
- *                      moves to a new ring; a ring with a lower epoch is ignored. It may
+ *                      moves to a new ring; a ring with a lower epoch is ignored, and
+ *                      refused at start if older than the newest this node installed
+ *                      (recorded in its data dir: {@link #recordEpochs}). It may
  *                      also list members that are down ({@code down=}) or catching up
  *                      ({@code recovering=}): see {@link Ring.State} and {@link Recovery}
  * </pre>
@@ -101,6 +103,8 @@ public final class Membership implements Closeable {
    * primaries that served them while it was not UP: see {@link #handOver}. Null otherwise.
    */
   private volatile HandOver handOver;
+  /** Where installed epochs are recorded (see recordEpochs); null: not recorded. */
+  private Path epochFile;
 
   /**
    * A node that became UP under {@code epoch}, having been RECOVERING under {@code from}:
@@ -176,7 +180,13 @@ public final class Membership implements Closeable {
     if (next.equals(now)) {
       return;
     }
-    if (next.epoch() <= now.epoch()) {
+    if (next.epoch() < now.epoch()) {
+      throw new io.blobfs.tyr.ring.OlderRingException("node " + self + " refuses ring epoch "
+          + next.epoch() + ": it is not newer than epoch " + now.epoch() + ", which it has "
+          + "installed (" + next + ")",
+          next.epoch(), now.epoch());
+    }
+    if (next.epoch() == now.epoch()) {
       throw new IllegalArgumentException("ring epoch " + next.epoch() + " is not newer than "
           + now.epoch() + ": " + next);
     }
@@ -187,6 +197,17 @@ public final class Membership implements Closeable {
           throw new IllegalArgumentException(m + " goes from DOWN to UP in one epoch (" + now
               + " -> " + next + "); it must be RECOVERING in between");
         }
+      }
+    }
+    // Recorded before anything acts on it (issue 13): once this node may have served, or
+    // refused a replication stream, under the new epoch, a restart must not take it back
+    // to an older ring (see recordEpochs). A failed write leaves the ring not installed.
+    if (epochFile != null) {
+      try {
+        writeEpoch(epochFile, next.epoch());
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException("node " + self + ": cannot record ring epoch "
+            + next.epoch() + " in " + epochFile + ", ring not installed", e);
       }
     }
     // Before the ring: a request checked under the new ring must see the hand-over.
@@ -201,6 +222,50 @@ public final class Membership implements Closeable {
     LOG.info("node {} now serves {}", self, next);
     completeSettled();
     listeners.forEach(l -> l.accept(next));
+  }
+
+  /**
+   * Keeps this node's epoch from going back across restarts (issue 13): reads the highest
+   * ring epoch it installed from {@code dataDir}'s {@value #EPOCH_FILE} and refuses the
+   * ring it starts on if that is older ({@link io.blobfs.tyr.ring.OlderRingException},
+   * naming both epochs); otherwise records the ring's epoch there, durably, and from now on
+   * every ring's before it is installed. Called by the server once its data directory is
+   * open, before anything acts on the ring. The replication stream's rules assume a
+   * backup's epoch never goes back (a backup that refused a primary's probe under epoch N
+   * must not later take its stream under N); the ring file alone does not ensure it, as a
+   * host crash or a stale copy can bring back an older one. A fresh data dir (no file)
+   * starts on any ring.
+   */
+  public synchronized void recordEpochs(Path dataDir) throws IOException {
+    Path file = dataDir.resolve(EPOCH_FILE);
+    if (Files.exists(file)) {
+      long installed;
+      try {
+        installed = Long.parseLong(Files.readString(file).strip());
+      } catch (NumberFormatException e) {
+        throw new IOException(file + " is not a ring epoch: " + e.getMessage(), e);
+      }
+      if (ring.epoch() < installed) {
+        throw new io.blobfs.tyr.ring.OlderRingException("node " + self + " refuses to start "
+            + "on ring epoch " + ring.epoch() + ": it has installed ring epoch " + installed
+            + " (recorded in " + file + "); its ring file is older than one it served under "
+            + "(restore the current ring file)", ring.epoch(), installed);
+      }
+      if (ring.epoch() == installed) {
+        epochFile = file;
+        return;
+      }
+    }
+    writeEpoch(file, ring.epoch());
+    epochFile = file;
+  }
+
+  /** The file in a node's data directory holding the highest ring epoch it installed. */
+  public static final String EPOCH_FILE = "ring-epoch";
+
+  private static void writeEpoch(Path file, long epoch) throws IOException {
+    io.blobfs.tyr.engine.Durable.replace(file,
+        (epoch + "\n").getBytes(java.nio.charset.StandardCharsets.UTF_8), true);
   }
 
   /**

@@ -41,7 +41,15 @@ public final class TyrServerMain {
       System.exit(2);
       return;
     }
-    TyrServer server = TyrServer.start(config, membership);
+    TyrServer server;
+    try {
+      server = TyrServer.start(config, membership);
+    } catch (io.blobfs.tyr.ring.OlderRingException e) {
+      // Its ring file is older than a ring it served under (issue 13): it must not serve.
+      System.err.println("tyr-server: " + e.getMessage());
+      System.exit(2);
+      return;
+    }
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       try {
         server.close();

@@ -1,0 +1,116 @@
+package io.blobfs.tyr.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.blobfs.store.StoreOptions;
+import io.blobfs.tyr.engine.EngineConfig;
+import io.blobfs.tyr.engine.SyncPolicy;
+import io.blobfs.tyr.ring.Member;
+import io.blobfs.tyr.ring.OlderRingException;
+import io.blobfs.tyr.ring.Ring;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Issue 13 (review S2): a node's ring epoch never goes back across a restart. It records
+ * the highest epoch it installed in its data directory and refuses to start on an older
+ * ring file (one a host crash, or a stale copy, brought back); a fresh data dir starts on
+ * any ring.
+ */
+class RingEpochRecordTest {
+  @TempDir
+  Path dir;
+
+  private Member self;
+  private Path ringFile;
+
+  private void writeRing(long epoch) throws Exception {
+    Files.writeString(ringFile, Membership.ringFileText(new Ring(epoch, List.of(self), 8, 1)));
+  }
+
+  private TyrServer start(String data) throws Exception {
+    Membership m = Membership.fromOptions(new StoreOptions("--", Map.of(
+        "cluster-file", ringFile.toString(), "cluster-self", self.id())),
+        "127.0.0.1", self.port());
+    EngineConfig engine = EngineConfig.defaults(dir.resolve(data))
+        .withSyncPolicy(SyncPolicy.NONE);
+    ServerConfig config = new ServerConfig("127.0.0.1", self.port(), engine, 80 << 20, null, 8,
+        64, Duration.ofSeconds(60), 512L << 20, 128L << 20, Duration.ofSeconds(60), null);
+    try {
+      return TyrServer.start(config, m);
+    } catch (Exception | Error e) {
+      m.close();
+      throw e;
+    }
+  }
+
+  private void setUp() throws Exception {
+    self = new Member("127.0.0.1", io.blobfs.tyr.TestPorts.free());
+    ringFile = dir.resolve("ring.properties");
+  }
+
+  @Test
+  void aNodeRestartedOnAnOlderRingFileRefusesIt() throws Exception {
+    setUp();
+    writeRing(2);
+    try (TyrServer node = start("n")) {
+      assertEquals(2, node.membership().ring().epoch());
+    }
+    writeRing(1); // the ring file a host crash brought back
+    assertThatThrownBy(() -> start("n").close())
+        .isInstanceOfSatisfying(OlderRingException.class, e -> {
+          assertEquals(1, e.ringEpoch());
+          assertEquals(2, e.installedEpoch());
+        })
+        .hasMessageContaining("ring epoch 1").hasMessageContaining("ring epoch 2");
+    // The refusal changed nothing: the current ring again, and the node starts.
+    writeRing(2);
+    try (TyrServer node = start("n")) {
+      assertEquals(2, node.membership().ring().epoch());
+    }
+  }
+
+  /** A ring installed while running (the ring file's watch) is recorded too. */
+  @Test
+  void aRingInstalledWhileRunningIsRecordedBeforeItIsServed() throws Exception {
+    setUp();
+    writeRing(1);
+    try (TyrServer node = start("n")) {
+      node.membership().install(new Ring(3, List.of(self), 8, 1));
+      assertEquals(3, node.membership().ring().epoch());
+      assertEquals("3", Files.readString(dir.resolve("n").resolve(Membership.EPOCH_FILE))
+          .strip());
+      assertThatThrownBy(() -> node.membership().install(new Ring(2, List.of(self), 8, 1)))
+          .isInstanceOfSatisfying(OlderRingException.class,
+              e -> assertEquals(3, e.installedEpoch()));
+    }
+    // The ring file still says epoch 1 (e.g. a crash brought it back): refused.
+    assertThatThrownBy(() -> start("n").close())
+        .isInstanceOfSatisfying(OlderRingException.class, e -> {
+          assertEquals(1, e.ringEpoch());
+          assertEquals(3, e.installedEpoch());
+        });
+  }
+
+  @Test
+  void aFreshDataDirStartsOnAnyRing() throws Exception {
+    setUp();
+    writeRing(5);
+    try (TyrServer node = start("a")) {
+      assertEquals(5, node.membership().ring().epoch());
+    }
+    writeRing(1);
+    try (TyrServer node = start("b")) {
+      assertEquals(1, node.membership().ring().epoch());
+      assertThat(Files.readString(dir.resolve("b").resolve(Membership.EPOCH_FILE)).strip())
+          .isEqualTo("1");
+    }
+  }
+}
