@@ -113,4 +113,30 @@ class RingEpochRecordTest {
           .isEqualTo("1");
     }
   }
+
+  /**
+   * Review: a ring the node could not record (a transient write failure: here the temporary
+   * file's name is taken by a directory) must be taken once recording works again; the
+   * watch marks the file seen before install, so it is never retried until the file changes.
+   */
+  @Test
+  void aRingNotRecordedOnceIsTakenWhenRecordingWorksAgain() throws Exception {
+    setUp();
+    writeRing(1);
+    try (TyrServer node = start("n")) {
+      Path blocker = dir.resolve("n").resolve(Membership.EPOCH_FILE + ".tmp");
+      Files.createDirectory(blocker);
+      Files.writeString(blocker.resolve("x"), "x");
+      writeRing(2);
+      Thread.sleep(2500);
+      assertEquals(1, node.membership().ring().epoch()); // not recorded: not installed
+      Files.delete(blocker.resolve("x"));
+      Files.delete(blocker);
+      long deadline = System.nanoTime() + 5_000_000_000L;
+      while (node.membership().ring().epoch() != 2 && System.nanoTime() < deadline) {
+        Thread.sleep(100);
+      }
+      assertEquals(2, node.membership().ring().epoch(), "the ring file's epoch 2 never taken");
+    }
+  }
 }
