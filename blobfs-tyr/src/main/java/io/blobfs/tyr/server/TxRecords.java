@@ -243,6 +243,11 @@ final class TxRecords {
     return dir.getFileSystem().supportedFileAttributeViews().contains("posix");
   }
 
+  /**
+   * Durable.replace: a directory that cannot be synced is logged and tolerated (since the
+   * ring-epoch review, S1), as for the log these records complement; a record that was
+   * renamed into place is then never reported failed. Any other failure is thrown.
+   */
   private void writeWhole(Path target, byte[] bytes) throws IOException {
     io.blobfs.tyr.engine.Durable.replace(target, bytes, true);
   }
