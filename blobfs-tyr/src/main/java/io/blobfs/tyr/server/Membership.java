@@ -202,6 +202,10 @@ public final class Membership implements Closeable {
     // Recorded before anything acts on it (issue 13): once this node may have served, or
     // refused a replication stream, under the new epoch, a restart must not take it back
     // to an older ring (see recordEpochs). A failed write leaves the ring not installed.
+    // Two fsyncs (the temporary file, the directory) under this lock, which admit() and
+    // withRing() also take: requests stall for them, a few ms on a local disk, at each ring
+    // change only (rare: a member down, recovering or up). Recording outside the lock would
+    // let a request be checked under the new ring before its epoch is durable.
     if (epochFile != null) {
       try {
         writeEpoch(epochFile, next.epoch());
@@ -248,8 +252,11 @@ public final class Membership implements Closeable {
       if (ring.epoch() < installed) {
         throw new io.blobfs.tyr.ring.OlderRingException("node " + self + " refuses to start "
             + "on ring epoch " + ring.epoch() + ": it has installed ring epoch " + installed
-            + " (recorded in " + file + "); its ring file is older than one it served under "
-            + "(restore the current ring file)", ring.epoch(), installed);
+            + " (recorded in " + file + "); its ring file is older than one it served under. "
+            + "Way out: restore the current ring file, or write the ring with an epoch above "
+            + installed + "; only when re-creating the whole cluster on these data dirs, "
+            + "delete " + file + " on every node (it gives up the guard: a node may then go "
+            + "back in epoch, and a backup take a stream it refused)", ring.epoch(), installed);
       }
       if (ring.epoch() == installed) {
         epochFile = file;
@@ -752,8 +759,19 @@ public final class Membership implements Closeable {
       try {
         FileTime t = Files.getLastModifiedTime(file);
         if (!t.equals(seen[0])) {
+          FileTime before = seen[0];
           seen[0] = t;
-          install(readRingFile(file));
+          try {
+            install(readRingFile(file));
+          } catch (IOException | java.io.UncheckedIOException e) {
+            // A read or a record of its epoch that failed (ENOSPC, EIO: install() leaves
+            // such a ring not installed) is retried at the next tick: the file may not
+            // change again for long, and meanwhile this node would serve the old epoch and
+            // never settle under the new one (the monitor's RECOVERING->UP would stall).
+            // A bad or older ring is not retried: the same file gives the same answer.
+            seen[0] = before;
+            throw e;
+          }
         }
       } catch (IOException | RuntimeException e) {
         LOG.warn("node {}: ring file {} not taken: {}", self, file, e.toString());
