@@ -34,14 +34,9 @@ public final class Durable {
    * the new one, never half of one; after a crash, once this returned, the new one.
    * {@code ownerOnly}: the file is created readable by this user only (0600).
    *
-   * <p>A directory that cannot be synced (some file systems refuse to open or force one) is
-   * logged, once per directory, and tolerated, as the engine's log segments, checkpoints
-   * and version ceiling do: on such a file system no new name in the data directory is
-   * durable, so refusing here would not make the node crash-safe, only stop it (a node
-   * could not start, as it records its ring epoch there, and the monitor would report a
-   * failure for a ring it has already published). The rename is then as durable as the
-   * file system makes it. Any other failure (before or at the rename) is thrown, and the
-   * target is then left as it was.
+   * <p>The directory force follows {@link #syncDirectory}: a directory (file system) that
+   * refused its first force is tolerated; one that synced before and now fails is thrown,
+   * the new content then possibly not durable (the caller must not act on it).
    */
   public static void replace(Path target, byte[] bytes, boolean ownerOnly) throws IOException {
     Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
@@ -57,18 +52,58 @@ public final class Durable {
     }
     Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING,
         StandardCopyOption.ATOMIC_MOVE);
-    Path dir = target.toAbsolutePath().getParent();
-    try {
-      forceDirectory(dir);
-    } catch (IOException e) {
-      if (UNSYNCABLE.add(dir)) {
-        LOG.warn("cannot sync directory {} ({}): a host crash may bring back the file {}'s "
-            + "older content; tolerated as for the engine's files", dir, e, target);
-      }
-    }
+    syncDirectory(target.toAbsolutePath().getParent(), target);
   }
 
-  /** Directories already logged as not syncable, so that each is logged once. */
-  private static final java.util.Set<Path> UNSYNCABLE =
-      java.util.concurrent.ConcurrentHashMap.newKeySet();
+  /**
+   * Forces {@code dir} after {@code changed} was created, renamed or deleted in it, with one
+   * tolerance, decided on the first force of each directory and remembered: a directory
+   * whose first force is refused as unsupported (EINVAL, ENOTSUP: some file systems cannot
+   * sync a directory at all; or one that cannot even be opened as a file, as on Windows) is
+   * logged once and never forced again. On such a file system no new name is durable, the
+   * engine's log segments included, so refusing would not make the node crash-safe, only
+   * stop it. Every other failure is thrown: any failure of a directory that synced before
+   * (EIO on a healthy disk: the name may not survive a crash, so the caller, a transaction
+   * record above all, must not acknowledge it; ring-epoch2 review M1), and a first failure
+   * that is not a refusal (not remembered: the next call checks again).
+   */
+  public static void syncDirectory(Path dir, Path changed) throws IOException {
+    Path key = dir.toAbsolutePath().normalize();
+    Boolean syncs = SYNCS.get(key);
+    if (Boolean.FALSE.equals(syncs)) {
+      return; // refused its first force: logged then, tolerated since
+    }
+    try {
+      forceDirectory(key);
+    } catch (IOException e) {
+      if (syncs == null && refusal(key, e)) {
+        if (SYNCS.putIfAbsent(key, Boolean.FALSE) == null) {
+          LOG.warn("cannot sync directory {} ({}): a host crash may lose or undo names made "
+              + "in it (first: {}); tolerated, as for the engine's files, and not tried "
+              + "again", key, e.toString(), changed);
+        }
+        return;
+      }
+      throw new IOException("directory " + key + " not forced after " + changed
+          + (Boolean.TRUE.equals(syncs) ? " (it synced before)" : "") + ": " + e, e);
+    }
+    SYNCS.putIfAbsent(key, Boolean.TRUE);
+  }
+
+  /**
+   * Whether a directory's failed first force is the file system refusing to sync
+   * directories (not an I/O error). Java gives the errno only as strerror's text.
+   */
+  private static boolean refusal(Path dir, IOException e) {
+    if (!dir.getFileSystem().supportedFileAttributeViews().contains("posix")) {
+      return true; // e.g. Windows: a directory cannot be opened as a file channel
+    }
+    String m = String.valueOf(e.getMessage());
+    return m.contains("Invalid argument") || m.contains("not supported")
+        || m.contains("Not supported");
+  }
+
+  /** Per directory: true once it synced, false once its first force was refused. */
+  private static final java.util.Map<Path, Boolean> SYNCS =
+      new java.util.concurrent.ConcurrentHashMap<>();
 }

@@ -244,9 +244,13 @@ final class TxRecords {
   }
 
   /**
-   * Durable.replace: a directory that cannot be synced is logged and tolerated (since the
-   * ring-epoch review, S1), as for the log these records complement; a record that was
-   * renamed into place is then never reported failed. Any other failure is thrown.
+   * Durable.replace. Its directory force is strict here as on main for any directory that
+   * synced before (ring-epoch2 review M1): a prepare or a decision (a .commit is empty, its
+   * name is the whole record) must not be acknowledged when its name may not survive a
+   * crash, or a participant asking after the restart would be told "presumed abort" of a
+   * transaction the client was told COMMITTED. Only a file system that refused its very
+   * first directory force (cannot sync directories at all, as for the log these records
+   * complement) is tolerated.
    */
   private void writeWhole(Path target, byte[] bytes) throws IOException {
     io.blobfs.tyr.engine.Durable.replace(target, bytes, true);
