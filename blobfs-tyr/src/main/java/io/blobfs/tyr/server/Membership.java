@@ -247,16 +247,18 @@ public final class Membership implements Closeable {
       try {
         installed = Long.parseLong(Files.readString(file).strip());
       } catch (NumberFormatException e) {
-        throw new IOException(file + " is not a ring epoch: " + e.getMessage(), e);
+        // Never a half-written record (Durable.replace): edited by hand or damaged. The
+        // node cannot know how far it went, so it does not guess (ring-epoch2 review S4).
+        throw new CorruptEpochRecordException("node " + self + " refuses to start: " + file
+            + " is not a ring epoch (" + e.getMessage() + "). Way out: write in it the "
+            + "highest ring epoch recorded on any node (their " + EPOCH_FILE + " files) if "
+            + "this node's ring file has at least that epoch; else " + wayOut(file), e);
       }
       if (ring.epoch() < installed) {
         throw new io.blobfs.tyr.ring.OlderRingException("node " + self + " refuses to start "
             + "on ring epoch " + ring.epoch() + ": it has installed ring epoch " + installed
             + " (recorded in " + file + "); its ring file is older than one it served under. "
-            + "Way out: restore the current ring file, or write the ring with an epoch above "
-            + installed + "; only when re-creating the whole cluster on these data dirs, "
-            + "delete " + file + " on every node (it gives up the guard: a node may then go "
-            + "back in epoch, and a backup take a stream it refused)", ring.epoch(), installed);
+            + "Way out: " + wayOut(file), ring.epoch(), installed);
       }
       if (ring.epoch() == installed) {
         epochFile = file;
@@ -265,6 +267,33 @@ public final class Membership implements Closeable {
     }
     writeEpoch(file, ring.epoch());
     epochFile = file;
+  }
+
+  /**
+   * The way out of a refused start, in the one form that keeps epochs meaning one ring
+   * each (ring-epoch2 review S1): any new epoch must be above the highest recorded on ANY
+   * node, and be in the ring every node reads; raising one node's alone skews the epochs
+   * (WRONG_EPOCH, refused streams), and a hand-written per-host copy the monitor later
+   * reuses would make one epoch name two rings.
+   */
+  private static String wayOut(Path file) {
+    return "restore the current ring file, or write a new ring with an epoch above the "
+        + "highest recorded on ANY node (each node's <data-dir>/" + EPOCH_FILE + "), in the "
+        + "one ring all nodes read: the monitor's ring file (not a per-host copy), or with "
+        + "static cluster-nodes the same cluster-epoch on every node (raising this node's "
+        + "alone skews the epochs); only when re-creating the whole cluster on these data "
+        + "dirs, with every node stopped, delete " + file + " on every node (it gives up "
+        + "the guard: a node may then go back in epoch, and a backup take a stream it "
+        + "refused)";
+  }
+
+  /** A node's {@value #EPOCH_FILE} record that does not hold an epoch (hand-edited, damaged). */
+  public static final class CorruptEpochRecordException extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    CorruptEpochRecordException(String message, Throwable cause) {
+      super(message, cause);
+    }
   }
 
   /** The file in a node's data directory holding the highest ring epoch it installed. */
@@ -750,6 +779,7 @@ public final class Membership implements Closeable {
    */
   private void watch(Path file, FileTime read) {
     FileTime[] seen = {read};
+    long[] failing = {0}; // nanoTime of the last warning while failing; 0: not failing
     watcher = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "tyr-ring-watch");
       t.setDaemon(true);
@@ -773,8 +803,17 @@ public final class Membership implements Closeable {
             throw e;
           }
         }
+        failing[0] = 0;
       } catch (IOException | RuntimeException e) {
-        LOG.warn("node {}: ring file {} not taken: {}", self, file, e.toString());
+        // A ring that keeps failing (a full disk) is retried every second: warn at the
+        // first failure, then at most once a minute (ring-epoch2 review S3).
+        long now = System.nanoTime();
+        if (failing[0] == 0 || now - failing[0] >= TimeUnit.MINUTES.toNanos(1)) {
+          LOG.warn("node {}: ring file {} not taken: {}{}", self, file, e.toString(),
+              failing[0] == 0 ? "" : " (still failing; retried each second, logged each "
+              + "minute)");
+          failing[0] = now == 0 ? 1 : now;
+        }
       }
     }, 1, 1, TimeUnit.SECONDS);
   }

@@ -71,7 +71,11 @@ class RingEpochRecordTest {
         })
         .hasMessageContaining("ring epoch 1").hasMessageContaining("ring epoch 2")
         // the ways out (review M2): a newer epoch, or, re-creating the cluster, no record
-        .hasMessageContaining("an epoch above 2")
+        // above the highest on ANY node, in the ring all nodes read (review S1)
+        .hasMessageContaining("an epoch above the highest recorded on ANY node")
+        .hasMessageContaining("the monitor's ring file")
+        .hasMessageContaining("the same cluster-epoch on every node")
+        .hasMessageContaining("with every node stopped")
         .hasMessageContaining("delete " + dir.resolve("n").resolve(Membership.EPOCH_FILE));
     // The refusal changed nothing: the current ring again, and the node starts.
     writeRing(2);
@@ -156,5 +160,39 @@ class RingEpochRecordTest {
       }
       assertEquals(2, node.membership().ring().epoch(), "the ring file's epoch 2 never taken");
     }
+  }
+
+  /**
+   * A ring-epoch record that is not a number (hand-edited, damaged): the node refuses to
+   * start, typed, naming the way out, and tyr-server exits 2 with that advice, as for an
+   * older ring, not with a stack trace and exit 1 (ring-epoch2 review S4).
+   */
+  @Test
+  void aCorruptRingEpochRecordStopsTheServerWithExit2AndTheWayOut() throws Exception {
+    setUp();
+    writeRing(3);
+    Files.createDirectories(dir.resolve("n"));
+    Path record = dir.resolve("n").resolve(Membership.EPOCH_FILE);
+    Files.writeString(record, "3x\n");
+    assertThatThrownBy(() -> start("n").close())
+        .isInstanceOf(Membership.CorruptEpochRecordException.class)
+        .hasMessageContaining(record + " is not a ring epoch")
+        .hasMessageContaining("highest ring epoch recorded on any node");
+    assertThat(Files.readString(record)).isEqualTo("3x\n"); // left for the operator
+
+    Process p = new ProcessBuilder(
+        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "-cp", System.getProperty("java.class.path"), TyrServerMain.class.getName(),
+        "--data-dir", dir.resolve("n").toString(), "--bind", "127.0.0.1",
+        "--port", Integer.toString(self.port()), "--cluster-file", ringFile.toString(),
+        "--cluster-self", self.id()).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(),
+        java.nio.charset.StandardCharsets.UTF_8);
+    assertThat(p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+    assertThat(p.exitValue()).as(out).isEqualTo(2);
+    assertThat(out).contains("tyr-server: node " + self.id())
+        .contains("is not a ring epoch").contains("Way out")
+        .doesNotContain("\tat io.blobfs"); // no stack trace
+    assertThat(Files.readString(record)).isEqualTo("3x\n");
   }
 }
