@@ -87,8 +87,8 @@ final class Checkpoint {
     }
     Path target = file(dir, version);
     Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-    try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
-      d.force(true);
+    try {
+      Durable.forceDirectory(dir);
     } catch (IOException e) {
       LOG.debug("cannot sync directory {}: {}", dir, e.toString());
     }

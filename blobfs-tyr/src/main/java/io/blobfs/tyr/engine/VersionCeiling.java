@@ -111,8 +111,8 @@ final class VersionCeiling {
     }
     Files.move(tmp, dir.resolve(FILE), StandardCopyOption.ATOMIC_MOVE,
         StandardCopyOption.REPLACE_EXISTING);
-    try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
-      d.force(true);
+    try {
+      Durable.forceDirectory(dir);
     } catch (IOException e) {
       // As for segments and checkpoints: some file systems cannot sync a directory.
       LOG.debug("cannot sync directory {}: {}", dir, e.toString());

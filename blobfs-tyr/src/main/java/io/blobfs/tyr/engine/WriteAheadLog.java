@@ -3,10 +3,8 @@ package io.blobfs.tyr.engine;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -356,8 +354,8 @@ final class WriteAheadLog implements Closeable {
 
   /** A new file's name is durable only once its directory is synced. */
   private void forceDirectory() throws IOException {
-    try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
-      d.force(true);
+    try {
+      Durable.forceDirectory(dir);
     } catch (IOException e) {
       LOG.debug("cannot sync directory {}: {}", dir, e.toString());
     }

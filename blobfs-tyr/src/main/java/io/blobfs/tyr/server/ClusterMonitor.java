@@ -435,12 +435,17 @@ public final class ClusterMonitor implements Closeable {
     write(ringFile, ring);
   }
 
-  /** Written whole, then renamed over the file: a node never reads half a ring. */
+  /**
+   * Written whole, then renamed over the file: a node never reads half a ring. Durably
+   * (issue 13, review S2): the temporary file is forced before the rename and the
+   * directory after it, so a host crash cannot bring back an older ring once a node may
+   * have acted on this one; a node started on an older ring would go back in epoch, and
+   * the replication stream's rules assume a backup's epoch never goes back (each node also
+   * refuses a ring older than the newest it installed: Membership.recordEpochs).
+   */
   private static void write(Path ringFile, Ring ring) throws IOException {
-    Path tmp = ringFile.resolveSibling(ringFile.getFileName() + ".tmp");
-    Files.writeString(tmp, Membership.ringFileText(ring));
-    Files.move(tmp, ringFile, StandardCopyOption.REPLACE_EXISTING,
-        StandardCopyOption.ATOMIC_MOVE);
+    io.blobfs.tyr.engine.Durable.replace(ringFile,
+        Membership.ringFileText(ring).getBytes(java.nio.charset.StandardCharsets.UTF_8), false);
   }
 
   @Override

@@ -45,7 +45,9 @@ import org.slf4j.LoggerFactory;
  * cluster-tx-timeout   10s    a prepared cross-node transaction's wait for its decision
  * cluster-file         a properties file with nodes, epoch, vnodes, replication instead;
  *                      re-read when it changes (checked every second), so a running node
- *                      moves to a new ring; a ring with a lower epoch is ignored. It may
+ *                      moves to a new ring; a ring with a lower epoch is ignored, and
+ *                      refused at start if older than the newest this node installed
+ *                      (recorded in its data dir: {@link #recordEpochs}). It may
  *                      also list members that are down ({@code down=}) or catching up
  *                      ({@code recovering=}): see {@link Ring.State} and {@link Recovery}
  * </pre>
@@ -101,6 +103,8 @@ public final class Membership implements Closeable {
    * primaries that served them while it was not UP: see {@link #handOver}. Null otherwise.
    */
   private volatile HandOver handOver;
+  /** Where installed epochs are recorded (see recordEpochs); null: not recorded. */
+  private Path epochFile;
 
   /**
    * A node that became UP under {@code epoch}, having been RECOVERING under {@code from}:
@@ -176,7 +180,13 @@ public final class Membership implements Closeable {
     if (next.equals(now)) {
       return;
     }
-    if (next.epoch() <= now.epoch()) {
+    if (next.epoch() < now.epoch()) {
+      throw new io.blobfs.tyr.ring.OlderRingException("node " + self + " refuses ring epoch "
+          + next.epoch() + ": it is not newer than epoch " + now.epoch() + ", which it has "
+          + "installed (" + next + ")",
+          next.epoch(), now.epoch());
+    }
+    if (next.epoch() == now.epoch()) {
       throw new IllegalArgumentException("ring epoch " + next.epoch() + " is not newer than "
           + now.epoch() + ": " + next);
     }
@@ -187,6 +197,21 @@ public final class Membership implements Closeable {
           throw new IllegalArgumentException(m + " goes from DOWN to UP in one epoch (" + now
               + " -> " + next + "); it must be RECOVERING in between");
         }
+      }
+    }
+    // Recorded before anything acts on it (issue 13): once this node may have served, or
+    // refused a replication stream, under the new epoch, a restart must not take it back
+    // to an older ring (see recordEpochs). A failed write leaves the ring not installed.
+    // Two fsyncs (the temporary file, the directory) under this lock, which admit() and
+    // withRing() also take: requests stall for them, a few ms on a local disk, at each ring
+    // change only (rare: a member down, recovering or up). Recording outside the lock would
+    // let a request be checked under the new ring before its epoch is durable.
+    if (epochFile != null) {
+      try {
+        writeEpoch(epochFile, next.epoch());
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException("node " + self + ": cannot record ring epoch "
+            + next.epoch() + " in " + epochFile + ", ring not installed", e);
       }
     }
     // Before the ring: a request checked under the new ring must see the hand-over.
@@ -201,6 +226,82 @@ public final class Membership implements Closeable {
     LOG.info("node {} now serves {}", self, next);
     completeSettled();
     listeners.forEach(l -> l.accept(next));
+  }
+
+  /**
+   * Keeps this node's epoch from going back across restarts (issue 13): reads the highest
+   * ring epoch it installed from {@code dataDir}'s {@value #EPOCH_FILE} and refuses the
+   * ring it starts on if that is older ({@link io.blobfs.tyr.ring.OlderRingException},
+   * naming both epochs); otherwise records the ring's epoch there, durably, and from now on
+   * every ring's before it is installed. Called by the server once its data directory is
+   * open, before anything acts on the ring. The replication stream's rules assume a
+   * backup's epoch never goes back (a backup that refused a primary's probe under epoch N
+   * must not later take its stream under N); the ring file alone does not ensure it, as a
+   * host crash or a stale copy can bring back an older one. A fresh data dir (no file)
+   * starts on any ring.
+   */
+  public synchronized void recordEpochs(Path dataDir) throws IOException {
+    Path file = dataDir.resolve(EPOCH_FILE);
+    if (Files.exists(file)) {
+      long installed;
+      try {
+        installed = Long.parseLong(Files.readString(file).strip());
+      } catch (NumberFormatException e) {
+        // Never a half-written record (Durable.replace): edited by hand or damaged. The
+        // node cannot know how far it went, so it does not guess (ring-epoch2 review S4).
+        throw new CorruptEpochRecordException("node " + self + " refuses to start: " + file
+            + " is not a ring epoch (" + e.getMessage() + "). Way out: write in it the "
+            + "highest ring epoch recorded on any node (their " + EPOCH_FILE + " files) if "
+            + "this node's ring file has at least that epoch; else " + wayOut(file), e);
+      }
+      if (ring.epoch() < installed) {
+        throw new io.blobfs.tyr.ring.OlderRingException("node " + self + " refuses to start "
+            + "on ring epoch " + ring.epoch() + ": it has installed ring epoch " + installed
+            + " (recorded in " + file + "); its ring file is older than one it served under. "
+            + "Way out: " + wayOut(file), ring.epoch(), installed);
+      }
+      if (ring.epoch() == installed) {
+        epochFile = file;
+        return;
+      }
+    }
+    writeEpoch(file, ring.epoch());
+    epochFile = file;
+  }
+
+  /**
+   * The way out of a refused start, in the one form that keeps epochs meaning one ring
+   * each (ring-epoch2 review S1): any new epoch must be above the highest recorded on ANY
+   * node, and be in the ring every node reads; raising one node's alone skews the epochs
+   * (WRONG_EPOCH, refused streams), and a hand-written per-host copy the monitor later
+   * reuses would make one epoch name two rings.
+   */
+  private static String wayOut(Path file) {
+    return "restore the current ring file, or write a new ring with an epoch above the "
+        + "highest recorded on ANY node (each node's <data-dir>/" + EPOCH_FILE + "), in the "
+        + "one ring all nodes read: the monitor's ring file (not a per-host copy), or with "
+        + "static cluster-nodes the same cluster-epoch on every node (raising this node's "
+        + "alone skews the epochs); only when re-creating the whole cluster on these data "
+        + "dirs, with every node stopped, delete " + file + " on every node (it gives up "
+        + "the guard: a node may then go back in epoch, and a backup take a stream it "
+        + "refused)";
+  }
+
+  /** A node's {@value #EPOCH_FILE} record that does not hold an epoch (hand-edited, damaged). */
+  public static final class CorruptEpochRecordException extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    CorruptEpochRecordException(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+
+  /** The file in a node's data directory holding the highest ring epoch it installed. */
+  public static final String EPOCH_FILE = "ring-epoch";
+
+  private static void writeEpoch(Path file, long epoch) throws IOException {
+    io.blobfs.tyr.engine.Durable.replace(file,
+        (epoch + "\n").getBytes(java.nio.charset.StandardCharsets.UTF_8), true);
   }
 
   /**
@@ -678,6 +779,7 @@ public final class Membership implements Closeable {
    */
   private void watch(Path file, FileTime read) {
     FileTime[] seen = {read};
+    long[] failing = {0}; // nanoTime of the last warning while failing; 0: not failing
     watcher = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "tyr-ring-watch");
       t.setDaemon(true);
@@ -687,11 +789,31 @@ public final class Membership implements Closeable {
       try {
         FileTime t = Files.getLastModifiedTime(file);
         if (!t.equals(seen[0])) {
+          FileTime before = seen[0];
           seen[0] = t;
-          install(readRingFile(file));
+          try {
+            install(readRingFile(file));
+          } catch (IOException | java.io.UncheckedIOException e) {
+            // A read or a record of its epoch that failed (ENOSPC, EIO: install() leaves
+            // such a ring not installed) is retried at the next tick: the file may not
+            // change again for long, and meanwhile this node would serve the old epoch and
+            // never settle under the new one (the monitor's RECOVERING->UP would stall).
+            // A bad or older ring is not retried: the same file gives the same answer.
+            seen[0] = before;
+            throw e;
+          }
         }
+        failing[0] = 0;
       } catch (IOException | RuntimeException e) {
-        LOG.warn("node {}: ring file {} not taken: {}", self, file, e.toString());
+        // A ring that keeps failing (a full disk) is retried every second: warn at the
+        // first failure, then at most once a minute (ring-epoch2 review S3).
+        long now = System.nanoTime();
+        if (failing[0] == 0 || now - failing[0] >= TimeUnit.MINUTES.toNanos(1)) {
+          LOG.warn("node {}: ring file {} not taken: {}{}", self, file, e.toString(),
+              failing[0] == 0 ? "" : " (still failing; retried each second, logged each "
+              + "minute)");
+          failing[0] = now == 0 ? 1 : now;
+        }
       }
     }, 1, 1, TimeUnit.SECONDS);
   }

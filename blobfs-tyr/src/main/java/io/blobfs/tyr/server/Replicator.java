@@ -848,9 +848,11 @@ final class Replicator implements Closeable {
         // hand-over can take it (one from this epoch would have taken the probe, and never
         // opens again once the backup has passed it), so nothing of it is applied there
         // (its keys owed and fenced as for any refusal). One item per refused probe: a
-        // backup's epoch goes back if it restarts on an older ring file, and such a
+        // backup's epoch went back if it restarted on an older ring file, and such a
         // backup would apply a later stripped item without its rebases (bug 3 again;
         // the review of tyr-shoulds, M1), so the next item with rebases is probed again.
+        // Nodes now refuse a ring older than the newest they installed
+        // (Membership.recordEpochs); the probe stays as a second guard.
         s.refusedAheadAt = Long.MIN_VALUE;
         s.probeRefusedAt = Long.MIN_VALUE;
       } else if (!it.rebase().isEmpty() && (s.rebases || !s.answered)) {

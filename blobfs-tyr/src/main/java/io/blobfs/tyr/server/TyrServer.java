@@ -58,6 +58,16 @@ public final class TyrServer implements Closeable {
     this.config = config;
     this.membership = membership;
     this.engine = TyrEngine.open(config.engine());
+    if (membership != null) {
+      // Before anything acts on the ring (issue 13): a ring older than one this node
+      // installed is refused, and the ring's epoch is recorded in the data directory.
+      try {
+        membership.recordEpochs(config.engine().directory());
+      } catch (IOException | RuntimeException e) {
+        engine.close();
+        throw e;
+      }
+    }
     this.boss = new NioEventLoopGroup(1, new DefaultThreadFactory("tyr-accept", true));
     this.io = new NioEventLoopGroup(0, new DefaultThreadFactory("tyr-io", true));
     this.workers = Executors.newFixedThreadPool(config.threads(),

@@ -41,7 +41,17 @@ public final class TyrServerMain {
       System.exit(2);
       return;
     }
-    TyrServer server = TyrServer.start(config, membership);
+    TyrServer server;
+    try {
+      server = TyrServer.start(config, membership);
+    } catch (io.blobfs.tyr.ring.OlderRingException
+        | Membership.CorruptEpochRecordException e) {
+      // Its ring file is older than a ring it served under (issue 13), or its record of
+      // that is unreadable: it must not serve; the message names the way out.
+      System.err.println("tyr-server: " + e.getMessage());
+      System.exit(2);
+      return;
+    }
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       try {
         server.close();

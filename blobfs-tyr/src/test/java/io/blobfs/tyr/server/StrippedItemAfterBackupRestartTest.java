@@ -1,6 +1,7 @@
 package io.blobfs.tyr.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.blobfs.tyr.api.CommitResult;
 import io.blobfs.tyr.api.TxOp;
@@ -31,7 +32,9 @@ import org.junit.jupiter.api.io.TempDir;
  * stream renumbers (the connection broke), and the next item with rebases at epoch 1 is
  * neither probed (probeRefusedAt) nor sent with its rebases (refusedAheadAt): it goes
  * stripped and the restarted backup, now at epoch 1, APPLIES it: bug 3 (Y's share moved
- * off its versions without its rebase).
+ * off its versions without its rebase). Since issue 13 the restart on the older ring is
+ * refused (the node's recorded epoch); the test deletes that record to keep checking the
+ * probe, the second guard.
  */
 class StrippedItemAfterBackupRestartTest {
   private static final String Y = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9";
@@ -62,8 +65,15 @@ class StrippedItemAfterBackupRestartTest {
       x.handle((r, e) -> null).get(1, TimeUnit.MINUTES);
       assertThat(x.isCompletedExceptionally()).as("x refused by epoch").isTrue();
 
-      // b restarts with an older ring file (epoch 1).
+      // b restarts with an older ring file (epoch 1). Since issue 13 it refuses to: it
+      // recorded epoch 2 in its data dir (RingEpochRecordTest).
       nb.close();
+      assertThatThrownBy(() -> start(b, ring, "b").close())
+          .isInstanceOfSatisfying(io.blobfs.tyr.ring.OlderRingException.class,
+              e -> assertThat(e.installedEpoch()).isEqualTo(2));
+      // The second guard (the probe) still holds if the record is gone: deleted by hand,
+      // the documented way out when re-creating a cluster, misused here. b goes back to 1.
+      java.nio.file.Files.delete(dir.resolve("b").resolve(Membership.EPOCH_FILE));
       nb = start(b, ring, "b");
       sent.clear();
       CompletableFuture<?> w = null;
