@@ -39,7 +39,8 @@ import java.util.TreeMap;
  * scan, without locks, key by key: a listed key a due names and no scanned record names.
  * No record can name it later: its version was replaced, and the replacing version's
  * successors borrow only what it named (I1, I3). An ADOPTED lock whose id has no data
- * blob left in the first scan and is no record's own id goes too, conditionally.
+ * blob left, in the first scan and in a listing made after the lock was read, and is no
+ * record's own id goes too, conditionally.
  */
 public final class OrphanSweeper {
   private static final System.Logger LOG = System.getLogger(OrphanSweeper.class.getName());
@@ -321,9 +322,19 @@ public final class OrphanSweeper {
   }
 
   /**
-   * Removes the ADOPTED locks of ids with no data blob in the first scan that are no
-   * record's own id (a cleanup cut between an id's last key and its lock): no key of such
-   * an id can appear again (I3), so no record can need it. Conditional on the lock as read.
+   * Removes the ADOPTED locks of ids with no data blob that are no record's own id (a
+   * cleanup cut between an id's last key and its lock): no key of such an id can appear
+   * again (I3), so no record can need it. "No data blob" is checked again after the lock
+   * was read ADOPTED: the data scan alone proves nothing, as it may have met the id's
+   * writer at work (its lock taken, its stripes not yet written), the version then
+   * published and adopted by the next one before the names scan, which finds it named by
+   * that one's map and no record's own id (issue 16, the race
+   * {@code sweepsDuringTakeoversLoseNoNamedKey} met under load: the lock of a live
+   * borrowed id went, and the next sweep could have taken the id and deleted its stripes).
+   * An ADOPTED lock is written only over a published version's, and a version publishes
+   * only once its stripes are written: a listing made after the lock was read ADOPTED and
+   * holding none of its stripes shows them all deleted, for good. Conditional on the lock
+   * as read.
    */
   private int removeSpentAdoptions(Names names, Set<String> locked,
       Map<String, List<String>> blobsByFile) throws IOException {
@@ -331,13 +342,24 @@ public final class OrphanSweeper {
     for (String id : locked) {
       if (blobsByFile.getOrDefault(id, List.of()).isEmpty() && !names.ownIds.contains(id)) {
         Optional<DataLocks.Lock> lock = ns.locks().read(id);
-        if (lock.isPresent() && lock.get().owner() == DataLocks.Owner.ADOPTED) {
+        if (lock.isPresent() && lock.get().owner() == DataLocks.Owner.ADOPTED
+            && !hasDataBlob(id)) {
           ns.locks().release(lock.get());
           removed++;
         }
       }
     }
     return removed;
+  }
+
+  /** Whether a listing made now holds a data blob (not the lock) of {@code id}. */
+  private boolean hasDataBlob(String id) throws IOException {
+    for (String key : ns.scanAll(KeyLayout.DATA + id + "/")) {
+      if (!KeyLayout.isLock(key)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**

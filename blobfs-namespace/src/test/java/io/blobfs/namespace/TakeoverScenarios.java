@@ -298,6 +298,51 @@ public abstract class TakeoverScenarios extends SharedStripesFixture {
     assertTrue(named.contains("d/" + b + "/2"));
   }
 
+  /**
+   * A sweep whose data scan met a version's lock before its stripe (the writer at work) and
+   * whose names scan met that version already adopted by the next one: the id has no data
+   * blob in the data scan and is no record's own id, yet its ADOPTED lock is not spent (the
+   * race {@code sweepsDuringTakeoversLoseNoNamedKey} met under load). Before, the sweep
+   * removed it: the next sweep could then take the id and delete a stripe a record names.
+   */
+  @Test
+  public void anAdoptionMadeBetweenTheScansIsNotTakenForSpent() throws Exception {
+    publish(bytes);
+    ExecutorService writer = Executors.newSingleThreadExecutor();
+    try {
+      // X's writer holds its lock and is held before writing its own stripe 1.
+      FaultInjectingBlobStore.Fault stripe =
+          faults.on(FaultInjectingBlobStore.Op.WRITE).keys("d/.*/1").pause();
+      byte[] vx = rewritten(bytes, 1, 21);
+      Future<String> x = writer.submit(() -> version(F, vx, stripes(0, 2, 3)));
+      stripe.awaitReached();
+      // The sweep lists the data (X's lock, none of X's stripes) and is held before the names.
+      FaultInjectingBlobStore.Fault names =
+          faults.on(FaultInjectingBlobStore.Op.SCAN).keys("n/.*").pause();
+      Future<OrphanSweeper.Report> sweep =
+          racer.submit(() -> new OrphanSweeper(ns).sweep(Duration.ZERO, false));
+      names.awaitReached();
+      stripe.release();
+      String xid = x.get(30, TimeUnit.SECONDS);
+      // Y takes X's stripe 1 over: X's lock is ADOPTED by Y before the names scan runs.
+      byte[] vy = rewritten(vx, 0, 22);
+      String y = version(F, vy, stripes(1, 2, 3));
+      assertEquals(DataLocks.Owner.ADOPTED, ns.locks().read(xid).get().owner());
+      names.release();
+      OrphanSweeper.Report report = sweep.get(30, TimeUnit.SECONDS);
+      assertEquals(0, report.adoptedLocksRemoved());
+      Optional<DataLocks.Lock> lock = ns.locks().read(xid);
+      assertTrue(lock.isPresent(), "X's ADOPTED lock removed while Y names d/" + xid + "/1");
+      assertEquals(DataLocks.Owner.ADOPTED, lock.get().owner());
+      assertEquals(y, lock.get().adopter());
+      assertTrue(ns.getFileInfo(F).record().map().ids().contains(xid));
+      assertTrue(keys("d/").contains("d/" + xid + "/1"));
+      assertArrayEquals(vy, readFresh(F.toString()));
+    } finally {
+      writer.shutdownNow();
+    }
+  }
+
   /** Sweeps running all along while versions are published: no named key is lost. */
   @Test
   public void sweepsDuringTakeoversLoseNoNamedKey() throws Exception {
