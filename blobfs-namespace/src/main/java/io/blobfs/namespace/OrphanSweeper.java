@@ -332,34 +332,51 @@ public final class OrphanSweeper {
    * {@code sweepsDuringTakeoversLoseNoNamedKey} met under load: the lock of a live
    * borrowed id went, and the next sweep could have taken the id and deleted its stripes).
    * An ADOPTED lock is written only over a published version's, and a version publishes
-   * only once its stripes are written: a listing made after the lock was read ADOPTED and
-   * holding none of its stripes shows them all deleted, for good. Conditional on the lock
-   * as read.
+   * only once every stripe a map can name is written: a listing made after the lock was
+   * read ADOPTED and holding none of its stripes shows them all deleted, for good. One
+   * listing for all such ids (on RADOS a listing is a scan of the whole data namespace);
+   * ids a map names keep their locks without one. Conditional on the lock as read.
    */
   private int removeSpentAdoptions(Names names, Set<String> locked,
       Map<String, List<String>> blobsByFile) throws IOException {
-    int removed = 0;
+    Map<String, DataLocks.Lock> spent = new HashMap<>();
     for (String id : locked) {
-      if (blobsByFile.getOrDefault(id, List.of()).isEmpty() && !names.ownIds.contains(id)) {
+      // An id a map names keeps its lock without a look: the race above is exactly that
+      // case (its stripes exist), and a second listing costs a whole data scan on RADOS,
+      // which cannot list by prefix (adopt-race review, M1).
+      if (blobsByFile.getOrDefault(id, List.of()).isEmpty() && !names.ids.contains(id)) {
         Optional<DataLocks.Lock> lock = ns.locks().read(id);
-        if (lock.isPresent() && lock.get().owner() == DataLocks.Owner.ADOPTED
-            && !hasDataBlob(id)) {
-          ns.locks().release(lock.get());
-          removed++;
+        if (lock.isPresent() && lock.get().owner() == DataLocks.Owner.ADOPTED) {
+          spent.put(id, lock.get());
         }
       }
     }
-    return removed;
-  }
-
-  /** Whether a listing made now holds a data blob (not the lock) of {@code id}. */
-  private boolean hasDataBlob(String id) throws IOException {
-    for (String key : ns.scanAll(KeyLayout.DATA + id + "/")) {
-      if (!KeyLayout.isLock(key)) {
-        return true;
+    if (spent.isEmpty()) {
+      return 0;
+    }
+    Set<String> withData = new HashSet<>();
+    try {
+      // one listing for all of them, made after every lock was read ADOPTED
+      for (String key : ns.scanAll(KeyLayout.DATA)) {
+        String id = KeyLayout.fileIdOf(key);
+        if (id != null && !KeyLayout.isLock(key) && spent.containsKey(id)) {
+          withData.add(id);
+        }
+      }
+    } catch (IOException e) {
+      // kept for the next sweep, which looks again; the candidates still get their turn
+      LOG.log(System.Logger.Level.WARNING, "could not list the data again to remove "
+          + spent.size() + " spent adoptions; left for the next sweep", e);
+      return 0;
+    }
+    int removed = 0;
+    for (Map.Entry<String, DataLocks.Lock> e : spent.entrySet()) {
+      if (!withData.contains(e.getKey())) {
+        ns.locks().release(e.getValue());
+        removed++;
       }
     }
-    return false;
+    return removed;
   }
 
   /**
