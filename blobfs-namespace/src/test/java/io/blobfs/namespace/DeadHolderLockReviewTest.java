@@ -63,10 +63,12 @@ class DeadHolderLockReviewTest extends StalledMoveFixture {
   void reviewARenameOverAnInlineFileWaitsOutTheSourcesDeadHolder() throws Exception {
     FsPath src = FsPath.parse("/a/src");
     FsPath dst = FsPath.parse("/a/dst");
-    byte[] bytes = write(src, 3 * 4096 + 5);
-    String srcId = reader.probe(src).get().record().fileId();
+    byte[] bytes = null;
     FileInfo target = null;
     for (int i = 0; i < 64; i++) { // an inline target whose id sorts before the source's
+      // a fresh pair each try: a source with a very low id would leave no target below it
+      bytes = write(src, 3 * 4096 + 5);
+      String srcId = reader.probe(src).get().record().fileId();
       write(dst, 10);
       FileInfo t = reader.probe(dst).get();
       if (t.record().fileId().compareTo(srcId) < 0) {
@@ -74,6 +76,7 @@ class DeadHolderLockReviewTest extends StalledMoveFixture {
         break;
       }
       reader.delete(dst, false);
+      reader.delete(src, false);
     }
     assertTrue(target != null && target.record().stripeCount() == 0);
     diedHoldingTheLockOf(src, Duration.ofSeconds(2));
