@@ -39,8 +39,8 @@ import java.util.TreeMap;
  * scan, without locks, key by key: a listed key a due names and no scanned record names.
  * No record can name it later: its version was replaced, and the replacing version's
  * successors borrow only what it named (I1, I3). An ADOPTED lock whose id has no data
- * blob left, in the first scan and in a listing made after the lock was read, and is no
- * record's own id goes too, conditionally.
+ * blob left, in the first scan and in a listing made after the lock was read, and that no
+ * scanned record names (own id or map) goes too, conditionally.
  */
 public final class OrphanSweeper {
   private static final System.Logger LOG = System.getLogger(OrphanSweeper.class.getName());
@@ -322,7 +322,7 @@ public final class OrphanSweeper {
   }
 
   /**
-   * Removes the ADOPTED locks of ids with no data blob that are no record's own id (a
+   * Removes the ADOPTED locks of ids with no data blob that no scanned record names (a
    * cleanup cut between an id's last key and its lock): no key of such an id can appear
    * again (I3), so no record can need it. "No data blob" is checked again after the lock
    * was read ADOPTED: the data scan alone proves nothing, as it may have met the id's

@@ -31,7 +31,7 @@ class DeadHolderLockReviewTest extends StalledMoveFixture {
     return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
   }
 
-  /** The BOUNDED half of the rule for a directory rename (no test on the branch). */
+  /** The BOUNDED half of the rule for a directory rename (review of takeover-it). */
   @Test
   void reviewADirectoryRenameKeepsTheFixedWaitUnderItsIntent() throws Exception {
     write(FsPath.parse("/d/f"), 3 * 4096 + 5);
@@ -43,7 +43,7 @@ class DeadHolderLockReviewTest extends StalledMoveFixture {
     assertTrue(took < 1500, took + " ms: a directory rename outwaited its own 2 s intent");
   }
 
-  /** The BOUNDED half of the rule for a recursive delete (no test on the branch). */
+  /** The BOUNDED half of the rule for a recursive delete (review of takeover-it). */
   @Test
   void reviewARecursiveDeleteKeepsTheFixedWaitUnderItsIntent() throws Exception {
     write(FsPath.parse("/d/f"), 3 * 4096 + 5);
@@ -57,7 +57,8 @@ class DeadHolderLockReviewTest extends StalledMoveFixture {
   /**
    * A rename over a file kept in its record (no lock taken for it) whose id sorts first:
    * the source's lock is the only one taken, so it holds nothing, yet it gets BOUNDED
-   * (Replacer.java:194) and fails "retry" on a dead holder's lock, the case c1d668b fixes.
+   * and failed "retry" on a dead holder's lock before review S1 (now OUTWAIT when the
+   * target took no lock).
    */
   @Test
   void reviewARenameOverAnInlineFileWaitsOutTheSourcesDeadHolder() throws Exception {
@@ -81,7 +82,7 @@ class DeadHolderLockReviewTest extends StalledMoveFixture {
     assertTrue(target != null && target.record().stripeCount() == 0);
     diedHoldingTheLockOf(src, Duration.ofSeconds(2));
 
-    client(SHORT).renameOver(src, target); // fails on the branch: "... for over 0 s; retry"
+    client(SHORT).renameOver(src, target); // failed "... for over 0 s; retry" before S1
 
     assertArrayEquals(bytes, readAll(dst));
     assertTrue(reader.probe(src).isEmpty());

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.IOException;
 import java.time.Duration;
@@ -131,12 +132,17 @@ class DeadHolderLockTest extends StalledMoveFixture {
       }
     });
     long heldUntil;
+    long lookUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     while (true) { // it holds dst's lock and waits for src's
       Optional<DataLocks.Lock> l = live.locks().read(dstId);
       if (l.isPresent() && l.get().owner() == DataLocks.Owner.RENAMER) {
         heldUntil = l.get().expiresMillis();
         break;
       }
+      if (rename.isDone()) {
+        fail("the rename over dst ended before it took dst's lock: " + rename.get());
+      }
+      assertTrue(System.nanoTime() < lookUntil, "dst's lock not taken within 10 s");
       Thread.sleep(5);
     }
 

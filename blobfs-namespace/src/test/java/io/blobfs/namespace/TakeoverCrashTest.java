@@ -421,7 +421,6 @@ class TakeoverCrashTest extends SharedStripesFixture {
     faults.on(Op.DELETE).keys("d/" + stale.record().fileId() + "/[0-9]+").always().failBefore();
     assertThrows(IOException.class, () -> ns.delete(p, false));
     mappedVersion("/mvf/f", LEASE);
-    faults.on(Op.DELETE).keys("d/" + stale.record().fileId() + "/[0-9]+").always().failBefore();
     VersionedRecord y = ns.readRecord(name, true).get();
     Thread.sleep(LEASE.toMillis() + 30);
     Object out;

@@ -14,7 +14,9 @@ import org.slf4j.LoggerFactory;
  * Small files written so that a host crash (power loss) keeps either the old content or
  * the new one, never an older one after the new was acted on: the data is forced before
  * the rename, and the directory after it (a rename, like a create or a delete, is durable
- * only once its directory is synced). The one way the node, and the ring's monitor, do it.
+ * only once its directory is synced). The way the transaction records, the ring-epoch
+ * record and the monitor's ring file are written (the engine's log segments, checkpoints
+ * and version ceiling still do their own, and log a failed directory force).
  */
 public final class Durable {
   private static final Logger LOG = LoggerFactory.getLogger(Durable.class);

@@ -244,7 +244,7 @@ final class TxRecords {
   }
 
   /**
-   * Durable.replace. Its directory force is strict here as on main for any directory that
+   * Durable.replace. Its directory force is strict for any directory that
    * synced before (ring-epoch2 review M1): a prepare or a decision (a .commit is empty, its
    * name is the whole record) must not be acknowledged when its name may not survive a
    * crash, or a participant asking after the restart would be told "presumed abort" of a

@@ -8,8 +8,8 @@ import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -47,12 +47,9 @@ class TxRecordsDirSyncFailureTest {
         TxRecordsDirSyncFailureTest.class.getName(), work.toString(), markers.toString());
     pb.environment().put("LD_PRELOAD", shim.toString());
     pb.environment().put("FAILSYNC_DIR", markers.toString());
-    pb.redirectErrorStream(true);
-    Process p = pb.start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
-    assertThat(p.exitValue()).as("child JVM under the shim:%n%s", out).isZero();
-    assertThat(out).contains("SCENARIOS PASSED");
+    ChildProcess child = ChildProcess.run(pb, dir.resolve("child.log"), Duration.ofMinutes(2));
+    assertThat(child.exitValue()).as("child JVM under the shim:%n%s", child.output()).isZero();
+    assertThat(child.output()).contains("SCENARIOS PASSED");
   }
 
   /** Child JVM (started with the shim preloaded): args work-dir marker-dir. */
@@ -143,17 +140,17 @@ class TxRecordsDirSyncFailureTest {
       Files.copy(in, src);
     }
     Path lib = dir.resolve("libfailsync.so");
-    Process cc;
+    ChildProcess cc;
     try {
-      cc = new ProcessBuilder(List.of("cc", "-shared", "-fPIC", "-o", lib.toString(),
-          src.toString(), "-ldl")).redirectErrorStream(true).start();
+      cc = ChildProcess.run(new ProcessBuilder(List.of("cc", "-shared", "-fPIC", "-o",
+          lib.toString(), src.toString(), "-ldl")), dir.resolve("cc.log"),
+          Duration.ofSeconds(60));
     } catch (IOException e) {
       Assumptions.abort("no system cc to build the LD_PRELOAD shim: " + e.getMessage());
       throw e;
     }
-    String out = new String(cc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    Assumptions.assumeTrue(cc.waitFor(60, TimeUnit.SECONDS) && cc.exitValue() == 0,
-        () -> "cc could not build the LD_PRELOAD shim: " + out);
+    Assumptions.assumeTrue(cc.exitValue() == 0,
+        () -> "cc could not build the LD_PRELOAD shim: " + cc.output());
     return lib;
   }
 }
