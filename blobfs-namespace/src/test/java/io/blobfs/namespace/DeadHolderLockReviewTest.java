@@ -6,31 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.time.Duration;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /** Review of takeover-it (c1d668b), session 18. */
-class DeadHolderLockReviewTest extends StalledMoveFixture {
-  private static final Duration WAIT = Duration.ofMillis(300);
-  private static final NamespaceOptions SHORT = new NamespaceOptions(4096, 1024, 4096, 256,
-      false, 3).withRenameLease(Duration.ofSeconds(2));
-
-  private BlobNamespace client(NamespaceOptions options) {
-    BlobNamespace ns = new BlobNamespace(faults().store(), options, StoreCallCounters.NONE);
-    ns.locks().waitForTests(WAIT);
-    return ns;
-  }
-
-  private void diedHoldingTheLockOf(FsPath path, Duration lease) throws IOException {
-    BlobNamespace dead = client(SHORT.withRenameLease(lease));
-    String id = dead.probe(path).get().record().fileId();
-    dead.locks().takeForRename(id, path, null);
-  }
-
-  private static long millisSince(long startNanos) {
-    return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
-  }
-
+class DeadHolderLockReviewTest extends DeadHolderFixture {
   /** The BOUNDED half of the rule for a directory rename (review of takeover-it). */
   @Test
   void reviewADirectoryRenameKeepsTheFixedWaitUnderItsIntent() throws Exception {

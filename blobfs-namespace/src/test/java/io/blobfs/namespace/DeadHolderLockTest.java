@@ -24,31 +24,9 @@ import org.junit.jupiter.api.Test;
  * a caller holding a lock already still gives up within the fixed wait. The wait is
  * shortened here below a 2 s lease, to show the same without waiting minutes.
  */
-class DeadHolderLockTest extends StalledMoveFixture {
+class DeadHolderLockTest extends DeadHolderFixture {
   private static final FsPath F = FsPath.parse("/a/f");
   private static final FsPath G = FsPath.parse("/a/g");
-  private static final Duration WAIT = Duration.ofMillis(300);
-  private static final NamespaceOptions SHORT = new NamespaceOptions(4096, 1024, 4096, 256,
-      false, 3).withRenameLease(Duration.ofSeconds(2));
-
-  /** A client of the store with the short lease and wait. */
-  private BlobNamespace client(NamespaceOptions options) {
-    BlobNamespace ns = new BlobNamespace(faults().store(), options, StoreCallCounters.NONE);
-    ns.locks().waitForTests(WAIT);
-    return ns;
-  }
-
-  /** F's lock taken as a delete takes it, by a client that never comes back. */
-  private String diedHoldingTheLockOf(FsPath path, Duration lease) throws IOException {
-    BlobNamespace dead = client(SHORT.withRenameLease(lease));
-    String id = dead.probe(path).get().record().fileId();
-    dead.locks().takeForRename(id, path, null);
-    return id;
-  }
-
-  private static long millisSince(long startNanos) {
-    return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
-  }
 
   @Test
   void aRenameWaitsOutTheLockOfADeadHolderAndTakesItOver() throws Exception {
